@@ -1,0 +1,317 @@
+//! `loader-check`: explores the LoaderLedger model exhaustively, or checks the production
+//! ledger against it (`--impl`).
+//!
+//! Exit status: 0 when every invariant holds (or the refinement check passes), 1 when one is
+//! violated (or refinement fails), 2 on a usage error.
+
+use loader::model::explore::{explore, Options, Report};
+use loader::model::{Bounds, Model, Rules};
+use loader::refinement::{self, RefineBounds};
+use std::process::ExitCode;
+use std::time::Instant;
+
+const USAGE: &str =
+    "usage: loader-check [--rules NAME] [--max-epoch N] [--ids N] [--no-model-bounds]
+                    [--stop-at-first] [--json] [--impl] [--list-rules]
+
+  --rules NAME        rule variant (default unifiedMin; see --list-rules)
+  --max-epoch N       the module's MaxEpoch (default 2)
+  --ids N             the number of request ids (default 4)
+  --no-model-bounds   drop the coverage # \"full\" guards on IssueFinite and Invalidate
+  --stop-at-first     stop at the first violated invariant, as TLC does
+  --json              print one JSON object instead of text
+  --impl              check the production ledger against the model (refinement); with no
+                      --rules, for both settings of the lost-invalidation fix
+  --list-rules        print one rule variant name per line";
+
+struct Args {
+    rules: Option<Rules>,
+    max_epoch: u8,
+    ids: usize,
+    model_bounds: bool,
+    stop_at_first: bool,
+    json: bool,
+    implementation: bool,
+    list_rules: bool,
+}
+
+fn parse() -> Result<Args, String> {
+    let mut a = Args {
+        rules: None,
+        max_epoch: 2,
+        ids: 4,
+        model_bounds: true,
+        stop_at_first: false,
+        json: false,
+        implementation: false,
+        list_rules: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let mut value = |name: &str| it.next().ok_or_else(|| format!("{name} needs a value"));
+        match arg.as_str() {
+            "--rules" => {
+                let v = value("--rules")?;
+                a.rules = Some(Rules::parse(&v).ok_or_else(|| {
+                    format!("unknown rule variant {v:?}; --list-rules lists them")
+                })?);
+            }
+            "--max-epoch" => {
+                let v = value("--max-epoch")?;
+                a.max_epoch = v
+                    .parse()
+                    .ok()
+                    .filter(|&n: &u8| n <= 15)
+                    .ok_or_else(|| format!("--max-epoch takes 0..=15, not {v:?}"))?;
+            }
+            "--ids" => {
+                let v = value("--ids")?;
+                a.ids = v
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=loader::model::MAX_IDS).contains(n))
+                    .ok_or_else(|| format!("--ids takes 1..=8, not {v:?}"))?;
+            }
+            "--no-model-bounds" => a.model_bounds = false,
+            "--stop-at-first" => a.stop_at_first = true,
+            "--json" => a.json = true,
+            "--impl" => a.implementation = true,
+            "--list-rules" => a.list_rules = true,
+            "-h" | "--help" => return Err(String::new()),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    Ok(a)
+}
+
+fn main() -> ExitCode {
+    let args = match parse() {
+        Ok(a) => a,
+        Err(e) => {
+            if !e.is_empty() {
+                eprintln!("loader-check: {e}");
+            }
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    if args.list_rules {
+        for r in Rules::ALL {
+            println!("{r}");
+        }
+        return ExitCode::SUCCESS;
+    }
+    if args.implementation {
+        return run_impl(&args);
+    }
+    let bounds = Bounds {
+        max_epoch: args.max_epoch,
+        ids: args.ids,
+        rules: args.rules.unwrap_or(Rules::UnifiedMin),
+        model_bounds: args.model_bounds,
+    };
+    let options = Options {
+        stop_at_first: args.stop_at_first,
+        progress: true,
+    };
+    let report = match explore(bounds, options) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("loader-check: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if args.json {
+        println!("{}", json(&report));
+    } else {
+        print!("{}", text(&report));
+    }
+    if report.verdicts.iter().all(|v| v.holds()) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn run_impl(args: &Args) -> ExitCode {
+    let settings: Vec<bool> = match args.rules {
+        None => vec![true, false],
+        Some(Rules::UnifiedMinRecheck) => vec![true],
+        Some(Rules::UnifiedMin) => vec![false],
+        Some(r) => {
+            eprintln!(
+                "loader-check: --impl checks the ledger against unifiedMinRecheck (fix on) or unifiedMin (fix off), not {r}"
+            );
+            return ExitCode::from(2);
+        }
+    };
+    let mut ok = true;
+    let mut objects = Vec::new();
+    for recheck_full in settings {
+        let b = RefineBounds {
+            max_epoch: args.max_epoch,
+            ids: args.ids,
+            recheck_full,
+        };
+        let t = Instant::now();
+        let result = refinement::check(b);
+        let secs = t.elapsed().as_secs_f64();
+        match result {
+            Ok(r) => {
+                if args.json {
+                    objects.push(format!(
+                        "{{\"rules\": \"{}\", \"recheck_full\": {}, \"max_epoch\": {}, \"ids\": {}, \"refines\": true, \"ledger_states\": {}, \"model_states\": {}, \"events\": {}, \"refused\": {}, \"pruned\": {}}}",
+                        b.rules(), recheck_full, b.max_epoch, b.ids, r.states, r.model_states, r.events, r.refused, r.pruned
+                    ));
+                } else {
+                    println!(
+                        "ledger (recheck_full = {recheck_full}) refines {}: MaxEpoch={} Ids={}: {} ledger states ({} model states), {} events, {} refused answers checked, {} paths pruned at the id bound, {:.2}s",
+                        b.rules(), b.max_epoch, b.ids, r.states, r.model_states, r.events, r.refused, r.pruned, secs
+                    );
+                }
+            }
+            Err(e) => {
+                ok = false;
+                if args.json {
+                    objects.push(format!(
+                        "{{\"rules\": \"{}\", \"recheck_full\": {}, \"refines\": false, \"error\": {}}}",
+                        b.rules(),
+                        recheck_full,
+                        quote(&e)
+                    ));
+                } else {
+                    println!(
+                        "ledger (recheck_full = {recheck_full}) does NOT refine {}:\n{e}",
+                        b.rules()
+                    );
+                }
+            }
+        }
+    }
+    if args.json {
+        println!("[{}]", objects.join(", "));
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn text(r: &Report) -> String {
+    let b = r.bounds;
+    let model = Model::new(b);
+    let mut s = format!(
+        "loader-check: LoaderLedger with Rules = {}, MaxEpoch = {}, Ids = {}, model bounds {}\n",
+        b.rules,
+        b.max_epoch,
+        b.ids,
+        if b.model_bounds { "kept" } else { "dropped" }
+    );
+    s += &format!(
+        "{}: {} distinct states, {} transitions, depth {}, {:.2}s ({:.0} states/s, {:.1} bytes/state)\n",
+        if r.complete { "Exploration complete" } else { "Stopped at the first violation" },
+        r.distinct_states,
+        r.transitions,
+        r.depth,
+        r.elapsed.as_secs_f64(),
+        r.states_per_second(),
+        r.bytes_per_state
+    );
+    for v in &r.verdicts {
+        let status = match (&v.trace, r.complete) {
+            (Some(_), _) => "violated",
+            (None, true) => "holds",
+            (None, false) => "not violated before the stop",
+        };
+        s += &format!("  {:<24} {status}\n", v.invariant.name());
+    }
+    for v in &r.verdicts {
+        if let Some(trace) = &v.trace {
+            s += &format!(
+                "\nInvariant {} is violated. Shortest trace, {} steps:\n",
+                v.invariant,
+                trace.len() - 1
+            );
+            for (n, step) in trace.iter().enumerate() {
+                match step.action {
+                    None => {
+                        s += &format!(
+                            "  {n}. Init\n       {}\n",
+                            model.show(&step.state).join(", ")
+                        );
+                    }
+                    Some(a) => {
+                        let prev = &trace[n - 1].state;
+                        s += &format!(
+                            "  {n}. {a}\n       {}\n",
+                            model.diff(prev, &step.state).join("; ")
+                        );
+                    }
+                }
+            }
+        }
+    }
+    s
+}
+
+fn json(r: &Report) -> String {
+    let b = r.bounds;
+    let invs: Vec<String> = r
+        .verdicts
+        .iter()
+        .map(|v| match &v.trace {
+            None => format!("{}: {{\"holds\": true}}", quote(v.invariant.name())),
+            Some(t) => {
+                let names: Vec<String> = t
+                    .iter()
+                    .skip(1)
+                    .filter_map(|s| s.action)
+                    .map(|a| quote(a.name()))
+                    .collect();
+                let steps: Vec<String> = t
+                    .iter()
+                    .skip(1)
+                    .filter_map(|s| s.action)
+                    .map(|a| quote(&a.to_string()))
+                    .collect();
+                format!(
+                    "{}: {{\"holds\": false, \"trace\": [{}], \"steps\": [{}]}}",
+                    quote(v.invariant.name()),
+                    names.join(", "),
+                    steps.join(", ")
+                )
+            }
+        })
+        .collect();
+    format!(
+        "{{\"rules\": {}, \"max_epoch\": {}, \"ids\": {}, \"model_bounds\": {}, \"complete\": {}, \"distinct_states\": {}, \"transitions\": {}, \"depth\": {}, \"seconds\": {:.3}, \"bytes_per_state\": {:.1}, \"invariants\": {{{}}}}}",
+        quote(b.rules.name()),
+        b.max_epoch,
+        b.ids,
+        b.model_bounds,
+        r.complete,
+        r.distinct_states,
+        r.transitions,
+        r.depth,
+        r.elapsed.as_secs_f64(),
+        r.bytes_per_state,
+        invs.join(", ")
+    )
+}
+
+fn quote(s: &str) -> String {
+    let mut q = String::with_capacity(s.len() + 2);
+    q.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => q.push_str("\\\""),
+            '\\' => q.push_str("\\\\"),
+            '\n' => q.push_str("\\n"),
+            c if (c as u32) < 0x20 => q.push_str(&format!("\\u{:04x}", c as u32)),
+            c => q.push(c),
+        }
+    }
+    q.push('"');
+    q
+}

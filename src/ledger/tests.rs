@@ -1,0 +1,190 @@
+use super::*;
+
+fn starts(out: &[Effect]) -> Vec<(u64, Kind)> {
+    out.iter()
+        .filter_map(|e| match *e {
+            Effect::Start { id, kind, .. } => Some((id, kind)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn releases(out: &[Effect]) -> Vec<u64> {
+    out.iter()
+        .filter_map(|e| match *e {
+            Effect::Release { id } => Some(id),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A ledger with one settled page at epoch 0.
+fn one_page() -> (Ledger, Vec<Effect>) {
+    let mut l = Ledger::default();
+    let mut out = Vec::new();
+    let id = l.want_more(&mut out).unwrap().unwrap();
+    assert_eq!(l.settle(id, &mut out).unwrap(), Settled::FiniteCurrent);
+    (l, out)
+}
+
+#[test]
+fn seed_scenario_superseded_failure_after_its_repair_blocks_nothing() {
+    // The module's trace for `current`: IssueFinite, SettleFinite, IssueFinite, Invalidate,
+    // StartRepair, SettleChain, Invalidate, Fail of the superseded finite read.
+    let (mut l, mut out) = one_page();
+    let late = l.want_more(&mut out).unwrap().unwrap();
+    out.clear();
+    l.invalidate(&mut out).unwrap();
+    assert_eq!(l.phase(), Phase::Repair);
+    assert!(out.contains(&Effect::Superseded { id: late }));
+    let (chain, kind) = starts(&out)[0];
+    assert_eq!(kind, Kind::Chain);
+    assert_eq!(l.settle(chain, &mut out).unwrap(), Settled::ChainCommitted);
+    l.invalidate(&mut out).unwrap();
+    let (chain2, _) = *starts(&out).last().unwrap();
+    assert_eq!(l.fail(late, &mut out).unwrap(), Failed::Superseded);
+    assert_eq!(
+        l.failure(),
+        Failure::None,
+        "a superseded failure records nothing"
+    );
+    // It raised the debt, so the repair becomes a full read, and ordinary loading recovers.
+    out.clear();
+    assert!(matches!(
+        l.settle(chain2, &mut out).unwrap(),
+        Settled::ChainAbandoned { .. }
+    ));
+    let (full, kind) = starts(&out)[0];
+    assert_eq!(kind, Kind::Full);
+    assert_eq!(
+        l.settle(full, &mut out).unwrap(),
+        Settled::FullCommitted { recheck: false }
+    );
+    assert!(l.is_quiescent());
+    assert!(l.want_more(&mut out).unwrap().is_some(), "refills continue");
+}
+
+#[test]
+fn lost_invalidation_is_repaired_with_the_fix_and_lost_without() {
+    for recheck_full in [true, false] {
+        let mut l = Ledger::new(Config { recheck_full });
+        let mut out = Vec::new();
+        l.invalidate(&mut out).unwrap();
+        let (full, kind) = starts(&out)[0];
+        assert_eq!(kind, Kind::Full);
+        l.invalidate(&mut out).unwrap();
+        out.clear();
+        let settled = l.settle(full, &mut out).unwrap();
+        assert_eq!(
+            settled,
+            Settled::FullCommitted {
+                recheck: recheck_full
+            }
+        );
+        if recheck_full {
+            assert_eq!(starts(&out), vec![(full + 1, Kind::Chain)]);
+            assert_eq!(
+                l.settle(full + 1, &mut out).unwrap(),
+                Settled::ChainCommitted
+            );
+            assert_eq!(l.cover_epoch(), l.epoch());
+            assert_eq!(releases(&out), vec![full]);
+        } else {
+            assert!(l.is_quiescent());
+            assert!(
+                l.cover_epoch() < l.epoch(),
+                "the module's unifiedMin loses it"
+            );
+        }
+    }
+}
+
+#[test]
+fn own_failure_waits_for_retry_which_releases_the_failed_request() {
+    let mut l = Ledger::default();
+    let mut out = Vec::new();
+    l.invalidate(&mut out).unwrap();
+    let (full, _) = starts(&out)[0];
+    assert_eq!(l.fail(full, &mut out).unwrap(), Failed::Own);
+    out.clear();
+    l.invalidate(&mut out).unwrap();
+    assert!(out.is_empty(), "an own failure blocks scheduling");
+    assert_eq!(l.want_more(&mut out).unwrap(), None);
+    let retried = l.retry(&mut out).unwrap().unwrap();
+    assert_eq!(releases(&out), vec![full]);
+    assert_eq!(l.failure(), Failure::None);
+    assert_eq!(l.retry(&mut out).unwrap(), None, "nothing left to retry");
+    l.settle(retried, &mut out).unwrap();
+    assert!(l.is_quiescent());
+}
+
+#[test]
+fn refused_answers_change_nothing() {
+    let (mut l, _) = one_page();
+    let mut out = Vec::new();
+    let before = (l.snapshot(), l.requests());
+    assert_eq!(l.settle(0, &mut out), Err(LedgerError::NotIssued(0)));
+    assert_eq!(l.fail(99, &mut out), Err(LedgerError::NotIssued(99)));
+    assert_eq!(l.settle(1, &mut out), Err(LedgerError::AlreadyAnswered(1)));
+    assert_eq!(l.fail(1, &mut out), Err(LedgerError::AlreadyAnswered(1)));
+    assert_eq!((l.snapshot(), l.requests()), before);
+    // Invalidate, repair: request 1 is released; answering it again is `Retired`.
+    l.invalidate(&mut out).unwrap();
+    let (chain, _) = starts(&out)[0];
+    l.settle(chain, &mut out).unwrap();
+    assert_eq!(releases(&out), vec![1]);
+    out.clear();
+    let before = (l.snapshot(), l.requests());
+    assert_eq!(l.settle(1, &mut out), Err(LedgerError::Retired(1)));
+    assert_eq!(l.fail(1, &mut out), Err(LedgerError::Retired(1)));
+    assert!(out.is_empty());
+    assert_eq!((l.snapshot(), l.requests()), before);
+}
+
+#[test]
+fn counters_near_their_end_are_refused_not_wrapped() {
+    let mut l = Ledger::with_counters(Config::default(), u64::MAX, 1);
+    let mut out = Vec::new();
+    let before = l.snapshot();
+    assert_eq!(l.invalidate(&mut out), Err(LedgerError::EpochOverflow));
+    assert_eq!(l.snapshot(), before);
+
+    let mut l = Ledger::with_counters(Config::default(), 0, u64::MAX - 1);
+    let last = l.want_more(&mut out).unwrap().unwrap();
+    assert_eq!(last, u64::MAX - 1);
+    let before = (l.snapshot(), l.requests());
+    assert_eq!(l.invalidate(&mut out), Err(LedgerError::IdOverflow));
+    assert_eq!(l.settle(last, &mut out), Err(LedgerError::IdOverflow));
+    assert_eq!((l.snapshot(), l.requests()), before);
+}
+
+#[test]
+fn every_settled_request_is_released_exactly_once() {
+    let mut l = Ledger::default();
+    let mut out = Vec::new();
+    let mut started = Vec::new();
+    for round in 0..50u64 {
+        if let Some(id) = l.want_more(&mut out).unwrap() {
+            l.settle(id, &mut out).unwrap();
+        }
+        if round % 3 == 0 {
+            l.invalidate(&mut out).unwrap();
+        }
+        while let Some(&(id, _)) = l.requests().iter().find(|(_, r)| r.st == St::Inflight) {
+            l.settle(id, &mut out).unwrap();
+        }
+    }
+    started.extend(starts(&out).into_iter().map(|(id, _)| id));
+    let mut released = releases(&out);
+    released.sort_unstable();
+    let before = released.len();
+    released.dedup();
+    assert_eq!(before, released.len(), "no request is released twice");
+    let live: Vec<u64> = l.requests().into_iter().map(|(id, _)| id).collect();
+    for id in started {
+        assert!(
+            released.binary_search(&id).is_ok() != live.contains(&id),
+            "request {id} is either live or released, not both or neither"
+        );
+    }
+}

@@ -1,0 +1,168 @@
+//! A state packed into one `u64`, so the explorer stores eight bytes per distinct state.
+//!
+//! The layout depends on the constants: an epoch stamp takes as many bits as `MaxEpoch` needs,
+//! and there are `Ids` request slots. `Packer::new` refuses constants that do not fit.
+
+use super::{Bounds, Coverage, Debt, Failure, Kind, Phase, Req, St, State, MAX_IDS, UNUSED};
+
+#[derive(Clone, Copy, Debug)]
+pub struct Packer {
+    ep_bits: u32,
+    ids: usize,
+}
+
+impl Packer {
+    /// The number of bits a state takes under `bounds`.
+    pub fn bits(bounds: &Bounds) -> u32 {
+        let ep_bits = ep_bits(bounds.max_epoch);
+        // epoch, chainEpoch, coverEpoch; debt, phase, failure, coverage; settledOnce.
+        let globals = 3 * ep_bits + 4 * 2 + 1;
+        // kind, ep, st, sup.
+        let per_req = 2 + ep_bits + 3 + 1;
+        globals + per_req * bounds.ids as u32
+    }
+
+    pub fn new(bounds: &Bounds) -> Result<Packer, String> {
+        let bits = Self::bits(bounds);
+        if bits > 64 || bounds.ids > MAX_IDS || bounds.ids == 0 {
+            return Err(format!(
+                "max-epoch {} with {} ids needs {} bits per state; at most 64 bits and 1..={} ids are supported",
+                bounds.max_epoch, bounds.ids, bits, MAX_IDS
+            ));
+        }
+        Ok(Packer {
+            ep_bits: ep_bits(bounds.max_epoch),
+            ids: bounds.ids,
+        })
+    }
+
+    pub fn pack(&self, s: &State) -> u64 {
+        let mut w = Writer::default();
+        let e = self.ep_bits;
+        w.put(s.epoch as u64, e);
+        w.put(s.chain_epoch as u64, e);
+        w.put(s.cover_epoch as u64, e);
+        w.put(s.debt as u64, 2);
+        w.put(s.phase as u64, 2);
+        w.put(s.failure as u64, 2);
+        w.put(s.coverage as u64, 2);
+        w.put(s.settled_once as u64, 1);
+        for r in &s.req[..self.ids] {
+            w.put(r.kind as u64, 2);
+            w.put(r.ep as u64, e);
+            w.put(r.st as u64, 3);
+            w.put(r.sup as u64, 1);
+        }
+        w.word
+    }
+
+    /// Decodes a packed state. A field code outside its domain comes back as `None`.
+    pub fn unpack(&self, word: u64) -> Option<State> {
+        let mut r = Reader { word, at: 0 };
+        let e = self.ep_bits;
+        let epoch = r.get(e) as u8;
+        let chain_epoch = r.get(e) as u8;
+        let cover_epoch = r.get(e) as u8;
+        let debt = *Debt::ALL.get(r.get(2) as usize)?;
+        let phase = *Phase::ALL.get(r.get(2) as usize)?;
+        let failure = *Failure::ALL.get(r.get(2) as usize)?;
+        let coverage = *Coverage::ALL.get(r.get(2) as usize)?;
+        let settled_once = r.get(1) == 1;
+        let mut req = [UNUSED; MAX_IDS];
+        for slot in req.iter_mut().take(self.ids) {
+            let kind = *Kind::ALL.get(r.get(2) as usize)?;
+            let ep = r.get(e) as u8;
+            let st = *St::ALL.get(r.get(3) as usize)?;
+            let sup = r.get(1) == 1;
+            *slot = Req { kind, ep, st, sup };
+        }
+        Some(State {
+            epoch,
+            debt,
+            phase,
+            chain_epoch,
+            failure,
+            coverage,
+            req,
+            settled_once,
+            cover_epoch,
+        })
+    }
+}
+
+fn ep_bits(max_epoch: u8) -> u32 {
+    (u8::BITS - max_epoch.leading_zeros()).max(1)
+}
+
+#[derive(Default)]
+struct Writer {
+    word: u64,
+    at: u32,
+}
+
+impl Writer {
+    fn put(&mut self, v: u64, bits: u32) {
+        debug_assert!(v < (1 << bits));
+        self.word |= v << self.at;
+        self.at += bits;
+    }
+}
+
+struct Reader {
+    word: u64,
+    at: u32,
+}
+
+impl Reader {
+    fn get(&mut self, bits: u32) -> u64 {
+        let v = (self.word >> self.at) & ((1 << bits) - 1);
+        self.at += bits;
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Model, Rules};
+
+    #[test]
+    fn pack_round_trips_every_reachable_state_shape() {
+        let bounds = Bounds {
+            max_epoch: 3,
+            ids: 5,
+            rules: Rules::Current,
+            model_bounds: false,
+        };
+        let p = Packer::new(&bounds).unwrap();
+        let m = Model::new(bounds);
+        let mut s = m.init();
+        s.epoch = 3;
+        s.cover_epoch = 2;
+        s.chain_epoch = 1;
+        s.debt = Debt::Full;
+        s.phase = Phase::FullHeld;
+        s.failure = Failure::Superseded;
+        s.coverage = Coverage::Chain;
+        s.settled_once = true;
+        s.req[4] = Req {
+            kind: Kind::Full,
+            ep: 3,
+            st: St::Released,
+            sup: true,
+        };
+        assert_eq!(p.unpack(p.pack(&s)), Some(s));
+        assert_eq!(p.unpack(p.pack(&m.init())), Some(m.init()));
+    }
+
+    #[test]
+    fn oversize_constants_are_refused() {
+        let bounds = Bounds {
+            max_epoch: 15,
+            ids: 8,
+            rules: Rules::UnifiedMin,
+            model_bounds: true,
+        };
+        assert!(Packer::new(&bounds).is_err());
+    }
+}

@@ -1,0 +1,146 @@
+//! The model's findings, derived from the explorer: the seed's bug under `current`, the
+//! refactor that removes it, the controls each breaking what they were built to break, and the
+//! lost invalidation that every seed variant has and `unifiedMinRecheck` does not.
+
+use loader::model::explore::{explore, Options, Report};
+use loader::model::{Bounds, Invariant, Rules};
+
+const MODULE_INVARIANTS: [Invariant; 4] = [
+    Invariant::TypeOK,
+    Invariant::ChainHeld,
+    Invariant::NoLeak,
+    Invariant::NoStrandedStaleFailure,
+];
+
+fn run(rules: Rules, model_bounds: bool) -> Report {
+    explore(
+        Bounds {
+            max_epoch: 2,
+            ids: 4,
+            rules,
+            model_bounds,
+        },
+        Options::default(),
+    )
+    .unwrap()
+}
+
+fn trace_names(r: &Report, inv: Invariant) -> Vec<&'static str> {
+    r.verdict(inv)
+        .trace
+        .as_ref()
+        .expect("violated")
+        .iter()
+        .filter_map(|s| s.action.map(|a| a.name()))
+        .collect()
+}
+
+#[test]
+fn current_strands_a_superseded_failure_after_its_repair() {
+    let r = run(Rules::Current, true);
+    assert!(r.complete);
+    assert!(!r.holds(Invariant::NoStrandedStaleFailure));
+    let names = trace_names(&r, Invariant::NoStrandedStaleFailure);
+    // The finding as the module states it: a repair finishes, then the superseded read fails.
+    let chain_done = names.iter().position(|&n| n == "SettleChain").unwrap();
+    assert_eq!(names.last(), Some(&"Fail"));
+    assert!(chain_done < names.len() - 1);
+    let last = r
+        .verdict(Invariant::NoStrandedStaleFailure)
+        .trace
+        .as_ref()
+        .unwrap();
+    let end = &last.last().unwrap().state;
+    assert!(end
+        .req
+        .iter()
+        .any(|q| q.sup && q.st == loader::model::St::Failed));
+}
+
+#[test]
+fn the_refactored_rules_keep_the_module_invariants() {
+    for rules in [Rules::Unified, Rules::UnifiedMin] {
+        for model_bounds in [true, false] {
+            let r = run(rules, model_bounds);
+            for inv in MODULE_INVARIANTS {
+                assert!(
+                    r.holds(inv),
+                    "{rules} breaks {inv} (model bounds {model_bounds})"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn each_control_breaks_what_it_was_made_to_break() {
+    let cases = [
+        (Rules::OldRetire, Invariant::ChainHeld),
+        (Rules::OldLeak, Invariant::NoLeak),
+        (Rules::OldRecover, Invariant::NoStrandedStaleFailure),
+        (Rules::UnifiedMinNoNorm, Invariant::NoLeak),
+    ];
+    for (rules, inv) in cases {
+        let r = run(rules, true);
+        assert!(!r.holds(inv), "{rules} should break {inv}");
+        assert!(r.holds(Invariant::TypeOK));
+    }
+}
+
+#[test]
+fn every_seed_variant_loses_an_invalidation_during_a_full_read() {
+    for rules in Rules::ALL.into_iter().filter(|r| r.is_seed()) {
+        let r = run(rules, true);
+        assert!(!r.holds(Invariant::NoLostInvalidation), "{rules}");
+        assert_eq!(
+            trace_names(&r, Invariant::NoLostInvalidation),
+            ["Invalidate", "StartFull", "Invalidate", "SettleFull"],
+            "{rules}: the shortest loss is the one DESIGN.md predicts"
+        );
+    }
+}
+
+#[test]
+fn the_recheck_variant_keeps_all_five_invariants() {
+    for model_bounds in [true, false] {
+        let r = run(Rules::UnifiedMinRecheck, model_bounds);
+        assert!(r.complete);
+        for inv in Invariant::ALL {
+            assert!(r.holds(inv), "{inv} (model bounds {model_bounds})");
+        }
+    }
+}
+
+#[test]
+fn stop_at_first_stops_early_with_a_shortest_trace() {
+    let full = run(Rules::Current, true);
+    let first = explore(
+        full.bounds,
+        Options {
+            stop_at_first: true,
+            progress: false,
+        },
+    )
+    .unwrap();
+    assert!(!first.complete);
+    assert!(first.distinct_states < full.distinct_states);
+    let violated: Vec<_> = first.verdicts.iter().filter(|v| !v.holds()).collect();
+    assert!(!violated.is_empty());
+    // Breadth-first: no invariant has a shorter counterexample in the complete run.
+    let shortest = full
+        .verdicts
+        .iter()
+        .filter_map(|v| v.trace.as_ref().map(|t| t.len()))
+        .min()
+        .unwrap();
+    assert_eq!(violated[0].trace.as_ref().unwrap().len(), shortest);
+}
+
+#[test]
+fn dropping_the_model_bounds_only_adds_states() {
+    for rules in [Rules::UnifiedMin, Rules::UnifiedMinRecheck] {
+        let kept = run(rules, true);
+        let dropped = run(rules, false);
+        assert!(dropped.distinct_states > kept.distinct_states);
+    }
+}
