@@ -1,10 +1,16 @@
 //! libloader: a verified ordered-source loader with a C ABI.
 //!
 //! Layers, each depending only on those below it:
-//! - [`model`]: the TLA+ module `LoaderLedger`, executable, with an exhaustive explorer;
+//! - [`loader`]: the OrderedSourceLoader: window, pages, cursors, chain and full reads,
+//!   backoff, the view;
 //! - [`ledger`]: the production request ledger (the module's `unifiedMin` rules, generalised);
-//! - [`refinement`]: the check that the ledger only takes steps the model allows.
+//! - [`model`]: the TLA+ module `LoaderLedger`, executable, with an exhaustive explorer.
+//!
+//! Beside them, [`refinement`] checks the ledger against the model, and [`sim`] is a
+//! deterministic simulated host that checks the loader's properties.
 
 pub mod ledger;
+pub mod loader;
 pub mod model;
 pub mod refinement;
+pub mod sim;

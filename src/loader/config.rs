@@ -1,0 +1,145 @@
+//! The loader's settings, each validated, each with a documented default.
+
+use thiserror::Error;
+
+/// The longest cursor the loader accepts from a host, in bytes.
+///
+/// A cursor is a position in the source (a keyset pagination key, a log offset, an API page
+/// token). The bound keeps a buggy host from making the loader copy unbounded data.
+pub const MAX_CURSOR_LEN: usize = 4096;
+
+/// The largest `page_size` accepted.
+pub const MAX_PAGE_SIZE: u32 = 1 << 20;
+
+/// Loader settings. [`Config::default`] gives the documented defaults; [`Config::validate`]
+/// says what is wrong with a bad one.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Config {
+    /// Items per read (`limit`). Default 50; 1..=[`MAX_PAGE_SIZE`].
+    pub page_size: u32,
+    /// How many items past the window's end to keep loaded. Default 50.
+    pub prefetch_distance: u64,
+    /// A page lying wholly more than this many items before the window start is released.
+    /// 0 (the default) never drops pages.
+    pub drop_margin: u64,
+    /// The first backoff delay after an own failure, in ms. Default 100; at least 1.
+    pub backoff_initial_ms: u64,
+    /// The cap on the backoff delay, in ms. Default 30,000; at least `backoff_initial_ms`.
+    pub backoff_max_ms: u64,
+    /// The factor between consecutive delays. Default 2.0; finite, 1.0..=16.0.
+    pub backoff_multiplier: f64,
+    /// Automatic retries after consecutive own failures before the loader waits for an
+    /// explicit retry. Default 5; 0 turns automatic retry off.
+    pub max_auto_retries: u32,
+    /// Seeds the backoff jitter, so runs are reproducible. Default 0.
+    pub jitter_seed: u64,
+    /// A full read an invalidation overtook is followed by a repair, so no invalidation is
+    /// lost. Default on; off restores the model's exact `unifiedMin` rules, which lose it.
+    pub recheck_full: bool,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            page_size: 50,
+            prefetch_distance: 50,
+            drop_margin: 0,
+            backoff_initial_ms: 100,
+            backoff_max_ms: 30_000,
+            backoff_multiplier: 2.0,
+            max_auto_retries: 5,
+            jitter_seed: 0,
+            recheck_full: true,
+        }
+    }
+}
+
+/// What is wrong with a [`Config`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Error)]
+pub enum ConfigError {
+    #[error("page_size must be between 1 and {MAX_PAGE_SIZE}")]
+    PageSize,
+    #[error("backoff_initial_ms must be at least 1")]
+    BackoffInitial,
+    #[error("backoff_max_ms must be at least backoff_initial_ms")]
+    BackoffMax,
+    #[error("backoff_multiplier must be a finite number between 1.0 and 16.0")]
+    BackoffMultiplier,
+}
+
+impl Config {
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.page_size == 0 || self.page_size > MAX_PAGE_SIZE {
+            return Err(ConfigError::PageSize);
+        }
+        if self.backoff_initial_ms == 0 {
+            return Err(ConfigError::BackoffInitial);
+        }
+        if self.backoff_max_ms < self.backoff_initial_ms {
+            return Err(ConfigError::BackoffMax);
+        }
+        if !(self.backoff_multiplier.is_finite() && (1.0..=16.0).contains(&self.backoff_multiplier))
+        {
+            return Err(ConfigError::BackoffMultiplier);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_is_valid_and_each_bad_field_is_named() {
+        assert_eq!(Config::default().validate(), Ok(()));
+        let bad = [
+            (
+                Config {
+                    page_size: 0,
+                    ..Config::default()
+                },
+                ConfigError::PageSize,
+            ),
+            (
+                Config {
+                    page_size: MAX_PAGE_SIZE + 1,
+                    ..Config::default()
+                },
+                ConfigError::PageSize,
+            ),
+            (
+                Config {
+                    backoff_initial_ms: 0,
+                    ..Config::default()
+                },
+                ConfigError::BackoffInitial,
+            ),
+            (
+                Config {
+                    backoff_initial_ms: 500,
+                    backoff_max_ms: 499,
+                    ..Config::default()
+                },
+                ConfigError::BackoffMax,
+            ),
+            (
+                Config {
+                    backoff_multiplier: f64::NAN,
+                    ..Config::default()
+                },
+                ConfigError::BackoffMultiplier,
+            ),
+            (
+                Config {
+                    backoff_multiplier: 0.5,
+                    ..Config::default()
+                },
+                ConfigError::BackoffMultiplier,
+            ),
+        ];
+        for (c, e) in bad {
+            assert_eq!(c.validate(), Err(e));
+        }
+    }
+}

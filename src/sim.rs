@@ -1,0 +1,440 @@
+//! A deterministic simulation of a host: an in-memory ordered source, out-of-order answers,
+//! injected failures, source mutations and window moves, with the loader's properties checked
+//! after every step.
+//!
+//! The source is keyed by `(key, id)` with many equal keys, so cursors must encode the
+//! tiebreaker for keyset pagination to be exact. A cursor is the 8 bytes `key ++ id` (big
+//! endian) of the last item read; empty is the source's start.
+//!
+//! Everything is driven by [`Op`]s, so a run is replayable from its op list (or from a seed,
+//! through [`random_ops`]), and a property-testing framework can shrink a failing list.
+
+use crate::loader::{Config, Effect, Loader, LoaderError, Read};
+use std::collections::HashMap;
+
+pub type Item = (u32, u32);
+
+/// The ordered source.
+#[derive(Clone, Debug, Default)]
+pub struct Source {
+    items: Vec<Item>,
+    next_id: u32,
+}
+
+pub fn encode_cursor(item: Item) -> Vec<u8> {
+    let mut c = item.0.to_be_bytes().to_vec();
+    c.extend_from_slice(&item.1.to_be_bytes());
+    c
+}
+
+fn decode_cursor(c: &[u8]) -> Option<Item> {
+    if c.len() != 8 {
+        return None;
+    }
+    let key = u32::from_be_bytes(c[..4].try_into().ok()?);
+    let id = u32::from_be_bytes(c[4..].try_into().ok()?);
+    Some((key, id))
+}
+
+/// The answer to a read, as the host computed it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answer {
+    pub items: Vec<Item>,
+    pub next_cursor: Vec<u8>,
+    pub end_of_source: bool,
+}
+
+impl Source {
+    pub fn with_items(n: usize, keys: u32) -> Source {
+        let mut s = Source::default();
+        for i in 0..n {
+            s.insert((i as u32 * 7) % keys.max(1));
+        }
+        s
+    }
+
+    pub fn items(&self) -> &[Item] {
+        &self.items
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    pub fn insert(&mut self, key: u32) {
+        let item = (key, self.next_id);
+        self.next_id += 1;
+        let at = self.items.partition_point(|&x| x < item);
+        self.items.insert(at, item);
+    }
+
+    pub fn delete(&mut self, index: usize) {
+        if !self.items.is_empty() {
+            self.items.remove(index % self.items.len());
+        }
+    }
+
+    /// The position of the first item after `cursor`.
+    pub fn position(&self, cursor: &[u8]) -> usize {
+        match decode_cursor(cursor) {
+            None => 0,
+            Some(c) => self.items.partition_point(|&x| x <= c),
+        }
+    }
+
+    /// Keyset pagination: up to `limit` items after `cursor`.
+    pub fn read(&self, cursor: &[u8], limit: u32) -> Answer {
+        let at = self.position(cursor);
+        let end = (at + limit as usize).min(self.items.len());
+        let items = self.items[at..end].to_vec();
+        let next_cursor = items
+            .last()
+            .map_or_else(|| cursor.to_vec(), |&i| encode_cursor(i));
+        Answer {
+            items,
+            next_cursor,
+            end_of_source: end == self.items.len(),
+        }
+    }
+}
+
+/// One step of a simulated run. Indices are taken modulo what they index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Answer a pending read with success; `fresh` reads the source now rather than using
+    /// the answer computed when the read was issued.
+    Deliver { index: u16, fresh: bool },
+    /// Answer a pending read with a failure.
+    Fail { index: u16 },
+    /// Insert an item with this key, then invalidate.
+    Insert { key: u8 },
+    /// Delete an item, then invalidate.
+    Delete { index: u16 },
+    /// Move the window.
+    Window { start: u16, len: u16 },
+    /// Let time pass.
+    Tick { ms: u16 },
+    /// An explicit retry.
+    Retry,
+    /// An invalidation with no change (allowed, and must be harmless).
+    Invalidate,
+    /// Answer a pending read with items but an unmoved cursor: a host bug.
+    Stall { index: u16 },
+}
+
+#[derive(Clone, Debug)]
+struct Pending {
+    read: Read,
+    prepared: Answer,
+}
+
+/// The simulated host.
+#[derive(Clone, Debug)]
+pub struct Host {
+    pub loader: Loader,
+    pub source: Source,
+    pending: Vec<Pending>,
+    /// Acquisitions the loader owns now, with the items each holds.
+    held: HashMap<u64, Vec<Item>>,
+    next_acq: u64,
+    pub accepted: u64,
+    pub released: u64,
+    pub now: u64,
+    /// Ops applied so far.
+    pub steps: u64,
+}
+
+/// What a run found wrong.
+pub type Violation = String;
+
+impl Host {
+    pub fn new(config: Config, source: Source) -> Host {
+        Host {
+            loader: Loader::new(config).expect("valid config"),
+            source,
+            pending: Vec::new(),
+            held: HashMap::new(),
+            next_acq: 1,
+            accepted: 0,
+            released: 0,
+            now: 0,
+            steps: 0,
+        }
+    }
+
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// The reads issued and not yet answered, in the order [`Op`] indices count them.
+    pub fn pending_reads(&self) -> Vec<Read> {
+        self.pending.iter().map(|p| p.read.clone()).collect()
+    }
+
+    /// The [`Op`] index of a pending read.
+    pub fn index_of(&self, read_id: u64) -> u16 {
+        self.pending
+            .iter()
+            .position(|p| p.read.read_id == read_id)
+            .expect("the read is pending") as u16
+    }
+
+    /// Acquisitions the loader owns now.
+    pub fn held(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Applies one op, then checks every property that must hold after any event.
+    pub fn apply(&mut self, op: Op) -> Result<(), Violation> {
+        self.steps += 1;
+        let r = match op {
+            Op::Deliver { index, fresh } => self.deliver(index as usize, fresh, false),
+            Op::Stall { index } => self.deliver(index as usize, false, true),
+            Op::Fail { index } => {
+                if self.pending.is_empty() {
+                    Ok(())
+                } else {
+                    let p = self
+                        .pending
+                        .swap_remove(index as usize % self.pending.len());
+                    self.loader.fail(p.read.read_id, 1).map(|_| ())
+                }
+            }
+            Op::Insert { key } => {
+                self.source.insert(key as u32 % 16);
+                self.loader.invalidate()
+            }
+            Op::Delete { index } => {
+                self.source.delete(index as usize);
+                self.loader.invalidate()
+            }
+            Op::Window { start, len } => self.loader.set_window(start as u64, len as u64),
+            Op::Tick { ms } => {
+                self.now += ms as u64;
+                self.loader.tick(self.now)
+            }
+            Op::Retry => self.loader.retry().map(|_| ()),
+            Op::Invalidate => self.loader.invalidate(),
+        };
+        r.map_err(|e| format!("step {}: {op:?} refused: {e}", self.steps))?;
+        self.collect()?;
+        self.check()
+    }
+
+    fn deliver(&mut self, index: usize, fresh: bool, stall: bool) -> Result<(), LoaderError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let p = self.pending.swap_remove(index % self.pending.len());
+        let mut a = if fresh {
+            self.source.read(&p.read.cursor, p.read.limit)
+        } else {
+            p.prepared
+        };
+        if stall && !a.items.is_empty() {
+            a.next_cursor = p.read.cursor.clone();
+        }
+        let acq = self.next_acq;
+        self.next_acq += 1;
+        self.loader.settle(
+            p.read.read_id,
+            acq,
+            a.items.len() as u32,
+            &a.next_cursor,
+            a.end_of_source,
+        )?;
+        self.accepted += 1;
+        self.held.insert(acq, a.items);
+        Ok(())
+    }
+
+    /// Carries out the loader's effects as a host would.
+    fn collect(&mut self) -> Result<(), Violation> {
+        for e in self.loader.take_effects() {
+            match e {
+                Effect::Issue(read) => {
+                    if self.pending.iter().any(|p| p.read.read_id == read.read_id) {
+                        return Err(format!("read {} issued twice", read.read_id));
+                    }
+                    let prepared = self.source.read(&read.cursor, read.limit);
+                    self.pending.push(Pending { read, prepared });
+                }
+                Effect::Release { acquisition } => {
+                    if self.held.remove(&acquisition).is_none() {
+                        return Err(format!(
+                            "step {}: acquisition {acquisition} released but not held (twice, or never accepted)",
+                            self.steps
+                        ));
+                    }
+                    self.released += 1;
+                }
+                Effect::Cancel { .. } | Effect::Changed => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The items the view shows, in order.
+    pub fn view_items(&self) -> Result<Vec<Item>, Violation> {
+        let mut out = Vec::new();
+        let mut at = self.loader.covered().0;
+        for p in self.loader.pages() {
+            if p.start != at {
+                return Err(format!(
+                    "page starts at {} but the previous ended at {at}",
+                    p.start
+                ));
+            }
+            let items = self
+                .held
+                .get(&p.acquisition)
+                .ok_or_else(|| format!("view page {} was released", p.acquisition))?;
+            if items.len() != p.count as usize {
+                return Err("page count differs from its acquisition".into());
+            }
+            out.extend_from_slice(items);
+            at += p.count as u64;
+        }
+        if at != self.loader.covered().1 {
+            return Err("covered end differs from the pages".into());
+        }
+        Ok(out)
+    }
+
+    /// The properties that hold after every event.
+    pub fn check(&self) -> Result<(), Violation> {
+        let at = |what: String| format!("step {}: {what}", self.steps);
+        self.loader
+            .ledger()
+            .check_invariants()
+            .map_err(|inv| at(format!("ledger {inv} violated")))?;
+        let view = self.view_items().map_err(at)?;
+        let l = self.loader.ledger();
+        if !self.loader.revalidating() && l.failure() == crate::ledger::Failure::None {
+            // Quiet: the view is the source's content for the covered range, from the first
+            // held page's start cursor.
+            let from = self.source.position(self.loader.base_cursor());
+            let (start, end) = self.loader.covered();
+            let n = (end - start) as usize;
+            let truth = &self.source.items()[from..(from + n).min(self.source.len())];
+            if view != truth {
+                return Err(at(format!(
+                    "quiet view differs from the source: view {view:?}, source {truth:?}"
+                )));
+            }
+            if self.loader.end_of_source() && from + n != self.source.len() {
+                return Err(at(
+                    "view claims the end of the source but items follow".into()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Answers everything with success, retrying own failures, with the source left alone;
+    /// then checks that the loader is quiescent with the window covered.
+    pub fn settle_down(&mut self) -> Result<(), Violation> {
+        for _ in 0..100_000 {
+            if !self.pending.is_empty() {
+                self.apply(Op::Deliver {
+                    index: 0,
+                    fresh: false,
+                })?;
+            } else if self.loader.ledger().retry_enabled() {
+                self.apply(Op::Retry)?;
+            } else {
+                break;
+            }
+        }
+        let l = self.loader.ledger();
+        if !l.is_quiescent() || self.loader.revalidating() {
+            return Err(format!("stuck: {:?}", l.snapshot()));
+        }
+        if l.cover_epoch() != l.epoch() && self.loader.config().recheck_full {
+            return Err("quiescent with coverEpoch < epoch".into());
+        }
+        let (ws, wl) = self.loader.window();
+        let want = (ws + wl).saturating_add(self.loader.config().prefetch_distance);
+        if !self.loader.end_of_source() && self.loader.covered().1 < want {
+            return Err(format!(
+                "the window is not covered: covered {:?}, want up to {want}",
+                self.loader.covered()
+            ));
+        }
+        self.check()
+    }
+
+    /// Closes the loader and checks that every acquisition came back exactly once, and that
+    /// answers after the close are refused.
+    pub fn close(&mut self) -> Result<(), Violation> {
+        self.loader.close();
+        self.collect()?;
+        if !self.held.is_empty() || self.accepted != self.released {
+            return Err(format!(
+                "after close: accepted {}, released {}, still held {}",
+                self.accepted,
+                self.released,
+                self.held.len()
+            ));
+        }
+        if let Some(p) = self.pending.first() {
+            let r = self.loader.settle(p.read.read_id, 0, 0, &[], true);
+            if r != Err(LoaderError::Closed) {
+                return Err(format!("an answer after close was not refused: {r:?}"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A seeded op list: the same seed gives the same run.
+pub fn random_ops(seed: u64, n: usize, failures: bool) -> Vec<Op> {
+    let mut rng = seed;
+    let mut next = move || {
+        rng = rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    (0..n)
+        .map(|_| {
+            let r = next();
+            let a = (r >> 8) as u16;
+            let b = (r >> 24) as u16;
+            match r % 100 {
+                0..=49 => Op::Deliver {
+                    index: a,
+                    fresh: b % 2 == 0,
+                },
+                50..=57 if failures => Op::Fail { index: a },
+                50..=64 => Op::Insert { key: a as u8 },
+                65..=74 => Op::Delete { index: a },
+                75..=86 => Op::Window {
+                    start: a % 120,
+                    len: 1 + b % 60,
+                },
+                87..=93 => Op::Tick { ms: a % 2000 },
+                94..=96 => Op::Retry,
+                _ => Op::Invalidate,
+            }
+        })
+        .collect()
+}
+
+/// Runs `ops`, then settles down and closes, checking every property on the way.
+pub fn run(config: Config, source: Source, ops: &[Op]) -> Result<Host, Violation> {
+    let mut h = Host::new(config, source);
+    h.apply(Op::Window { start: 0, len: 20 })?;
+    for &op in ops {
+        h.apply(op)?;
+    }
+    h.settle_down()?;
+    let ended = h.clone();
+    h.close()?;
+    Ok(ended)
+}
