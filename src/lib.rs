@@ -1,6 +1,7 @@
 //! libloader: a verified ordered-source loader with a C ABI.
 //!
 //! Layers, each depending only on those below it:
+//! - [`ffi`]: the C ABI (`loader_*`), the only module with `unsafe`;
 //! - [`loader`]: the OrderedSourceLoader: window, pages, cursors, chain and full reads,
 //!   backoff, the view;
 //! - [`ledger`]: the production request ledger (the module's `unifiedMin` rules, generalised);
@@ -9,6 +10,7 @@
 //! Beside them, [`refinement`] checks the ledger against the model, and [`sim`] is a
 //! deterministic simulated host that checks the loader's properties.
 
+pub mod ffi;
 pub mod ledger;
 pub mod loader;
 pub mod model;

@@ -1,0 +1,237 @@
+/* A test host for libloader: an in-memory source of numbered items, a queue of pending
+ * reads, and a counter per acquisition so exactly-once release can be checked.
+ * A cursor is the 8-byte big-endian index of the next item; empty is the source's start. */
+#ifndef LOADER_TEST_HOST_H
+#define LOADER_TEST_HOST_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <stdlib.h>
+
+#include "loader.h"
+
+#define MAX_PENDING 1024
+#define MAX_ACQ 65536
+
+static int tests_passed;
+static int tests_failed;
+static int current_failed;
+
+#define CHECK(cond)                                                                 \
+    do {                                                                            \
+        if (!(cond)) {                                                              \
+            fprintf(stderr, "  %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+            current_failed = 1;                                                     \
+        }                                                                           \
+    } while (0)
+
+#define CHECK_CODE(expr, want)                                                      \
+    do {                                                                            \
+        loader_result got_ = (expr);                                                \
+        if (got_ != (want)) {                                                       \
+            fprintf(stderr, "  %s:%d: %s returned %d (%s), wanted %s\n", __FILE__,   \
+                    __LINE__, #expr, (int)got_, loader_result_str((int)got_), #want); \
+            current_failed = 1;                                                     \
+        }                                                                           \
+    } while (0)
+
+#define RUN(test)                                                 \
+    do {                                                          \
+        current_failed = 0;                                       \
+        test();                                                   \
+        if (current_failed) {                                     \
+            tests_failed++;                                       \
+            fprintf(stderr, "FAIL %s\n", #test);                  \
+        } else {                                                  \
+            tests_passed++;                                       \
+            printf("ok   %s\n", #test);                           \
+        }                                                         \
+    } while (0)
+
+typedef struct pending_read {
+    uint64_t read_id;
+    uint64_t request_id;
+    loader_kind kind;
+    uint32_t step;
+    uint8_t cursor[LOADER_MAX_CURSOR_LEN];
+    size_t cursor_len;
+    uint32_t limit;
+} pending_read;
+
+typedef struct host host;
+typedef void (*hook_fn)(host *h);
+
+struct host {
+    loader_handle handle;
+    pending_read pending[MAX_PENDING];
+    size_t npending;
+    uint64_t source_len;
+    uint64_t next_acq;
+    unsigned char accepted[MAX_ACQ];
+    unsigned char released[MAX_ACQ];
+    int bad_releases;
+    int issues, changes, cancels;
+    /* Reentrancy: called from inside the named callback. */
+    hook_fn on_issue, on_release, on_changed;
+    int in_hook;
+};
+
+static uint64_t get_be64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v = (v << 8) | p[i];
+    return v;
+}
+
+static void put_be64(uint8_t *p, uint64_t v) {
+    for (int i = 7; i >= 0; i--) {
+        p[i] = (uint8_t)(v & 0xff);
+        v >>= 8;
+    }
+}
+
+static void cb_issue(void *userdata, const loader_read *read) {
+    host *h = (host *)userdata;
+    h->issues++;
+    if (h->npending < MAX_PENDING) {
+        pending_read *p = &h->pending[h->npending++];
+        p->read_id = read->read_id;
+        p->request_id = read->request_id;
+        p->kind = read->kind;
+        p->step = read->step;
+        p->cursor_len = read->cursor_len;
+        if (read->cursor_len) memcpy(p->cursor, read->cursor, read->cursor_len);
+        p->limit = read->limit;
+    }
+    if (h->on_issue && !h->in_hook) {
+        h->in_hook = 1;
+        h->on_issue(h);
+        h->in_hook = 0;
+    }
+}
+
+static void cb_release(void *userdata, uintptr_t acquisition) {
+    host *h = (host *)userdata;
+    if (acquisition >= MAX_ACQ || !h->accepted[acquisition] || h->released[acquisition]) {
+        h->bad_releases++;
+    } else {
+        h->released[acquisition] = 1;
+    }
+    if (h->on_release && !h->in_hook) {
+        h->in_hook = 1;
+        h->on_release(h);
+        h->in_hook = 0;
+    }
+}
+
+static void cb_changed(void *userdata) {
+    host *h = (host *)userdata;
+    h->changes++;
+    if (h->on_changed && !h->in_hook) {
+        h->in_hook = 1;
+        h->on_changed(h);
+        h->in_hook = 0;
+    }
+}
+
+static void cb_cancel(void *userdata, uint64_t read_id) {
+    (void)read_id;
+    ((host *)userdata)->cancels++;
+}
+
+static loader_callbacks host_callbacks(host *h) {
+    loader_callbacks cb;
+    memset(&cb, 0, sizeof cb);
+    cb.userdata = h;
+    cb.issue = cb_issue;
+    cb.release = cb_release;
+    cb.changed = cb_changed;
+    cb.cancel = cb_cancel;
+    return cb;
+}
+
+/* A host and a loader with `page_size` and no prefetch over a source of `len` items. */
+static host *host_new(uint32_t page_size, uint64_t len) {
+    host *h = (host *)calloc(1, sizeof(host));
+    loader_config cfg;
+    loader_config_default(&cfg);
+    cfg.page_size = page_size;
+    cfg.prefetch_distance = 0;
+    h->source_len = len;
+    h->next_acq = 1;
+    loader_callbacks cb = host_callbacks(h);
+    if (loader_new(&cfg, &cb, &h->handle) != LOADER_RESULT_OK) {
+        fprintf(stderr, "loader_new failed\n");
+        exit(2);
+    }
+    return h;
+}
+
+/* Removes pending read `i` and returns it. */
+static pending_read take(host *h, size_t i) {
+    pending_read p = h->pending[i];
+    h->pending[i] = h->pending[--h->npending];
+    return p;
+}
+
+static int find_pending(host *h, loader_kind kind) {
+    for (size_t i = 0; i < h->npending; i++)
+        if (h->pending[i].kind == kind) return (int)i;
+    return -1;
+}
+
+/* Answers `p` from the source with success; returns the library's result. */
+static loader_result answer(host *h, const pending_read *p) {
+    uint64_t at = p->cursor_len == 8 ? get_be64(p->cursor) : 0;
+    uint64_t end = at + p->limit < h->source_len ? at + p->limit : h->source_len;
+    uint8_t next[8];
+    put_be64(next, end);
+    uint64_t acq = h->next_acq++;
+    loader_answer a;
+    /* Marked before the call: the loader may release it before loader_settle returns. */
+    if (acq < MAX_ACQ) h->accepted[acq] = 1;
+    loader_result r = loader_settle(h->handle, p->read_id, (uintptr_t)acq, (uint32_t)(end - at),
+                                    next, sizeof next, end == h->source_len, &a);
+    if (r != LOADER_RESULT_OK && acq < MAX_ACQ) h->accepted[acq] = 0;
+    return r;
+}
+
+/* Answers pending reads, oldest first by slot, until none is left. */
+static void drain(host *h) {
+    int guard = 0;
+    while (h->npending > 0 && guard++ < 100000) {
+        pending_read p = take(h, 0);
+        answer(h, &p);
+    }
+}
+
+/* Every accepted acquisition released exactly once, none that was not accepted. */
+static int released_exactly_once(host *h) {
+    if (h->bad_releases) return 0;
+    for (uint64_t i = 0; i < MAX_ACQ; i++)
+        if (h->accepted[i] != h->released[i]) return 0;
+    return 1;
+}
+
+static int states_equal(const loader_snapshot *a, const loader_snapshot *b) {
+    return a->epoch == b->epoch && a->debt == b->debt && a->phase == b->phase &&
+           a->chain_epoch == b->chain_epoch && a->failure == b->failure &&
+           a->coverage == b->coverage && a->settled_once == b->settled_once &&
+           a->cover_epoch == b->cover_epoch && a->inflight == b->inflight &&
+           a->settled == b->settled && a->failed == b->failed &&
+           a->next_request_id == b->next_request_id && a->pages == b->pages &&
+           a->outstanding_reads == b->outstanding_reads &&
+           a->revalidating == b->revalidating && a->end_of_source == b->end_of_source &&
+           a->covered_start == b->covered_start && a->covered_end == b->covered_end &&
+           a->window_start == b->window_start && a->window_len == b->window_len &&
+           a->accepted == b->accepted && a->released == b->released;
+}
+
+static loader_snapshot state_of(host *h) {
+    loader_snapshot s;
+    memset(&s, 0, sizeof s);
+    if (loader_state(h->handle, &s) != LOADER_RESULT_OK) current_failed = 1;
+    return s;
+}
+
+#endif
