@@ -11,7 +11,7 @@
 
 #include "loader.h"
 
-#define MAX_PENDING 1024
+#define MAX_PENDING 256
 #define MAX_ACQ 65536
 
 static int tests_passed;

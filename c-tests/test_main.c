@@ -30,9 +30,8 @@ static void config_defaults_and_bad_configs(void) {
     CHECK(cfg.backoff_initial_ms == 100 && cfg.backoff_max_ms == 30000);
     CHECK(cfg.max_auto_retries == 5 && cfg.recheck_full == 1);
 
-    host h;
-    memset(&h, 0, sizeof h);
-    loader_callbacks cb = host_callbacks(&h);
+    host *h = (host *)calloc(1, sizeof(host));
+    loader_callbacks cb = host_callbacks(h);
     loader_handle out = 77;
     CHECK_CODE(loader_new(NULL, &cb, &out), LOADER_RESULT_NULL_POINTER);
     CHECK_CODE(loader_new(&cfg, NULL, &out), LOADER_RESULT_NULL_POINTER);
@@ -59,6 +58,7 @@ static void config_defaults_and_bad_configs(void) {
     missing.issue = NULL;
     CHECK_CODE(loader_new(&cfg, &missing, &out), LOADER_RESULT_MISSING_CALLBACK);
     CHECK(out == 77); /* out-parameters are written only on success */
+    free(h);
 }
 
 /* ---- handles ---- */
@@ -213,19 +213,26 @@ static void own_failures_arm_the_backoff_timer(void) {
 }
 
 static void counters_near_their_end_are_refused(void) {
-    host h;
-    memset(&h, 0, sizeof h);
-    h.next_acq = 1;
-    h.source_len = 10;
+    host *h = (host *)calloc(1, sizeof(host));
     loader_config cfg;
     loader_config_default(&cfg);
-    loader_callbacks cb = host_callbacks(&h);
-    CHECK_CODE(loader_new_with_counters(&cfg, &cb, UINT64_MAX, 1, &h.handle), LOADER_RESULT_OK);
-    loader_snapshot before = state_of(&h);
-    CHECK_CODE(loader_invalidate(h.handle), LOADER_RESULT_EPOCH_OVERFLOW);
-    loader_snapshot after = state_of(&h);
+    loader_callbacks cb = host_callbacks(h);
+    CHECK_CODE(loader_new_with_counters(&cfg, &cb, UINT64_MAX, 1, &h->handle), LOADER_RESULT_OK);
+    loader_snapshot before = state_of(h);
+    CHECK_CODE(loader_invalidate(h->handle), LOADER_RESULT_EPOCH_OVERFLOW);
+    loader_snapshot after = state_of(h);
     CHECK(states_equal(&before, &after));
-    CHECK_CODE(loader_free(h.handle), LOADER_RESULT_OK);
+    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
+    /* The id space: the last id is handed out, then the next start is refused. */
+    CHECK_CODE(loader_new_with_counters(&cfg, &cb, 0, UINT64_MAX - 1, &h->handle), LOADER_RESULT_OK);
+    CHECK_CODE(loader_set_window(h->handle, 0, 10), LOADER_RESULT_OK);
+    CHECK(h->npending == 1 && h->pending[0].request_id == UINT64_MAX - 1);
+    before = state_of(h);
+    CHECK_CODE(loader_invalidate(h->handle), LOADER_RESULT_ID_OVERFLOW);
+    after = state_of(h);
+    CHECK(states_equal(&before, &after));
+    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
+    free(h);
 }
 
 /* ---- the bad-input table: each row a specific code, and no state change ---- */

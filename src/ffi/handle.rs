@@ -28,8 +28,9 @@
 //! wrap and make a handle issued about 4 billion reuses ago valid again. That costs one vacant
 //! 16-byte entry per 4 billion reuses of a slot, which no realistic workload notices.
 
+use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::collections::VecDeque;
-use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::Arc;
 
 /// Why a handle did not resolve, or why no handle could be issued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -140,15 +141,14 @@ impl<T> HandleTable<T> {
         Ok(value)
     }
 
-    // The only panic possible under these guards, a capacity overflow in `push`, happens before
-    // anything changes, so a poisoned lock still guards consistent slots. Recovering keeps every
-    // later call, `get` included, from panicking.
+    // parking_lot locks do not poison: the only panic possible under these guards, a capacity
+    // overflow in `push`, happens before anything changes, so the slots stay consistent.
     fn read(&self) -> RwLockReadGuard<'_, Slots<T>> {
-        self.inner.read().unwrap_or_else(PoisonError::into_inner)
+        self.inner.read()
     }
 
     fn write(&self) -> RwLockWriteGuard<'_, Slots<T>> {
-        self.inner.write().unwrap_or_else(PoisonError::into_inner)
+        self.inner.write()
     }
 }
 

@@ -18,12 +18,13 @@ pub use types::*;
 use crate::loader::{Config, Effect, Loader, LoaderError, MAX_CURSOR_LEN};
 use handle::{HandleError, HandleTable};
 use once_cell::sync::Lazy;
+use parking_lot::Mutex;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::ffi::c_char;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 /// The longest cursor accepted, in bytes.
 pub const LOADER_MAX_CURSOR_LEN: usize = 4096;
@@ -83,10 +84,7 @@ impl Instance {
         }
         let mut effects = Vec::new();
         let r = {
-            let Ok(mut loader) = self.loader.lock() else {
-                self.poisoned.store(true, Ordering::Release);
-                return Err(loader_result::Poisoned);
-            };
+            let mut loader = self.loader.lock();
             match std::panic::catch_unwind(AssertUnwindSafe(|| f(&mut loader))) {
                 Ok(r) => {
                     loader.drain_effects_into(&mut effects);
@@ -107,8 +105,7 @@ impl Instance {
         if self.poisoned.load(Ordering::Acquire) {
             return Err(loader_result::Poisoned);
         }
-        let loader = self.loader.lock().map_err(|_| loader_result::Poisoned)?;
-        Ok(f(&loader))
+        Ok(f(&self.loader.lock()))
     }
 
     /// Runs the host's callback for one effect.
@@ -349,7 +346,7 @@ pub extern "C" fn loader_free(handle: loader_handle) -> loader_result {
         };
         inst.freed.store(true, Ordering::Release);
         let closing = {
-            let mut loader = inst.loader.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut loader = inst.loader.lock();
             std::panic::catch_unwind(AssertUnwindSafe(|| {
                 loader.close();
                 loader.take_effects()
