@@ -17,8 +17,8 @@ mod settled;
 
 pub use crate::model::{Coverage, Debt, Failure, Phase};
 
+use rustc_hash::FxHashMap as HashMap;
 use settled::SettledIndex;
-use std::collections::HashMap;
 
 /// A request's `kind`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -181,7 +181,7 @@ impl Ledger {
             settled_once: false,
             cover_epoch: epoch,
             next_id: next_id.max(1),
-            live: HashMap::new(),
+            live: HashMap::default(),
             settled: SettledIndex::default(),
             failed: Vec::new(),
             failed_finite: 0,

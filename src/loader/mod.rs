@@ -63,7 +63,8 @@ pub use config::{Config, ConfigError, MAX_CURSOR_LEN, MAX_PAGE_SIZE};
 
 use crate::ledger::{self, Debt, Failed, Ledger, LedgerError, Phase, Settled};
 use backoff::Backoff;
-use std::collections::{HashMap, VecDeque};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::VecDeque;
 use thiserror::Error;
 
 /// A read the loader asks the host to perform.
@@ -254,8 +255,8 @@ impl Loader {
             ledger,
             scratch: Vec::new(),
             effects: Vec::new(),
-            work: HashMap::new(),
-            reads: HashMap::new(),
+            work: HashMap::default(),
+            reads: HashMap::default(),
             next_read: 1,
             view: VecDeque::new(),
             base_offset: 0,

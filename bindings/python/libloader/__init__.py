@@ -1,0 +1,55 @@
+"""Python bindings for libloader, over ctypes.
+
+libloader decides which page reads of an ordered source to start, which answers are
+authoritative and which are stale, what the current view is, and exactly when each buffer a
+read produced may be freed. The host (this program) owns the source and the data; see
+:class:`Loader`.
+"""
+
+from __future__ import annotations
+
+from ._ffi import MAX_CURSOR_LEN, MAX_PAGE_SIZE, library_path
+from ._library import LibraryNotFoundError
+from .enums import Answer, Coverage, Debt, Failure, Kind, Phase, RequestState, Result
+from .errors import (
+    ERRORS,
+    AlreadyAnsweredError,
+    BufferTooSmallError,
+    CountOverLimitError,
+    CursorTooLongError,
+    EpochOverflowError,
+    IdOverflowError,
+    InvalidBackoffInitialError,
+    InvalidBackoffMaxError,
+    InvalidBackoffMultiplierError,
+    InvalidHandleError,
+    InvalidPageSizeError,
+    LoaderError,
+    MissingCallbackError,
+    NullCursorError,
+    NullPointerError,
+    PanicError,
+    PoisonedError,
+    StaleHandleError,
+    TooManyHandlesError,
+    UnknownReadError,
+    WindowOverflowError,
+)
+from .invariants import violations
+from .loader import CallbackContext, Loader, callback_context, result_message, version
+from .types import Config, Page, Read, RequestInfo, Snapshot, View
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "MAX_CURSOR_LEN", "MAX_PAGE_SIZE", "library_path", "LibraryNotFoundError",
+    "Answer", "Coverage", "Debt", "Failure", "Kind", "Phase", "RequestState", "Result",
+    "ERRORS", "LoaderError", "AlreadyAnsweredError", "BufferTooSmallError",
+    "CountOverLimitError", "CursorTooLongError", "EpochOverflowError", "IdOverflowError",
+    "InvalidBackoffInitialError", "InvalidBackoffMaxError", "InvalidBackoffMultiplierError",
+    "InvalidHandleError", "InvalidPageSizeError", "MissingCallbackError", "NullCursorError",
+    "NullPointerError", "PanicError", "PoisonedError", "StaleHandleError",
+    "TooManyHandlesError", "UnknownReadError", "WindowOverflowError",
+    "violations", "CallbackContext", "callback_context", "Loader", "result_message", "version",
+    "Config", "Page", "Read", "RequestInfo", "Snapshot", "View",
+]

@@ -1,0 +1,238 @@
+"""The raw ctypes layer: one Structure per C struct, one CFUNCTYPE per callback typedef, and
+``argtypes``/``restype`` for every exported function, transcribed from ``include/loader.h``.
+
+A test parses the header and fails when this module and the header disagree (functions,
+parameter and return types, struct fields, sizes and offsets, enum values, constants).
+
+Enums cross the ABI as C ``int`` (``ctypes.c_int``); :mod:`libloader.enums` gives them names.
+Handles are ``uint64_t``: every function that takes or returns one declares ``c_uint64``,
+never ctypes' default ``int``, which would truncate it (the library rejects a truncated
+handle as invalid).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from ctypes import (
+    CFUNCTYPE,
+    POINTER,
+    Structure,
+    c_bool,
+    c_char_p,
+    c_double,
+    c_int,
+    c_int32,
+    c_size_t,
+    c_uint8,
+    c_uint32,
+    c_uint64,
+    c_void_p,
+)
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from . import _library
+
+MAX_CURSOR_LEN = 4096
+"""``LOADER_MAX_CURSOR_LEN``: the longest cursor accepted, in bytes."""
+
+MAX_PAGE_SIZE = 1048576
+"""``LOADER_MAX_PAGE_SIZE``: the largest ``page_size`` accepted."""
+
+c_enum = c_int
+"""A C enum as it crosses the ABI."""
+
+loader_handle = c_uint64
+
+
+class loader_config(Structure):
+    _fields_ = [
+        ("page_size", c_uint32),
+        ("prefetch_distance", c_uint64),
+        ("drop_margin", c_uint64),
+        ("backoff_initial_ms", c_uint64),
+        ("backoff_max_ms", c_uint64),
+        ("backoff_multiplier", c_double),
+        ("max_auto_retries", c_uint32),
+        ("jitter_seed", c_uint64),
+        ("recheck_full", c_uint8),
+    ]
+
+
+class loader_read(Structure):
+    _fields_ = [
+        ("read_id", c_uint64),
+        ("request_id", c_uint64),
+        ("kind", c_enum),
+        ("epoch", c_uint64),
+        ("step", c_uint32),
+        ("cursor", POINTER(c_uint8)),
+        ("cursor_len", c_size_t),
+        ("limit", c_uint32),
+    ]
+
+
+loader_issue_fn = CFUNCTYPE(None, c_void_p, POINTER(loader_read))
+loader_release_fn = CFUNCTYPE(None, c_void_p, c_size_t)
+loader_changed_fn = CFUNCTYPE(None, c_void_p)
+loader_cancel_fn = CFUNCTYPE(None, c_void_p, c_uint64)
+
+
+class loader_callbacks(Structure):
+    _fields_ = [
+        ("userdata", c_void_p),
+        ("issue", loader_issue_fn),
+        ("release", loader_release_fn),
+        ("changed", loader_changed_fn),
+        ("cancel", loader_cancel_fn),
+    ]
+
+
+class loader_snapshot(Structure):
+    _fields_ = [
+        ("epoch", c_uint64),
+        ("debt", c_enum),
+        ("phase", c_enum),
+        ("chain_epoch", c_uint64),
+        ("failure", c_enum),
+        ("coverage", c_enum),
+        ("settled_once", c_bool),
+        ("cover_epoch", c_uint64),
+        ("inflight", c_uint64),
+        ("settled", c_uint64),
+        ("failed", c_uint64),
+        ("next_request_id", c_uint64),
+        ("pages", c_uint64),
+        ("outstanding_reads", c_uint64),
+        ("revalidating", c_bool),
+        ("end_of_source", c_bool),
+        ("covered_start", c_uint64),
+        ("covered_end", c_uint64),
+        ("window_start", c_uint64),
+        ("window_len", c_uint64),
+        ("accepted", c_uint64),
+        ("released", c_uint64),
+    ]
+
+
+class loader_request_info(Structure):
+    _fields_ = [
+        ("id", c_uint64),
+        ("kind", c_enum),
+        ("epoch", c_uint64),
+        ("state", c_enum),
+        ("superseded", c_bool),
+    ]
+
+
+class loader_page(Structure):
+    _fields_ = [
+        ("acquisition", c_size_t),
+        ("count", c_uint32),
+        ("epoch", c_uint64),
+        ("start", c_uint64),
+    ]
+
+
+STRUCTS: Tuple[type, ...] = (
+    loader_config,
+    loader_read,
+    loader_callbacks,
+    loader_snapshot,
+    loader_request_info,
+    loader_page,
+)
+"""Every struct of the header, by its C name (``__name__``)."""
+
+CALLBACK_TYPES: Dict[str, Any] = {
+    "loader_issue_fn": loader_issue_fn,
+    "loader_release_fn": loader_release_fn,
+    "loader_changed_fn": loader_changed_fn,
+    "loader_cancel_fn": loader_cancel_fn,
+}
+"""Every callback typedef of the header."""
+
+_u8p = POINTER(c_uint8)
+_enum_p = POINTER(c_enum)
+
+FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
+    "loader_config_default": (c_enum, [POINTER(loader_config)]),
+    "loader_new": (c_enum, [POINTER(loader_config), POINTER(loader_callbacks),
+                            POINTER(loader_handle)]),
+    "loader_new_with_counters": (c_enum, [POINTER(loader_config), POINTER(loader_callbacks),
+                                          c_uint64, c_uint64, POINTER(loader_handle)]),
+    "loader_free": (c_enum, [loader_handle]),
+    "loader_version": (c_char_p, []),
+    "loader_result_str": (c_char_p, [c_int32]),
+    "loader_invalidate": (c_enum, [loader_handle]),
+    "loader_settle": (c_enum, [loader_handle, c_uint64, c_size_t, c_uint32, _u8p, c_size_t,
+                               c_bool, _enum_p]),
+    "loader_fail": (c_enum, [loader_handle, c_uint64, c_int32, _enum_p]),
+    "loader_retry": (c_enum, [loader_handle, POINTER(c_bool)]),
+    "loader_set_window": (c_enum, [loader_handle, c_uint64, c_uint64]),
+    "loader_tick": (c_enum, [loader_handle, c_uint64]),
+    "loader_next_deadline": (c_enum, [loader_handle, POINTER(c_bool), POINTER(c_uint64)]),
+    "loader_state": (c_enum, [loader_handle, POINTER(loader_snapshot)]),
+    "loader_requests": (c_enum, [loader_handle, POINTER(loader_request_info), c_size_t,
+                                 POINTER(c_size_t)]),
+    "loader_view": (c_enum, [loader_handle, POINTER(loader_page), c_size_t, POINTER(c_size_t),
+                             POINTER(c_bool)]),
+    "loader_floor": (c_enum, [loader_handle]),
+    "loader_test_panic": (c_enum, [loader_handle]),
+}
+"""Every exported function: name -> (restype, argtypes)."""
+
+
+def declare(lib: ctypes.CDLL) -> ctypes.CDLL:
+    """Sets ``restype`` and ``argtypes`` of every function on ``lib``; raises AttributeError
+    naming the functions the library does not export."""
+    missing = [name for name in FUNCTIONS if not hasattr(lib, name)]
+    if missing:
+        raise AttributeError(f"{lib._name} does not export: {', '.join(missing)}")
+    for name, (restype, argtypes) in FUNCTIONS.items():
+        fn = getattr(lib, name)
+        fn.restype = restype
+        fn.argtypes = argtypes
+    return lib
+
+
+_lock = threading.Lock()
+_loaded: Optional[Tuple[ctypes.CDLL, Path]] = None
+
+
+def lib() -> ctypes.CDLL:
+    """The loaded, declared library (loaded on first use)."""
+    global _loaded
+    if _loaded is None:
+        with _lock:
+            if _loaded is None:
+                cdll, path = _library.load()
+                _loaded = (declare(cdll), path)
+    return _loaded[0]
+
+
+def library_path() -> Path:
+    """Where the loaded library came from."""
+    lib()
+    assert _loaded is not None
+    return _loaded[1]
+
+
+def cursor_arg(cursor: Optional[bytes]) -> Tuple[Any, int]:
+    """``(pointer, length)`` for a cursor argument: NULL and 0 for an empty one."""
+    if not cursor:
+        return None, 0
+    return (c_uint8 * len(cursor)).from_buffer_copy(cursor), len(cursor)
+
+
+def cursor_bytes(ptr: Any, length: int) -> bytes:
+    """A copy of ``length`` bytes at ``ptr`` (valid only during the callback)."""
+    if length == 0 or not ptr:
+        return b""
+    return ctypes.string_at(ptr, length)
+
+
+def array(struct: type, n: int) -> Sequence[Any]:
+    """A zeroed C array of ``n`` structs."""
+    return (struct * max(n, 0))()  # type: ignore[no-any-return, operator]

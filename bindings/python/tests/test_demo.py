@@ -1,0 +1,90 @@
+"""The SQLite demo, run briefly: its report's checks hold, and they can fail."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Dict, List
+
+import pytest
+
+import libloader
+
+REPO = Path(__file__).resolve().parents[3]
+DEMO = REPO / "examples" / "sqlite_feed.py"
+
+
+def run_demo(*args: str) -> "subprocess.CompletedProcess[str]":
+    env = dict(os.environ)
+    # The package the tests use, installed or not.
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(libloader.__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
+    return subprocess.run([sys.executable, str(DEMO), *args], capture_output=True, text=True,
+                          env=env, timeout=120)
+
+
+def test_the_demo_reports_every_check_passing() -> None:
+    p = run_demo("--duration", "2.5", "--seed", "3", "--fail-rate", "0.1", "--json")
+    assert p.returncode == 0, p.stdout + p.stderr
+    r: Dict[str, Any] = json.loads(p.stdout)
+    assert r["ok"] is True
+    assert all(r["checks"].values()), r["checks"]
+    assert set(r["checks"]) == {"quiescent", "view_matches_sql", "view_covers_window",
+                                "invariants_held", "released_equals_accepted", "no_errors"}
+    acq = r["acquisitions"]
+    assert acq["accepted"] == acq["released"] == acq["accepted_by_library"] > 0
+    assert r["source"]["invalidations"] > 0 and r["source"]["inserted"] > 0
+    assert r["reads_by_kind"]["finite"] > 0 and r["reads_by_kind"]["chain"] > 0
+    assert r["answers"]["settled"] == acq["accepted"]
+    assert r["failures"]["injected"] > 0
+    assert r["failures"]["injected"] == r["failures"]["own"] + r["failures"]["superseded"]
+    assert r["final"]["cover_epoch"] == r["final"]["epoch"] >= r["source"]["invalidations"]
+    assert r["final"]["items"] > 0 and r["invariants"]["samples"] > 10
+    # Progress went to stderr as plain lines (not a TTY).
+    assert "epoch" in p.stderr and "\r" not in p.stderr
+
+
+def test_the_human_report() -> None:
+    p = run_demo("--duration", "1", "--seed", "5")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "all checks passed" in p.stdout
+    for word in ("reads", "answers", "failures", "retries", "acquisitions", "final view"):
+        assert word in p.stdout
+    assert "in flight" in p.stdout and "fresh" in p.stdout
+
+
+def test_bad_flags_are_usage_errors() -> None:
+    p = run_demo("--fail-rate", "2")
+    assert p.returncode == 2 and "--fail-rate" in p.stderr
+
+
+def load_demo(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    spec = importlib.util.spec_from_file_location("sqlite_feed", DEMO)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "sqlite_feed", mod)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_a_source_that_skips_rows_fails_the_check(monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """The demo's checks are worth something only if a wrong view fails them."""
+    demo = load_demo(monkeypatch)
+    honest = demo.rows_after
+
+    def skipping(conn: Any, cursor: bytes, limit: int) -> List[Any]:
+        rows: List[Any] = honest(conn, cursor, limit + 1)
+        return rows[:1] + rows[2:]              # a buggy host drops the second row
+
+    monkeypatch.setattr(demo, "rows_after", skipping)
+    status = demo.main(["--duration", "0.3", "--json", "--fail-rate", "0"])
+    r = json.loads(capsys.readouterr().out)
+    assert status == 1 and r["ok"] is False
+    assert r["checks"]["view_matches_sql"] is False
+    assert r["checks"]["released_equals_accepted"] is True
