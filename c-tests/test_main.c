@@ -122,6 +122,11 @@ static void loads_the_window_and_frees_everything(void) {
     CHECK(n == 3 && !reval);
     for (size_t i = 0; i < n; i++) CHECK(pages[i].start == 4 * i && pages[i].count == 4);
     CHECK(h->changes > 0);
+    loader_counts c;
+    CHECK_CODE(loader_stats(h->handle, NULL), LOADER_RESULT_NULL_POINTER);
+    CHECK_CODE(loader_stats(h->handle, &c), LOADER_RESULT_OK);
+    CHECK(c.issued_finite == 3 && c.issued_chain == 0 && c.answered_current == 3);
+    CHECK(c.accepted == 3 && c.released == 0 && c.failed_own == 0);
     CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
     CHECK(released_exactly_once(h));
     free(h);

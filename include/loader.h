@@ -367,6 +367,43 @@ typedef struct loader_snapshot {
 } loader_snapshot;
 
 /**
+ * Counters since the loader was created, for reports and monitoring.
+ */
+typedef struct loader_counts {
+  /**
+   * Reads issued, by kind.
+   */
+  uint64_t issued_finite;
+  uint64_t issued_chain;
+  uint64_t issued_full;
+  /**
+   * Accepted answers classified current, stale, and with a stalled cursor.
+   */
+  uint64_t answered_current;
+  uint64_t answered_stale;
+  uint64_t cursor_stalls;
+  /**
+   * Failures that were the loader's own (they wait for a retry), and of superseded reads.
+   */
+  uint64_t failed_own;
+  uint64_t failed_stale;
+  /**
+   * Retries started by the backoff timer, and by `loader_retry` or a window move.
+   */
+  uint64_t retries_auto;
+  uint64_t retries_explicit;
+  /**
+   * Acquisitions accepted and released.
+   */
+  uint64_t accepted;
+  uint64_t released;
+  /**
+   * Cancellation hints sent.
+   */
+  uint64_t cancels;
+} loader_counts;
+
+/**
  * One live request.
  */
 typedef struct loader_request_info {
@@ -540,6 +577,15 @@ enum loader_result loader_next_deadline(loader_handle handle,
  * `out` is NULL or valid for a write.
  */
 enum loader_result loader_state(loader_handle handle, struct loader_snapshot *out);
+
+/**
+ * Fills `*out` with the loader's counters: reads by kind, answers by class, failures,
+ * retries, acquisitions and cancellation hints. `out` is required; the caller owns `*out`.
+ *
+ * # Safety
+ * `out` is NULL or valid for a write.
+ */
+enum loader_result loader_stats(loader_handle handle, struct loader_counts *out);
 
 /**
  * Lists every live request (in flight, settled, or failed and not yet released) in id order

@@ -580,6 +580,31 @@ pub unsafe extern "C" fn loader_state(
     })
 }
 
+/// Fills `*out` with the loader's counters: reads by kind, answers by class, failures,
+/// retries, acquisitions and cancellation hints. `out` is required; the caller owns `*out`.
+///
+/// # Safety
+/// `out` is NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn loader_stats(
+    handle: loader_handle,
+    out: *mut loader_counts,
+) -> loader_result {
+    panic::boundary(loader_result::Panic, || {
+        if out.is_null() {
+            return loader_result::NullPointer;
+        }
+        match lookup(handle).and_then(|i| i.read(|l| loader_counts::from(l.stats()))) {
+            Ok(c) => {
+                // SAFETY: checked non-NULL; valid for writes by the contract.
+                unsafe { *out = c };
+                loader_result::Ok
+            }
+            Err(e) => e,
+        }
+    })
+}
+
 /// Copies `items` to `out_array` if it fits, else reports the length needed.
 ///
 /// # Safety

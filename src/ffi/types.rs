@@ -426,6 +426,51 @@ pub struct loader_snapshot {
     pub released: u64,
 }
 
+/// Counters since the loader was created, for reports and monitoring.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct loader_counts {
+    /// Reads issued, by kind.
+    pub issued_finite: u64,
+    pub issued_chain: u64,
+    pub issued_full: u64,
+    /// Accepted answers classified current, stale, and with a stalled cursor.
+    pub answered_current: u64,
+    pub answered_stale: u64,
+    pub cursor_stalls: u64,
+    /// Failures that were the loader's own (they wait for a retry), and of superseded reads.
+    pub failed_own: u64,
+    pub failed_stale: u64,
+    /// Retries started by the backoff timer, and by `loader_retry` or a window move.
+    pub retries_auto: u64,
+    pub retries_explicit: u64,
+    /// Acquisitions accepted and released.
+    pub accepted: u64,
+    pub released: u64,
+    /// Cancellation hints sent.
+    pub cancels: u64,
+}
+
+impl From<crate::loader::Stats> for loader_counts {
+    fn from(s: crate::loader::Stats) -> loader_counts {
+        loader_counts {
+            issued_finite: s.issued[0],
+            issued_chain: s.issued[1],
+            issued_full: s.issued[2],
+            answered_current: s.answered_current,
+            answered_stale: s.answered_stale,
+            cursor_stalls: s.cursor_stalls,
+            failed_own: s.failed_own,
+            failed_stale: s.failed_stale,
+            retries_auto: s.retries_auto,
+            retries_explicit: s.retries_explicit,
+            accepted: s.accepted,
+            released: s.released,
+            cancels: s.cancels,
+        }
+    }
+}
+
 /// One live request.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]

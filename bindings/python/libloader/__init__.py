@@ -37,7 +37,7 @@ from .errors import (
 )
 from .invariants import violations
 from .loader import CallbackContext, Loader, callback_context, result_message, version
-from .types import Config, Page, Read, RequestInfo, Snapshot, View
+from .types import Config, Counts, Page, Read, RequestInfo, Snapshot, View
 
 __version__ = "0.1.0"
 
@@ -51,5 +51,5 @@ __all__ = [
     "NullPointerError", "PanicError", "PoisonedError", "StaleHandleError",
     "TooManyHandlesError", "UnknownReadError", "WindowOverflowError",
     "violations", "CallbackContext", "callback_context", "Loader", "result_message", "version",
-    "Config", "Page", "Read", "RequestInfo", "Snapshot", "View",
+    "Config", "Counts", "Page", "Read", "RequestInfo", "Snapshot", "View",
 ]

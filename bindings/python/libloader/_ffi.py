@@ -116,6 +116,24 @@ class loader_snapshot(Structure):
     ]
 
 
+class loader_counts(Structure):
+    _fields_ = [
+        ("issued_finite", c_uint64),
+        ("issued_chain", c_uint64),
+        ("issued_full", c_uint64),
+        ("answered_current", c_uint64),
+        ("answered_stale", c_uint64),
+        ("cursor_stalls", c_uint64),
+        ("failed_own", c_uint64),
+        ("failed_stale", c_uint64),
+        ("retries_auto", c_uint64),
+        ("retries_explicit", c_uint64),
+        ("accepted", c_uint64),
+        ("released", c_uint64),
+        ("cancels", c_uint64),
+    ]
+
+
 class loader_request_info(Structure):
     _fields_ = [
         ("id", c_uint64),
@@ -140,6 +158,7 @@ STRUCTS: Tuple[type, ...] = (
     loader_read,
     loader_callbacks,
     loader_snapshot,
+    loader_counts,
     loader_request_info,
     loader_page,
 )
@@ -174,6 +193,7 @@ FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
     "loader_tick": (c_enum, [loader_handle, c_uint64]),
     "loader_next_deadline": (c_enum, [loader_handle, POINTER(c_bool), POINTER(c_uint64)]),
     "loader_state": (c_enum, [loader_handle, POINTER(loader_snapshot)]),
+    "loader_stats": (c_enum, [loader_handle, POINTER(loader_counts)]),
     "loader_requests": (c_enum, [loader_handle, POINTER(loader_request_info), c_size_t,
                                  POINTER(c_size_t)]),
     "loader_view": (c_enum, [loader_handle, POINTER(loader_page), c_size_t, POINTER(c_size_t),

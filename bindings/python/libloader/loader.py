@@ -43,7 +43,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 from . import _ffi
 from .enums import Answer, Result
 from .errors import error_for
-from .types import Config, Page, Read, RequestInfo, Snapshot, View, _signed, _unsigned
+from .types import Config, Counts, Page, Read, RequestInfo, Snapshot, View, _signed, _unsigned
 
 IssueCallback = Callable[[Read], Any]
 ReleaseCallback = Callable[[Any], Any]
@@ -437,6 +437,13 @@ class Loader:
         out = _ffi.loader_snapshot()
         self._call("loader_state", ctypes.byref(out))
         return Snapshot.from_c(out)
+
+    def stats(self) -> Counts:
+        """The loader's counters: reads by kind, answers by class, failures, retries,
+        acquisitions and cancellation hints."""
+        out = _ffi.loader_counts()
+        self._call("loader_stats", ctypes.byref(out))
+        return Counts.from_c(out)
 
     def requests(self) -> List[RequestInfo]:
         """Every live request (in flight, settled, or failed and not yet released), in id

@@ -184,6 +184,31 @@ class Snapshot:
 
 
 @dataclass(frozen=True)
+class Counts:
+    """``loader_counts``: the loader's counters since it was created."""
+
+    issued_finite: int
+    issued_chain: int
+    issued_full: int
+    answered_current: int
+    answered_stale: int
+    cursor_stalls: int
+    failed_own: int
+    """Own failures: each waited for a retry."""
+    failed_stale: int
+    """Failures of superseded reads: they only raised the debt."""
+    retries_auto: int
+    retries_explicit: int
+    accepted: int
+    released: int
+    cancels: int
+
+    @classmethod
+    def from_c(cls, c: _ffi.loader_counts) -> "Counts":
+        return cls(**{f[0]: getattr(c, f[0]) for f in c._fields_})
+
+
+@dataclass(frozen=True)
 class RequestInfo:
     """``loader_request_info``: one live request."""
 

@@ -157,3 +157,26 @@ def test_a_truncated_handle_is_rejected_not_misused() -> None:
         snap = L._ffi.loader_snapshot()
         assert lib.loader_state(ld.handle & 0xFFFFFFFF, snap) == L.Result.INVALID_HANDLE
         assert lib.loader_state(ld.handle, snap) == L.Result.OK
+
+
+def test_stats_count_reads_answers_and_acquisitions() -> None:
+    rows = list(range(30))
+    reads: List[L.Read] = []
+    released: List[object] = []
+    with L.Loader(reads.append, released.append,
+                  config=Config(page_size=4, prefetch_distance=0)) as ld:
+        ld.set_window(0, 8)
+        while reads:
+            r = reads.pop()
+            start = int.from_bytes(r.cursor, "big")
+            got = rows[start:start + r.limit]
+            ld.settle(r, got, next_cursor=(start + len(got)).to_bytes(4, "big"),
+                      end_of_source=start + len(got) == len(rows))
+        ld.invalidate()
+        late = reads.pop()
+        ld.fail(late, 9)
+        s = ld.stats()
+        assert (s.issued_finite, s.issued_chain, s.issued_full) == (2, 1, 0)
+        assert (s.answered_current, s.answered_stale, s.failed_own) == (2, 0, 1)
+        assert (s.accepted, s.released) == (2, 0)
+    assert len(released) == 2
