@@ -236,7 +236,7 @@ impl Host {
             p.prepared
         };
         if stall && !a.items.is_empty() {
-            a.next_cursor = p.read.cursor.clone();
+            a.next_cursor = p.read.cursor.to_vec();
         }
         let acq = self.next_acq;
         self.next_acq += 1;

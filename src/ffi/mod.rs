@@ -57,6 +57,8 @@ thread_local! {
     /// Effects waiting to be delivered on this thread, and whether a delivery loop runs.
     static QUEUE: RefCell<VecDeque<(Arc<Instance>, Effect)>> = const { RefCell::new(VecDeque::new()) };
     static DELIVERING: Cell<bool> = const { Cell::new(false) };
+    /// A call's effects on their way from the loader to the queue; kept for its capacity.
+    static SPARE: RefCell<Vec<Effect>> = const { RefCell::new(Vec::new()) };
 }
 
 impl From<HandleError> for loader_result {
@@ -82,7 +84,7 @@ impl Instance {
         if self.poisoned.load(Ordering::Acquire) {
             return Err(loader_result::Poisoned);
         }
-        let mut effects = Vec::new();
+        let mut effects = SPARE.with(|s| std::mem::take(&mut *s.borrow_mut()));
         let r = {
             let mut loader = self.loader.lock();
             match std::panic::catch_unwind(AssertUnwindSafe(|| f(&mut loader))) {
@@ -96,7 +98,8 @@ impl Instance {
                 }
             }
         };
-        deliver(self, effects);
+        deliver(self, &mut effects);
+        SPARE.with(|s| *s.borrow_mut() = effects);
         r
     }
 
@@ -168,13 +171,13 @@ impl Drop for Delivering {
 
 /// Queues `effects` and, unless a delivery loop already runs on this thread, delivers every
 /// queued effect in order.
-fn deliver(inst: &Arc<Instance>, effects: Vec<Effect>) {
+fn deliver(inst: &Arc<Instance>, effects: &mut Vec<Effect>) {
     if effects.is_empty() && QUEUE.with(|q| q.borrow().is_empty()) {
         return;
     }
     QUEUE.with(|q| {
         q.borrow_mut()
-            .extend(effects.into_iter().map(|e| (Arc::clone(inst), e)))
+            .extend(effects.drain(..).map(|e| (Arc::clone(inst), e)))
     });
     if DELIVERING.with(|d| d.replace(true)) {
         return;

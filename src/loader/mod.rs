@@ -57,12 +57,15 @@
 
 mod backoff;
 mod config;
+mod cursor;
 
 pub use crate::ledger::Kind;
 pub use config::{Config, ConfigError, MAX_CURSOR_LEN, MAX_PAGE_SIZE};
+pub use cursor::Cursor;
 
 use crate::ledger::{self, Debt, Failed, Ledger, LedgerError, Phase, Settled};
 use backoff::Backoff;
+use cursor::CursorPool;
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::VecDeque;
 use thiserror::Error;
@@ -81,7 +84,7 @@ pub struct Read {
     pub step: u32,
     /// Where to start: bytes the host returned as `next_cursor` earlier; empty is the
     /// source's start.
-    pub cursor: Vec<u8>,
+    pub cursor: Cursor,
     /// At most this many items.
     pub limit: u32,
 }
@@ -145,7 +148,7 @@ pub struct Page {
     pub epoch: u64,
     /// The offset of its first item in the source.
     pub start: u64,
-    end_cursor: Vec<u8>,
+    end_cursor: Cursor,
     request: u64,
     slot: u32,
 }
@@ -193,13 +196,13 @@ struct Work {
     target: u64,
     /// Where the request's pages start: offset and cursor.
     base_offset: u64,
-    base_cursor: Vec<u8>,
+    base_cursor: Cursor,
 }
 
 #[derive(Clone, Debug)]
 struct Outstanding {
     request: u64,
-    cursor: Vec<u8>,
+    cursor: Cursor,
     limit: u32,
 }
 
@@ -216,7 +219,7 @@ pub struct Loader {
     view: VecDeque<Page>,
     /// The cursor memo's start: where the first held page starts.
     base_offset: u64,
-    base_cursor: Vec<u8>,
+    base_cursor: Cursor,
     covered_end: u64,
     end_of_source: bool,
     window_start: u64,
@@ -228,6 +231,9 @@ pub struct Loader {
     closed: bool,
     view_changed: bool,
     stats: Stats,
+    /// Recycled cursor buffers and request records: the steady state allocates nothing.
+    cursors: CursorPool,
+    spare_work: Vec<Work>,
 }
 
 impl Loader {
@@ -260,7 +266,7 @@ impl Loader {
             next_read: 1,
             view: VecDeque::new(),
             base_offset: 0,
-            base_cursor: Vec::new(),
+            base_cursor: Cursor::default(),
             covered_end: 0,
             end_of_source: false,
             window_start: 0,
@@ -271,6 +277,8 @@ impl Loader {
             closed: false,
             view_changed: false,
             stats: Stats::default(),
+            cursors: CursorPool::default(),
+            spare_work: Vec::new(),
         })
     }
 
@@ -432,8 +440,9 @@ impl Loader {
             return Err(LedgerError::IdOverflow.into());
         }
         let read = self.reads.remove(&read_id).expect("checked above");
-        let stalled = count > 0 && next_cursor == read.cursor.as_slice();
+        let stalled = count > 0 && read.cursor == next_cursor;
         let request = read.request;
+        self.cursors.recycle(read.cursor);
         let work = self
             .work
             .get_mut(&request)
@@ -539,7 +548,7 @@ impl Loader {
                         count,
                         epoch,
                         start: self.covered_end,
-                        end_cursor: next_cursor.to_vec(),
+                        end_cursor: self.cursors.make(next_cursor),
                         request,
                         slot,
                     });
@@ -568,6 +577,7 @@ impl Loader {
         slot: u32,
     ) -> Result<Answer, LoaderError> {
         let epoch_now = self.ledger.epoch();
+        let end_cursor = self.cursors.make(next_cursor);
         let w = self.work.get_mut(&request).expect("live");
         if count > 0 {
             let start = w.base_offset + w.staged_items;
@@ -576,7 +586,7 @@ impl Loader {
                 count,
                 epoch: w.epoch,
                 start,
-                end_cursor: next_cursor.to_vec(),
+                end_cursor: end_cursor.clone(),
                 request,
                 slot,
             });
@@ -599,14 +609,12 @@ impl Loader {
         if kind == Kind::Chain && w.epoch != epoch_now {
             // The epoch moved at a step boundary: settle stale; the ledger starts a replacement.
             self.ledger.settle(request, &mut self.scratch)?;
-            self.work.get_mut(&request).expect("live").staged.clear();
+            self.clear_staged(request);
             return Ok(Answer::Stale);
         }
         if !done {
-            let w = self.work.get_mut(&request).expect("live");
-            w.step += 1;
-            let cursor = next_cursor.to_vec();
-            self.issue(request, cursor);
+            self.work.get_mut(&request).expect("live").step += 1;
+            self.issue(request, end_cursor);
             return Ok(Answer::Current);
         }
         match self.ledger.settle(request, &mut self.scratch)? {
@@ -616,7 +624,7 @@ impl Loader {
                 Ok(Answer::Current)
             }
             _ => {
-                self.work.get_mut(&request).expect("live").staged.clear();
+                self.clear_staged(request);
                 Ok(Answer::Stale)
             }
         }
@@ -631,6 +639,7 @@ impl Loader {
         if w.kind == Kind::Finite {
             let w = self.work.remove(&request).expect("live");
             self.release_acqs(&w);
+            self.recycle_work(w);
         }
         match failed {
             Failed::Own => {
@@ -648,15 +657,21 @@ impl Loader {
         let staged = std::mem::take(&mut w.staged);
         w.in_view = staged.len() as u32;
         self.base_offset = w.base_offset;
-        self.base_cursor = std::mem::take(&mut w.base_cursor);
+        let base = std::mem::take(&mut w.base_cursor);
         self.covered_end = w.base_offset + w.staged_items;
         self.end_of_source = end_of_source;
-        for old in std::mem::take(&mut self.view) {
-            if let Some(ow) = self.work.get_mut(&old.request) {
+        let old_base = std::mem::replace(&mut self.base_cursor, base);
+        self.cursors.recycle(old_base);
+        let mut old: Vec<Page> = std::mem::replace(&mut self.view, staged.into()).into();
+        for p in old.drain(..) {
+            if let Some(ow) = self.work.get_mut(&p.request) {
                 ow.in_view -= 1;
             }
+            self.cursors.recycle(p.end_cursor);
         }
-        self.view = staged.into();
+        // The old view's buffer becomes the committing request's staging buffer, which goes
+        // back to the pool with the request.
+        self.work.get_mut(&request).expect("live").staged = old;
         self.rewind = false;
         self.view_changed = true;
         self.drop_behind();
@@ -681,7 +696,8 @@ impl Loader {
                 }
             }
             self.base_offset = end;
-            self.base_cursor = p.end_cursor;
+            let old_base = std::mem::replace(&mut self.base_cursor, p.end_cursor);
+            self.cursors.recycle(old_base);
             self.view_changed = true;
         }
     }
@@ -731,8 +747,13 @@ impl Loader {
         let want =
             (self.window_start + self.window_len).saturating_add(self.config.prefetch_distance);
         let (base_offset, base_cursor, target, cursor) = match kind {
-            Kind::Finite => (0, Vec::new(), 0, self.memo_end_cursor().to_vec()),
-            Kind::Chain if self.rewind => (0, Vec::new(), self.covered_end.max(want), Vec::new()),
+            Kind::Finite => (0, Cursor::default(), 0, self.memo_end_cursor().clone()),
+            Kind::Chain if self.rewind => (
+                0,
+                Cursor::default(),
+                self.covered_end.max(want),
+                Cursor::default(),
+            ),
             Kind::Chain => {
                 let target = (self.covered_end.max(want)).saturating_sub(self.base_offset);
                 (
@@ -742,35 +763,38 @@ impl Loader {
                     self.base_cursor.clone(),
                 )
             }
-            Kind::Full => (0, Vec::new(), want, Vec::new()),
+            Kind::Full => (0, Cursor::default(), want, Cursor::default()),
         };
-        self.work.insert(
-            id,
-            Work {
-                kind,
-                epoch,
-                acqs: Vec::new(),
-                in_view: 0,
-                read: None,
-                staged: Vec::new(),
-                staged_items: 0,
-                step: 0,
-                target,
-                base_offset,
-                base_cursor,
-            },
-        );
+        let mut w = self.spare_work.pop().unwrap_or_else(|| Work {
+            kind,
+            epoch,
+            acqs: Vec::new(),
+            in_view: 0,
+            read: None,
+            staged: Vec::new(),
+            staged_items: 0,
+            step: 0,
+            target: 0,
+            base_offset: 0,
+            base_cursor: Cursor::default(),
+        });
+        w.kind = kind;
+        w.epoch = epoch;
+        w.target = target;
+        w.base_offset = base_offset;
+        w.base_cursor = base_cursor;
+        self.work.insert(id, w);
         self.issue(id, cursor);
     }
 
     /// The cursor after the last held page: where a finite read continues.
-    fn memo_end_cursor(&self) -> &[u8] {
+    fn memo_end_cursor(&self) -> &Cursor {
         self.view
             .back()
-            .map_or(self.base_cursor.as_slice(), |p| p.end_cursor.as_slice())
+            .map_or(&self.base_cursor, |p| &p.end_cursor)
     }
 
-    fn issue(&mut self, request: u64, cursor: Vec<u8>) {
+    fn issue(&mut self, request: u64, cursor: Cursor) {
         let read_id = self.next_read;
         self.next_read += 1;
         let w = self.work.get_mut(&request).expect("live");
@@ -802,7 +826,9 @@ impl Loader {
             return;
         };
         self.release_acqs(&w);
-        if w.in_view > 0 {
+        let shown = w.in_view > 0;
+        self.recycle_work(w);
+        if shown {
             // Only the module's exact rules (`recheck_full` off) retire a request whose pages
             // are still shown, after a lost invalidation. Drop them and close the gap.
             self.view.retain(|p| p.request != id);
@@ -813,6 +839,31 @@ impl Loader {
             }
             self.covered_end = at;
             self.view_changed = true;
+        }
+    }
+
+    /// Drops a chain's or full read's staged pages (their acquisitions stay with the request).
+    fn clear_staged(&mut self, request: u64) {
+        let w = self.work.get_mut(&request).expect("live");
+        w.staged_items = 0;
+        for p in w.staged.drain(..) {
+            self.cursors.recycle(p.end_cursor);
+        }
+    }
+
+    /// Keeps a retired request's buffers for the next request.
+    fn recycle_work(&mut self, mut w: Work) {
+        for p in w.staged.drain(..) {
+            self.cursors.recycle(p.end_cursor);
+        }
+        self.cursors.recycle(std::mem::take(&mut w.base_cursor));
+        w.acqs.clear();
+        w.in_view = 0;
+        w.read = None;
+        w.staged_items = 0;
+        w.step = 0;
+        if self.spare_work.len() < 64 {
+            self.spare_work.push(w);
         }
     }
 
