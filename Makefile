@@ -16,7 +16,7 @@ WARN := -Wall -Wextra -Wpedantic -Werror
 CTEST_FLAGS := -std=c11 $(WARN) -g -Iinclude -DLOADER_EXPECTED_VERSION=\"$(VERSION)\"
 RPATH := -Ltarget/release -lloader -Wl,-rpath,$(CURDIR)/target/release
 
-.PHONY: all build test rust-test lint check check-header c-test c-test-asan c-test-valgrind \
+.PHONY: all build test rust-test lint check check-header bench bench-quick c-test c-test-asan c-test-valgrind \
         c-test-tsan c-test-stress cpp-test header-test symbols-test install pkgconfig-test \
         readme-c-example clean
 
@@ -32,7 +32,7 @@ $(LIB): FORCE
 FORCE:
 
 # Every test that exists.
-test: rust-test lint check c-test $(if $(wildcard mk/python.mk),py-test)
+test: rust-test lint check c-test $(if $(wildcard mk/python.mk),py-test) bench-quick
 
 rust-test:
 	$(CARGO) test --all-targets
@@ -52,6 +52,15 @@ check: build
 	./target/release/loader-check --rules unifiedMinRecheck --no-model-bounds
 	./target/release/loader-check --rules unifiedMinRecheck --max-epoch 3 --ids 5 --no-model-bounds
 	./target/release/loader-check --impl --max-epoch 3 --ids 6
+
+# ---- benchmarks (see benches/; each prints its ns/event table and met/missed lines) ----
+
+bench:
+	$(CARGO) bench --benches
+
+# Every bench once, briefly: they always build and run. The numbers are not judged.
+bench-quick:
+	LOADER_BENCH_QUICK=1 $(CARGO) bench --benches
 
 # ---- C and C++ ----
 

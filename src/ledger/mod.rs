@@ -142,6 +142,8 @@ pub struct Ledger {
     settled_once: bool,
     cover_epoch: u64,
     next_id: u64,
+    /// Counts the events that changed the state, so callers can tell cheaply.
+    changes: u64,
     live: HashMap<u64, Request>,
     settled: SettledIndex,
     /// Failed chain and full requests; `ExplicitRetry` releases them. A failed finite read
@@ -181,6 +183,7 @@ impl Ledger {
             settled_once: false,
             cover_epoch: epoch,
             next_id: next_id.max(1),
+            changes: 0,
             live: HashMap::default(),
             settled: SettledIndex::default(),
             failed: Vec::new(),
@@ -214,6 +217,16 @@ impl Ledger {
 
     pub fn cover_epoch(&self) -> u64 {
         self.cover_epoch
+    }
+
+    /// The id the next request will get; `u64::MAX` when the id space is exhausted.
+    pub fn next_id(&self) -> u64 {
+        self.next_id
+    }
+
+    /// How many events have changed the state so far.
+    pub fn changes(&self) -> u64 {
+        self.changes
     }
 
     /// A live request, if `id` names one.
@@ -271,7 +284,7 @@ impl Ledger {
             d => d,
         };
         self.schedule(out);
-        self.debug_check();
+        self.after_event();
         Ok(())
     }
 
@@ -285,7 +298,7 @@ impl Ledger {
             return Ok(None);
         }
         let id = self.start(Kind::Finite, out)?;
-        self.debug_check();
+        self.after_event();
         Ok(Some(id))
     }
 
@@ -305,7 +318,7 @@ impl Ledger {
         self.supersede(out);
         let id = self.start(Kind::Full, out)?;
         self.phase = Phase::FullHeld;
-        self.debug_check();
+        self.after_event();
         Ok(Some(id))
     }
 
@@ -329,7 +342,7 @@ impl Ledger {
         };
         self.schedule(out);
         // `Normalize` runs last in each settle rule, after the state it reads was updated.
-        self.debug_check();
+        self.after_event();
         Ok(outcome)
     }
 
@@ -369,7 +382,7 @@ impl Ledger {
             self.failed.push(id);
         }
         self.schedule(out);
-        self.debug_check();
+        self.after_event();
         Ok(outcome)
     }
 
@@ -582,8 +595,11 @@ impl Ledger {
         Ok(())
     }
 
+    /// Runs after every event that changed the state: counts it, and in debug builds
+    /// asserts the invariants.
     #[inline]
-    fn debug_check(&self) {
+    fn after_event(&mut self) {
+        self.changes += 1;
         #[cfg(debug_assertions)]
         if let Err(inv) = self.check_invariants() {
             panic!("ledger invariant {inv} violated: {:?}", self.snapshot());

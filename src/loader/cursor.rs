@@ -51,9 +51,6 @@ pub(super) struct CursorPool {
     free: Vec<Arc<Vec<u8>>>,
 }
 
-/// Enough for every page and read in flight at once in a busy loader; more are simply freed.
-const POOL_LIMIT: usize = 1024;
-
 impl CursorPool {
     /// A cursor holding a copy of `bytes`, in a recycled buffer when one is free.
     pub(super) fn make(&mut self, bytes: &[u8]) -> Cursor {
@@ -71,11 +68,13 @@ impl CursorPool {
         Cursor(Some(Arc::new(bytes.to_vec())))
     }
 
+    /// Keeps `c`'s buffer for reuse. The pool is not capped: it never holds more buffers than
+    /// the loader once held at the same time (a whole view being replaced by a repair's), so
+    /// its memory is bounded by the largest view, and a capped pool would free and
+    /// reallocate most of a big view at every commit.
     pub(super) fn recycle(&mut self, c: Cursor) {
         if let Some(buf) = c.0 {
-            if self.free.len() < POOL_LIMIT {
-                self.free.push(buf);
-            }
+            self.free.push(buf);
         }
     }
 }

@@ -436,7 +436,7 @@ impl Loader {
             return Err(LoaderError::CursorTooLong(next_cursor.len()));
         }
         // Whatever follows may start a request; refuse now if no id is left.
-        if self.ledger.snapshot().next_id == u64::MAX {
+        if self.ledger.next_id() == u64::MAX {
             return Err(LedgerError::IdOverflow.into());
         }
         let read = self.reads.remove(&read_id).expect("checked above");
@@ -486,7 +486,7 @@ impl Loader {
         let _ = code;
         self.open()?;
         self.outstanding(read_id)?;
-        if self.ledger.snapshot().next_id == u64::MAX {
+        if self.ledger.next_id() == u64::MAX {
             return Err(LedgerError::IdOverflow.into());
         }
         let read = self.reads.remove(&read_id).expect("checked above");
@@ -606,8 +606,9 @@ impl Loader {
             }
             return Ok(Answer::CursorStalled);
         }
-        if kind == Kind::Chain && w.epoch != epoch_now {
-            // The epoch moved at a step boundary: settle stale; the ledger starts a replacement.
+        // The epoch moved at a step boundary, or a superseded failure raised the debt to full
+        // so the chain will be abandoned anyway: settle now rather than read on.
+        if kind == Kind::Chain && (w.epoch != epoch_now || self.ledger.debt() == Debt::Full) {
             self.ledger.settle(request, &mut self.scratch)?;
             self.clear_staged(request);
             return Ok(Answer::Stale);
@@ -663,11 +664,21 @@ impl Loader {
         let old_base = std::mem::replace(&mut self.base_cursor, base);
         self.cursors.recycle(old_base);
         let mut old: Vec<Page> = std::mem::replace(&mut self.view, staged.into()).into();
+        // Pages come in runs of one request: one map lookup per run, not per page.
+        let mut run: Option<(u64, u32)> = None;
         for p in old.drain(..) {
-            if let Some(ow) = self.work.get_mut(&p.request) {
-                ow.in_view -= 1;
+            match &mut run {
+                Some((r, n)) if *r == p.request => *n += 1,
+                _ => {
+                    if let Some((r, n)) = run.replace((p.request, 1)) {
+                        self.leave_view(r, n);
+                    }
+                }
             }
             self.cursors.recycle(p.end_cursor);
+        }
+        if let Some((r, n)) = run {
+            self.leave_view(r, n);
         }
         // The old view's buffer becomes the committing request's staging buffer, which goes
         // back to the pool with the request.
@@ -706,7 +717,7 @@ impl Loader {
 
     /// Carries out the ledger's effects, then refills, until nothing more is enabled.
     fn pump(&mut self) {
-        let before = self.ledger.snapshot();
+        let before = self.ledger.changes();
         loop {
             let mut out = std::mem::take(&mut self.scratch);
             for e in out.drain(..) {
@@ -731,7 +742,7 @@ impl Loader {
                 _ => break,
             }
         }
-        if self.view_changed || self.ledger.snapshot() != before {
+        if self.view_changed || self.ledger.changes() != before {
             self.view_changed = false;
             self.effects.push(Effect::Changed);
         }
@@ -778,6 +789,12 @@ impl Loader {
             base_offset: 0,
             base_cursor: Cursor::default(),
         });
+        if kind != Kind::Finite {
+            // A repair of a big view takes many steps: size its vectors once.
+            let steps = target.div_ceil(self.config.page_size as u64).min(1 << 20) as usize;
+            w.staged.reserve(steps);
+            w.acqs.reserve(steps);
+        }
         w.kind = kind;
         w.epoch = epoch;
         w.target = target;
@@ -839,6 +856,12 @@ impl Loader {
             }
             self.covered_end = at;
             self.view_changed = true;
+        }
+    }
+
+    fn leave_view(&mut self, request: u64, pages: u32) {
+        if let Some(w) = self.work.get_mut(&request) {
+            w.in_view -= pages;
         }
     }
 

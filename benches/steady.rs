@@ -1,0 +1,88 @@
+//! Workload 1 (issue 6): a steady mixed stream against one `Loader`, and the same stream's
+//! ledger calls against the bare `Ledger`. Reports ns per event.
+//!
+//! `cargo bench --bench steady`; `LOADER_BENCH_QUICK=1` for CI's short run.
+
+#[path = "common/arrivals.rs"]
+mod arrivals;
+#[path = "common/harness.rs"]
+mod harness;
+#[path = "common/ledgers.rs"]
+mod ledgers;
+#[path = "common/stream.rs"]
+mod stream;
+
+use criterion::{Criterion, Throughput};
+use std::hint::black_box;
+use std::time::Instant;
+
+/// The view of workload 1: 100 pages of 50 items. Large enough that repairs, superseded
+/// reads and bursts all occur at the mix the loader allows; small enough to stay in cache.
+const STEADY_PAGES: u64 = 100;
+/// Events per criterion iteration: long enough to cover several repairs.
+const BATCH: u64 = 1_000;
+
+fn bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("steady");
+    g.throughput(Throughput::Elements(BATCH));
+
+    let mut s = stream::Stream::new(STEADY_PAGES);
+    let name = format!("loader, view {STEADY_PAGES} pages");
+    g.bench_function("loader", |b| {
+        b.iter_custom(|iters| {
+            let t = Instant::now();
+            for _ in 0..iters {
+                s.run(BATCH);
+            }
+            let e = t.elapsed();
+            harness::record(&name, iters * BATCH, e);
+            e
+        })
+    });
+    black_box(s.released_xor);
+    harness::note(
+        &name,
+        format!(
+            "mix: {}; view {} pages, {} repairs",
+            s.mix_line(),
+            s.view_pages(),
+            s.commits
+        ),
+    );
+
+    let mut l = ledgers::LStream::new(ledgers::Production::default());
+    l.run(10_000);
+    l.reset_counts();
+    g.bench_function("ledger", |b| {
+        b.iter_custom(|iters| {
+            let t = Instant::now();
+            for _ in 0..iters {
+                l.run(BATCH);
+            }
+            let e = t.elapsed();
+            harness::record("ledger alone (workload 1's ledger calls)", iters * BATCH, e);
+            e
+        })
+    });
+    harness::note(
+        "ledger alone (workload 1's ledger calls)",
+        format!("mix: {}", l.mix_line()),
+    );
+    g.finish();
+}
+
+fn main() {
+    if !harness::benching("workload 1") {
+        return;
+    }
+    let mut c = harness::criterion();
+    bench(&mut c);
+    c.final_summary();
+    harness::print_summary("workload 1, steady");
+    if let Some(ns) = harness::ns_per_event(&format!("loader, view {STEADY_PAGES} pages")) {
+        println!(
+            "target: pure Rust steady <= 25 ns/event: {} ({ns:.1} ns/event)",
+            harness::verdict(ns <= 25.0)
+        );
+    }
+}
