@@ -32,7 +32,7 @@ $(LIB): FORCE
 FORCE:
 
 # Every test that exists.
-test: rust-test lint check c-test $(if $(wildcard mk/python.mk),py-test) bench-quick
+test: rust-test lint check bench-quick c-test $(if $(wildcard mk/python.mk),py-test)
 
 rust-test:
 	$(CARGO) test --all-targets
