@@ -146,10 +146,10 @@ pub struct Ledger {
     changes: u64,
     live: HashMap<u64, Request>,
     settled: SettledIndex,
-    /// Failed chain and full requests; `ExplicitRetry` releases them. A failed finite read
-    /// acquired nothing and is forgotten at once.
+    /// Failed chain and full requests; `ExplicitRetry` releases them. A failed finite request
+    /// is forgotten at once: no rule reads it again until `ExplicitRetry` would release it,
+    /// and the caller hands back whatever its one read acquired.
     failed: Vec<u64>,
-    failed_finite: usize,
     /// `Inflight("finite")`: the rule allows at most one.
     inflight_finite: Option<u64>,
     inflight_chain: usize,
@@ -187,7 +187,6 @@ impl Ledger {
             live: HashMap::default(),
             settled: SettledIndex::default(),
             failed: Vec::new(),
-            failed_finite: 0,
             inflight_finite: None,
             inflight_chain: 0,
             inflight_full: 0,
@@ -263,11 +262,6 @@ impl Ledger {
         v
     }
 
-    /// How many failed finite requests were forgotten (for the refinement mapping).
-    pub fn failed_finite_forgotten(&self) -> usize {
-        self.failed_finite
-    }
-
     // ---- host events ----
 
     /// `Invalidate`: the source changed.
@@ -313,7 +307,6 @@ impl Ledger {
             self.live.remove(&id);
             out.push(Effect::Release { id });
         }
-        self.failed_finite = 0;
         self.failure = Failure::None;
         self.supersede(out);
         let id = self.start(Kind::Full, out)?;
@@ -370,7 +363,6 @@ impl Ledger {
         };
         if r.kind == Kind::Finite {
             self.live.remove(&id);
-            self.failed_finite += 1;
         } else {
             self.live.insert(
                 id,
