@@ -199,6 +199,19 @@ struct Work {
     base_cursor: Cursor,
 }
 
+/// An answer `settle` accepted, on its way to the rule for its request's kind.
+struct Accepted<'a> {
+    request: u64,
+    acquisition: u64,
+    count: u32,
+    next_cursor: &'a [u8],
+    end_of_source: bool,
+    /// Items, but the cursor did not advance.
+    stalled: bool,
+    /// Where the acquisition sits in its request's list.
+    slot: u32,
+}
+
 #[derive(Clone, Debug)]
 struct Outstanding {
     request: u64,
@@ -452,25 +465,18 @@ impl Loader {
         work.acqs.push(Some(acquisition));
         self.stats.accepted += 1;
         let kind = work.kind;
+        let a = Accepted {
+            request,
+            acquisition,
+            count,
+            next_cursor,
+            end_of_source,
+            stalled,
+            slot,
+        };
         let answer = match kind {
-            Kind::Finite => self.settle_finite(
-                request,
-                acquisition,
-                count,
-                next_cursor,
-                end_of_source,
-                stalled,
-                slot,
-            )?,
-            Kind::Chain | Kind::Full => self.settle_step(
-                request,
-                acquisition,
-                count,
-                next_cursor,
-                end_of_source,
-                stalled,
-                slot,
-            )?,
+            Kind::Finite => self.settle_finite(&a)?,
+            Kind::Chain | Kind::Full => self.settle_step(&a)?,
         };
         match answer {
             Answer::Current => self.stats.answered_current += 1,
@@ -524,17 +530,16 @@ impl Loader {
 
     // ---- answers ----
 
-    #[allow(clippy::too_many_arguments)]
-    fn settle_finite(
-        &mut self,
-        request: u64,
-        acquisition: u64,
-        count: u32,
-        next_cursor: &[u8],
-        end_of_source: bool,
-        stalled: bool,
-        slot: u32,
-    ) -> Result<Answer, LoaderError> {
+    fn settle_finite(&mut self, a: &Accepted<'_>) -> Result<Answer, LoaderError> {
+        let &Accepted {
+            request,
+            acquisition,
+            count,
+            next_cursor,
+            end_of_source,
+            stalled,
+            slot,
+        } = a;
         if stalled {
             self.fail_request(request)?;
             return Ok(Answer::CursorStalled);
@@ -565,17 +570,16 @@ impl Loader {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn settle_step(
-        &mut self,
-        request: u64,
-        acquisition: u64,
-        count: u32,
-        next_cursor: &[u8],
-        end_of_source: bool,
-        stalled: bool,
-        slot: u32,
-    ) -> Result<Answer, LoaderError> {
+    fn settle_step(&mut self, a: &Accepted<'_>) -> Result<Answer, LoaderError> {
+        let &Accepted {
+            request,
+            acquisition,
+            count,
+            next_cursor,
+            end_of_source,
+            stalled,
+            slot,
+        } = a;
         let epoch_now = self.ledger.epoch();
         let end_cursor = self.cursors.make(next_cursor);
         let w = self.work.get_mut(&request).expect("live");
