@@ -478,7 +478,9 @@ enum loader_result loader_new_with_counters(const struct loader_config *config,
 
 /**
  * Frees a loader. Before it returns, `release` has been called exactly once for every
- * acquisition the loader still held, and `cancel` (if set) for every read still outstanding;
+ * acquisition the loader still held, and `cancel` (if set) for every read still outstanding
+ * that the host was told about (a free from inside a callback drops the `issue` callbacks
+ * still queued, and sends no cancel for those reads);
  * no `issue` or `changed` callback runs for this loader afterwards. Answers to its reads then
  * return `LOADER_RESULT_STALE_HANDLE`.
  *

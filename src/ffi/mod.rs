@@ -333,7 +333,9 @@ pub unsafe extern "C" fn loader_new_with_counters(
 }
 
 /// Frees a loader. Before it returns, `release` has been called exactly once for every
-/// acquisition the loader still held, and `cancel` (if set) for every read still outstanding;
+/// acquisition the loader still held, and `cancel` (if set) for every read still outstanding
+/// that the host was told about (a free from inside a callback drops the `issue` callbacks
+/// still queued, and sends no cancel for those reads);
 /// no `issue` or `changed` callback runs for this loader afterwards. Answers to its reads then
 /// return `LOADER_RESULT_STALE_HANDLE`.
 ///
@@ -365,7 +367,19 @@ pub extern "C" fn loader_free(handle: loader_handle) -> loader_result {
             *q = others;
             mine.into_iter().map(|(_, e)| e).collect()
         });
-        mine.extend(closing);
+        // A read whose `issue` was still queued never reached the host: no cancel for it.
+        let unissued: Vec<u64> = mine
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Issue(r) => Some(r.read_id),
+                _ => None,
+            })
+            .collect();
+        mine.extend(
+            closing
+                .into_iter()
+                .filter(|e| !matches!(e, Effect::Cancel { read_id } if unissued.contains(read_id))),
+        );
         for e in mine {
             inst.run(e);
         }

@@ -392,15 +392,25 @@ impl Loader {
     pub fn set_window(&mut self, start: u64, len: u64) -> Result<(), LoaderError> {
         self.open()?;
         start.checked_add(len).ok_or(LoaderError::WindowOverflow)?;
-        if self.ledger.retry_enabled() {
-            // Check the id room before moving anything, so a refusal changes nothing.
+        let retry = self.ledger.retry_enabled();
+        let rewind = start < self.base_offset && !self.rewind;
+        // Refuse before moving anything, so that a refusal changes nothing: a retry and a
+        // rewind each take a request id, and a rewind an epoch.
+        if rewind && self.ledger.epoch() == u64::MAX {
+            return Err(LedgerError::EpochOverflow.into());
+        }
+        let ids = u64::from(retry) + u64::from(rewind);
+        if self.ledger.next_id() > u64::MAX - ids {
+            return Err(LedgerError::IdOverflow.into());
+        }
+        if retry {
             self.ledger.retry(&mut self.scratch)?;
             self.stats.retries_explicit += 1;
             self.backoff.deadline = None;
         }
         self.window_start = start;
         self.window_len = len;
-        if start < self.base_offset && !self.rewind {
+        if rewind {
             // The window moved back over dropped pages, whose cursors are gone: repair
             // everything from the source's start. The old view stays until that commits.
             self.ledger.invalidate(&mut self.scratch)?;
@@ -414,8 +424,15 @@ impl Loader {
     /// Time passed: fires a due backoff retry.
     pub fn tick(&mut self, now_ms: u64) -> Result<(), LoaderError> {
         self.open()?;
+        let due = self
+            .backoff
+            .deadline
+            .is_some_and(|d| d <= now_ms.max(self.now));
+        if due && self.ledger.next_id() == u64::MAX {
+            return Err(LedgerError::IdOverflow.into());
+        }
         self.now = self.now.max(now_ms);
-        if self.backoff.deadline.is_some_and(|d| d <= self.now) {
+        if due {
             self.backoff.deadline = None;
             if self.ledger.retry(&mut self.scratch)?.is_some() {
                 self.backoff.retries += 1;

@@ -432,3 +432,53 @@ fn bad_configs_are_refused() {
     });
     assert_eq!(r.err(), Some(LoaderError::Config(ConfigError::PageSize)));
 }
+
+#[test]
+fn a_window_move_refused_for_want_of_ids_changes_nothing() {
+    let cfg = Config {
+        drop_margin: 1,
+        ..small()
+    };
+    let mut l = Loader::with_counters(cfg, 0, u64::MAX - 5).unwrap();
+    let mut next_read = |l: &mut Loader| {
+        l.take_effects()
+            .into_iter()
+            .find_map(|e| match e {
+                Effect::Issue(r) => Some(r),
+                _ => None,
+            })
+            .unwrap()
+    };
+    let mut acq = 0;
+    let mut answer = |l: &mut Loader, r: Read| {
+        let at = r.cursor.first().copied().unwrap_or(0);
+        acq += 1;
+        l.settle(r.read_id, acq, 4, &[at + 4], false).unwrap();
+    };
+    l.set_window(0, 4).unwrap();
+    let r = next_read(&mut l);
+    answer(&mut l, r);
+    l.set_window(8, 4).unwrap();
+    let r = next_read(&mut l);
+    answer(&mut l, r);
+    let r = next_read(&mut l);
+    answer(&mut l, r);
+    assert_eq!(l.covered(), (4, 12), "the first page was dropped");
+    l.set_window(8, 8).unwrap();
+    let r = next_read(&mut l);
+    assert_eq!(r.request_id, u64::MAX - 2);
+    l.fail(r.read_id, 1).unwrap();
+    l.take_effects();
+    // Moving back over the dropped page needs a retry and a rewind: two ids, one is left.
+    let before = (l.ledger().snapshot(), l.window(), l.next_deadline());
+    assert_eq!(
+        l.set_window(0, 4),
+        Err(LoaderError::Ledger(LedgerError::IdOverflow))
+    );
+    assert_eq!(
+        (l.ledger().snapshot(), l.window(), l.next_deadline()),
+        before
+    );
+    assert!(l.take_effects().is_empty());
+    l.close();
+}
