@@ -440,7 +440,7 @@ fn a_window_move_refused_for_want_of_ids_changes_nothing() {
         ..small()
     };
     let mut l = Loader::with_counters(cfg, 0, u64::MAX - 5).unwrap();
-    let mut next_read = |l: &mut Loader| {
+    let next_read = |l: &mut Loader| {
         l.take_effects()
             .into_iter()
             .find_map(|e| match e {
