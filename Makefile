@@ -16,7 +16,7 @@ WARN := -Wall -Wextra -Wpedantic -Werror
 CTEST_FLAGS := -std=c11 $(WARN) -g -Iinclude -DLOADER_EXPECTED_VERSION=\"$(VERSION)\"
 RPATH := -Ltarget/release -lloader -Wl,-rpath,$(CURDIR)/target/release
 
-.PHONY: all build test rust-test lint check check-header bench bench-quick c-test c-test-asan c-test-valgrind \
+.PHONY: all build test rust-test lint check check-header bench bench-quick bench-abi bench-py c-test c-test-asan c-test-valgrind \
         c-test-tsan c-test-stress cpp-test header-test symbols-test install pkgconfig-test \
         readme-c-example clean
 
@@ -55,12 +55,26 @@ check: build
 
 # ---- benchmarks (see benches/; each prints its ns/event table and met/missed lines) ----
 
-bench:
+bench: bench-abi bench-py
 	$(CARGO) bench --benches
 
+# The steady stream through the C ABI, against loader_floor in the same run.
+ABI_BENCH := $(OUT)/abi_bench
+$(ABI_BENCH): c-bench/abi_bench.c build | $(OUT)
+	$(CC) -O2 -std=c11 $(WARN) -Iinclude c-bench/abi_bench.c $(RPATH) -o $@
+
+bench-abi: $(ABI_BENCH)
+	$(ABI_BENCH)
+
+# Events per second through the Python bindings.
+bench-py: build venv
+	LIBLOADER_PATH=$(CURDIR)/$(LIB) $(VENV)/bin/python bindings/python/bench_events.py
+
 # Every bench once, briefly: they always build and run. The numbers are not judged.
-bench-quick:
+bench-quick: $(ABI_BENCH) venv
 	LOADER_BENCH_QUICK=1 $(CARGO) bench --benches
+	$(ABI_BENCH) --quick
+	LIBLOADER_PATH=$(CURDIR)/$(LIB) $(VENV)/bin/python bindings/python/bench_events.py --quick
 
 # ---- C and C++ ----
 
