@@ -750,7 +750,11 @@ pub extern "C" fn loader_floor(handle: loader_handle) -> loader_result {
     panic::boundary(loader_result::Panic, || {
         code(lookup(handle).and_then(|i| {
             i.call(|_| Ok(()))?;
-            i.run(Effect::Changed);
+            // Delivered as every call's callbacks are, so nesting behaves the same.
+            let mut one = SPARE.with(|s| std::mem::take(&mut *s.borrow_mut()));
+            one.push(Effect::Changed);
+            deliver(&i, &mut one);
+            SPARE.with(|s| *s.borrow_mut() = one);
             Ok(())
         }))
     })

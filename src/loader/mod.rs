@@ -243,6 +243,8 @@ pub struct Loader {
     backoff: Backoff,
     closed: bool,
     view_changed: bool,
+    /// The ledger's change count when `Changed` was last announced.
+    announced: u64,
     stats: Stats,
     /// Recycled cursor buffers and request records: the steady state allocates nothing.
     cursors: CursorPool,
@@ -289,6 +291,7 @@ impl Loader {
             backoff: Backoff::new(config.jitter_seed),
             closed: false,
             view_changed: false,
+            announced: 0,
             stats: Stats::default(),
             cursors: CursorPool::default(),
             spare_work: Vec::new(),
@@ -738,7 +741,6 @@ impl Loader {
 
     /// Carries out the ledger's effects, then refills, until nothing more is enabled.
     fn pump(&mut self) {
-        let before = self.ledger.changes();
         loop {
             let mut out = std::mem::take(&mut self.scratch);
             for e in out.drain(..) {
@@ -763,8 +765,11 @@ impl Loader {
                 _ => break,
             }
         }
-        if self.view_changed || self.ledger.changes() != before {
+        // Compared with the last announcement, not with the start of this pump: the event's
+        // own ledger call ran before it.
+        if self.view_changed || self.ledger.changes() != self.announced {
             self.view_changed = false;
+            self.announced = self.ledger.changes();
             self.effects.push(Effect::Changed);
         }
     }
