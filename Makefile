@@ -78,7 +78,7 @@ bench-quick: $(ABI_BENCH) venv
 
 # ---- C and C++ ----
 
-c-test: header-test symbols-test c-test-asan c-test-valgrind c-test-tsan cpp-test pkgconfig-test readme-c-example
+c-test: header-test symbols-test c-test-asan c-test-valgrind c-test-tsan c-test-hostile cpp-test pkgconfig-test readme-c-example
 
 $(OUT):
 	mkdir -p $(OUT)
@@ -173,3 +173,4 @@ clean:
 	$(CARGO) clean
 
 -include mk/python.mk
+-include mk/fuzz.mk

@@ -1,0 +1,77 @@
+# Fuzzing and hostile-host tests. Included by the Makefile; uses its CARGO, CC, CTEST_FLAGS,
+# RPATH, OUT and `build` (and TSAN_CC, TSAN_DIR, SONAME for the TSan run). See
+# docs/ROBUSTNESS.md for what each one checks.
+#
+#   make fuzz                      each fuzz target for FUZZ_SECONDS (default 60) seconds
+#   make fuzz FUZZ_SECONDS=1200    a campaign
+#   make c-test-hostile            c-tests/hostile.c under ASan+UBSan, then under valgrind
+#   make c-test-hostile-tsan       the same under ThreadSanitizer (not in c-test-hostile)
+
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := fuzz_abi fuzz_differential fuzz_loader
+# The ABI target passes raw pointers across the C boundary, so it runs under AddressSanitizer
+# (a campaign can add executions without it: FUZZ_SANITIZER_fuzz_abi=none, ten times faster);
+# the other two are safe Rust end to end and run without it. All three keep
+# debug assertions and overflow checks on (-a): the ledger checks its invariants itself then.
+FUZZ_SANITIZER_fuzz_abi := address
+FUZZ_SANITIZER_fuzz_differential := none
+FUZZ_SANITIZER_fuzz_loader := none
+# Inputs longer than this are cut. The differential run stops at 8 requests (the model's
+# slots), so its interesting sequences are short; the other two use libFuzzer's default.
+FUZZ_MAX_LEN_fuzz_abi := 4096
+FUZZ_MAX_LEN_fuzz_differential := 256
+FUZZ_MAX_LEN_fuzz_loader := 4096
+# cargo-fuzz needs nightly features; this stable toolchain allows them with RUSTC_BOOTSTRAP.
+# One build job and one fuzzing process: the machine is shared.
+FUZZ_ENV := RUSTC_BOOTSTRAP=1 CARGO_BUILD_JOBS=1
+# A 16 MB quarantine (ASan's default is 256 MB) still catches a use after free within a run,
+# and doubles the ABI target's speed.
+FUZZ_ASAN_OPTIONS ?= quarantine_size_mb=16
+FUZZ_WORK := fuzz/target/corpus
+
+.PHONY: fuzz fuzz-tools fuzz-build c-test-hostile c-test-hostile-tsan $(addprefix fuzz-run-,$(FUZZ_TARGETS))
+
+fuzz-tools:
+	@command -v cargo-fuzz >/dev/null 2>&1 || $(CARGO) install cargo-fuzz --locked
+
+fuzz-build: fuzz-tools
+	$(foreach t,$(FUZZ_TARGETS),$(FUZZ_ENV) $(CARGO) fuzz build --fuzz-dir fuzz -a -s $(FUZZ_SANITIZER_$(t)) $(t) &&) true
+
+# Each target reads the committed seeds (fuzz/corpus/<target>, never written) and grows its own
+# working corpus under fuzz/target. A crash fails the run and leaves the input in
+# fuzz/artifacts/<target>/.
+fuzz: $(addprefix fuzz-run-,$(FUZZ_TARGETS))
+	@for t in $(FUZZ_TARGETS); do sed -n 's/^fuzz: //p' $(FUZZ_WORK)/$$t.summary; done
+
+$(addprefix fuzz-run-,$(FUZZ_TARGETS)): fuzz-run-%: fuzz-build
+	mkdir -p $(FUZZ_WORK)/$*
+	ASAN_OPTIONS=$(FUZZ_ASAN_OPTIONS) $(FUZZ_ENV) $(CARGO) fuzz run --fuzz-dir fuzz -a -s $(FUZZ_SANITIZER_$*) $* \
+	    $(FUZZ_WORK)/$* fuzz/corpus/$* -- \
+	    -max_total_time=$(FUZZ_SECONDS) -max_len=$(FUZZ_MAX_LEN_$*) -print_final_stats=1 -timeout=30 \
+	    > $(FUZZ_WORK)/$*.log 2>&1 || { tail -n 60 $(FUZZ_WORK)/$*.log; exit 1; }
+	@execs=$$(sed -n 's/^stat::number_of_executed_units: *//p' $(FUZZ_WORK)/$*.log); \
+	last=$$(grep -E '^#[0-9]+' $(FUZZ_WORK)/$*.log | tail -n 1); \
+	cov=$$(echo "$$last" | sed -n 's/.*cov: \([0-9]*\).*/\1/p'); \
+	ft=$$(echo "$$last" | sed -n 's/.*ft: \([0-9]*\).*/\1/p'); \
+	echo "fuzz: $* ran $$execs executions in $(FUZZ_SECONDS) s, cov $$cov, ft $$ft, no crash" \
+	    | tee $(FUZZ_WORK)/$*.summary
+
+# Hostile and unlucky hosts through the C ABI: ASan+UBSan (like c-test-asan), then valgrind
+# (like c-test-valgrind) on a smaller run, since valgrind serialises the thread-per-answer test.
+c-test-hostile: build | $(OUT)
+	$(CC) $(CTEST_FLAGS) -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all \
+	    c-tests/hostile.c $(RPATH) -lpthread -o $(OUT)/hostile_asan
+	RUST_BACKTRACE=0 $(OUT)/hostile_asan
+	$(CC) $(CTEST_FLAGS) c-tests/hostile.c $(RPATH) -lpthread -o $(OUT)/hostile_plain
+	RUST_BACKTRACE=0 valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,possible \
+	    $(OUT)/hostile_plain --quick
+
+# Not part of c-test-hostile: the same tests under ThreadSanitizer, with the library built
+# with -Zsanitizer=thread as c-test-tsan builds it (TSAN_CC and TSAN_DIR are the Makefile's).
+c-test-hostile-tsan: | $(OUT)
+	RUSTC_BOOTSTRAP=1 RUSTFLAGS="-Zsanitizer=thread -Cunsafe-allow-abi-mismatch=sanitizer" \
+	    CARGO_TARGET_DIR=target/tsan $(CARGO) build --release --lib --target x86_64-unknown-linux-gnu
+	ln -sf libloader.so $(TSAN_DIR)/$(SONAME)
+	$(TSAN_CC) $(CTEST_FLAGS) -O1 -fsanitize=thread c-tests/hostile.c \
+	    -L$(TSAN_DIR) -lloader -Wl,-rpath,$(CURDIR)/$(TSAN_DIR) -lpthread -o $(OUT)/hostile_tsan
+	TSAN_OPTIONS="halt_on_error=1 exitcode=66" $(OUT)/hostile_tsan
