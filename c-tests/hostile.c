@@ -8,9 +8,8 @@
  *   hostile            the full run (ASan+UBSan in `make c-test-hostile`)
  *   hostile --quick    smaller counts, for valgrind
  *
- * The last four tests are fuzz_abi's findings 1 to 4 (docs/ROBUSTNESS.md, "Findings"), fixed in
- * -DHOSTILE_KNOWN_FINDINGS it also runs findings 3 and 4, which src/ does not fix yet
- * (docs/ROBUSTNESS.md, "Findings"): each asserts the documented contract, so each fails today. */
+ * The last four tests are fuzz_abi's findings 1 to 4 (docs/ROBUSTNESS.md, "Findings"), each
+ * asserting the documented contract: 1 and 2 fail before bfe75f1, 3 and 4 before ef2b3a7. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -782,7 +781,7 @@ static void the_cancellation_hint(void) {
     free(h);
 }
 
-/* ---- findings of fuzz_abi, fixed in bfe75f1 ---- */
+/* ---- findings of fuzz_abi: 1 and 2 fixed in bfe75f1, 3 and 4 in ef2b3a7 ---- */
 
 /* Finding 1: "a call that returns an error changed nothing" -- loader_set_window used to retry
  * a recorded failure (and move the window) before the rewind's invalidation was refused. */
@@ -822,13 +821,10 @@ static void a_free_inside_a_callback_cancels_only_reads_issued(void) {
     free(h);
 }
 
-#ifdef HOSTILE_KNOWN_FINDINGS
-/* ---- findings src/ does not fix yet: each asserts the documented contract ---- */
-
 /* Finding 3: "changed: called after the view or the state changed" -- an invalidation, an own
- * failure and a retry change the state (epoch, debt, phase, failure; revalidating turns on)
- * and run no `changed` callback. */
-static void finding3_every_state_change_is_announced(void) {
+ * failure and a retry used to change the state (epoch, debt, phase, failure; revalidating
+ * turns on) and run no `changed` callback. */
+static void every_state_change_is_announced(void) {
     host *h = hostile_new(4, 0, 0, 100, 0, 1);
     loader_set_window(h->handle, 0, 4);
     drain(h);
@@ -849,8 +845,8 @@ static void finding3_every_state_change_is_announced(void) {
     free_host(h);
 }
 
-/* Finding 4: loader_floor runs `changed` outside the delivery loop, so a call made from that
- * callback has its callbacks run at once, nested, instead of queued until it returns. */
+/* Finding 4: loader_floor used to run `changed` outside the delivery loop, so a call made from
+ * that callback had its callbacks run at once, nested, instead of queued until it returned. */
 static int in_changed, nested_issues;
 
 static void floor_changed(void *ud) {
@@ -865,7 +861,7 @@ static void floor_issue(void *ud, const loader_read *r) {
     cb_issue(ud, r);
 }
 
-static void finding4_floor_queues_callbacks_like_every_call(void) {
+static void loader_floor_queues_callbacks_like_every_call(void) {
     host *h = (host *)calloc(1, sizeof(host));
     h->source_len = 100;
     h->next_acq = 1;
@@ -881,7 +877,6 @@ static void finding4_floor_queues_callbacks_like_every_call(void) {
     CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
     free(h);
 }
-#endif
 
 static void watchdog(int sig) {
     (void)sig;
@@ -904,10 +899,8 @@ int main(int argc, char **argv) {
     RUN(the_cancellation_hint);
     RUN(a_refused_window_move_changes_nothing);
     RUN(a_free_inside_a_callback_cancels_only_reads_issued);
-#ifdef HOSTILE_KNOWN_FINDINGS
-    RUN(finding3_every_state_change_is_announced);
-    RUN(finding4_floor_queues_callbacks_like_every_call);
-#endif
+    RUN(every_state_change_is_announced);
+    RUN(loader_floor_queues_callbacks_like_every_call);
     printf("%d passed, %d failed\n", tests_passed, tests_failed);
     return tests_failed ? 1 : 0;
 }

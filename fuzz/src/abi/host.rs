@@ -373,6 +373,13 @@ impl Host {
         }
         let mut b = self.books.borrow_mut();
         b.callbacks += 1;
+        // A call made from a callback has its callbacks queued until the running one returns;
+        // only `loader_free` runs its releases and cancels at once (they must precede its return).
+        if b.depth > 0 && !b.free_started {
+            b.violations.push(format!(
+                "{name} callback ran nested inside another callback"
+            ));
+        }
         b.depth += 1;
         if b.freed {
             b.violations
