@@ -68,10 +68,7 @@ c-test-hostile: build | $(OUT)
 
 # Not part of c-test-hostile: the same tests under ThreadSanitizer, with the library built
 # with -Zsanitizer=thread as c-test-tsan builds it (TSAN_CC and TSAN_DIR are the Makefile's).
-c-test-hostile-tsan: | $(OUT)
-	RUSTC_BOOTSTRAP=1 RUSTFLAGS="-Zsanitizer=thread -Cunsafe-allow-abi-mismatch=sanitizer" \
-	    CARGO_TARGET_DIR=target/tsan $(CARGO) build --release --lib --target x86_64-unknown-linux-gnu
-	ln -sf libloader.so $(TSAN_DIR)/$(SONAME)
+c-test-hostile-tsan: tsan-lib | $(OUT)
 	$(TSAN_CC) $(CTEST_FLAGS) -O1 -fsanitize=thread c-tests/hostile.c \
 	    -L$(TSAN_DIR) -lloader -Wl,-rpath,$(CURDIR)/$(TSAN_DIR) -lpthread -o $(OUT)/hostile_tsan
-	TSAN_OPTIONS="halt_on_error=1 exitcode=66" $(OUT)/hostile_tsan
+	$(TSAN_RUN) $(OUT)/hostile_tsan
