@@ -20,7 +20,12 @@ fn main() {
     }
     let mut n = 0;
     for path in args {
-        let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let data = match std::fs::read(&path) {
+            Ok(d) => d,
+            // A running fuzzer replaces the inputs it reduces: skip the ones gone meanwhile.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => panic!("{path}: {e}"),
+        };
         run(&data);
         n += 1;
         if !quiet {

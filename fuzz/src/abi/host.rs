@@ -219,6 +219,14 @@ impl Host {
             (again, before)
         };
         let r = loader_free(self.handle.get());
+        super::tally(
+            if again {
+                "loader_free (inside free)"
+            } else {
+                "loader_free"
+            },
+            r,
+        );
         let want = if again {
             loader_result::StaleHandle
         } else {
@@ -261,6 +269,7 @@ impl Host {
     /// `freeing` is whether free had started before the call: a call's own callbacks may free
     /// the loader after its state change, and it still returns `OK`.
     fn reentrant_ok(&self, r: loader_result, what: &str, freeing: bool) {
+        super::tally("(from inside a callback)", r);
         let poisoned = self.poisoned.get();
         let fine = match r {
             loader_result::Ok => !freeing && !poisoned,

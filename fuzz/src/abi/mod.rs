@@ -8,17 +8,18 @@
 //! its arguments, in the order the library checks them; a refused call must change nothing
 //! (state, requests, view, deadline) and run no callback.
 //!
-//! After every call, for every live loader, through `loader_state`, `loader_requests` and
+//! After every call, for each loader the call may have touched (and for all of them every 16
+//! calls; an untouched loader cannot change), through `loader_state`, `loader_requests` and
 //! `loader_view`: the module's invariants `ChainHeld`, `NoLeak`, `NoStrandedStaleFailure`,
 //! and `NoLostInvalidation` when `recheck_full` is on; the counts agree with the request list
 //! and with the host's own books (reads outstanding, acquisitions accepted and released); each
 //! in-flight request has one outstanding read; the view is contiguous and every page's
-//! acquisition is still held. At the end every loader is freed, and every acquisition the
-//! loader accepted must have been released exactly once, none it refused, and every read
-//! outstanding at a free cancelled.
-//!
-//! An accepted event call that changed the spec's state, the requests or the view must have
-//! run a `changed` callback.
+//! acquisition is still held; an accepted call that changed the spec's state, the requests or
+//! the view ran `changed`. The callbacks check that read ids are consecutive, that a cancel
+//! names a read issued and not answered, that no callback runs nested inside another (except
+//! under `loader_free`) or after `loader_free` returned. At the end every loader is freed, and
+//! every acquisition the loader accepted must have been released exactly once, none it
+//! refused, and every read outstanding at a free cancelled.
 //!
 //! `LOADER_FUZZ_TRACE=1` prints every call and callback as it happens.
 
@@ -425,7 +426,7 @@ pub fn print_stats() {
     }
 }
 
-fn tally(call: &str, got: R) {
+pub(crate) fn tally(call: &str, got: impl std::fmt::Debug) {
     if let Some(s) = stats() {
         *s.lock()
             .expect("stats lock")
@@ -994,6 +995,14 @@ impl World {
             self.fail(format!("settle {e}"));
         }
         if r == R::Ok && want_out {
+            tally(
+                match (stalled, cancelled) {
+                    (true, _) => "loader_settle answer: stalled cursor",
+                    (false, true) => "loader_settle answer: a cancelled read",
+                    (false, false) => "loader_settle answer: other",
+                },
+                answer,
+            );
             let bad = if stalled {
                 answer != loader_answer::CursorStalled
             } else {
@@ -1036,6 +1045,16 @@ impl World {
         ));
         if let Err(e) = expect("loader_fail", r, &want) {
             self.fail(format!("fail {e}"));
+        }
+        if r == R::Ok && want_out {
+            tally(
+                if cancelled {
+                    "loader_fail answer: a cancelled read"
+                } else {
+                    "loader_fail answer: other"
+                },
+                answer,
+            );
         }
         if r == R::Ok
             && want_out
