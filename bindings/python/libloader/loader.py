@@ -200,8 +200,13 @@ class Loader:
     thread, with :meth:`settle` or :meth:`fail`. ``on_release(acquisition)`` gets back every
     object :meth:`settle` handed over, exactly once, when the loader is done with it (at the
     latest in :meth:`close`). ``on_change()`` runs after the view or the state changed;
-    ``on_cancel(read_id)`` hints that a read's answer is no longer needed (answering it anyway
-    is fine: it is classified stale).
+    ``on_cancel(read_id)`` hints that a read's answer is no longer needed: it runs once when a
+    read becomes superseded, and again in :meth:`close` for every read still outstanding.
+    Answering a cancelled read anyway is fine: it is classified stale. A host that aborts the
+    I/O should still answer it, cheaply, with ``settle(read, obj, count=0)``; a read never
+    answered keeps further finite reads from starting until the next invalidation, and
+    ``fail`` costs a full re-read. A hint can arrive after the host answered the read (it was
+    queued first): ignore ids you no longer hold.
 
     Callbacks run on the thread that made the call, never under the library's locks; they may
     call back into this loader. An exception a callback raises is re-raised from the call that

@@ -1,0 +1,30 @@
+//! Runs workload 1's stream (issue 6) outside criterion, for a profiler:
+//!
+//! ```text
+//! cargo build --release --example profile_stream
+//! valgrind --tool=callgrind --toggle-collect='*Stream*run*' \
+//!     target/release/examples/profile_stream 100 200000
+//! ```
+//!
+//! Arguments: view size in pages (default 100) and events to run (default 200,000). Prints the
+//! realized mix, so a profile can be matched with the bench run it explains.
+
+#[path = "../benches/common/arrivals.rs"]
+mod arrivals;
+#[path = "../benches/common/stream.rs"]
+mod stream;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let pages: u64 = args.next().map_or(100, |a| a.parse().expect("pages"));
+    let events: u64 = args.next().map_or(200_000, |a| a.parse().expect("events"));
+    let mut s = stream::Stream::new(pages);
+    s.run(events);
+    println!(
+        "{events} events, view {} pages: {}; {} repairs",
+        s.view_pages(),
+        s.mix_line(),
+        s.commits
+    );
+    std::hint::black_box(s.released_xor);
+}
