@@ -4,16 +4,19 @@
 #
 #   make fuzz                      each fuzz target for FUZZ_SECONDS (default 60) seconds
 #   make fuzz FUZZ_SECONDS=1200    a campaign
+#   make fuzz FUZZ_RUNS=10000000   a campaign of that many executions per target (no time limit)
 #   make c-test-hostile            c-tests/hostile.c under ASan+UBSan, then under valgrind
 #   make c-test-hostile-tsan       the same under ThreadSanitizer (not in c-test-hostile)
 
 FUZZ_SECONDS ?= 60
+FUZZ_RUNS ?=
+FUZZ_LIMIT = $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_SECONDS))
 FUZZ_TARGETS := fuzz_abi fuzz_differential fuzz_loader
 # The ABI target passes raw pointers across the C boundary, so it runs under AddressSanitizer
 # (a campaign can add executions without it: FUZZ_SANITIZER_fuzz_abi=none, ten times faster);
 # the other two are safe Rust end to end and run without it. All three keep
 # debug assertions and overflow checks on (-a): the ledger checks its invariants itself then.
-FUZZ_SANITIZER_fuzz_abi := address
+FUZZ_SANITIZER_fuzz_abi ?= address
 FUZZ_SANITIZER_fuzz_differential := none
 FUZZ_SANITIZER_fuzz_loader := none
 # Inputs longer than this are cut. The differential run stops at 8 requests (the model's
@@ -47,13 +50,14 @@ $(addprefix fuzz-run-,$(FUZZ_TARGETS)): fuzz-run-%: fuzz-build
 	mkdir -p $(FUZZ_WORK)/$*
 	ASAN_OPTIONS=$(FUZZ_ASAN_OPTIONS) $(FUZZ_ENV) $(CARGO) fuzz run --fuzz-dir fuzz -a -s $(FUZZ_SANITIZER_$*) $* \
 	    $(FUZZ_WORK)/$* fuzz/corpus/$* -- \
-	    -max_total_time=$(FUZZ_SECONDS) -max_len=$(FUZZ_MAX_LEN_$*) -print_final_stats=1 -timeout=30 \
+	    $(FUZZ_LIMIT) -max_len=$(FUZZ_MAX_LEN_$*) -print_final_stats=1 -timeout=30 \
 	    > $(FUZZ_WORK)/$*.log 2>&1 || { tail -n 60 $(FUZZ_WORK)/$*.log; exit 1; }
 	@execs=$$(sed -n 's/^stat::number_of_executed_units: *//p' $(FUZZ_WORK)/$*.log); \
+	rate=$$(sed -n 's/^stat::average_exec_per_sec: *//p' $(FUZZ_WORK)/$*.log); \
 	last=$$(grep -E '^#[0-9]+' $(FUZZ_WORK)/$*.log | tail -n 1); \
 	cov=$$(echo "$$last" | sed -n 's/.*cov: \([0-9]*\).*/\1/p'); \
 	ft=$$(echo "$$last" | sed -n 's/.*ft: \([0-9]*\).*/\1/p'); \
-	echo "fuzz: $* ran $$execs executions in $(FUZZ_SECONDS) s, cov $$cov, ft $$ft, no crash" \
+	echo "fuzz: $* ($(FUZZ_SANITIZER_$*)) ran $$execs executions at $$rate/s, cov $$cov, ft $$ft, no crash" \
 	    | tee $(FUZZ_WORK)/$*.summary
 
 # Hostile and unlucky hosts through the C ABI: ASan+UBSan (like c-test-asan), then valgrind

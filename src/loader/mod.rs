@@ -199,6 +199,13 @@ struct Work {
     base_cursor: Cursor,
 }
 
+impl Work {
+    /// How many pages fit before either vector grows.
+    fn room(&self) -> usize {
+        self.staged.capacity().min(self.acqs.capacity())
+    }
+}
+
 /// An answer `settle` accepted, on its way to the rule for its request's kind.
 struct Accepted<'a> {
     request: u64,
@@ -248,7 +255,11 @@ pub struct Loader {
     stats: Stats,
     /// Recycled cursor buffers and request records: the steady state allocates nothing.
     cursors: CursorPool,
-    spare_work: Vec<Work>,
+    /// Records of retired finite requests (small: one page each).
+    spare_finite: Vec<Work>,
+    /// Records of retired chain and full requests, whose vectors keep the capacity a repair
+    /// of the whole view needed, so the next repair of the same view allocates nothing.
+    spare_steps: Vec<Work>,
 }
 
 impl Loader {
@@ -294,7 +305,8 @@ impl Loader {
             announced: 0,
             stats: Stats::default(),
             cursors: CursorPool::default(),
-            spare_work: Vec::new(),
+            spare_finite: Vec::new(),
+            spare_steps: Vec::new(),
         })
     }
 
@@ -638,7 +650,16 @@ impl Loader {
             return Ok(Answer::Stale);
         }
         if !done {
-            self.work.get_mut(&request).expect("live").step += 1;
+            let page_size = self.config.page_size as u64;
+            let w = self.work.get_mut(&request).expect("live");
+            if w.step == 0 {
+                // It survived its first step: size it for the rest (no-op for a recycled
+                // record that already fits).
+                let steps = w.target.div_ceil(page_size).min(1 << 20) as usize;
+                w.staged.reserve(steps.saturating_sub(w.staged.len()));
+                w.acqs.reserve(steps.saturating_sub(w.acqs.len()));
+            }
+            w.step += 1;
             self.issue(request, end_cursor);
             return Ok(Answer::Current);
         }
@@ -802,7 +823,14 @@ impl Loader {
             }
             Kind::Full => (0, Cursor::default(), want, Cursor::default()),
         };
-        let mut w = self.spare_work.pop().unwrap_or_else(|| Work {
+        let spare = if kind == Kind::Finite {
+            self.spare_finite.pop()
+        } else {
+            // The roomiest record: a repair of the whole view fits without growing.
+            let best = (0..self.spare_steps.len()).max_by_key(|&i| self.spare_steps[i].room());
+            best.map(|i| self.spare_steps.swap_remove(i))
+        };
+        let mut w = spare.unwrap_or_else(|| Work {
             kind,
             epoch,
             acqs: Vec::new(),
@@ -815,12 +843,10 @@ impl Loader {
             base_offset: 0,
             base_cursor: Cursor::default(),
         });
-        if kind != Kind::Finite {
-            // A repair of a big view takes many steps: size its vectors once.
-            let steps = target.div_ceil(self.config.page_size as u64).min(1 << 20) as usize;
-            w.staged.reserve(steps);
-            w.acqs.reserve(steps);
-        }
+        // A repair's vectors are sized for the whole view only once its first step is answered
+        // (in `settle_step`), not here: in a burst of invalidations most chains are overtaken
+        // at their first step, and sizing each of them for a 100,000-page view allocated
+        // megabytes per event.
         w.kind = kind;
         w.epoch = epoch;
         w.target = target;
@@ -911,8 +937,24 @@ impl Loader {
         w.read = None;
         w.staged_items = 0;
         w.step = 0;
-        if self.spare_work.len() < 64 {
-            self.spare_work.push(w);
+        if w.kind == Kind::Finite {
+            if self.spare_finite.len() < 64 {
+                self.spare_finite.push(w);
+            }
+        } else if self.spare_steps.len() < 32 {
+            self.spare_steps.push(w);
+        } else {
+            // Full: keep the roomier records, so a burst of chains overtaken at their first
+            // step does not push out the one sized for the whole view. Only a chain that
+            // survived its first step is sized for the view, and only when no spare record
+            // fits, so the roomy records are no more than were ever in use at once.
+            let (i, least) = (0..self.spare_steps.len())
+                .map(|i| (i, self.spare_steps[i].room()))
+                .min_by_key(|&(_, r)| r)
+                .expect("the pool is full");
+            if w.room() > least {
+                self.spare_steps[i] = w;
+            }
         }
     }
 

@@ -482,3 +482,40 @@ fn a_window_move_refused_for_want_of_ids_changes_nothing() {
     assert!(l.take_effects().is_empty());
     l.close();
 }
+
+#[test]
+fn a_burst_of_overtaken_chains_sizes_no_record_for_the_whole_view() {
+    // 500 pages of 4; each invalidation overtakes the newest chain at its first step.
+    let mut h = host(small(), 2_000);
+    h.apply(Op::Window {
+        start: 0,
+        len: 2_000,
+    })
+    .unwrap();
+    drain(&mut h);
+    assert_eq!(h.loader.pages().len(), 500);
+    h.apply(Op::Invalidate).unwrap();
+    for _ in 0..50 {
+        h.apply(Op::Invalidate).unwrap();
+        let chain = only_read(&h);
+        assert_eq!((chain.kind, chain.step), (Kind::Chain, 0));
+        deliver(&mut h, chain.read_id);
+    }
+    // 51 chains were started; the live ones were each answered once, so none of them is
+    // sized for 500 pages (which cost megabytes per event on a large view).
+    let chains: Vec<&Work> = h
+        .loader
+        .work
+        .values()
+        .filter(|w| w.kind == Kind::Chain)
+        .collect();
+    assert!(chains.len() > 40, "{} chains live", chains.len());
+    let roomy = chains.iter().filter(|w| w.room() >= 500).count();
+    assert!(roomy <= 1, "{roomy} chains sized for the whole view");
+    // The chain that survives is sized once its first step is answered, and the repair
+    // commits the current view.
+    drain(&mut h);
+    assert!(!h.loader.revalidating());
+    assert_eq!(view(&h), h.source.items()[..2_000]);
+    h.close().unwrap();
+}
