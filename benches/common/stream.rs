@@ -143,7 +143,7 @@ impl Stream {
     }
 
     pub fn view_pages(&self) -> usize {
-        self.loader.pages().len()
+        self.loader.page_count()
     }
 
     pub fn live_requests(&self) -> usize {

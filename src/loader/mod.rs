@@ -234,7 +234,10 @@ pub struct Loader {
     scratch: Vec<ledger::Effect>,
     effects: Vec<Effect>,
     work: HashMap<u64, Work>,
-    reads: HashMap<u64, Outstanding>,
+    /// The outstanding reads, oldest first. A short list, not a map: each in-flight request
+    /// has one read, and the ledger lets at most one finite request and one chain or full
+    /// read be in flight (superseded ones included), so a scan beats hashing.
+    reads: Vec<(u64, Outstanding)>,
     next_read: u64,
     view: VecDeque<Page>,
     /// The cursor memo's start: where the first held page starts.
@@ -288,7 +291,7 @@ impl Loader {
             scratch: Vec::new(),
             effects: Vec::new(),
             work: HashMap::default(),
-            reads: HashMap::default(),
+            reads: Vec::with_capacity(4),
             next_read: 1,
             view: VecDeque::new(),
             base_offset: 0,
@@ -324,6 +327,11 @@ impl Loader {
     /// The view's pages, in source order.
     pub fn pages(&self) -> impl ExactSizeIterator<Item = &Page> + '_ {
         self.view.iter()
+    }
+
+    /// How many pages the view holds: `pages().len()`, without building the iterator.
+    pub fn page_count(&self) -> usize {
+        self.view.len()
     }
 
     /// Whether the view is being revalidated: a repair or full read is pending or running,
@@ -484,7 +492,7 @@ impl Loader {
         if self.ledger.next_id() == u64::MAX {
             return Err(LedgerError::IdOverflow.into());
         }
-        let read = self.reads.remove(&read_id).expect("checked above");
+        let read = self.take_read(read_id).expect("checked above");
         let stalled = count > 0 && read.cursor == next_cursor;
         let request = read.request;
         self.cursors.recycle(read.cursor);
@@ -527,7 +535,7 @@ impl Loader {
         if self.ledger.next_id() == u64::MAX {
             return Err(LedgerError::IdOverflow.into());
         }
-        let read = self.reads.remove(&read_id).expect("checked above");
+        let read = self.take_read(read_id).expect("checked above");
         let failed = self.fail_request(read.request)?;
         self.pump();
         Ok(match failed {
@@ -543,7 +551,7 @@ impl Loader {
             return;
         }
         self.closed = true;
-        let mut reads: Vec<u64> = self.reads.keys().copied().collect();
+        let mut reads: Vec<u64> = self.reads.iter().map(|(id, _)| *id).collect();
         reads.sort_unstable();
         for read_id in reads {
             self.effects.push(Effect::Cancel { read_id });
@@ -869,13 +877,18 @@ impl Loader {
         let w = self.work.get_mut(&request).expect("live");
         w.read = Some(read_id);
         let limit = self.config.page_size;
-        self.reads.insert(
+        self.reads.push((
             read_id,
             Outstanding {
                 request,
                 cursor: cursor.clone(),
                 limit,
             },
+        ));
+        debug_assert!(
+            self.reads.len() <= 2,
+            "more reads outstanding than the ledger allows: {:?}",
+            self.reads
         );
         self.stats.issued[w.kind as usize] += 1;
         self.effects.push(Effect::Issue(Read {
@@ -973,8 +986,19 @@ impl Loader {
         }
     }
 
+    /// Removes and returns outstanding read `read_id`, keeping the others in order.
+    fn take_read(&mut self, read_id: u64) -> Option<Outstanding> {
+        let i = self.reads.iter().position(|(id, _)| *id == read_id)?;
+        Some(self.reads.remove(i).1)
+    }
+
     fn outstanding(&self, read_id: u64) -> Result<&Outstanding, LoaderError> {
-        match self.reads.get(&read_id) {
+        match self
+            .reads
+            .iter()
+            .find(|(id, _)| *id == read_id)
+            .map(|(_, r)| r)
+        {
             Some(r) => Ok(r),
             None if read_id > 0 && read_id < self.next_read => {
                 Err(LoaderError::AlreadyAnswered(read_id))
