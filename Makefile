@@ -33,7 +33,7 @@ $(LIB): FORCE
 FORCE:
 
 # Every test that exists.
-test: rust-test lint check bench-quick c-test $(if $(wildcard mk/python.mk),py-test)
+test: rust-test lint check bench-quick c-test $(if $(wildcard mk/fuzz.mk),fuzz-check) $(if $(wildcard mk/python.mk),py-test)
 
 rust-test:
 	$(CARGO) test --all-targets

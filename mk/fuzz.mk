@@ -5,10 +5,14 @@
 #   make fuzz                      each fuzz target for FUZZ_SECONDS (default 60) seconds
 #   make fuzz FUZZ_SECONDS=1200    a campaign
 #   make fuzz FUZZ_RUNS=10000000   a campaign of that many executions per target (no time limit)
+#   make fuzz-check                what `make test` runs: the fuzz crate's tests (decoders,
+#                                  oracles, every seed and regression replayed), then each
+#                                  target for FUZZ_CHECK_SECONDS (60)
 #   make c-test-hostile            c-tests/hostile.c under ASan+UBSan, then under valgrind
 #   make c-test-hostile-tsan       the same under ThreadSanitizer (not in c-test-hostile)
 
 FUZZ_SECONDS ?= 60
+FUZZ_CHECK_SECONDS ?= 60
 FUZZ_RUNS ?=
 FUZZ_LIMIT = $(if $(FUZZ_RUNS),-runs=$(FUZZ_RUNS),-max_total_time=$(FUZZ_SECONDS))
 FUZZ_TARGETS := fuzz_abi fuzz_differential fuzz_loader
@@ -25,20 +29,29 @@ FUZZ_MAX_LEN_fuzz_abi := 4096
 FUZZ_MAX_LEN_fuzz_differential := 256
 FUZZ_MAX_LEN_fuzz_loader := 4096
 # cargo-fuzz needs nightly features; this stable toolchain allows them with RUSTC_BOOTSTRAP.
-# One build job and one fuzzing process: the machine is shared.
-FUZZ_ENV := RUSTC_BOOTSTRAP=1 CARGO_BUILD_JOBS=1
+# One build job and one fuzzing process: the development machine is shared. CI has the
+# machine to itself.
+FUZZ_BUILD_JOBS ?= $(if $(CI),2,1)
+FUZZ_ENV := RUSTC_BOOTSTRAP=1 CARGO_BUILD_JOBS=$(FUZZ_BUILD_JOBS)
 # A 16 MB quarantine (ASan's default is 256 MB) still catches a use after free within a run,
 # and doubles the ABI target's speed.
 FUZZ_ASAN_OPTIONS ?= quarantine_size_mb=16
 FUZZ_WORK := fuzz/target/corpus
 
-.PHONY: fuzz fuzz-tools fuzz-build c-test-hostile c-test-hostile-tsan $(addprefix fuzz-run-,$(FUZZ_TARGETS))
+.PHONY: fuzz fuzz-check fuzz-test fuzz-tools fuzz-build c-test-hostile c-test-hostile-tsan $(addprefix fuzz-run-,$(FUZZ_TARGETS))
 
 fuzz-tools:
 	@command -v cargo-fuzz >/dev/null 2>&1 || $(CARGO) install cargo-fuzz --locked
 
 fuzz-build: fuzz-tools
 	$(foreach t,$(FUZZ_TARGETS),$(FUZZ_ENV) $(CARGO) fuzz build --fuzz-dir fuzz -a -s $(FUZZ_SANITIZER_$(t)) $(t) &&) true
+
+fuzz-test:
+	cd fuzz && $(FUZZ_ENV) $(CARGO) fmt -- --check
+	cd fuzz && $(FUZZ_ENV) $(CARGO) test --release
+
+fuzz-check: fuzz-test
+	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_CHECK_SECONDS) FUZZ_RUNS=
 
 # Each target reads the committed seeds (fuzz/corpus/<target>, never written) and grows its own
 # working corpus under fuzz/target. A crash fails the run and leaves the input in
