@@ -17,7 +17,8 @@
 
 use crate::input::Input;
 use loader::ledger::{self, Config, Effect, Ledger, LedgerError};
-use loader::model::{self, Action, Bounds, Invariant, Model, Req, Rules, State};
+use loader::model::{Action, Bounds, Invariant, Model, Rules, State};
+use loader::refinement::{self, acted_on, Slot, SlotFate as Fate};
 
 /// The model's `MaxEpoch`: invalidations stop there.
 pub const MAX_EPOCH: u8 = 15;
@@ -37,23 +38,6 @@ enum Event {
     /// An answer the ledger must refuse, for the id the byte picks.
     BadSettle(u8),
     BadFail(u8),
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Fate {
-    Live,
-    Released,
-    /// A failed finite request: forgotten by the ledger, `failed` in the model.
-    FailedForgotten,
-}
-
-#[derive(Clone, Copy, Debug)]
-struct Slot {
-    id: u64,
-    kind: ledger::Kind,
-    ep: u64,
-    fate: Fate,
-    sup: bool,
 }
 
 #[derive(Clone)]
@@ -78,17 +62,9 @@ pub fn run(data: &[u8]) {
     }
 }
 
-fn kind(k: ledger::Kind) -> model::Kind {
-    match k {
-        ledger::Kind::Finite => model::Kind::Finite,
-        ledger::Kind::Chain => model::Kind::Chain,
-        ledger::Kind::Full => model::Kind::Full,
-    }
-}
-
 impl Side {
     fn slot_of(&self, id: u64) -> Option<usize> {
-        self.slots.iter().position(|s| s.id == id)
+        refinement::slot_of(&self.slots, id)
     }
 
     fn alive(&self) -> usize {
@@ -106,87 +82,14 @@ impl Side {
             .collect()
     }
 
-    /// The model state this ledger state stands for.
+    /// The model state this ledger state stands for, mapped as the refinement check maps it.
     fn map(&self, m: &Model) -> State {
-        let snap = self.ledger.snapshot();
-        let mut s = m.init();
-        s.epoch = snap.epoch as u8;
-        s.debt = snap.debt;
-        s.phase = snap.phase;
-        s.chain_epoch = snap.chain_epoch as u8;
-        s.failure = snap.failure;
-        s.coverage = snap.coverage;
-        s.settled_once = snap.settled_once;
-        s.cover_epoch = snap.cover_epoch as u8;
-        for (i, slot) in self.slots.iter().enumerate() {
-            s.req[i] = match (slot.fate, self.ledger.request(slot.id)) {
-                (Fate::Live, Some(r)) => Req {
-                    kind: kind(slot.kind),
-                    ep: r.ep as u8,
-                    st: match r.st {
-                        ledger::St::Inflight => model::St::Inflight,
-                        ledger::St::Settled => model::St::Settled,
-                        ledger::St::Failed => model::St::Failed,
-                    },
-                    sup: r.sup,
-                },
-                (Fate::Live, None) => {
-                    panic!("request {} is live but the ledger forgot it", slot.id)
-                }
-                (fate, _) => Req {
-                    kind: kind(slot.kind),
-                    ep: slot.ep as u8,
-                    st: if fate == Fate::Released {
-                        model::St::Released
-                    } else {
-                        model::St::Failed
-                    },
-                    sup: slot.sup,
-                },
-            };
-        }
-        s
+        refinement::map_state(m, &self.ledger, &self.slots)
     }
 
     /// Books the ledger's effects against the slots.
     fn book(&mut self, out: &[Effect]) -> Result<(), String> {
-        for e in out {
-            match *e {
-                Effect::Start { id, kind, epoch } => {
-                    if self.slot_of(id).is_some() {
-                        return Err(format!("request {id} started twice"));
-                    }
-                    if self.slots.last().is_some_and(|s| s.id >= id) {
-                        return Err(format!("request {id} started out of order"));
-                    }
-                    self.slots.push(Slot {
-                        id,
-                        kind,
-                        ep: epoch,
-                        fate: Fate::Live,
-                        sup: false,
-                    });
-                }
-                Effect::Release { id } => match self.slot_of(id) {
-                    Some(i) if self.slots[i].fate == Fate::Live => {
-                        if self.ledger.request(id).is_some() {
-                            return Err(format!("request {id} released but still live"));
-                        }
-                        self.slots[i].fate = Fate::Released;
-                    }
-                    Some(_) => return Err(format!("request {id} released twice")),
-                    None => return Err(format!("request {id} released but never started")),
-                },
-                Effect::Superseded { id } => {
-                    let now_sup = self.ledger.request(id).is_some_and(|r| r.sup);
-                    match self.slot_of(id) {
-                        Some(i) if !self.slots[i].sup && now_sup => self.slots[i].sup = true,
-                        _ => return Err(format!("Superseded({id}) sent wrongly")),
-                    }
-                }
-            }
-        }
-        Ok(())
+        refinement::book(&mut self.slots, &self.ledger, out)
     }
 }
 
@@ -504,17 +407,6 @@ impl Run {
         if self.recheck && l.cover_epoch() != l.epoch() {
             self.fail("answering everything ends with coverEpoch < epoch".into());
         }
-    }
-}
-
-/// The request slot an answer action acts on.
-fn acted_on(a: Action) -> Option<u8> {
-    match a {
-        Action::SettleFinite { i }
-        | Action::SettleChain { i, .. }
-        | Action::SettleFull { i }
-        | Action::Fail { i, .. } => Some(i),
-        _ => None,
     }
 }
 
