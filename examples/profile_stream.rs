@@ -7,7 +7,8 @@
 //! ```
 //!
 //! Arguments: view size in pages (default 100) and events to run (default 200,000). Prints the
-//! realized mix, so a profile can be matched with the bench run it explains.
+//! realized mix and the wall time per event, so a profile can be matched with the bench run it
+//! explains (the figures to quote come from `cargo bench`).
 
 #[path = "../benches/common/arrivals.rs"]
 mod arrivals;
@@ -19,9 +20,11 @@ fn main() {
     let pages: u64 = args.next().map_or(100, |a| a.parse().expect("pages"));
     let events: u64 = args.next().map_or(200_000, |a| a.parse().expect("events"));
     let mut s = stream::Stream::new(pages);
+    let t = std::time::Instant::now();
     s.run(events);
+    let ns = t.elapsed().as_nanos() as f64 / events.max(1) as f64;
     println!(
-        "{events} events, view {} pages: {}; {} repairs",
+        "{events} events in {ns:.1} ns/event (not a benchmark), view {} pages: {}; {} repairs",
         s.view_pages(),
         s.mix_line(),
         s.commits

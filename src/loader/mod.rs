@@ -661,9 +661,12 @@ impl Loader {
             let page_size = self.config.page_size as u64;
             let w = self.work.get_mut(&request).expect("live");
             if w.step == 0 {
-                // It survived its first step: size it for the rest (no-op for a recycled
-                // record that already fits).
+                // It survived its first step: size it for the rest, with a roomy spare
+                // record's vectors when one is pooled (no-op for a record that already fits).
                 let steps = w.target.div_ceil(page_size).min(1 << 20) as usize;
+                if w.room() < steps {
+                    Self::take_roomy(&mut self.spare_steps, w);
+                }
                 w.staged.reserve(steps.saturating_sub(w.staged.len()));
                 w.acqs.reserve(steps.saturating_sub(w.acqs.len()));
             }
@@ -834,9 +837,17 @@ impl Loader {
         let spare = if kind == Kind::Finite {
             self.spare_finite.pop()
         } else {
-            // The roomiest record: a repair of the whole view fits without growing.
-            let best = (0..self.spare_steps.len()).max_by_key(|&i| self.spare_steps[i].room());
-            best.map(|i| self.spare_steps.swap_remove(i))
+            // The least roomy record, and never the last one: in a burst of invalidations
+            // most chains are overtaken at their first step and stay live until the next
+            // commit, and each would lock a roomy record away from the chain that survives.
+            // That one takes the roomiest vectors when its first step is answered
+            // (`take_roomy`).
+            if self.spare_steps.len() > 1 {
+                let least = (0..self.spare_steps.len()).min_by_key(|&i| self.spare_steps[i].room());
+                least.map(|i| self.spare_steps.swap_remove(i))
+            } else {
+                None
+            }
         };
         let mut w = spare.unwrap_or_else(|| Work {
             kind,
@@ -937,6 +948,24 @@ impl Loader {
         for p in w.staged.drain(..) {
             self.cursors.recycle(p.end_cursor);
         }
+    }
+
+    /// Gives `w` the vectors of the roomiest pooled record, if it has more room than `w`'s
+    /// own, moving what `w` holds so far into them; `w`'s smaller vectors go to the pool in
+    /// their place. A repair of a big view thus reuses the vectors of the last one instead
+    /// of allocating (and faulting in) fresh ones.
+    fn take_roomy(spare_steps: &mut [Work], w: &mut Work) {
+        let Some(spare) = spare_steps.iter_mut().max_by_key(|s| s.room()) else {
+            return;
+        };
+        if spare.room() <= w.room() {
+            return;
+        }
+        debug_assert!(spare.staged.is_empty() && spare.acqs.is_empty());
+        spare.staged.append(&mut w.staged);
+        spare.acqs.append(&mut w.acqs);
+        std::mem::swap(&mut spare.staged, &mut w.staged);
+        std::mem::swap(&mut spare.acqs, &mut w.acqs);
     }
 
     /// Keeps a retired request's buffers for the next request.

@@ -519,3 +519,54 @@ fn a_burst_of_overtaken_chains_sizes_no_record_for_the_whole_view() {
     assert_eq!(view(&h), h.source.items()[..2_000]);
     h.close().unwrap();
 }
+
+#[test]
+fn the_chain_that_survives_a_burst_reuses_the_last_repairs_vectors() {
+    // 500 pages of 4. A first repair leaves a record sized for the whole view in the pool.
+    let mut h = host(small(), 2_000);
+    h.apply(Op::Window {
+        start: 0,
+        len: 2_000,
+    })
+    .unwrap();
+    drain(&mut h);
+    for _ in 0..2 {
+        h.apply(Op::Invalidate).unwrap();
+        drain(&mut h);
+    }
+    assert!(!h.loader.revalidating());
+    let roomy = |l: &Loader| {
+        l.spare_steps
+            .iter()
+            .filter(|w| w.room() >= 500)
+            .map(|w| w.staged.as_ptr())
+            .collect::<Vec<_>>()
+    };
+    let pooled = roomy(&h.loader);
+    assert_eq!(pooled.len(), 1, "one record sized for the view is pooled");
+    // A burst of more overtaken chains than the pool holds: each stays live until the
+    // commit, and none may take the roomy record with it.
+    h.apply(Op::Invalidate).unwrap();
+    for _ in 0..40 {
+        h.apply(Op::Invalidate).unwrap();
+        let chain = only_read(&h);
+        deliver(&mut h, chain.read_id);
+    }
+    assert_eq!(roomy(&h.loader), pooled, "still pooled after the burst");
+    // The survivor's first step is answered: it takes the roomy vectors, with its page.
+    let chain = only_read(&h);
+    assert_eq!((chain.kind, chain.step), (Kind::Chain, 0));
+    deliver(&mut h, chain.read_id);
+    let w = &h.loader.work[&chain.request_id];
+    assert_eq!(
+        w.staged.as_ptr(),
+        pooled[0],
+        "the survivor reuses the pooled vectors"
+    );
+    assert_eq!((w.staged.len(), w.acqs.len()), (1, 1));
+    assert!(roomy(&h.loader).is_empty());
+    drain(&mut h);
+    assert!(!h.loader.revalidating());
+    assert_eq!(view(&h), h.source.items()[..2_000]);
+    h.close().unwrap();
+}
