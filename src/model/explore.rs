@@ -121,6 +121,19 @@ impl Visited {
         }
     }
 
+    /// Loads the first slot each of `words` probes, and nothing else: the loads do not
+    /// depend on each other, so the processor overlaps their cache misses, and the inserts
+    /// that follow find the slots cached. A probe is one random access into a table far
+    /// larger than the caches, so on its own each insert waits for memory once.
+    fn touch(&self, words: impl Iterator<Item = u64>) {
+        let mask = self.slots.len() - 1;
+        let mut any = 0u64;
+        for w in words {
+            any ^= self.slots[hash(w) as usize & mask];
+        }
+        std::hint::black_box(any);
+    }
+
     fn grow(&mut self) {
         let doubled = vec![EMPTY; self.slots.len() * 2];
         let old = std::mem::replace(&mut self.slots, doubled);
@@ -185,6 +198,9 @@ fn trace_to(model: &Model, packer: &Packer, target: u64, depth: u32) -> Vec<Step
     steps
 }
 
+/// Frontier states whose successors are generated before any is inserted.
+const CHUNK: usize = 16;
+
 /// Explores every state reachable from `Init` under `bounds`.
 pub fn explore(bounds: Bounds, options: Options) -> Result<Report, String> {
     let packer = Packer::new(&bounds)?;
@@ -211,15 +227,20 @@ pub fn explore(bounds: Bounds, options: Options) -> Result<Report, String> {
     let mut peak_frontier = 1usize;
     let mut explored = 0u64;
     let mut last_progress = start;
+    let mut next_report = 65_536u64;
+    // Successors are generated for a chunk of the frontier, their slots touched together,
+    // then inserted in generation order. The set of states found at each depth, and so every
+    // count in the report, is what a state-at-a-time search finds.
+    let mut batch: Vec<(u64, State)> = Vec::with_capacity(CHUNK * 8);
     while !stop && !frontier.is_empty() {
-        for &word in &frontier {
-            let s = packer.unpack(word).expect("stored states decode");
-            model.next(&s, |_, t| {
-                if stop {
-                    return;
-                }
+        for chunk in frontier.chunks(CHUNK) {
+            for &word in chunk {
+                let s = packer.unpack(word).expect("stored states decode");
+                model.next(&s, |_, t| batch.push((packer.pack(&t), t)));
+            }
+            visited.touch(batch.iter().map(|&(w, _)| w));
+            for (tw, t) in batch.drain(..) {
                 transitions += 1;
-                let tw = packer.pack(&t);
                 if visited.insert(tw) {
                     next_frontier.push(tw);
                     stop = check(
@@ -229,13 +250,17 @@ pub fn explore(bounds: Bounds, options: Options) -> Result<Report, String> {
                         &mut violated,
                         options.stop_at_first,
                     );
+                    if stop {
+                        break;
+                    }
                 }
-            });
-            explored += 1;
+            }
+            explored += chunk.len() as u64;
             if stop {
                 break;
             }
-            if options.progress && explored % 65_536 == 0 {
+            if options.progress && explored >= next_report {
+                next_report = explored + 65_536;
                 let now = Instant::now();
                 if now - start > Duration::from_secs(1)
                     && now - last_progress > Duration::from_secs(1)
