@@ -1,25 +1,79 @@
-//! Cursor bytes, shared between the loader's records and the reads it issues, and recycled so
-//! that the steady state allocates nothing.
+//! Cursor bytes, kept by the loader's records and the reads it issues, without allocating in
+//! the steady state.
 //!
-//! A cursor is copied from the host once, when an answer is accepted. From then on the page
-//! that ends there, the next read that starts there, and that read's record all hold the same
-//! buffer. When the loader lets go of a buffer it goes back to a pool, and is reused as soon as
-//! nobody else (a read effect still on its way to the host) holds it.
+//! A cursor is copied from the host once, when an answer is accepted. A short one (the usual
+//! case: a key or an offset) is stored inline and copied with the page that ends there, the
+//! next read that starts there and that read's record. A long one lives in one shared buffer
+//! that all of them hold; when the loader lets go of it, the buffer goes back to a pool and is
+//! reused as soon as nobody else (a read effect still on its way to the host) holds it.
 
 use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
 
+/// Cursors up to this many bytes are stored inline, in the record itself: no allocation, no
+/// reference count, no pointer to chase. Keyset and offset cursors are usually this short.
+pub const INLINE_CURSOR_LEN: usize = 14;
+
 /// Opaque cursor bytes; empty is the source's start.
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct Cursor(Option<Arc<Vec<u8>>>);
+///
+/// A short cursor (at most [`INLINE_CURSOR_LEN`] bytes) is held inline and copied with its
+/// record; a longer one lives in a shared buffer.
+#[derive(Clone)]
+pub struct Cursor(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    Inline {
+        len: u8,
+        bytes: [u8; INLINE_CURSOR_LEN],
+    },
+    Shared(Arc<Vec<u8>>),
+}
+
+impl Default for Cursor {
+    fn default() -> Cursor {
+        Cursor(Repr::Inline {
+            len: 0,
+            bytes: [0; INLINE_CURSOR_LEN],
+        })
+    }
+}
+
+impl Cursor {
+    /// An inline cursor holding `bytes`, if they fit.
+    fn inline(bytes: &[u8]) -> Option<Cursor> {
+        let mut buf = [0; INLINE_CURSOR_LEN];
+        if bytes.len() == 8 {
+            // The common case (an offset or an integer key), without a variable-length copy.
+            buf[..8].copy_from_slice(bytes);
+        } else {
+            buf.get_mut(..bytes.len())?.copy_from_slice(bytes);
+        }
+        Some(Cursor(Repr::Inline {
+            len: bytes.len() as u8,
+            bytes: buf,
+        }))
+    }
+}
 
 impl Deref for Cursor {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        self.0.as_deref().map_or(&[], Vec::as_slice)
+        match &self.0 {
+            Repr::Inline { len, bytes } => &bytes[..*len as usize],
+            Repr::Shared(v) => v,
+        }
     }
 }
+
+impl PartialEq for Cursor {
+    fn eq(&self, other: &Cursor) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Cursor {}
 
 impl fmt::Debug for Cursor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -45,35 +99,36 @@ impl PartialEq<&[u8]> for Cursor {
     }
 }
 
-/// Buffers the loader let go of.
+/// Shared buffers of long cursors the loader let go of.
 #[derive(Clone, Debug, Default)]
 pub(super) struct CursorPool {
     free: Vec<Arc<Vec<u8>>>,
 }
 
 impl CursorPool {
-    /// A cursor holding a copy of `bytes`, in a recycled buffer when one is free.
+    /// A cursor holding a copy of `bytes`: inline when short, else in a recycled buffer when
+    /// one is free.
     pub(super) fn make(&mut self, bytes: &[u8]) -> Cursor {
-        if bytes.is_empty() {
-            return Cursor(None);
+        if let Some(c) = Cursor::inline(bytes) {
+            return c;
         }
         while let Some(mut buf) = self.free.pop() {
             if let Some(v) = Arc::get_mut(&mut buf) {
                 v.clear();
                 v.extend_from_slice(bytes);
-                return Cursor(Some(buf));
+                return Cursor(Repr::Shared(buf));
             }
             // Still shared with a read on its way out: the other holder frees it.
         }
-        Cursor(Some(Arc::new(bytes.to_vec())))
+        Cursor(Repr::Shared(Arc::new(bytes.to_vec())))
     }
 
-    /// Keeps `c`'s buffer for reuse. The pool is not capped: it never holds more buffers than
-    /// the loader once held at the same time (a whole view being replaced by a repair's), so
-    /// its memory is bounded by the largest view, and a capped pool would free and
-    /// reallocate most of a big view at every commit.
+    /// Keeps `c`'s buffer for reuse, if it has one. The pool is not capped: it never holds
+    /// more buffers than the loader once held at the same time (a whole view being replaced
+    /// by a repair's), so its memory is bounded by the largest view, and a capped pool would
+    /// free and reallocate most of a big view at every commit.
     pub(super) fn recycle(&mut self, c: Cursor) {
-        if let Some(buf) = c.0 {
+        if let Repr::Shared(buf) = c.0 {
             self.free.push(buf);
         }
     }
@@ -86,18 +141,41 @@ mod tests {
     #[test]
     fn buffers_are_reused_once_unshared() {
         let mut pool = CursorPool::default();
-        let a = pool.make(b"abc");
+        let long = [7u8; INLINE_CURSOR_LEN + 1];
+        let a = pool.make(&long);
         let ptr = a.as_ptr();
         let shared = a.clone();
         pool.recycle(a);
         // Shared: not reused.
-        let b = pool.make(b"xyz");
+        let b = pool.make(&[8u8; INLINE_CURSOR_LEN + 2]);
         assert_ne!(b.as_ptr(), ptr);
-        assert_eq!(shared, b"abc".to_vec());
+        assert_eq!(shared, long.to_vec());
         drop(shared);
         pool.recycle(b);
-        let c = pool.make(b"q");
-        assert_eq!(c, b"q".to_vec());
+        let c = pool.make(&[9u8; 40]);
+        assert_eq!(c, vec![9u8; 40]);
         assert!(pool.make(b"").is_empty());
+        assert_eq!(Cursor::default(), pool.make(b""));
+    }
+
+    #[test]
+    fn short_cursors_are_inline_and_long_ones_shared() {
+        let mut pool = CursorPool::default();
+        for len in [0, 1, 8, INLINE_CURSOR_LEN] {
+            let bytes: Vec<u8> = (0..len as u8).collect();
+            let c = pool.make(&bytes);
+            assert!(matches!(c.0, Repr::Inline { .. }), "{len} bytes");
+            assert_eq!(c, bytes);
+            assert_eq!(c.clone(), c);
+            pool.recycle(c);
+        }
+        assert!(pool.free.is_empty(), "inline cursors are not pooled");
+        let bytes: Vec<u8> = (0..=INLINE_CURSOR_LEN as u8).collect();
+        let c = pool.make(&bytes);
+        assert!(matches!(c.0, Repr::Shared(_)));
+        assert_eq!(c, bytes);
+        // Equal bytes are equal cursors, whatever the storage.
+        assert_eq!(pool.make(&bytes[..3]), Cursor::inline(&bytes[..3]).unwrap());
+        assert_eq!(std::mem::size_of::<Cursor>(), 16);
     }
 }

@@ -382,9 +382,15 @@ impl Loader {
         std::mem::take(&mut self.effects)
     }
 
-    /// Moves the queued effects into `out`, keeping both allocations for reuse.
+    /// Moves the queued effects into `out`, keeping both allocations for reuse. When `out` is
+    /// empty (a host that handles every batch before the next call) the two vectors are
+    /// swapped, so the effects are not copied at all.
     pub fn drain_effects_into(&mut self, out: &mut Vec<Effect>) {
-        out.append(&mut self.effects);
+        if out.is_empty() {
+            std::mem::swap(out, &mut self.effects);
+        } else {
+            out.append(&mut self.effects);
+        }
     }
 
     // ---- host events ----
