@@ -206,6 +206,19 @@ impl Work {
     }
 }
 
+/// Gives a chain's or full read's vector, at its first step (a page or so in it), room for
+/// `steps` entries. One that is too small is replaced, not grown: growing reallocates, and a
+/// reallocation copies the whole old buffer, which for a record recycled from a slightly
+/// smaller view is megabytes to keep one entry. The new one has an eighth to spare, so a view
+/// that breathes around its size is not resized at every repair.
+fn size_for<T>(v: &mut Vec<T>, steps: usize) {
+    if v.capacity() < steps {
+        let mut roomy = Vec::with_capacity(steps + steps / 8);
+        roomy.append(v);
+        *v = roomy;
+    }
+}
+
 /// An answer `settle` accepted, on its way to the rule for its request's kind.
 struct Accepted<'a> {
     request: u64,
@@ -673,8 +686,8 @@ impl Loader {
                 if w.room() < steps {
                     Self::take_roomy(&mut self.spare_steps, w);
                 }
-                w.staged.reserve(steps.saturating_sub(w.staged.len()));
-                w.acqs.reserve(steps.saturating_sub(w.acqs.len()));
+                size_for(&mut w.staged, steps);
+                size_for(&mut w.acqs, steps);
             }
             w.step += 1;
             self.issue(request, end_cursor);
