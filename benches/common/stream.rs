@@ -92,6 +92,27 @@ pub struct Stream {
     pub released_xor: u64,
     /// Repairs and full reads that committed and left the loader quiet.
     pub commits: u64,
+    /// When set, every loader call the stream makes is appended here (see [`Replay`]).
+    pub trace: Option<Vec<Call>>,
+}
+
+/// One loader call of the stream, as [`Replay`] repeats it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Call {
+    Invalidate,
+    Window {
+        len: u64,
+    },
+    Fail {
+        read_id: u64,
+    },
+    /// `settle(read_id, acquisition, count, &next.to_be_bytes(), false)`.
+    Settle {
+        read_id: u64,
+        acquisition: u64,
+        count: u32,
+        next: u64,
+    },
 }
 
 pub fn config() -> Config {
@@ -124,6 +145,7 @@ impl Stream {
             releases: 0,
             released_xor: 0,
             commits: 0,
+            trace: None,
         };
         s.loader.set_window(0, pages * PAGE as u64).expect("window");
         s.collect();
@@ -275,6 +297,7 @@ impl Stream {
         let counted = match cat {
             INVAL => {
                 self.loader.invalidate().expect("invalidate");
+                self.traced(Call::Invalidate);
                 INVAL
             }
             WINDOW => {
@@ -285,6 +308,7 @@ impl Stream {
                 let p = self.pending.swap_remove(sup.expect("eligible"));
                 let a = self.loader.fail(p.read_id, 7).expect("fail");
                 debug_assert_eq!(a, Answer::Stale);
+                self.traced(Call::Fail { read_id: p.read_id });
                 SUP_FAIL
             }
             STALE => self.answer(stale.expect("eligible")),
@@ -312,6 +336,13 @@ impl Stream {
         };
         self.extend_next = !self.extend_next;
         self.loader.set_window(0, len).expect("window");
+        self.traced(Call::Window { len });
+    }
+
+    fn traced(&mut self, call: Call) {
+        if let Some(t) = self.trace.as_mut() {
+            t.push(call);
+        }
     }
 
     /// Answers pending read `i` with a full page; returns the category the loader gave it.
@@ -324,6 +355,12 @@ impl Stream {
             .loader
             .settle(p.read_id, acq, p.limit, &next, false)
             .expect("settle");
+        self.traced(Call::Settle {
+            read_id: p.read_id,
+            acquisition: acq,
+            count: p.limit,
+            next: p.pos + p.limit as u64,
+        });
         self.accepted += 1;
         match a {
             Answer::Current => CURRENT,
@@ -388,4 +425,82 @@ impl Stream {
         }
         self.was_busy = self.busy();
     }
+}
+
+/// A recorded stream's calls, made again on a loader in the state the recording started
+/// from, by a host that does nothing else: it drains the effects and records each released
+/// acquisition. What it costs per call is the library's share of the live stream, without
+/// the live host's choosing and bookkeeping.
+pub struct Replay {
+    pub loader: Loader,
+    effects: Vec<Effect>,
+    pub releases: u64,
+    pub released_xor: u64,
+}
+
+impl Replay {
+    pub fn new(loader: Loader) -> Replay {
+        Replay {
+            loader,
+            effects: Vec::with_capacity(1024),
+            releases: 0,
+            released_xor: 0,
+        }
+    }
+
+    /// Makes `calls` in order. Each was accepted when recorded, and the loader is
+    /// deterministic, so each is accepted again.
+    #[inline(never)]
+    pub fn run(&mut self, calls: &[Call]) {
+        for &c in calls {
+            match c {
+                Call::Invalidate => self.loader.invalidate().expect("invalidate"),
+                Call::Window { len } => self.loader.set_window(0, len).expect("window"),
+                Call::Fail { read_id } => {
+                    self.loader.fail(read_id, 7).expect("fail");
+                }
+                Call::Settle {
+                    read_id,
+                    acquisition,
+                    count,
+                    next,
+                } => {
+                    self.loader
+                        .settle(read_id, acquisition, count, &next.to_be_bytes(), false)
+                        .expect("settle");
+                }
+            }
+            self.loader.drain_effects_into(&mut self.effects);
+            for e in self.effects.drain(..) {
+                if let Effect::Release { acquisition } = e {
+                    self.releases += 1;
+                    self.released_xor ^= acquisition;
+                }
+            }
+        }
+    }
+}
+
+/// Records `events` events of the stream from `Stream::new(pages)`, and checks that replaying
+/// them on a second `Stream::new(pages)` makes the same releases and the same statistics.
+pub fn recorded(pages: u64, events: u64) -> Vec<Call> {
+    let mut s = Stream::new(pages);
+    let before = (s.releases, s.released_xor);
+    s.trace = Some(Vec::with_capacity(events as usize));
+    s.run(events);
+    let calls = s.trace.take().expect("recording");
+    assert_eq!(calls.len() as u64, events, "one loader call per event");
+    let mut r = Replay::new(Stream::new(pages).loader);
+    r.run(&calls);
+    assert_eq!(
+        (r.releases, r.released_xor),
+        (s.releases - before.0, s.released_xor ^ before.1),
+        "the replay releases what the recording did"
+    );
+    assert_eq!(
+        r.loader.stats(),
+        s.loader.stats(),
+        "the replay is the same run"
+    );
+    calls
 }

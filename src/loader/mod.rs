@@ -200,11 +200,25 @@ struct Work {
 }
 
 impl Work {
+    /// Takes `acquisition` from the answer to this request's outstanding read; returns where
+    /// it sits in the request's list.
+    fn accept(&mut self, acquisition: u64) -> u32 {
+        self.read = None;
+        let slot = self.acqs.len() as u32;
+        self.acqs.push(Some(acquisition));
+        slot
+    }
+
     /// How many pages fit before either vector grows.
     fn room(&self) -> usize {
         self.staged.capacity().min(self.acqs.capacity())
     }
 }
+
+/// Retired finite records kept for reuse.
+const SPARE_FINITE: usize = 64;
+/// Retired chain and full records kept for reuse, besides the roomy one.
+const SPARE_STEPS: usize = 32;
 
 /// Gives a chain's or full read's vector, at its first step (a page or so in it), room for
 /// `steps` entries. One that is too small is replaced, not grown: growing reallocates, and a
@@ -228,13 +242,12 @@ struct Accepted<'a> {
     end_of_source: bool,
     /// Items, but the cursor did not advance.
     stalled: bool,
-    /// Where the acquisition sits in its request's list.
-    slot: u32,
 }
 
 #[derive(Clone, Debug)]
 struct Outstanding {
     request: u64,
+    kind: Kind,
     cursor: Cursor,
     limit: u32,
 }
@@ -273,9 +286,13 @@ pub struct Loader {
     cursors: CursorPool,
     /// Records of retired finite requests (small: one page each).
     spare_finite: Vec<Work>,
-    /// Records of retired chain and full requests, whose vectors keep the capacity a repair
-    /// of the whole view needed, so the next repair of the same view allocates nothing.
+    /// Records of retired chain and full requests (most of them were overtaken at their
+    /// first step and are small).
     spare_steps: Vec<Work>,
+    /// The roomiest retired chain or full record: its vectors keep the capacity a repair of
+    /// the whole view needed, so the next repair of the same view allocates nothing. Kept
+    /// apart, so chain starts never take it and recycling never scans for it.
+    spare_roomy: Option<Work>,
 }
 
 impl Loader {
@@ -323,6 +340,7 @@ impl Loader {
             cursors: CursorPool::default(),
             spare_finite: Vec::new(),
             spare_steps: Vec::new(),
+            spare_roomy: None,
         })
     }
 
@@ -497,12 +515,10 @@ impl Loader {
         end_of_source: bool,
     ) -> Result<Answer, LoaderError> {
         self.open()?;
-        let read = self.outstanding(read_id)?;
-        if count > read.limit {
-            return Err(LoaderError::CountOverLimit {
-                count,
-                limit: read.limit,
-            });
+        let at = self.read_index(read_id)?;
+        let limit = self.reads[at].1.limit;
+        if count > limit {
+            return Err(LoaderError::CountOverLimit { count, limit });
         }
         if next_cursor.len() > MAX_CURSOR_LEN {
             return Err(LoaderError::CursorTooLong(next_cursor.len()));
@@ -511,19 +527,11 @@ impl Loader {
         if self.ledger.next_id() == u64::MAX {
             return Err(LedgerError::IdOverflow.into());
         }
-        let read = self.take_read(read_id).expect("checked above");
+        let (_, read) = self.reads.remove(at);
         let stalled = count > 0 && read.cursor == next_cursor;
-        let request = read.request;
+        let (request, kind) = (read.request, read.kind);
         self.cursors.recycle(read.cursor);
-        let work = self
-            .work
-            .get_mut(&request)
-            .expect("a read's request is live");
-        work.read = None;
-        let slot = work.acqs.len() as u32;
-        work.acqs.push(Some(acquisition));
         self.stats.accepted += 1;
-        let kind = work.kind;
         let a = Accepted {
             request,
             acquisition,
@@ -531,7 +539,6 @@ impl Loader {
             next_cursor,
             end_of_source,
             stalled,
-            slot,
         };
         let answer = match kind {
             Kind::Finite => self.settle_finite(&a)?,
@@ -550,11 +557,11 @@ impl Loader {
     pub fn fail(&mut self, read_id: u64, code: i32) -> Result<Answer, LoaderError> {
         let _ = code;
         self.open()?;
-        self.outstanding(read_id)?;
+        let at = self.read_index(read_id)?;
         if self.ledger.next_id() == u64::MAX {
             return Err(LedgerError::IdOverflow.into());
         }
-        let read = self.take_read(read_id).expect("checked above");
+        let (_, read) = self.reads.remove(at);
         let failed = self.fail_request(read.request)?;
         self.pump();
         Ok(match failed {
@@ -597,15 +604,19 @@ impl Loader {
             next_cursor,
             end_of_source,
             stalled,
-            slot,
         } = a;
+        let w = self
+            .work
+            .get_mut(&request)
+            .expect("a read's request is live");
+        let slot = w.accept(acquisition);
+        let epoch = w.epoch;
         if stalled {
             self.fail_request(request)?;
             return Ok(Answer::CursorStalled);
         }
         match self.ledger.settle(request, &mut self.scratch)? {
             Settled::FiniteCurrent => {
-                let epoch = self.work[&request].epoch;
                 if count > 0 {
                     self.view.push_back(Page {
                         acquisition,
@@ -637,11 +648,38 @@ impl Loader {
             next_cursor,
             end_of_source,
             stalled,
-            slot,
         } = a;
         let epoch_now = self.ledger.epoch();
+        let debt_full = self.ledger.debt() == Debt::Full;
+        let w = self
+            .work
+            .get_mut(&request)
+            .expect("a read's request is live");
+        let slot = w.accept(acquisition);
+        let kind = w.kind;
+        // The epoch moved at a step boundary, or a superseded failure raised the debt to full
+        // so the chain will be abandoned anyway: settle now rather than read on.
+        let overtaken = kind == Kind::Chain && (w.epoch != epoch_now || debt_full);
+        if stalled {
+            if kind == Kind::Chain {
+                // A tie the host's cursors cannot break: escalate to a full read at once.
+                self.fail_request(request)?;
+                if self.ledger.retry(&mut self.scratch)?.is_some() {
+                    self.backoff.deadline = None;
+                }
+            } else {
+                self.fail_request(request)?;
+            }
+            return Ok(Answer::CursorStalled);
+        }
+        if overtaken {
+            // The page is not staged (it would be dropped at once); its acquisition stays
+            // with the request.
+            self.ledger.settle(request, &mut self.scratch)?;
+            self.clear_staged(request);
+            return Ok(Answer::Stale);
+        }
         let end_cursor = self.cursors.make(next_cursor);
-        let w = self.work.get_mut(&request).expect("live");
         if count > 0 {
             let start = w.base_offset + w.staged_items;
             w.staged.push(Page {
@@ -655,42 +693,25 @@ impl Loader {
             });
             w.staged_items += count as u64;
         }
-        let kind = w.kind;
         let done = end_of_source || w.staged_items >= w.target;
-        if stalled {
-            if kind == Kind::Chain {
-                // A tie the host's cursors cannot break: escalate to a full read at once.
-                self.fail_request(request)?;
-                if self.ledger.retry(&mut self.scratch)?.is_some() {
-                    self.backoff.deadline = None;
-                }
-            } else {
-                self.fail_request(request)?;
-            }
-            return Ok(Answer::CursorStalled);
-        }
-        // The epoch moved at a step boundary, or a superseded failure raised the debt to full
-        // so the chain will be abandoned anyway: settle now rather than read on.
-        if kind == Kind::Chain && (w.epoch != epoch_now || self.ledger.debt() == Debt::Full) {
-            self.ledger.settle(request, &mut self.scratch)?;
-            self.clear_staged(request);
-            return Ok(Answer::Stale);
-        }
         if !done {
-            let page_size = self.config.page_size as u64;
-            let w = self.work.get_mut(&request).expect("live");
             if w.step == 0 {
                 // It survived its first step: size it for the rest, with a roomy spare
                 // record's vectors when one is pooled (no-op for a record that already fits).
+                let page_size = self.config.page_size as u64;
                 let steps = w.target.div_ceil(page_size).min(1 << 20) as usize;
                 if w.room() < steps {
-                    Self::take_roomy(&mut self.spare_steps, w);
+                    Self::take_roomy(&mut self.spare_roomy, &mut self.spare_steps, w);
                 }
                 size_for(&mut w.staged, steps);
                 size_for(&mut w.acqs, steps);
             }
             w.step += 1;
-            self.issue(request, end_cursor);
+            let read_id = self.next_read;
+            self.next_read += 1;
+            w.read = Some(read_id);
+            let (epoch, step) = (w.epoch, w.step);
+            self.push_read(request, read_id, kind, epoch, step, end_cursor);
             return Ok(Answer::Current);
         }
         match self.ledger.settle(request, &mut self.scratch)? {
@@ -856,17 +877,11 @@ impl Loader {
         let spare = if kind == Kind::Finite {
             self.spare_finite.pop()
         } else {
-            // The least roomy record, and never the last one: in a burst of invalidations
-            // most chains are overtaken at their first step and stay live until the next
-            // commit, and each would lock a roomy record away from the chain that survives.
-            // That one takes the roomiest vectors when its first step is answered
-            // (`take_roomy`).
-            if self.spare_steps.len() > 1 {
-                let least = (0..self.spare_steps.len()).min_by_key(|&i| self.spare_steps[i].room());
-                least.map(|i| self.spare_steps.swap_remove(i))
-            } else {
-                None
-            }
+            // Never the roomy record: in a burst of invalidations most chains are overtaken
+            // at their first step and stay live until the next commit, and each would lock
+            // the roomy record away from the chain that survives. That one takes the roomy
+            // vectors when its first step is answered (`take_roomy`).
+            self.spare_steps.pop()
         };
         let mut w = spare.unwrap_or_else(|| Work {
             kind,
@@ -906,11 +921,27 @@ impl Loader {
         self.next_read += 1;
         let w = self.work.get_mut(&request).expect("live");
         w.read = Some(read_id);
+        let (kind, epoch, step) = (w.kind, w.epoch, w.step);
+        self.push_read(request, read_id, kind, epoch, step, cursor);
+    }
+
+    /// Records read `read_id` of `request` as outstanding and asks the host for it; the
+    /// request's record already names it.
+    fn push_read(
+        &mut self,
+        request: u64,
+        read_id: u64,
+        kind: Kind,
+        epoch: u64,
+        step: u32,
+        cursor: Cursor,
+    ) {
         let limit = self.config.page_size;
         self.reads.push((
             read_id,
             Outstanding {
                 request,
+                kind,
                 cursor: cursor.clone(),
                 limit,
             },
@@ -920,13 +951,13 @@ impl Loader {
             "more reads outstanding than the ledger allows: {:?}",
             self.reads
         );
-        self.stats.issued[w.kind as usize] += 1;
+        self.stats.issued[kind as usize] += 1;
         self.effects.push(Effect::Issue(Read {
             read_id,
             request_id: request,
-            kind: w.kind,
-            epoch: w.epoch,
-            step: w.step,
+            kind,
+            epoch,
+            step,
             cursor,
             limit,
         }));
@@ -969,12 +1000,12 @@ impl Loader {
         }
     }
 
-    /// Gives `w` the vectors of the roomiest pooled record, if it has more room than `w`'s
-    /// own, moving what `w` holds so far into them; `w`'s smaller vectors go to the pool in
-    /// their place. A repair of a big view thus reuses the vectors of the last one instead
-    /// of allocating (and faulting in) fresh ones.
-    fn take_roomy(spare_steps: &mut [Work], w: &mut Work) {
-        let Some(spare) = spare_steps.iter_mut().max_by_key(|s| s.room()) else {
+    /// Gives `w` the vectors of the roomy pooled record, if they have more room than `w`'s
+    /// own, moving what `w` holds so far into them; the record, with `w`'s smaller vectors,
+    /// joins the small ones. A repair of a big view thus reuses the vectors of the last one
+    /// instead of allocating (and faulting in) fresh ones.
+    fn take_roomy(roomy: &mut Option<Work>, small: &mut Vec<Work>, w: &mut Work) {
+        let Some(spare) = roomy.as_mut() else {
             return;
         };
         if spare.room() <= w.room() {
@@ -985,6 +1016,10 @@ impl Loader {
         spare.acqs.append(&mut w.acqs);
         std::mem::swap(&mut spare.staged, &mut w.staged);
         std::mem::swap(&mut spare.acqs, &mut w.acqs);
+        let spare = roomy.take().expect("checked");
+        if small.len() < SPARE_STEPS {
+            small.push(spare);
+        }
     }
 
     /// Keeps a retired request's buffers for the next request.
@@ -999,23 +1034,22 @@ impl Loader {
         w.staged_items = 0;
         w.step = 0;
         if w.kind == Kind::Finite {
-            if self.spare_finite.len() < 64 {
+            if self.spare_finite.len() < SPARE_FINITE {
                 self.spare_finite.push(w);
             }
-        } else if self.spare_steps.len() < 32 {
+            return;
+        }
+        // The roomier of this record and the roomy one stays roomy; the other joins the
+        // small ones, while there is room for it.
+        let w = match &mut self.spare_roomy {
+            Some(r) if r.room() >= w.room() => w,
+            roomy => match roomy.replace(w) {
+                Some(old) => old,
+                None => return,
+            },
+        };
+        if self.spare_steps.len() < SPARE_STEPS {
             self.spare_steps.push(w);
-        } else {
-            // Full: keep the roomier records, so a burst of chains overtaken at their first
-            // step does not push out the one sized for the whole view. Only a chain that
-            // survived its first step is sized for the view, and only when no spare record
-            // fits, so the roomy records are no more than were ever in use at once.
-            let (i, least) = (0..self.spare_steps.len())
-                .map(|i| (i, self.spare_steps[i].room()))
-                .min_by_key(|&(_, r)| r)
-                .expect("the pool is full");
-            if w.room() > least {
-                self.spare_steps[i] = w;
-            }
         }
     }
 
@@ -1034,20 +1068,10 @@ impl Loader {
         }
     }
 
-    /// Removes and returns outstanding read `read_id`, keeping the others in order.
-    fn take_read(&mut self, read_id: u64) -> Option<Outstanding> {
-        let i = self.reads.iter().position(|(id, _)| *id == read_id)?;
-        Some(self.reads.remove(i).1)
-    }
-
-    fn outstanding(&self, read_id: u64) -> Result<&Outstanding, LoaderError> {
-        match self
-            .reads
-            .iter()
-            .find(|(id, _)| *id == read_id)
-            .map(|(_, r)| r)
-        {
-            Some(r) => Ok(r),
+    /// Where outstanding read `read_id` is in the list, or why it is not there.
+    fn read_index(&self, read_id: u64) -> Result<usize, LoaderError> {
+        match self.reads.iter().position(|(id, _)| *id == read_id) {
+            Some(at) => Ok(at),
             None if read_id > 0 && read_id < self.next_read => {
                 Err(LoaderError::AlreadyAnswered(read_id))
             }

@@ -536,8 +536,9 @@ fn the_chain_that_survives_a_burst_reuses_the_last_repairs_vectors() {
     }
     assert!(!h.loader.revalidating());
     let roomy = |l: &Loader| {
-        l.spare_steps
+        l.spare_roomy
             .iter()
+            .chain(&l.spare_steps)
             .filter(|w| w.room() >= 500)
             .map(|w| w.staged.as_ptr())
             .collect::<Vec<_>>()
