@@ -67,6 +67,7 @@ use crate::ledger::{self, Debt, Failed, Ledger, LedgerError, Phase, Settled};
 use backoff::Backoff;
 use cursor::CursorPool;
 use rustc_hash::FxHashMap as HashMap;
+use smallvec::SmallVec;
 use std::collections::VecDeque;
 use thiserror::Error;
 
@@ -183,7 +184,7 @@ struct Work {
     kind: Kind,
     epoch: u64,
     /// Every acquisition accepted for this request; `None` once released early (dropped).
-    acqs: Vec<Option<u64>>,
+    acqs: Acqs,
     /// How many of this request's pages are in the view.
     in_view: u32,
     /// The outstanding read, if any.
@@ -232,6 +233,19 @@ fn size_for<T>(v: &mut Vec<T>, steps: usize) {
         *v = roomy;
     }
 }
+
+/// [`size_for`], for a request's acquisitions.
+fn size_acqs_for(v: &mut Acqs, steps: usize) {
+    if v.capacity() < steps {
+        let mut roomy = Acqs::with_capacity(steps + steps / 8);
+        roomy.append(v);
+        *v = roomy;
+    }
+}
+
+/// A request's acquisitions. Finite requests, and chains overtaken at their first step, hold
+/// exactly one: it is stored inline, so a burst of overtaken chains allocates nothing.
+type Acqs = SmallVec<[Option<u64>; 1]>;
 
 /// An answer `settle` accepted, on its way to the rule for its request's kind.
 struct Accepted<'a> {
@@ -704,7 +718,7 @@ impl Loader {
                     Self::take_roomy(&mut self.spare_roomy, &mut self.spare_steps, w);
                 }
                 size_for(&mut w.staged, steps);
-                size_for(&mut w.acqs, steps);
+                size_acqs_for(&mut w.acqs, steps);
             }
             w.step += 1;
             let read_id = self.next_read;
@@ -886,7 +900,7 @@ impl Loader {
         let mut w = spare.unwrap_or_else(|| Work {
             kind,
             epoch,
-            acqs: Vec::new(),
+            acqs: Acqs::new(),
             in_view: 0,
             read: None,
             staged: Vec::new(),
