@@ -63,7 +63,7 @@ fn bench(c: &mut Criterion) {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
-                let mut r = stream::Replay::new(stream::Stream::new(STEADY_PAGES).loader);
+                let mut r = stream::Replay::from_start(STEADY_PAGES);
                 let t = Instant::now();
                 r.run(&calls);
                 total += t.elapsed();

@@ -24,7 +24,7 @@ fn main() {
         // The library's share: the stream recorded, then replayed by a host that only makes
         // the calls (profile with --toggle-collect='*Replay*run*').
         let calls = stream::recorded(pages, events);
-        let mut r = stream::Replay::new(stream::Stream::new(pages).loader);
+        let mut r = stream::Replay::from_start(pages);
         let t = std::time::Instant::now();
         r.run(&calls);
         let ns = t.elapsed().as_nanos() as f64 / events.max(1) as f64;

@@ -439,6 +439,11 @@ pub struct Replay {
 }
 
 impl Replay {
+    /// A replay from the state `Stream::new(pages)` starts its recording in.
+    pub fn from_start(pages: u64) -> Replay {
+        Replay::new(Stream::new(pages).loader)
+    }
+
     pub fn new(loader: Loader) -> Replay {
         Replay {
             loader,
@@ -490,7 +495,7 @@ pub fn recorded(pages: u64, events: u64) -> Vec<Call> {
     s.run(events);
     let calls = s.trace.take().expect("recording");
     assert_eq!(calls.len() as u64, events, "one loader call per event");
-    let mut r = Replay::new(Stream::new(pages).loader);
+    let mut r = Replay::from_start(pages);
     r.run(&calls);
     assert_eq!(
         (r.releases, r.released_xor),

@@ -210,6 +210,14 @@ impl Work {
         slot
     }
 
+    /// Names the request's next read `*next_read`, and advances the counter.
+    fn name_read(&mut self, next_read: &mut u64) -> u64 {
+        let read_id = *next_read;
+        *next_read += 1;
+        self.read = Some(read_id);
+        read_id
+    }
+
     /// How many pages fit before either vector grows.
     fn room(&self) -> usize {
         self.staged.capacity().min(self.acqs.capacity())
@@ -641,7 +649,7 @@ impl Loader {
                         request,
                         slot,
                     });
-                    self.work.get_mut(&request).expect("live").in_view += 1;
+                    w.in_view += 1;
                     self.covered_end += count as u64;
                 }
                 self.end_of_source = end_of_source;
@@ -721,9 +729,7 @@ impl Loader {
                 size_acqs_for(&mut w.acqs, steps);
             }
             w.step += 1;
-            let read_id = self.next_read;
-            self.next_read += 1;
-            w.read = Some(read_id);
+            let read_id = w.name_read(&mut self.next_read);
             let (epoch, step) = (w.epoch, w.step);
             self.push_read(request, read_id, kind, epoch, step, end_cursor);
             return Ok(Answer::Current);
@@ -931,10 +937,8 @@ impl Loader {
     }
 
     fn issue(&mut self, request: u64, cursor: Cursor) {
-        let read_id = self.next_read;
-        self.next_read += 1;
         let w = self.work.get_mut(&request).expect("live");
-        w.read = Some(read_id);
+        let read_id = w.name_read(&mut self.next_read);
         let (kind, epoch, step) = (w.kind, w.epoch, w.step);
         self.push_read(request, read_id, kind, epoch, step, cursor);
     }

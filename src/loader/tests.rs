@@ -483,9 +483,8 @@ fn a_window_move_refused_for_want_of_ids_changes_nothing() {
     l.close();
 }
 
-#[test]
-fn a_burst_of_overtaken_chains_sizes_no_record_for_the_whole_view() {
-    // 500 pages of 4; each invalidation overtakes the newest chain at its first step.
+/// A host whose loader shows 500 pages of 4 items, read by finite reads.
+fn view_of_500_pages() -> Host {
     let mut h = host(small(), 2_000);
     h.apply(Op::Window {
         start: 0,
@@ -493,6 +492,13 @@ fn a_burst_of_overtaken_chains_sizes_no_record_for_the_whole_view() {
     })
     .unwrap();
     drain(&mut h);
+    h
+}
+
+#[test]
+fn a_burst_of_overtaken_chains_sizes_no_record_for_the_whole_view() {
+    // Each invalidation overtakes the newest chain at its first step.
+    let mut h = view_of_500_pages();
     assert_eq!(h.loader.pages().len(), 500);
     h.apply(Op::Invalidate).unwrap();
     for _ in 0..50 {
@@ -522,14 +528,8 @@ fn a_burst_of_overtaken_chains_sizes_no_record_for_the_whole_view() {
 
 #[test]
 fn the_chain_that_survives_a_burst_reuses_the_last_repairs_vectors() {
-    // 500 pages of 4. A first repair leaves a record sized for the whole view in the pool.
-    let mut h = host(small(), 2_000);
-    h.apply(Op::Window {
-        start: 0,
-        len: 2_000,
-    })
-    .unwrap();
-    drain(&mut h);
+    // A first repair leaves a record sized for the whole view in the pool.
+    let mut h = view_of_500_pages();
     for _ in 0..2 {
         h.apply(Op::Invalidate).unwrap();
         drain(&mut h);

@@ -101,12 +101,17 @@ impl Visited {
 
     /// Adds `word` if it is new; returns whether it was.
     fn insert(&mut self, word: u64) -> bool {
+        self.insert_hashed(word, hash(word))
+    }
+
+    /// [`Visited::insert`], given `hash(word)`.
+    fn insert_hashed(&mut self, word: u64, h: u64) -> bool {
         // Keep the load under 70%, where linear probing stays short.
         if (self.len + 1) * 10 > self.slots.len() * 7 {
             self.grow();
         }
         let mask = self.slots.len() - 1;
-        let mut i = hash(word) as usize & mask;
+        let mut i = h as usize & mask;
         loop {
             let k = self.slots[i];
             if k == word {
@@ -121,15 +126,15 @@ impl Visited {
         }
     }
 
-    /// Loads the first slot each of `words` probes, and nothing else: the loads do not
+    /// Loads the first slot each of `hashes` probes, and nothing else: the loads do not
     /// depend on each other, so the processor overlaps their cache misses, and the inserts
     /// that follow find the slots cached. A probe is one random access into a table far
     /// larger than the caches, so on its own each insert waits for memory once.
-    fn touch(&self, words: impl Iterator<Item = u64>) {
+    fn touch(&self, hashes: impl Iterator<Item = u64>) {
         let mask = self.slots.len() - 1;
         let mut any = 0u64;
-        for w in words {
-            any ^= self.slots[hash(w) as usize & mask];
+        for h in hashes {
+            any ^= self.slots[h as usize & mask];
         }
         std::hint::black_box(any);
     }
@@ -231,17 +236,20 @@ pub fn explore(bounds: Bounds, options: Options) -> Result<Report, String> {
     // Successors are generated for a chunk of the frontier, their slots touched together,
     // then inserted in generation order. The set of states found at each depth, and so every
     // count in the report, is what a state-at-a-time search finds.
-    let mut batch: Vec<(u64, State)> = Vec::with_capacity(CHUNK * 8);
+    let mut batch: Vec<(u64, u64, State)> = Vec::with_capacity(CHUNK * 8);
     while !stop && !frontier.is_empty() {
         for chunk in frontier.chunks(CHUNK) {
             for &word in chunk {
                 let s = packer.unpack(word).expect("stored states decode");
-                model.next(&s, |_, t| batch.push((packer.pack(&t), t)));
+                model.next(&s, |_, t| {
+                    let tw = packer.pack(&t);
+                    batch.push((tw, hash(tw), t));
+                });
             }
-            visited.touch(batch.iter().map(|&(w, _)| w));
-            for (tw, t) in batch.drain(..) {
+            visited.touch(batch.iter().map(|&(_, h, _)| h));
+            for (tw, h, t) in batch.drain(..) {
                 transitions += 1;
-                if visited.insert(tw) {
+                if visited.insert_hashed(tw, h) {
                     next_frontier.push(tw);
                     stop = check(
                         &model,
