@@ -18,7 +18,7 @@ CTEST_FLAGS := -std=c11 $(WARN) -g -Iinclude -DLOADER_EXPECTED_VERSION=\"$(VERSI
 RPATH := -Ltarget/release -lloader -Wl,-rpath,$(CURDIR)/target/release
 
 .PHONY: all build test tsan-lib rust-test lint check check-header bench bench-quick bench-abi bench-py c-test c-test-asan c-test-valgrind \
-        c-test-tsan c-test-stress cpp-test header-test symbols-test install pkgconfig-test \
+        c-test-tsan c-test-stress c-test-empty cpp-test header-test symbols-test install pkgconfig-test \
         readme-c-example clean
 
 all: build
@@ -79,7 +79,7 @@ bench-quick: $(ABI_BENCH) venv
 
 # ---- C and C++ ----
 
-c-test: header-test symbols-test c-test-asan c-test-valgrind c-test-tsan c-test-hostile c-test-hostile-tsan cpp-test pkgconfig-test readme-c-example
+c-test: header-test symbols-test c-test-asan c-test-valgrind c-test-empty c-test-tsan c-test-hostile c-test-hostile-tsan cpp-test pkgconfig-test readme-c-example
 
 $(OUT):
 	mkdir -p $(OUT)
@@ -142,6 +142,16 @@ c-test-tsan: tsan-lib | $(OUT)
 	$(TSAN_CC) -std=c11 $(WARN) -g -O1 -Iinclude -fsanitize=thread c-tests/stress.c \
 	    -L$(TSAN_DIR) -lloader -Wl,-rpath,$(CURDIR)/$(TSAN_DIR) -lpthread -o $(OUT)/stress_tsan
 	$(TSAN_RUN) $(OUT)/stress_tsan 10000
+
+# Empty pages through the C ABI (filtered stretches, repeated cursors), under ASan+UBSan and
+# valgrind.
+c-test-empty: build | $(OUT)
+	$(CC) $(CTEST_FLAGS) -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all \
+	    c-tests/empty_pages.c $(RPATH) -o $(OUT)/empty_pages_asan
+	$(OUT)/empty_pages_asan
+	$(CC) $(CTEST_FLAGS) c-tests/empty_pages.c $(RPATH) -o $(OUT)/empty_pages_plain
+	valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,possible \
+	    $(OUT)/empty_pages_plain
 
 cpp-test: build | $(OUT)
 	$(CXX) -std=c++17 $(WARN) -g -Iinclude c-tests/cpp_test.cpp $(RPATH) -o $(OUT)/cpp_test

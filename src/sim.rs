@@ -6,6 +6,10 @@
 //! tiebreaker for keyset pagination to be exact. A cursor is the 8 bytes `key ++ id` (big
 //! endian) of the last item read; empty is the source's start.
 //!
+//! A source may filter keys out, as a query with a `WHERE` clause does: a read scans up to
+//! `limit` items after its cursor and returns the ones the filter keeps, so a filtered stretch
+//! answers empty pages whose cursor still advances.
+//!
 //! Everything is driven by [`Op`]s, so a run is replayable from its op list (or from a seed,
 //! through [`random_ops`]), and a property-testing framework can shrink a failing list.
 
@@ -19,6 +23,8 @@ pub type Item = (u32, u32);
 pub struct Source {
     items: Vec<Item>,
     next_id: u32,
+    /// Bit `k` set: items with key `k` are filtered out of every read.
+    hidden_keys: u32,
 }
 
 pub fn encode_cursor(item: Item) -> Vec<u8> {
@@ -53,8 +59,27 @@ impl Source {
         s
     }
 
+    /// Filters out every item whose key has its bit set in `mask` (keys 0..32).
+    pub fn with_hidden_keys(mut self, mask: u32) -> Source {
+        self.hidden_keys = mask;
+        self
+    }
+
+    /// Every item, the filtered ones included.
     pub fn items(&self) -> &[Item] {
         &self.items
+    }
+
+    fn visible(&self, item: &Item) -> bool {
+        item.0 >= 32 || self.hidden_keys & (1 << item.0) == 0
+    }
+
+    /// The items a reader sees from position `at` on: the filter applied.
+    pub fn visible_from(&self, at: usize) -> impl Iterator<Item = Item> + '_ {
+        self.items[at.min(self.items.len())..]
+            .iter()
+            .copied()
+            .filter(|i| self.visible(i))
     }
 
     pub fn len(&self) -> usize {
@@ -86,12 +111,18 @@ impl Source {
         }
     }
 
-    /// Keyset pagination: up to `limit` items after `cursor`.
+    /// Keyset pagination: scans up to `limit` items after `cursor` and returns those the
+    /// filter keeps; the next cursor is the last item scanned.
     pub fn read(&self, cursor: &[u8], limit: u32) -> Answer {
         let at = self.position(cursor);
         let end = (at + limit as usize).min(self.items.len());
-        let items = self.items[at..end].to_vec();
-        let next_cursor = items
+        let scanned = &self.items[at..end];
+        let items = scanned
+            .iter()
+            .copied()
+            .filter(|i| self.visible(i))
+            .collect();
+        let next_cursor = scanned
             .last()
             .map_or_else(|| cursor.to_vec(), |&i| encode_cursor(i));
         Answer {
@@ -124,6 +155,20 @@ pub enum Op {
     Invalidate,
     /// Answer a pending read with items but an unmoved cursor: a host bug.
     Stall { index: u16 },
+    /// Answer a pending read with no items, an unmoved cursor and no end flag: the same bug
+    /// on an empty page.
+    StallEmpty { index: u16 },
+}
+
+/// How [`Host::deliver`] shapes an answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    /// As the source answered.
+    AsRead,
+    /// Its items, with the read's own cursor.
+    Stall,
+    /// No items, the read's own cursor, no end flag.
+    StallEmpty,
 }
 
 #[derive(Clone, Debug)]
@@ -192,8 +237,9 @@ impl Host {
     pub fn apply(&mut self, op: Op) -> Result<(), Violation> {
         self.steps += 1;
         let r = match op {
-            Op::Deliver { index, fresh } => self.deliver(index as usize, fresh, false),
-            Op::Stall { index } => self.deliver(index as usize, false, true),
+            Op::Deliver { index, fresh } => self.deliver(index as usize, fresh, Shape::AsRead),
+            Op::Stall { index } => self.deliver(index as usize, false, Shape::Stall),
+            Op::StallEmpty { index } => self.deliver(index as usize, false, Shape::StallEmpty),
             Op::Fail { index } => {
                 if self.pending.is_empty() {
                     Ok(())
@@ -225,7 +271,7 @@ impl Host {
         self.check()
     }
 
-    fn deliver(&mut self, index: usize, fresh: bool, stall: bool) -> Result<(), LoaderError> {
+    fn deliver(&mut self, index: usize, fresh: bool, shape: Shape) -> Result<(), LoaderError> {
         if self.pending.is_empty() {
             return Ok(());
         }
@@ -235,8 +281,15 @@ impl Host {
         } else {
             p.prepared
         };
-        if stall && !a.items.is_empty() {
-            a.next_cursor = p.read.cursor.to_vec();
+        match shape {
+            Shape::AsRead => {}
+            Shape::Stall if a.items.is_empty() => {}
+            Shape::Stall => a.next_cursor = p.read.cursor.to_vec(),
+            Shape::StallEmpty => {
+                a.items.clear();
+                a.next_cursor = p.read.cursor.to_vec();
+                a.end_of_source = false;
+            }
         }
         let acq = self.next_acq;
         self.next_acq += 1;
@@ -313,6 +366,15 @@ impl Host {
             .check_invariants()
             .map_err(|inv| at(format!("ledger {inv} violated")))?;
         let view = self.view_items().map_err(at)?;
+        if let Some(acq) = self
+            .held
+            .iter()
+            .find_map(|(a, v)| v.is_empty().then_some(a))
+        {
+            return Err(at(format!(
+                "acquisition {acq} of an empty page is still held"
+            )));
+        }
         let l = self.loader.ledger();
         if !self.loader.revalidating() && l.failure() == crate::ledger::Failure::None {
             // Quiet: the view is the source's content for the covered range, from the first
@@ -320,13 +382,15 @@ impl Host {
             let from = self.source.position(self.loader.base_cursor());
             let (start, end) = self.loader.covered();
             let n = (end - start) as usize;
-            let truth = &self.source.items()[from..(from + n).min(self.source.len())];
+            let truth: Vec<Item> = self.source.visible_from(from).take(n + 1).collect();
+            let follows = truth.len() > n;
+            let truth = &truth[..truth.len().min(n)];
             if view != truth {
                 return Err(at(format!(
                     "quiet view differs from the source: view {view:?}, source {truth:?}"
                 )));
             }
-            if self.loader.end_of_source() && from + n != self.source.len() {
+            if self.loader.end_of_source() && follows {
                 return Err(at(
                     "view claims the end of the source but items follow".into()
                 ));

@@ -113,8 +113,9 @@ pub enum Answer {
     /// Superseded or overtaken: nothing of it enters the view; for a failure, it only raised
     /// the debt.
     Stale,
-    /// The answer had items but its cursor did not advance: a host bug. A chain escalated to a
-    /// full read; a finite or full read recorded an own failure.
+    /// The answer's cursor did not advance, and it had items or did not claim the source's
+    /// end: a host bug (read again, it would loop). A chain escalated to a full read; a
+    /// finite or full read recorded an own failure, which waits for backoff.
     CursorStalled,
 }
 
@@ -202,11 +203,12 @@ struct Work {
 
 impl Work {
     /// Takes `acquisition` from the answer to this request's outstanding read; returns where
-    /// it sits in the request's list.
-    fn accept(&mut self, acquisition: u64) -> u32 {
+    /// it sits in the request's list. An empty page is never shown and nothing reads it, so
+    /// its acquisition is not kept: the caller releases it at once (see [`Loader::accept`]).
+    fn accept(&mut self, acquisition: u64, count: u32) -> u32 {
         self.read = None;
         let slot = self.acqs.len() as u32;
-        self.acqs.push(Some(acquisition));
+        self.acqs.push((count > 0).then_some(acquisition));
         slot
     }
 
@@ -262,7 +264,8 @@ struct Accepted<'a> {
     count: u32,
     next_cursor: &'a [u8],
     end_of_source: bool,
-    /// Items, but the cursor did not advance.
+    /// The cursor did not advance, yet the answer had items or did not claim the source's
+    /// end: a host bug (an empty page that does not move would be read again forever).
     stalled: bool,
 }
 
@@ -292,6 +295,10 @@ pub struct Loader {
     base_offset: u64,
     base_cursor: Cursor,
     covered_end: u64,
+    /// The cursor after empty pages that followed the last held page (a filtered stretch of
+    /// the source): where the next finite read continues instead of that page's end. `None`
+    /// when the last answer that advanced the view had items.
+    tail_cursor: Option<Cursor>,
     end_of_source: bool,
     window_start: u64,
     window_len: u64,
@@ -349,6 +356,7 @@ impl Loader {
             base_offset: 0,
             base_cursor: Cursor::default(),
             covered_end: 0,
+            tail_cursor: None,
             end_of_source: false,
             window_start: 0,
             window_len: 0,
@@ -550,7 +558,7 @@ impl Loader {
             return Err(LedgerError::IdOverflow.into());
         }
         let (_, read) = self.reads.remove(at);
-        let stalled = count > 0 && read.cursor == next_cursor;
+        let stalled = read.cursor == next_cursor && (count > 0 || !end_of_source);
         let (request, kind) = (read.request, read.kind);
         self.cursors.recycle(read.cursor);
         self.stats.accepted += 1;
@@ -566,6 +574,12 @@ impl Loader {
             Kind::Finite => self.settle_finite(&a)?,
             Kind::Chain | Kind::Full => self.settle_step(&a)?,
         };
+        if count == 0 {
+            // An empty page enters no view and nothing reads it: its acquisition goes back
+            // now (its request's record kept no copy, see `Work::accept`).
+            self.effects.push(Effect::Release { acquisition });
+            self.stats.released += 1;
+        }
         match answer {
             Answer::Current => self.stats.answered_current += 1,
             Answer::Stale => self.stats.answered_stale += 1,
@@ -631,7 +645,7 @@ impl Loader {
             .work
             .get_mut(&request)
             .expect("a read's request is live");
-        let slot = w.accept(acquisition);
+        let slot = w.accept(acquisition, count);
         let epoch = w.epoch;
         if stalled {
             self.fail_request(request)?;
@@ -651,6 +665,11 @@ impl Loader {
                     });
                     w.in_view += 1;
                     self.covered_end += count as u64;
+                    if let Some(old) = self.tail_cursor.take() {
+                        self.cursors.recycle(old);
+                    }
+                } else {
+                    self.set_tail_after_view(next_cursor);
                 }
                 self.end_of_source = end_of_source;
                 self.view_changed = true;
@@ -677,7 +696,7 @@ impl Loader {
             .work
             .get_mut(&request)
             .expect("a read's request is live");
-        let slot = w.accept(acquisition);
+        let slot = w.accept(acquisition, count);
         let kind = w.kind;
         // The epoch moved at a step boundary, or a superseded failure raised the debt to full
         // so the chain will be abandoned anyway: settle now rather than read on.
@@ -737,6 +756,7 @@ impl Loader {
         match self.ledger.settle(request, &mut self.scratch)? {
             Settled::ChainCommitted | Settled::FullCommitted { .. } => {
                 self.commit(request, end_of_source);
+                self.set_tail_after_view(next_cursor);
                 self.backoff.reset();
                 Ok(Answer::Current)
             }
@@ -929,11 +949,30 @@ impl Loader {
         self.issue(id, cursor);
     }
 
-    /// The cursor after the last held page: where a finite read continues.
+    /// The cursor after everything covered: where a finite read continues. That is the last
+    /// held page's end, or past it when empty pages followed it.
     fn memo_end_cursor(&self) -> &Cursor {
-        self.view
+        match &self.tail_cursor {
+            Some(c) => c,
+            None => self
+                .view
+                .back()
+                .map_or(&self.base_cursor, |p| &p.end_cursor),
+        }
+    }
+
+    /// Records where the covered range ends after an answer that advanced it: at `end`, the
+    /// answer's next cursor. When empty pages moved it past the last held page (or past the
+    /// base, with no page), the next finite read continues from there.
+    fn set_tail_after_view(&mut self, end: &[u8]) {
+        let last: &[u8] = self
+            .view
             .back()
-            .map_or(&self.base_cursor, |p| &p.end_cursor)
+            .map_or(&self.base_cursor, |p| &p.end_cursor);
+        let tail = (end != last).then(|| self.cursors.make(end));
+        if let Some(old) = std::mem::replace(&mut self.tail_cursor, tail) {
+            self.cursors.recycle(old);
+        }
     }
 
     fn issue(&mut self, request: u64, cursor: Cursor) {
@@ -999,6 +1038,9 @@ impl Loader {
                 at += p.count as u64;
             }
             self.covered_end = at;
+            if let Some(old) = self.tail_cursor.take() {
+                self.cursors.recycle(old);
+            }
             self.view_changed = true;
         }
     }

@@ -1,0 +1,68 @@
+"""Empty pages through the Python binding: a filtered stretch answered with empty pages whose
+cursor advances is read across (each empty page released at once); an empty page that repeats
+its read's cursor without the end flag is a stall that waits for backoff, never a loop."""
+
+import libloader
+from libloader import Answer, Config, Loader
+
+HIDDEN = range(100, 200)  # rows a filter removes from a 300-row source
+
+
+def scan(read):
+    """The filtered keyset query: scan up to ``limit`` rows after the cursor."""
+    start = int.from_bytes(read.cursor, "big")
+    end = min(start + read.limit, 300)
+    rows = [r for r in range(start, end) if r not in HIDDEN]
+    return rows, end.to_bytes(8, "big"), end == 300
+
+
+def make():
+    reads, released = [], []
+    loader = Loader(reads.append, released.append,
+                    config=Config(page_size=50, prefetch_distance=0))
+    return loader, reads, released
+
+
+def test_a_filtered_stretch_is_read_across_and_empty_pages_are_released():
+    loader, reads, released = make()
+    with loader:
+        loader.set_window(0, 150)
+        cursors = []
+        while reads:
+            read = reads.pop(0)
+            cursors.append(int.from_bytes(read.cursor, "big"))
+            rows, nxt, end = scan(read)
+            assert loader.settle(read, rows, next_cursor=nxt, end_of_source=end) == Answer.CURRENT
+            assert len(cursors) <= 10, "the loader re-reads the same cursor"
+        assert cursors == [0, 50, 100, 150, 200]
+        view = [row for page in loader.view().pages for row in page.acquisition]
+        assert view == list(range(100)) + list(range(200, 250))
+        assert released == [[], []], "each empty page is released as soon as it is answered"
+        assert loader.state.quiescent
+        assert not loader.state.revalidating
+
+
+def test_an_empty_page_that_repeats_its_cursor_is_a_stall():
+    loader, reads, released = make()
+    with loader:
+        loader.set_window(0, 150)
+        read = reads.pop(0)
+        rows, nxt, end = scan(read)
+        loader.settle(read, rows, next_cursor=nxt, end_of_source=end)
+        read = reads.pop(0)
+        empty = []
+        assert loader.settle(read, empty, next_cursor=read.cursor) == Answer.CURSOR_STALLED
+        assert released and released[-1] is empty, "the stalled empty page is released"
+        assert not reads, "the stalled read is not issued again at once"
+        assert loader.state.failure == libloader.Failure.OWN
+        deadline = loader.next_deadline()
+        assert deadline is not None
+        assert loader.stats().cursor_stalls == 1
+        loader.tick(deadline)
+        assert len(reads) == 1 and reads[0].kind == libloader.Kind.FULL
+        while reads:
+            read = reads.pop(0)
+            rows, nxt, end = scan(read)
+            loader.settle(read, rows, next_cursor=nxt, end_of_source=end)
+        assert not loader.state.revalidating
+        assert loader.state.failure == libloader.Failure.NONE
