@@ -1,5 +1,7 @@
-//! Answers to reads: `loader_settle` and `loader_fail`, on a read id that is outstanding,
-//! answered, never issued or garbage, and how the answer must be classified.
+//! Answers to reads: `loader_settle` and `loader_fail`, and the codes and classes they must give.
+//!
+//! The read id is outstanding, answered, never issued or garbage; the answer's class must say
+//! a stalled cursor or a cancelled read.
 
 use super::calls::Cursor;
 use super::host::Read;

@@ -1,7 +1,7 @@
-//! The four `extern "C"` callbacks a [`Host`] gives its loader, and the checks each makes as
-//! it runs: consecutive read ids, cancels of outstanding reads only, releases of accepted
-//! acquisitions only, no nesting, nothing after `loader_free` returned.
+//! The four `extern "C"` callbacks a [`Host`] gives its loader, and the checks each makes.
 //!
+//! Read ids are consecutive, a cancel names an outstanding read, a release an accepted
+//! acquisition; no callback runs nested inside another or after `loader_free` returned.
 //! Callbacks never panic (an unwind out of an `extern "C"` function aborts): they record
 //! violations, which the driver raises after the call that ran them returns. Each one ends
 //! with a step of the host's script (`script.rs`).

@@ -1,5 +1,4 @@
-//! The host events that take no read: `loader_invalidate`, `loader_set_window`, `loader_tick`
-//! and `loader_retry`, with the codes each must return.
+//! Host events that name no read: invalidate, set_window, tick and retry, and their codes.
 
 use super::calls;
 use super::world::{Target, World};

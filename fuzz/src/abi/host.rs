@@ -1,8 +1,7 @@
-//! The fuzz host behind one loader ([`Host`]): its books (reads, acquisitions, cancels,
-//! callbacks run), and `loader_settle`, `loader_fail` and `loader_free` with the books kept.
+//! The fuzz host behind one loader: its books, and settle, fail and free with the books kept.
 //!
-//! The callbacks that keep the books are in `callbacks.rs`; what a callback may do to its own
-//! loader from inside, in `script.rs`.
+//! The books hold reads, acquisitions, cancels and callbacks run. The callbacks that keep them
+//! are in `callbacks.rs`; what a callback may do to its own loader from inside, in `script.rs`.
 
 use super::calls::{self, Cursor};
 use loader::ffi::*;

@@ -1,5 +1,4 @@
-//! `loader_new` (a decoded config, counters and host, and the code it must return) and
-//! `loader_free`.
+//! `loader_new` from a decoded config, counters and host, with its expected code; `loader_free`.
 
 use super::calls;
 use super::host::Host;

@@ -1,6 +1,6 @@
-//! `fuzz_abi`: byte strings decoded into sequences of calls to the exported `loader_*`
-//! functions, on up to [`SLOTS`] loaders at once.
+//! `fuzz_abi`: byte strings decoded into calls to the exported `loader_*` functions, checked.
 //!
+//! Up to [`SLOTS`] loaders are alive at once.
 //! Handles, read ids, counts, cursors and window values are usually valid, sometimes one off,
 //! sometimes garbage; frees, double frees and calls after free are part of the mix, and the
 //! callbacks themselves answer, fail, invalidate, move the window or free their own loader

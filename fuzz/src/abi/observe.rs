@@ -1,5 +1,6 @@
-//! What the ABI shows of one loader ([`Obs`]), read through `loader_state`, `loader_requests`,
-//! `loader_view` and `loader_next_deadline`, and the sentinel values those calls must overwrite.
+//! What the ABI shows of one loader ([`Obs`]), and the sentinels the reads must overwrite.
+//!
+//! Read through `loader_state`, `loader_requests`, `loader_view` and `loader_next_deadline`.
 
 use super::{calls, R};
 use loader::ffi::*;

@@ -1,5 +1,7 @@
-//! The op byte: which call each value makes, and the calls too small for a file of their own
-//! (the test hooks `loader_floor` and `loader_test_panic`, script bytes, result strings).
+//! The op byte's dispatch, and the calls too small for a file of their own.
+//!
+//! Those are the test hooks `loader_floor` and `loader_test_panic`, script bytes, and the
+//! result strings.
 
 use super::calls;
 use super::world::{Target, World};

@@ -1,5 +1,7 @@
-//! The checks on one observation: the module's invariants, the ABI's own consistency, and
-//! agreement with the host's books.
+//! The checks on one observation: invariants, consistency, and agreement with the books.
+//!
+//! The module's invariants, the ABI's own consistency (counts, ids, a contiguous view), and
+//! the loader's counts against the host's books.
 
 use super::host::Host;
 use super::observe::Obs;

@@ -1,5 +1,4 @@
-//! How a run reports: the call trace, the failure message, the `LOADER_FUZZ_STATS` tally of
-//! checked results, and which panics count as crashes.
+//! How a run reports: trace, failure message, result tally, and which panics are crashes.
 
 use super::world::World;
 use super::R;

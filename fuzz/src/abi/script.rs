@@ -1,6 +1,7 @@
-//! The host's script: bytes from the input that make a callback answer, fail, invalidate,
-//! move the window, read the state, or free its own loader from inside the callback, the
-//! hostile things a real host may do; and what each such reentrant call may return.
+//! The host's script: hostile calls a callback makes on its own loader, and their codes.
+//!
+//! Bytes from the input make a callback answer, fail, invalidate, move the window, read the
+//! state, or free its own loader from inside the callback, the things a real host may do.
 
 use super::callbacks::Ctx;
 use super::calls::{self, Cursor};

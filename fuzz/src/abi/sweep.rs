@@ -1,6 +1,8 @@
-//! The checks made after every call: each touched loader observed and checked, a refused call
-//! changed nothing, an accepted one announced its change; and at the end, every loader freed
-//! and every acquisition's fate.
+//! The checks after every call and at the end of a run, scheduled over the slots.
+//!
+//! Each touched loader is observed and checked; a refused call changed nothing, an accepted
+//! one announced its change; at the end, every loader is freed and every acquisition's fate
+//! checked.
 
 use super::calls;
 use super::observe::{blank_snapshot, observe, Obs};

@@ -1,5 +1,6 @@
-//! The driver's state ([`World`]): the loaders alive in each slot with their hosts, the hosts
-//! of freed ones, and how a call's handle is picked and what it names.
+//! The driver's state ([`World`]): slots and their hosts, and what a call's handle names.
+//!
+//! It also holds the hosts of freed loaders, and picks each call's handle and expected gate.
 
 use super::host::Host;
 use super::observe::{observe, Obs};

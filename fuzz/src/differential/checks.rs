@@ -1,5 +1,4 @@
-//! The checks after each event (both sides' invariants, supersession seen by the model) and
-//! at the end of a run (answering everything reaches quiescence).
+//! The lockstep's checks: both sides' invariants after each event, and progress at the end.
 
 use super::Run;
 use loader::ledger;

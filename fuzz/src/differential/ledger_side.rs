@@ -1,5 +1,7 @@
-//! The ledger's half of the lockstep: a host event applied to the production ledger, its
-//! effects booked against the model's request slots, and answers the ledger must refuse.
+//! The ledger's half of the lockstep: events applied, effects booked, refusals checked.
+//!
+//! A host event is applied to the production ledger, its effects are booked against the
+//! model's request slots, and answers the ledger must refuse are checked to change nothing.
 
 use super::{Event, Run};
 use loader::ledger::{self, Effect, Ledger, LedgerError};
