@@ -5,11 +5,23 @@
 //! never this crate's undefined behaviour.
 
 use loader::ffi::*;
-use std::ffi::{c_void, CStr};
+use std::ffi::{c_char, c_void, CStr};
 
 /// Where an out-parameter points: a real place, or NULL.
 pub fn out_ptr<T>(place: Option<&mut T>) -> *mut T {
     place.map_or(std::ptr::null_mut(), |p| p as *mut T)
+}
+
+/// Where an array argument points: the array, or NULL; a claimed `capacity` beyond the array
+/// is this crate's bug, so it panics before the library could write past the end.
+fn array_ptr<T>(array: Option<&mut [T]>, capacity: usize) -> *mut T {
+    match array {
+        Some(a) => {
+            assert!(capacity <= a.len(), "capacity beyond the array");
+            a.as_mut_ptr()
+        }
+        None => std::ptr::null_mut(),
+    }
 }
 
 /// A cursor argument of `loader_settle`.
@@ -21,6 +33,7 @@ pub enum Cursor<'a> {
     Null(usize),
 }
 
+/// `loader_config_default` into `out` (NULL when `None`).
 pub fn config_default(out: Option<&mut loader_config>) -> loader_result {
     // SAFETY: `out` is NULL or a live, writable `loader_config`.
     unsafe { loader_config_default(out_ptr(out)) }
@@ -45,6 +58,7 @@ pub fn new(
     }
 }
 
+/// `loader_settle`, with the cursor passed as `cursor` says.
 #[allow(clippy::too_many_arguments)]
 pub fn settle(
     handle: loader_handle,
@@ -75,6 +89,7 @@ pub fn settle(
     }
 }
 
+/// `loader_fail`.
 pub fn fail(
     handle: loader_handle,
     read_id: u64,
@@ -85,11 +100,13 @@ pub fn fail(
     unsafe { loader_fail(handle, read_id, code, out_ptr(out)) }
 }
 
+/// `loader_retry`.
 pub fn retry(handle: loader_handle, out: Option<&mut bool>) -> loader_result {
     // SAFETY: `out` is NULL or a live, writable `bool`.
     unsafe { loader_retry(handle, out_ptr(out)) }
 }
 
+/// `loader_next_deadline`.
 pub fn next_deadline(
     handle: loader_handle,
     armed: Option<&mut bool>,
@@ -99,6 +116,7 @@ pub fn next_deadline(
     unsafe { loader_next_deadline(handle, out_ptr(armed), out_ptr(deadline)) }
 }
 
+/// `loader_state`.
 pub fn state(handle: loader_handle, out: Option<&mut loader_snapshot>) -> loader_result {
     // SAFETY: `out` is NULL or a live, writable `loader_snapshot`.
     unsafe { loader_state(handle, out_ptr(out)) }
@@ -112,16 +130,10 @@ pub fn requests(
     capacity: usize,
     out_len: Option<&mut usize>,
 ) -> loader_result {
-    let (ptr, cap) = match array {
-        Some(a) => {
-            assert!(capacity <= a.len(), "capacity beyond the array");
-            (a.as_mut_ptr(), capacity)
-        }
-        None => (std::ptr::null_mut(), capacity),
-    };
-    // SAFETY: `ptr` is NULL or valid for `cap` writes (checked above); a NULL array with a
+    let ptr = array_ptr(array, capacity);
+    // SAFETY: `ptr` is NULL or valid for `capacity` writes (checked by `array_ptr`); a NULL array with a
     // non-zero capacity is allowed by the contract and must be refused, not written.
-    unsafe { loader_requests(handle, ptr, cap, out_ptr(out_len)) }
+    unsafe { loader_requests(handle, ptr, capacity, out_ptr(out_len)) }
 }
 
 /// `loader_view`, with the array rules of [`requests`].
@@ -132,36 +144,37 @@ pub fn view(
     out_len: Option<&mut usize>,
     revalidating: Option<&mut bool>,
 ) -> loader_result {
-    let (ptr, cap) = match array {
-        Some(a) => {
-            assert!(capacity <= a.len(), "capacity beyond the array");
-            (a.as_mut_ptr(), capacity)
-        }
-        None => (std::ptr::null_mut(), capacity),
-    };
+    let ptr = array_ptr(array, capacity);
     // SAFETY: as in `requests`; `revalidating` is NULL or a live, writable `bool`.
-    unsafe { loader_view(handle, ptr, cap, out_ptr(out_len), out_ptr(revalidating)) }
+    unsafe {
+        loader_view(
+            handle,
+            ptr,
+            capacity,
+            out_ptr(out_len),
+            out_ptr(revalidating),
+        )
+    }
+}
+
+/// A copy of the static NUL-terminated string `function` returned.
+fn copy_static(p: *const c_char, function: &str) -> String {
+    assert!(!p.is_null(), "{function} returned NULL");
+    // SAFETY: the library returns a static NUL-terminated string, and it is not NULL.
+    unsafe { CStr::from_ptr(p) }
+        .to_str()
+        .unwrap_or_else(|_| panic!("{function} returned a string that is not UTF-8"))
+        .to_owned()
 }
 
 /// The message for `code`, copied out of the library's static string.
 pub fn result_str(code: i32) -> String {
-    let p = loader_result_str(code);
-    assert!(!p.is_null(), "loader_result_str returned NULL");
-    // SAFETY: the library returns a static NUL-terminated string.
-    unsafe { CStr::from_ptr(p) }
-        .to_str()
-        .expect("messages are UTF-8")
-        .to_owned()
+    copy_static(loader_result_str(code), "loader_result_str")
 }
 
+/// `loader_version`, copied out of the library's static string.
 pub fn version() -> String {
-    let p = loader_version();
-    assert!(!p.is_null(), "loader_version returned NULL");
-    // SAFETY: the library returns a static NUL-terminated string.
-    unsafe { CStr::from_ptr(p) }
-        .to_str()
-        .expect("the version is UTF-8")
-        .to_owned()
+    copy_static(loader_version(), "loader_version")
 }
 
 /// The cursor bytes of a read passed to `issue`.

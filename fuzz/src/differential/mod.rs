@@ -15,10 +15,14 @@
 //! more than `IDS` requests. Each input is run twice: with `recheck_full` on against
 //! `unifiedMinRecheck`, and off against the module's exact `unifiedMin`.
 
+mod checks;
+mod ledger_side;
+
 use crate::input::Input;
-use loader::ledger::{self, Config, Effect, Ledger, LedgerError};
-use loader::model::{Action, Bounds, Invariant, Model, Rules, State};
-use loader::refinement::{self, acted_on, Slot, SlotFate as Fate};
+use ledger_side::{Outcome, Side};
+use loader::ledger::{Config, Ledger};
+use loader::model::{Action, Bounds, Model, Rules, State};
+use loader::refinement::acted_on;
 
 /// The model's `MaxEpoch`: invalidations stop there.
 pub const MAX_EPOCH: u8 = 15;
@@ -27,6 +31,7 @@ pub const IDS: usize = 8;
 /// Requests alive at once (in flight, settled, or failed and not yet released).
 pub const MAX_ALIVE: usize = 4;
 
+/// A host event, decoded from one byte (and one more for the request it picks).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Event {
     Invalidate,
@@ -40,12 +45,7 @@ enum Event {
     BadFail(u8),
 }
 
-#[derive(Clone)]
-struct Side {
-    ledger: Ledger,
-    slots: Vec<Slot>,
-}
-
+/// One pass over an input: the model and the ledger side, advanced in lockstep.
 struct Run {
     model: Model,
     recheck: bool,
@@ -60,48 +60,6 @@ pub fn run(data: &[u8]) {
     for recheck in [true, false] {
         Run::new(recheck).drive(Input::new(data));
     }
-}
-
-impl Side {
-    fn slot_of(&self, id: u64) -> Option<usize> {
-        refinement::slot_of(&self.slots, id)
-    }
-
-    fn alive(&self) -> usize {
-        self.slots
-            .iter()
-            .filter(|s| s.fate != Fate::Released)
-            .count()
-    }
-
-    fn inflight(&self) -> Vec<u64> {
-        self.slots
-            .iter()
-            .filter(|s| self.ledger.request(s.id).map(|r| r.st) == Some(ledger::St::Inflight))
-            .map(|s| s.id)
-            .collect()
-    }
-
-    /// The model state this ledger state stands for, mapped as the refinement check maps it.
-    fn map(&self, m: &Model) -> State {
-        refinement::map_state(m, &self.ledger, &self.slots)
-    }
-
-    /// Books the ledger's effects against the slots.
-    fn book(&mut self, out: &[Effect]) -> Result<(), String> {
-        refinement::book(&mut self.slots, &self.ledger, out)
-    }
-}
-
-/// What a host event did to the ledger.
-enum Outcome {
-    /// Applied; the model must take `label` on request slot `on` (if any).
-    Step { label: &'static str, on: Option<u8> },
-    /// The ledger declined (`want_more` or `retry` with nothing enabled): the model's action
-    /// must be disabled too, and nothing may change.
-    Declined(&'static str),
-    /// A refused answer, already checked.
-    Refused,
 }
 
 impl Run {
@@ -246,166 +204,6 @@ impl Run {
                 "the ledger took {name}, which the model does not allow here"
             )),
             _ => self.fail(format!("{name} is ambiguous in the model: {found:?}")),
-        }
-    }
-
-    fn apply(&self, next: &mut Side, ev: Event, out: &mut Vec<Effect>) -> Result<Outcome, String> {
-        let l = &mut next.ledger;
-        let e = |e: LedgerError| e.to_string();
-        Ok(match ev {
-            Event::Invalidate => {
-                l.invalidate(out).map_err(e)?;
-                Outcome::Step {
-                    label: "Invalidate",
-                    on: None,
-                }
-            }
-            Event::WantMore => match l.want_more(out).map_err(e)? {
-                Some(_) => Outcome::Step {
-                    label: "IssueFinite",
-                    on: None,
-                },
-                None => Outcome::Declined("IssueFinite"),
-            },
-            Event::Retry => {
-                let enabled = l.retry_enabled();
-                match l.retry(out).map_err(e)? {
-                    Some(_) => {
-                        for s in next.slots.iter_mut() {
-                            if s.fate == Fate::FailedForgotten {
-                                s.fate = Fate::Released;
-                            }
-                        }
-                        Outcome::Step {
-                            label: "ExplicitRetry",
-                            on: None,
-                        }
-                    }
-                    None if enabled => return Err("retry_enabled but retry declined".into()),
-                    None => Outcome::Declined("ExplicitRetry"),
-                }
-            }
-            Event::Settle(pick) | Event::Fail(pick) => {
-                let inflight = self.side.inflight();
-                if inflight.is_empty() {
-                    return Ok(Outcome::Refused);
-                }
-                let id = inflight[pick as usize % inflight.len()];
-                let slot = self.side.slot_of(id).expect("in flight") as u8;
-                let k = self.side.slots[slot as usize].kind;
-                if let Event::Settle(_) = ev {
-                    l.settle(id, out).map_err(e)?;
-                    Outcome::Step {
-                        label: match k {
-                            ledger::Kind::Finite => "SettleFinite",
-                            ledger::Kind::Chain => "SettleChain",
-                            ledger::Kind::Full => "SettleFull",
-                        },
-                        on: Some(slot),
-                    }
-                } else {
-                    l.fail(id, out).map_err(e)?;
-                    if k == ledger::Kind::Finite {
-                        next.slots[slot as usize].fate = Fate::FailedForgotten;
-                    }
-                    Outcome::Step {
-                        label: "Fail",
-                        on: Some(slot),
-                    }
-                }
-            }
-            Event::BadSettle(pick) | Event::BadFail(pick) => {
-                self.refuse(matches!(ev, Event::BadSettle(_)), pick)?;
-                Outcome::Refused
-            }
-        })
-    }
-
-    /// An answer for a request that is not in flight: refused with the right error, and
-    /// nothing changes.
-    fn refuse(&self, settle: bool, pick: u8) -> Result<(), String> {
-        let l = &self.side.ledger;
-        let next_id = l.snapshot().next_id;
-        let mut ids = vec![0, next_id, next_id + 1 + u64::from(pick >> 4)];
-        ids.extend(
-            self.side
-                .slots
-                .iter()
-                .filter(|s| l.request(s.id).map(|r| r.st) != Some(ledger::St::Inflight))
-                .map(|s| s.id),
-        );
-        let id = ids[pick as usize % ids.len()];
-        let want = match l.request(id) {
-            _ if id == 0 || id >= next_id => LedgerError::NotIssued(id),
-            Some(_) => LedgerError::AlreadyAnswered(id),
-            None => LedgerError::Retired(id),
-        };
-        let mut copy = l.clone();
-        let mut out = Vec::new();
-        let got = if settle {
-            copy.settle(id, &mut out).err()
-        } else {
-            copy.fail(id, &mut out).err()
-        };
-        if got != Some(want) {
-            return Err(format!("answer for {id}: got {got:?}, wanted {want:?}"));
-        }
-        if !out.is_empty() || copy.snapshot() != l.snapshot() || copy.requests() != l.requests() {
-            return Err(format!("the refused answer for {id} changed the ledger"));
-        }
-        Ok(())
-    }
-
-    fn check_invariants(&self) {
-        for inv in Invariant::ALL {
-            if inv == Invariant::NoLostInvalidation && !self.recheck {
-                continue;
-            }
-            if !inv.holds(&self.model, &self.state) {
-                self.fail(format!("{inv} violated"));
-            }
-        }
-        if let Err(inv) = self.side.ledger.check_invariants() {
-            self.fail(format!("the ledger's own {inv} violated"));
-        }
-        for s in &self.side.slots {
-            if let Some(r) = self.side.ledger.request(s.id) {
-                if r.sup != s.sup {
-                    self.fail(format!("request {} superseded without notice", s.id));
-                }
-            }
-        }
-    }
-
-    /// Answering every in-flight request with success, and retrying an own failure, reaches
-    /// quiescence; at the current epoch when the fix is on.
-    fn check_progress(&self) {
-        let mut l = self.side.ledger.clone();
-        let mut out = Vec::new();
-        for _ in 0..256 {
-            if l.retry_enabled() {
-                l.retry(&mut out).expect("retry");
-                continue;
-            }
-            match l
-                .requests()
-                .into_iter()
-                .find(|(_, r)| r.st == ledger::St::Inflight)
-            {
-                Some((id, _)) => {
-                    l.settle(id, &mut out).expect("settle");
-                }
-                None => break,
-            }
-        }
-        if !l.is_quiescent() {
-            self.fail(format!(
-                "stuck: answering everything leaves {:?}",
-                l.snapshot()
-            ));
-        }
-        if self.recheck && l.cover_epoch() != l.epoch() {
-            self.fail("answering everything ends with coverEpoch < epoch".into());
         }
     }
 }

@@ -1,0 +1,179 @@
+//! The four `extern "C"` callbacks a [`Host`] gives its loader, and the checks each makes.
+//!
+//! Read ids are consecutive, a cancel names an outstanding read, a release an accepted
+//! acquisition; no callback runs nested inside another or after `loader_free` returned.
+//! Callbacks never panic (an unwind out of an `extern "C"` function aborts): they record
+//! violations, which the driver raises after the call that ran them returns. Each one ends
+//! with a step of the host's script (`script.rs`).
+
+use super::calls;
+use super::host::{Host, Read};
+use loader::ffi::*;
+use std::ffi::c_void;
+
+/// Which callback a script step runs in.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Ctx {
+    Issue(u64),
+    Release,
+    Changed,
+    Cancel(u64),
+}
+
+impl Host {
+    /// The callbacks that keep these books; `changed` and `cancel` only if the host has them.
+    pub fn callbacks(&self) -> loader_callbacks {
+        loader_callbacks {
+            userdata: self as *const Host as *mut c_void,
+            issue: Some(on_issue),
+            release: Some(on_release),
+            changed: if self.has_changed {
+                Some(on_changed)
+            } else {
+                None
+            },
+            cancel: if self.has_cancel {
+                Some(on_cancel)
+            } else {
+                None
+            },
+        }
+    }
+
+    /// A callback returns: its script step, then the depth count.
+    fn leave(&self, ctx: Ctx) {
+        self.script(ctx);
+        self.books.borrow_mut().depth -= 1;
+    }
+
+    /// Counts a callback and flags it if the loader was already freed.
+    fn enter(&self, name: &str) {
+        if super::report::tracing() {
+            eprintln!("    callback {name} of {:#x}", self.handle.get());
+        }
+        let mut b = self.books.borrow_mut();
+        b.callbacks += 1;
+        // A call made from a callback has its callbacks queued until the running one returns;
+        // only `loader_free` runs its releases and cancels at once (they must precede its return).
+        if b.depth > 0 && !b.free_started {
+            b.violations.push(format!(
+                "{name} callback ran nested inside another callback"
+            ));
+        }
+        b.depth += 1;
+        if b.freed {
+            b.violations
+                .push(format!("{name} callback after loader_free returned"));
+        }
+    }
+}
+
+unsafe extern "C" fn on_issue(userdata: *mut c_void, read: *const loader_read) {
+    // SAFETY: userdata is the `Host` registered with this loader; it lives until the run ends,
+    // after the loader was freed.
+    let host: &Host = unsafe { calls::host_of(userdata) };
+    // SAFETY: `read` is the pointer passed to this running `issue` callback.
+    let (r, cursor) = unsafe { calls::read_in_callback(read) };
+    host.enter(&format!("issue(read {})", r.read_id));
+    let Some(cursor) = cursor else {
+        host.violation(format!(
+            "read {} has a NULL cursor of length {}",
+            r.read_id, r.cursor_len
+        ));
+        host.books.borrow_mut().depth -= 1;
+        return;
+    };
+    {
+        let b = &mut *host.books.borrow_mut();
+        if b.free_started {
+            b.violations
+                .push(format!("issue of read {} during or after free", r.read_id));
+        }
+        if r.read_id != b.max_read + 1 {
+            b.violations.push(format!(
+                "read {} issued after read {}: ids must be consecutive",
+                r.read_id, b.max_read
+            ));
+        }
+        if r.limit != host.page_size || cursor.len() > LOADER_MAX_CURSOR_LEN {
+            b.violations.push(format!(
+                "read {}: limit {} (page size {}), cursor of {} bytes",
+                r.read_id,
+                r.limit,
+                host.page_size,
+                cursor.len()
+            ));
+        }
+        b.max_read = b.max_read.max(r.read_id);
+        b.pending.push(Read {
+            id: r.read_id,
+            cursor: cursor.to_vec(),
+            limit: r.limit,
+        });
+    }
+    host.leave(Ctx::Issue(r.read_id));
+}
+
+unsafe extern "C" fn on_release(userdata: *mut c_void, acquisition: usize) {
+    // SAFETY: as in `on_issue`.
+    let host: &Host = unsafe { calls::host_of(userdata) };
+    host.enter(&format!("release({acquisition:#x})"));
+    {
+        let b = &mut *host.books.borrow_mut();
+        let known = b.accepted.contains(&acquisition) || b.offering.contains(&acquisition);
+        if b.refused.contains(&acquisition) || !known {
+            b.violations.push(format!(
+                "release of acquisition {acquisition:#x}, which the loader never accepted"
+            ));
+        }
+        let n = b.released.entry(acquisition).or_insert(0);
+        *n += 1;
+        let n = *n;
+        if n > 1 {
+            b.violations
+                .push(format!("acquisition {acquisition:#x} released {n} times"));
+        }
+    }
+    host.leave(Ctx::Release);
+}
+
+unsafe extern "C" fn on_changed(userdata: *mut c_void) {
+    // SAFETY: as in `on_issue`.
+    let host: &Host = unsafe { calls::host_of(userdata) };
+    host.enter("changed");
+    host.books.borrow_mut().changes += 1;
+    if host.books.borrow().free_started {
+        host.violation("changed callback during or after free".into());
+    }
+    host.leave(Ctx::Changed);
+}
+
+unsafe extern "C" fn on_cancel(userdata: *mut c_void, read_id: u64) {
+    // SAFETY: as in `on_issue`.
+    let host: &Host = unsafe { calls::host_of(userdata) };
+    host.enter(&format!("cancel({read_id})"));
+    {
+        let b = &mut *host.books.borrow_mut();
+        // Finding 2 (fixed in bfe75f1): a read whose `issue` never ran is not cancelled.
+        if read_id == 0
+            || read_id > b.max_read
+            || (b.answered.contains(&read_id) && !b.answered_in_callback.contains(&read_id))
+        {
+            b.violations.push(format!(
+                "cancel of read {read_id}, which is not outstanding (max issued {})",
+                b.max_read
+            ));
+        }
+        // Documented: once when superseded, and once more if still outstanding at free
+        // (`Host::free` checks that one).
+        let freeing = b.free_started;
+        let n = b.cancels.entry(read_id).or_insert(0);
+        *n += 1;
+        let n = *n;
+        if n > 1 && !freeing {
+            b.violations
+                .push(format!("read {read_id} cancelled {n} times before free"));
+        }
+    }
+    host.leave(Ctx::Cancel(read_id));
+}

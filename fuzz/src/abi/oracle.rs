@@ -1,0 +1,106 @@
+//! The checks on one observation: invariants, consistency, and agreement with the books.
+//!
+//! The module's invariants, the ABI's own consistency (counts, ids, a contiguous view), and
+//! the loader's counts against the host's books.
+
+use super::host::Host;
+use super::observe::Obs;
+use loader::ffi::*;
+
+/// The module's invariants and the ABI's own consistency, for one observation.
+pub(super) fn check_invariants(o: &Obs, recheck: bool) -> Result<(), String> {
+    use loader_request_state as St;
+    let s = &o.snap;
+    let quiet = s.phase == loader_phase::Idle && s.debt == loader_debt::None;
+    if quiet
+        && s.coverage == loader_coverage::Chain
+        && !o.requests.iter().any(|r| {
+            r.kind == loader_kind::Chain && r.state == St::Settled && r.epoch == s.cover_epoch
+        })
+    {
+        return Err("ChainHeld".into());
+    }
+    if quiet
+        && s.inflight == 0
+        && o.requests
+            .iter()
+            .any(|r| r.state == St::Settled && r.epoch < s.cover_epoch)
+    {
+        return Err("NoLeak".into());
+    }
+    if s.failure == loader_failure::Superseded && s.phase == loader_phase::Idle && s.inflight == 0 {
+        return Err("NoStrandedStaleFailure".into());
+    }
+    if recheck && quiet && s.cover_epoch != s.epoch {
+        return Err("NoLostInvalidation".into());
+    }
+    let count = |st: St| o.requests.iter().filter(|r| r.state == st).count() as u64;
+    if (count(St::Inflight), count(St::Settled), count(St::Failed))
+        != (s.inflight, s.settled, s.failed)
+    {
+        return Err("the snapshot's counts differ from loader_requests".into());
+    }
+    if o.requests.windows(2).any(|w| w[0].id >= w[1].id)
+        || o.requests
+            .iter()
+            .any(|r| r.id == 0 || r.id >= s.next_request_id || r.epoch > s.epoch)
+    {
+        return Err("requests out of order, or with ids or epochs never issued".into());
+    }
+    if s.revalidating == quiet || o.revalidating != s.revalidating {
+        return Err("revalidating disagrees with phase and debt".into());
+    }
+    let mut at = s.covered_start;
+    for p in &o.pages {
+        if p.start != at || p.count == 0 || p.epoch > s.epoch {
+            return Err(format!("view page {p:?} does not continue at {at}"));
+        }
+        at += u64::from(p.count);
+    }
+    if at != s.covered_end {
+        return Err(format!(
+            "the view ends at {at}, covered_end is {}",
+            s.covered_end
+        ));
+    }
+    Ok(())
+}
+
+/// Where the loader's counts and view disagree with `host`'s books: reads outstanding,
+/// requests in flight, acquisitions accepted and released, the window, pages held.
+pub(super) fn books_disagree(o: &Obs, host: &Host) -> Vec<String> {
+    let b = host.books.borrow();
+    let mut problems = Vec::new();
+    let s = &o.snap;
+    let released: u64 = b.released.values().map(|&n| u64::from(n)).sum();
+    if s.outstanding_reads != b.pending.len() as u64 {
+        problems.push(format!(
+            "{} reads outstanding, the host holds {} unanswered",
+            s.outstanding_reads,
+            b.pending.len()
+        ));
+    }
+    if s.inflight != s.outstanding_reads {
+        problems.push(format!(
+            "{} requests in flight but {} reads outstanding",
+            s.inflight, s.outstanding_reads
+        ));
+    }
+    if s.accepted != b.accepted.len() as u64 || s.released != released {
+        problems.push(format!(
+            "counts accepted {} released {}, the host saw {} and {released}",
+            s.accepted,
+            s.released,
+            b.accepted.len()
+        ));
+    }
+    if (s.window_start, s.window_len) != host.window.get() {
+        problems.push("the window is not the last one set".into());
+    }
+    for p in &o.pages {
+        if !b.accepted.contains(&p.acquisition) || b.released.contains_key(&p.acquisition) {
+            problems.push(format!("view page {p:?} is not held"));
+        }
+    }
+    problems
+}
