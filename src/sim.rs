@@ -158,6 +158,9 @@ pub enum Op {
     /// Answer a pending read with no items, an unmoved cursor and no end flag: the same bug
     /// on an empty page.
     StallEmpty { index: u16 },
+    /// Change the source's filter to hide the keys whose bit is set (keys 0..8), then
+    /// invalidate: a filtered stretch appears or goes.
+    Hide { mask: u8 },
 }
 
 /// How [`Host::deliver`] shapes an answer.
@@ -265,6 +268,10 @@ impl Host {
             }
             Op::Retry => self.loader.retry().map(|_| ()),
             Op::Invalidate => self.loader.invalidate(),
+            Op::Hide { mask } => {
+                self.source.hidden_keys = u32::from(mask);
+                self.loader.invalidate()
+            }
         };
         r.map_err(|e| format!("step {}: {op:?} refused: {e}", self.steps))?;
         self.collect()?;

@@ -432,6 +432,7 @@ mod simulated {
             2 => (0u16..80, 1u16..60).prop_map(|(start, len)| Op::Window { start, len }),
             1 => (0u16..3000).prop_map(|ms| Op::Tick { ms }),
             1 => Just(Op::Retry),
+            1 => any::<u8>().prop_map(|mask| Op::Hide { mask }),
         ]
     }
 

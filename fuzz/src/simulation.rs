@@ -2,7 +2,8 @@
 //!
 //! The input picks a config, a source (size and how many distinct keys, so ties abound), and a
 //! list of [`Op`]s: answers in any order (fresh or as prepared at issue time), failures,
-//! stalled cursors, inserts, deletes, window moves, time, retries and bare invalidations.
+//! stalled cursors (on pages with items and on empty ones), filters that hide keys (so empty
+//! pages with advancing cursors abound), inserts, deletes, window moves, time, retries and bare invalidations.
 //! `sim::run` applies them one by one, checking after every op that the ledger keeps its
 //! invariants, that every view page is still held, and that a quiet view equals the source;
 //! then answers everything (`settle_down`: the loader must reach quiescence with the window
@@ -47,9 +48,14 @@ fn op(input: &mut Input) -> Op {
         14..=16 => Op::Fail {
             index: u16::from(input.byte()),
         },
-        17 => Op::Stall {
-            index: u16::from(input.byte()),
-        },
+        17 => {
+            let index = u16::from(input.byte());
+            if input.bool() {
+                Op::StallEmpty { index }
+            } else {
+                Op::Stall { index }
+            }
+        }
         18..=20 => Op::Insert { key: input.byte() },
         21 | 22 => Op::Delete {
             index: u16::from(input.byte()),
@@ -66,7 +72,8 @@ fn op(input: &mut Input) -> Op {
             ms: input.u16() % 3000,
         },
         29 => Op::Retry,
-        _ => Op::Invalidate,
+        30 => Op::Invalidate,
+        _ => Op::Hide { mask: input.byte() },
     }
 }
 

@@ -99,7 +99,9 @@ impl World {
             Cursor::Bytes(b) => b,
             Cursor::Null(_) => &[],
         };
-        let stalled = count > 0 && sent == read_cursor.as_slice();
+        // The header's rule: the cursor did not move, and the page had items or did not
+        // claim the source's end.
+        let stalled = sent == read_cursor.as_slice() && (count > 0 || !eos);
 
         let want = if clen > LOADER_MAX_CURSOR_LEN {
             vec![R::CursorTooLong]
