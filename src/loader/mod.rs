@@ -1,5 +1,11 @@
-//! The OrderedSourceLoader: the window, pages, cursor memo, chain and full-read steps,
-//! refill, backoff, and the view, on top of the [`Ledger`].
+//! The OrderedSourceLoader, on top of the [`Ledger`]: the [`Loader`], which routes the host's
+//! events to its parts, and the public types.
+//!
+//! The parts, one module each: `view` (the pages shown and where they sit: commit, drop,
+//! gap closing, the end-cursor memo), `reads` (the reads issued and outstanding), `requests`
+//! (each live request's acquisitions and staged pages), `answer` (the answer rules by kind:
+//! finite, step, fail), `schedule` (the window and the pump), `pools` (recycled buffers),
+//! `outbox` (effects and counters), `backoff`, `cursor`, `config` and `error`.
 //!
 //! The ledger decides which requests exist and when each is retired; this layer turns a
 //! request into page reads, keeps the acquisitions each read produced, and builds the view.
@@ -86,12 +92,7 @@ use requests::Requests;
 use schedule::Window;
 use view::View;
 
-/// The loader. See the module documentation.
-///
-/// Its state lives in parts, each in its own module, and the loader routes each event to
-/// them: the `View` (the pages and where they sit), the outstanding `Reads`, the live
-/// `Requests`' records, the `Pools` of recycled buffers, the `Window` the pump refills
-/// (`schedule`), and the `Outbox` of effects and counters.
+/// The loader. See the module documentation; its state lives in the parts listed there.
 #[derive(Clone, Debug)]
 pub struct Loader {
     config: Config,
