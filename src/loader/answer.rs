@@ -1,0 +1,165 @@
+//! The answer rules: how an accepted answer is classified ([`Answer`]) and what it does, by
+//! the kind of its request (finite, chain or full step), and how a failure is recorded.
+
+use super::{Kind, Loader, LoaderError};
+use crate::ledger::{Debt, Failed, Settled};
+
+/// How an accepted answer was classified.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// Authoritative: it is in the view, or will be when its request commits; for a failure,
+    /// the loader's own failure, now waiting for a retry.
+    Current,
+    /// Superseded or overtaken: nothing of it enters the view; for a failure, it only raised
+    /// the debt.
+    Stale,
+    /// The answer's cursor did not advance, and it had items or did not claim the source's
+    /// end: a host bug (read again, it would loop). A chain escalated to a full read; a
+    /// finite or full read recorded an own failure, which waits for backoff.
+    CursorStalled,
+}
+
+/// An answer `settle` accepted, on its way to the rule for its request's kind.
+pub(super) struct Accepted<'a> {
+    pub(super) request: u64,
+    pub(super) acquisition: u64,
+    pub(super) count: u32,
+    pub(super) next_cursor: &'a [u8],
+    pub(super) end_of_source: bool,
+    /// The cursor did not advance, yet the answer had items or did not claim the source's
+    /// end: a host bug (an empty page that does not move would be read again forever).
+    pub(super) stalled: bool,
+}
+
+impl Loader {
+    /// A finite read's answer: its page joins the view if the ledger finds it current.
+    pub(super) fn settle_finite(&mut self, a: &Accepted<'_>) -> Result<Answer, LoaderError> {
+        let &Accepted {
+            request,
+            acquisition,
+            count,
+            next_cursor,
+            end_of_source,
+            stalled,
+        } = a;
+        let w = self.requests.live(request);
+        let slot = w.accept(acquisition, count);
+        let epoch = w.epoch;
+        if stalled {
+            self.fail_request(request)?;
+            return Ok(Answer::CursorStalled);
+        }
+        match self.ledger.settle(request, &mut self.scratch)? {
+            Settled::FiniteCurrent => {
+                if count > 0 {
+                    let end_cursor = self.pools.cursors.make(next_cursor);
+                    self.view
+                        .append(request, slot, acquisition, count, epoch, end_cursor);
+                    w.in_view += 1;
+                } else {
+                    // Empty pages cost no position; the next read continues past them.
+                    self.view.skip_to(next_cursor, &mut self.pools.cursors);
+                }
+                self.view.extended(end_of_source);
+                self.backoff.reset();
+                self.drop_behind();
+                Ok(Answer::Current)
+            }
+            _ => Ok(Answer::Stale),
+        }
+    }
+
+    /// A chain's or full read's step: staged, then either the next step is issued or the
+    /// request settles, committing its staged pages if the ledger finds it current.
+    pub(super) fn settle_step(&mut self, a: &Accepted<'_>) -> Result<Answer, LoaderError> {
+        let &Accepted {
+            request,
+            acquisition,
+            count,
+            next_cursor,
+            end_of_source,
+            stalled,
+        } = a;
+        let epoch_now = self.ledger.epoch();
+        let debt_full = self.ledger.debt() == Debt::Full;
+        let w = self.requests.live(request);
+        let slot = w.accept(acquisition, count);
+        let kind = w.kind;
+        // The epoch moved at a step boundary, or a superseded failure raised the debt to full
+        // so the chain will be abandoned anyway: settle now rather than read on.
+        let overtaken = kind == Kind::Chain && (w.epoch != epoch_now || debt_full);
+        if stalled {
+            self.fail_request(request)?;
+            // A tie the host's cursors cannot break: a chain escalates to a full read at once.
+            if kind == Kind::Chain && self.ledger.retry(&mut self.scratch)?.is_some() {
+                self.backoff.deadline = None;
+            }
+            return Ok(Answer::CursorStalled);
+        }
+        if overtaken {
+            // The page is not staged (it would be dropped at once); its acquisition stays
+            // with the request.
+            self.ledger.settle(request, &mut self.scratch)?;
+            w.clear_staged(&mut self.pools.cursors);
+            return Ok(Answer::Stale);
+        }
+        let end_cursor = self.pools.cursors.make(next_cursor);
+        if count > 0 {
+            w.stage(request, slot, acquisition, count, end_cursor.clone());
+        }
+        let done = end_of_source || w.staged_items >= w.target;
+        if !done {
+            if w.step == 0 {
+                // It survived its first step: size it for the rest.
+                let page_size = self.config.page_size as u64;
+                let steps = w.target.div_ceil(page_size).min(1 << 20) as usize;
+                self.pools.size_for_steps(w, steps);
+            }
+            w.step += 1;
+            let limit = self.config.page_size;
+            self.reads
+                .issue(request, w, end_cursor, limit, &mut self.out);
+            return Ok(Answer::Current);
+        }
+        match self.ledger.settle(request, &mut self.scratch)? {
+            Settled::ChainCommitted | Settled::FullCommitted { .. } => {
+                self.view.commit(
+                    request,
+                    end_of_source,
+                    &mut self.requests,
+                    &mut self.pools.cursors,
+                );
+                // The chain may have ended on empty pages: the next finite read continues
+                // after them.
+                self.view.skip_to(next_cursor, &mut self.pools.cursors);
+                self.drop_behind();
+                self.backoff.reset();
+                Ok(Answer::Current)
+            }
+            _ => {
+                w.clear_staged(&mut self.pools.cursors);
+                Ok(Answer::Stale)
+            }
+        }
+    }
+
+    /// Fails a request in the ledger and does the loader's part: a failed finite request is
+    /// forgotten by the ledger, so its acquisitions are released here; an own failure arms
+    /// the backoff timer.
+    pub(super) fn fail_request(&mut self, request: u64) -> Result<Failed, LoaderError> {
+        let failed = self.ledger.fail(request, &mut self.scratch)?;
+        if self.requests.live(request).kind == Kind::Finite {
+            let w = self.requests.remove(request).expect("live");
+            self.out.release_all(&w.acqs);
+            self.pools.recycle_work(w);
+        }
+        match failed {
+            Failed::Own => {
+                self.out.stats.failed_own += 1;
+                self.backoff.failed(&self.config, self.now);
+            }
+            Failed::Superseded => self.out.stats.failed_stale += 1,
+        }
+        Ok(failed)
+    }
+}

@@ -1,0 +1,123 @@
+//! What goes out to the host: the [`Effect`]s queued for it, in order, and the [`Stats`]
+//! that tally them and the answers.
+
+use super::reads::Read;
+use super::requests::Acqs;
+
+/// What the loader asks of its host, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// Perform this read and answer it once.
+    Issue(Read),
+    /// The loader is done with this acquisition: free it. Sent exactly once per accepted one.
+    Release {
+        /// The host's token, as it was given to `settle`.
+        acquisition: u64,
+    },
+    /// This read's answer is no longer needed (it was superseded, or the loader closed); the
+    /// host may abort it. Answering it anyway is fine: the answer is classified stale.
+    Cancel {
+        /// The read to abort.
+        read_id: u64,
+    },
+    /// The view or the ledger state changed.
+    Changed,
+}
+
+/// Counters for reports and demos.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Reads issued, by kind: finite, chain, full.
+    pub issued: [u64; 3],
+    /// Answers classified [`Answer::Current`](super::Answer::Current).
+    pub answered_current: u64,
+    /// Answers classified [`Answer::Stale`](super::Answer::Stale).
+    pub answered_stale: u64,
+    /// Failures of the loader's own reads (recorded, waiting for a retry).
+    pub failed_own: u64,
+    /// Failures of superseded reads (they only raised the debt).
+    pub failed_stale: u64,
+    /// Answers whose cursor did not advance.
+    pub cursor_stalls: u64,
+    /// Retries the backoff timer started.
+    pub retries_auto: u64,
+    /// Retries the host started (`retry`, or a window move with a failure recorded).
+    pub retries_explicit: u64,
+    /// Answers accepted: acquisitions the loader took ownership of.
+    pub accepted: u64,
+    /// Acquisitions handed back through [`Effect::Release`].
+    pub released: u64,
+    /// [`Effect::Cancel`]s sent.
+    pub cancels: u64,
+}
+
+/// The effects queued for the host, the counters, and what was last announced.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Outbox {
+    effects: Vec<Effect>,
+    pub(super) stats: Stats,
+    /// The ledger's change count when `Changed` was last announced.
+    announced: u64,
+}
+
+impl Outbox {
+    /// Asks the host to perform `read`.
+    #[inline]
+    pub(super) fn issue(&mut self, read: Read) {
+        self.stats.issued[read.kind as usize] += 1;
+        self.effects.push(Effect::Issue(read));
+    }
+
+    /// Hands `acquisition` back to the host.
+    #[inline]
+    pub(super) fn release(&mut self, acquisition: u64) {
+        self.effects.push(Effect::Release { acquisition });
+        self.stats.released += 1;
+    }
+
+    /// Hands back every acquisition a request still holds, in the order they were accepted.
+    #[inline]
+    pub(super) fn release_all(&mut self, acqs: &Acqs) {
+        for acq in acqs.iter().flatten() {
+            self.release(*acq);
+        }
+    }
+
+    /// Tells the host that read `read_id`'s answer is no longer needed.
+    #[inline]
+    pub(super) fn cancel(&mut self, read_id: u64) {
+        self.effects.push(Effect::Cancel { read_id });
+        self.stats.cancels += 1;
+    }
+
+    /// Announces `Changed` if the view changed or the ledger moved since the last
+    /// announcement. Compared with the last announcement, not with the start of the event:
+    /// the event's own ledger call ran before the pump.
+    #[inline]
+    pub(super) fn announce(&mut self, view_changed: bool, ledger_changes: u64) {
+        if view_changed || ledger_changes != self.announced {
+            self.announced = ledger_changes;
+            self.effects.push(Effect::Changed);
+        }
+    }
+
+    /// Announces `Changed` unconditionally (at close).
+    pub(super) fn changed(&mut self) {
+        self.effects.push(Effect::Changed);
+    }
+
+    /// The queued effects, handed over.
+    pub(super) fn take(&mut self) -> Vec<Effect> {
+        std::mem::take(&mut self.effects)
+    }
+
+    /// Moves the queued effects into `out`; see [`Loader::drain_effects_into`](super::Loader::drain_effects_into).
+    #[inline]
+    pub(super) fn drain_into(&mut self, out: &mut Vec<Effect>) {
+        if out.is_empty() {
+            std::mem::swap(out, &mut self.effects);
+        } else {
+            out.append(&mut self.effects);
+        }
+    }
+}

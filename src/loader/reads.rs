@@ -1,0 +1,136 @@
+//! The reads: the [`Read`]s issued to the host, which of them are outstanding, and their
+//! names (read ids, never reused).
+
+use super::outbox::Outbox;
+use super::requests::Work;
+use super::{Cursor, Kind, LoaderError};
+
+/// A read the loader asks the host to perform.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Read {
+    /// Names this read in the answer (`settle` or `fail`). Never reused.
+    pub read_id: u64,
+    /// The ledger request the read belongs to; its acquisitions belong to that request.
+    pub request_id: u64,
+    /// The kind of that request: a finite read, a chain step or a full read step.
+    pub kind: Kind,
+    /// The epoch the request was stamped with.
+    pub epoch: u64,
+    /// 0 for the first read of a request; chain and full reads count up.
+    pub step: u32,
+    /// Where to start: bytes the host returned as `next_cursor` earlier; empty is the
+    /// source's start.
+    pub cursor: Cursor,
+    /// At most this many items.
+    pub limit: u32,
+}
+
+/// What the loader keeps of an issued read until it is answered.
+#[derive(Clone, Debug)]
+pub(super) struct Outstanding {
+    pub(super) request: u64,
+    pub(super) kind: Kind,
+    /// Where the read starts: an answer with items that returns it again stalled.
+    pub(super) cursor: Cursor,
+    pub(super) limit: u32,
+}
+
+/// The outstanding reads, oldest first, and the name of the next one.
+#[derive(Clone, Debug)]
+pub(super) struct Reads {
+    /// A short list, not a map: each in-flight request has one read, and the ledger lets at
+    /// most one finite request and one chain or full read be in flight (superseded ones
+    /// included), so a scan beats hashing.
+    list: Vec<(u64, Outstanding)>,
+    /// The next read's id; ids below it were issued.
+    next: u64,
+}
+
+impl Reads {
+    pub(super) fn new() -> Reads {
+        Reads {
+            list: Vec::with_capacity(4),
+            next: 1,
+        }
+    }
+
+    /// Reads issued and not yet answered.
+    #[inline]
+    pub(super) fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Names request `request`'s next read, records it as outstanding and asks the host for
+    /// it: `limit` items from `cursor`, at the step `w` is at.
+    #[inline]
+    pub(super) fn issue(
+        &mut self,
+        request: u64,
+        w: &mut Work,
+        cursor: Cursor,
+        limit: u32,
+        out: &mut Outbox,
+    ) {
+        let read_id = self.next;
+        self.next += 1;
+        w.read = Some(read_id);
+        let kind = w.kind;
+        self.list.push((
+            read_id,
+            Outstanding {
+                request,
+                kind,
+                cursor: cursor.clone(),
+                limit,
+            },
+        ));
+        debug_assert!(
+            self.list.len() <= 2,
+            "more reads outstanding than the ledger allows: {:?}",
+            self.list
+        );
+        out.issue(Read {
+            read_id,
+            request_id: request,
+            kind,
+            epoch: w.epoch,
+            step: w.step,
+            cursor,
+            limit,
+        });
+    }
+
+    /// Where outstanding read `read_id` is in the list, or why it is not there.
+    #[inline]
+    pub(super) fn find(&self, read_id: u64) -> Result<usize, LoaderError> {
+        match self.list.iter().position(|(id, _)| *id == read_id) {
+            Some(at) => Ok(at),
+            None if read_id > 0 && read_id < self.next => {
+                Err(LoaderError::AlreadyAnswered(read_id))
+            }
+            None => Err(LoaderError::UnknownRead(read_id)),
+        }
+    }
+
+    /// The outstanding read at `at` (from [`Reads::find`]).
+    #[inline]
+    pub(super) fn get(&self, at: usize) -> &Outstanding {
+        &self.list[at].1
+    }
+
+    /// Takes the read at `at` off the list: it is answered.
+    #[inline]
+    pub(super) fn answer(&mut self, at: usize) -> Outstanding {
+        self.list.remove(at).1
+    }
+
+    /// Cancels every outstanding read, in the order they were issued, and forgets them.
+    pub(super) fn cancel_all(&mut self, out: &mut Outbox) {
+        let mut ids: Vec<u64> = self.list.iter().map(|(id, _)| *id).collect();
+        ids.sort_unstable();
+        for read_id in ids {
+            out.cancel(read_id);
+        }
+        self.list.clear();
+    }
+}

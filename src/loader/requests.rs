@@ -1,0 +1,168 @@
+//! The loader's side of each live ledger request ([`Work`]): the acquisitions its reads
+//! produced, its outstanding read, the pages a chain or full read has staged, and how many
+//! of its pages the view shows.
+
+use super::cursor::CursorPool;
+use super::outbox::Outbox;
+use super::view::Page;
+use super::{Cursor, Kind};
+use rustc_hash::FxHashMap as HashMap;
+use smallvec::SmallVec;
+
+/// A request's acquisitions, by slot; `None` once released early (its page was dropped).
+/// Finite requests, and chains overtaken at their first step, hold exactly one: it is stored
+/// inline, so a burst of overtaken chains allocates nothing.
+pub(super) type Acqs = SmallVec<[Option<u64>; 1]>;
+
+/// The work of one live ledger request.
+#[derive(Clone, Debug)]
+pub(super) struct Work {
+    pub(super) kind: Kind,
+    pub(super) epoch: u64,
+    /// Every acquisition accepted for this request.
+    pub(super) acqs: Acqs,
+    /// How many of this request's pages are in the view.
+    pub(super) in_view: u32,
+    /// The outstanding read, if any.
+    pub(super) read: Option<u64>,
+    /// Chain and full reads: pages read so far, committed together with the last step.
+    pub(super) staged: Vec<Page>,
+    pub(super) staged_items: u64,
+    pub(super) step: u32,
+    /// Chain and full reads: how many items to cover before settling.
+    pub(super) target: u64,
+    /// Where the request's pages start: offset and cursor.
+    pub(super) base_offset: u64,
+    pub(super) base_cursor: Cursor,
+}
+
+impl Work {
+    /// A record with nothing read yet.
+    pub(super) fn new(kind: Kind, epoch: u64) -> Work {
+        Work {
+            kind,
+            epoch,
+            acqs: Acqs::new(),
+            in_view: 0,
+            read: None,
+            staged: Vec::new(),
+            staged_items: 0,
+            step: 0,
+            target: 0,
+            base_offset: 0,
+            base_cursor: Cursor::default(),
+        }
+    }
+
+    /// Takes `acquisition` from the answer to this request's outstanding read; returns where
+    /// it sits in the request's list. An empty page is never shown and nothing reads it, so
+    /// its acquisition is not kept: `Loader::settle` releases it at once.
+    #[inline]
+    pub(super) fn accept(&mut self, acquisition: u64, count: u32) -> u32 {
+        self.read = None;
+        let slot = self.acqs.len() as u32;
+        self.acqs.push((count > 0).then_some(acquisition));
+        slot
+    }
+
+    /// Stages a chain's or full read's page, after those staged so far; it enters the view
+    /// when the request commits.
+    #[inline]
+    pub(super) fn stage(
+        &mut self,
+        request: u64,
+        slot: u32,
+        acquisition: u64,
+        count: u32,
+        end_cursor: Cursor,
+    ) {
+        let start = self.base_offset + self.staged_items;
+        self.staged.push(Page {
+            acquisition,
+            count,
+            epoch: self.epoch,
+            start,
+            end_cursor,
+            request,
+            slot,
+        });
+        self.staged_items += count as u64;
+    }
+
+    /// Drops the staged pages (their acquisitions stay with the request).
+    #[inline]
+    pub(super) fn clear_staged(&mut self, cursors: &mut CursorPool) {
+        self.staged_items = 0;
+        for p in self.staged.drain(..) {
+            cursors.recycle(p.end_cursor);
+        }
+    }
+
+    /// How many pages fit before either vector grows.
+    #[inline]
+    pub(super) fn room(&self) -> usize {
+        self.staged.capacity().min(self.acqs.capacity())
+    }
+}
+
+/// The live requests' records, by ledger request id.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Requests {
+    map: HashMap<u64, Work>,
+}
+
+impl Requests {
+    /// The record of `request`, which the ledger holds live.
+    #[inline]
+    pub(super) fn live(&mut self, request: u64) -> &mut Work {
+        self.map
+            .get_mut(&request)
+            .expect("a read's request is live")
+    }
+
+    /// The record of `request`, if it is live.
+    #[inline]
+    pub(super) fn get(&self, request: u64) -> Option<&Work> {
+        self.map.get(&request)
+    }
+
+    #[inline]
+    pub(super) fn insert(&mut self, request: u64, w: Work) {
+        self.map.insert(request, w);
+    }
+
+    #[inline]
+    pub(super) fn remove(&mut self, request: u64) -> Option<Work> {
+        self.map.remove(&request)
+    }
+
+    /// `pages` of `request`'s pages left the view.
+    #[inline]
+    pub(super) fn leave_view(&mut self, request: u64, pages: u32) {
+        if let Some(w) = self.map.get_mut(&request) {
+            w.in_view -= pages;
+        }
+    }
+
+    /// Page `p` was dropped from the view: its acquisition is handed back now, not when its
+    /// request retires.
+    #[inline]
+    pub(super) fn drop_page(&mut self, p: &Page, out: &mut Outbox) {
+        if let Some(w) = self.map.get_mut(&p.request) {
+            w.in_view -= 1;
+            if let Some(acq) = w.acqs[p.slot as usize].take() {
+                out.release(acq);
+            }
+        }
+    }
+
+    /// Hands back every acquisition, request by request in id order, and forgets the records.
+    pub(super) fn release_all(&mut self, out: &mut Outbox) {
+        let mut ids: Vec<u64> = self.map.keys().copied().collect();
+        ids.sort_unstable();
+        for id in ids {
+            let w = self.map.remove(&id).expect("listed");
+            out.release_all(&w.acqs);
+        }
+    }
+}

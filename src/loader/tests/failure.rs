@@ -1,0 +1,122 @@
+//! Failures: stalled cursors, own failures and their backoff, superseded failures.
+
+use super::*;
+
+#[test]
+fn a_stalled_chain_cursor_escalates_to_a_full_read() {
+    let mut h = host(small(), 20);
+    h.apply(Op::Window { start: 0, len: 8 }).unwrap();
+    drain(&mut h);
+    h.apply(Op::Insert { key: 3 }).unwrap();
+    let step0 = only_read(&h);
+    assert_eq!(step0.kind, Kind::Chain);
+    let index = h.index_of(step0.read_id);
+    h.apply(Op::Stall { index }).unwrap();
+    let next = only_read(&h);
+    assert_eq!(next.kind, Kind::Full, "escalated at once, no backoff");
+    assert_eq!(h.loader.ledger().failure(), Failure::None);
+    drain(&mut h);
+    assert_eq!(view(&h), h.source.items()[..8]);
+}
+
+#[test]
+fn a_stalled_finite_cursor_is_an_own_failure_that_waits_for_a_retry() {
+    let mut h = host(small(), 20);
+    h.apply(Op::Window { start: 0, len: 8 }).unwrap();
+    let r = only_read(&h);
+    let index = h.index_of(r.read_id);
+    h.apply(Op::Stall { index }).unwrap();
+    assert_eq!(h.loader.ledger().failure(), Failure::Own);
+    assert_eq!(h.pending(), 0, "nothing loops");
+    assert_eq!(h.held(), 0, "the stalled page was released");
+    assert!(h.loader.next_deadline().is_some());
+    assert!(h.loader.retry().unwrap());
+    h.apply(Op::Tick { ms: 0 }).unwrap();
+    drain(&mut h);
+    assert_eq!(view(&h), h.source.items()[..8]);
+}
+
+#[test]
+fn own_failures_back_off_then_wait_for_an_explicit_retry() {
+    let cfg = Config {
+        backoff_initial_ms: 100,
+        backoff_max_ms: 1000,
+        max_auto_retries: 2,
+        ..small()
+    };
+    let mut h = host(cfg, 20);
+    h.apply(Op::Window { start: 0, len: 4 }).unwrap();
+    let mut deadlines = Vec::new();
+    for _ in 0..3 {
+        let r = only_read(&h);
+        let index = h.index_of(r.read_id);
+        h.apply(Op::Fail { index }).unwrap();
+        assert_eq!(h.loader.ledger().failure(), Failure::Own);
+        match h.loader.next_deadline() {
+            Some(d) => {
+                deadlines.push(d - h.now);
+                let early = (d - h.now - 1) as u16;
+                h.apply(Op::Tick { ms: early }).unwrap();
+                assert_eq!(h.pending(), 0, "not before the deadline");
+                h.apply(Op::Tick { ms: 1 }).unwrap();
+                assert_eq!(only_read(&h).kind, Kind::Full, "the timer retried");
+            }
+            None => break,
+        }
+    }
+    assert_eq!(deadlines.len(), 2, "max_auto_retries = 2");
+    assert!((50..=100).contains(&deadlines[0]) && (100..=200).contains(&deadlines[1]));
+    assert_eq!(
+        h.loader.next_deadline(),
+        None,
+        "spent: waits for an explicit retry"
+    );
+    assert_eq!(h.pending(), 0);
+    // A window move while a failure is recorded retries (P3).
+    h.apply(Op::Window { start: 0, len: 5 }).unwrap();
+    assert_eq!(only_read(&h).kind, Kind::Full);
+    drain(&mut h);
+    assert_eq!(h.loader.ledger().failure(), Failure::None);
+    // Success reset the count: the next failure arms the timer again.
+    h.apply(Op::Window { start: 0, len: 12 }).unwrap();
+    let r = only_read(&h);
+    let index = h.index_of(r.read_id);
+    h.apply(Op::Fail { index }).unwrap();
+    assert!(h.loader.next_deadline().is_some());
+}
+
+#[test]
+fn seed_scenario_a_superseded_read_fails_after_its_repair_and_refills_continue() {
+    let mut h = host(small(), 30);
+    h.apply(Op::Window { start: 0, len: 4 }).unwrap();
+    drain(&mut h);
+    // A second finite read is in flight when the source changes.
+    h.apply(Op::Window { start: 0, len: 8 }).unwrap();
+    let late = only_read(&h);
+    assert_eq!(late.kind, Kind::Finite);
+    h.apply(Op::Insert { key: 0 }).unwrap();
+    let cancels = h.loader.stats().cancels;
+    assert_eq!(cancels, 1, "the superseded read got a cancel hint");
+    while let Some(chain) = h
+        .pending_reads()
+        .into_iter()
+        .find(|r| r.kind == Kind::Chain)
+    {
+        deliver(&mut h, chain.read_id);
+    }
+    assert!(!h.loader.revalidating(), "the repair finished");
+    assert_eq!(h.pending_reads(), vec![late.clone()]);
+    // Now the superseded read fails.
+    let index = h.index_of(late.read_id);
+    h.apply(Op::Fail { index }).unwrap();
+    assert_eq!(
+        h.loader.ledger().failure(),
+        Failure::None,
+        "nothing is stranded"
+    );
+    drain(&mut h);
+    h.apply(Op::Window { start: 0, len: 16 }).unwrap();
+    drain(&mut h);
+    assert!(h.loader.covered().1 >= 16, "refills continued");
+    assert_eq!(view(&h), h.source.items()[..h.loader.covered().1 as usize]);
+}
