@@ -17,7 +17,7 @@ WARN := -Wall -Wextra -Wpedantic -Werror
 CTEST_FLAGS := -std=c11 $(WARN) -g -Iinclude -DLOADER_EXPECTED_VERSION=\"$(VERSION)\"
 RPATH := -Ltarget/release -lloader -Wl,-rpath,$(CURDIR)/target/release
 
-.PHONY: all build test tsan-lib rust-test lint check check-header bench bench-quick bench-abi bench-py c-test c-test-asan c-test-valgrind \
+.PHONY: all build test tsan-lib rust-test doc lint check check-header bench bench-quick bench-abi bench-py c-test c-test-asan c-test-valgrind \
         c-test-tsan c-test-stress c-test-empty cpp-test header-test symbols-test install pkgconfig-test \
         readme-c-example clean
 
@@ -33,11 +33,15 @@ $(LIB): FORCE
 FORCE:
 
 # Every test that exists.
-test: rust-test lint check bench-quick c-test $(if $(wildcard mk/fuzz.mk),fuzz-check) $(if $(wildcard mk/python.mk),py-test)
+test: rust-test doc lint check bench-quick c-test fuzz-check py-test
 
 rust-test:
 	$(CARGO) test --all-targets
 	$(CARGO) test --doc
+
+# The API documentation, with every rustdoc warning (a broken or private link) an error.
+doc:
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps
 
 lint: check-header
 	$(CARGO) fmt --all -- --check
@@ -191,5 +195,5 @@ readme-c-example: pkgconfig-test
 clean:
 	$(CARGO) clean
 
--include mk/python.mk
--include mk/fuzz.mk
+include mk/python.mk
+include mk/fuzz.mk

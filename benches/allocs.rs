@@ -66,7 +66,7 @@ impl Counting {
         }
         let n = ALLOCS.fetch_add(1, Relaxed);
         BYTES.fetch_add(layout.size() as u64, Relaxed);
-        if SAMPLING.load(Relaxed) && n % SAMPLE_EVERY == 0 {
+        if SAMPLING.load(Relaxed) && n.is_multiple_of(SAMPLE_EVERY) {
             INSIDE.with(|i| i.set(true));
             let bt = Backtrace::force_capture();
             SAMPLES.with(|s| s.borrow_mut().push(bt));

@@ -170,8 +170,8 @@ static void the_seed_trace_does_not_strand_a_superseded_failure(void) {
     free(h);
 }
 
-/* DESIGN.md's finding: Invalidate, StartFull, Invalidate, SettleFull would end quiescent with
- * coverEpoch < epoch. With the fix, a repair follows. */
+/* The lost invalidation (docs/DESIGN.md): Invalidate, StartFull, Invalidate, SettleFull would end
+ * quiescent with coverEpoch < epoch. With the fix, a repair follows. */
 static void an_invalidation_during_a_full_read_is_not_lost(void) {
     host *h = host_new(4, 20);
     CHECK_CODE(loader_invalidate(h->handle), LOADER_RESULT_OK);

@@ -8,7 +8,46 @@
 //! - [`model`]: the TLA+ module `LoaderLedger`, executable, with an exhaustive explorer.
 //!
 //! Beside them, [`refinement`] checks the ledger against the model, and [`sim`] is a
-//! deterministic simulated host that checks the loader's properties.
+//! deterministic simulated host that checks the loader's properties. `docs/DESIGN.md` in the
+//! repository describes the layers, the host contract and how each is verified.
+//!
+//! The types a Rust host needs are re-exported here, so it writes `loader::Loader`:
+//!
+//! ```
+//! use loader::{Config, Effect, Loader};
+//!
+//! // A host whose source holds 30 items; a cursor is the next item's index, as one byte.
+//! let mut l = Loader::new(Config { page_size: 10, prefetch_distance: 0, ..Config::default() })?;
+//! l.set_window(0, 20)?;
+//! let mut next_acquisition = 1;
+//! let mut released = 0;
+//! loop {
+//!     let mut reads = Vec::new();
+//!     for effect in l.take_effects() {
+//!         match effect {
+//!             Effect::Issue(read) => reads.push(read),
+//!             Effect::Release { .. } => released += 1,
+//!             Effect::Cancel { .. } | Effect::Changed => {}
+//!         }
+//!     }
+//!     if reads.is_empty() {
+//!         break;
+//!     }
+//!     for read in reads {
+//!         let at = read.cursor.first().copied().unwrap_or(0);
+//!         let end = (at + read.limit as u8).min(30);
+//!         l.settle(read.read_id, next_acquisition, u32::from(end - at), &[end], end == 30)?;
+//!         next_acquisition += 1;
+//!     }
+//! }
+//! assert_eq!(l.page_count(), 2);
+//! assert_eq!(l.covered(), (0, 20));
+//! l.close();
+//! let closing = l.take_effects();
+//! let handed_back = closing.iter().filter(|e| matches!(e, Effect::Release { .. })).count();
+//! assert_eq!(released + handed_back, 2); // every accepted acquisition, exactly once
+//! # Ok::<(), loader::LoaderError>(())
+//! ```
 
 pub mod ffi;
 pub mod ledger;
@@ -16,3 +55,8 @@ pub mod loader;
 pub mod model;
 pub mod refinement;
 pub mod sim;
+
+pub use ledger::Ledger;
+pub use loader::{
+    Answer, Config, ConfigError, Cursor, Effect, Kind, Loader, LoaderError, Page, Read, Stats,
+};

@@ -480,7 +480,7 @@ pub fn random_ops(seed: u64, n: usize, failures: bool) -> Vec<Op> {
             match r % 100 {
                 0..=49 => Op::Deliver {
                     index: a,
-                    fresh: b % 2 == 0,
+                    fresh: b.is_multiple_of(2),
                 },
                 50..=57 if failures => Op::Fail { index: a },
                 50..=64 => Op::Insert { key: a as u8 },

@@ -95,7 +95,7 @@ fn every_seed_variant_loses_an_invalidation_during_a_full_read() {
         assert_eq!(
             trace_names(&r, Invariant::NoLostInvalidation),
             ["Invalidate", "StartFull", "Invalidate", "SettleFull"],
-            "{rules}: the shortest loss is the one DESIGN.md predicts"
+            "{rules}: the shortest loss is the one docs/DESIGN.md describes"
         );
     }
 }

@@ -17,7 +17,7 @@ pub const INLINE_CURSOR_LEN: usize = 14;
 
 /// Opaque cursor bytes; empty is the source's start.
 ///
-/// A short cursor (at most [`INLINE_CURSOR_LEN`] bytes) is held inline and copied with its
+/// A short cursor (at most 14 bytes, `INLINE_CURSOR_LEN`) is held inline and copied with its
 /// record; a longer one lives in a shared buffer.
 #[derive(Clone)]
 pub struct Cursor(Repr);

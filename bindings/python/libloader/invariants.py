@@ -1,5 +1,5 @@
 """The spec's invariants, checked from outside through :attr:`Loader.state` and
-:meth:`Loader.requests` (``LoaderLedger.tla`` and DESIGN.md).
+:meth:`Loader.requests` (``spec/LoaderLedger.tla`` and ``docs/DESIGN.md``).
 
 Released requests are forgotten by the library and not listed, so each invariant is read over
 the live requests: a released request holds nothing, which is what the spec's ``released``
