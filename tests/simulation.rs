@@ -12,6 +12,9 @@
 //! `LOADER_SIM_CASES` sets the number of runs per property (default 2,500: 10,000 over the
 //! four properties).
 
+// Uses the test instruments (`sim`, `refinement`, `loader-check`).
+#![cfg(feature = "testing")]
+
 use loader::loader::Config;
 use loader::sim::{random_ops, run, Op, Source};
 use proptest::prelude::*;
