@@ -67,23 +67,35 @@ static void a_thread_ended_in_issue_leaves_the_loader_usable(void) {
     free(h);
 }
 
-static void a_thread_ended_in_a_nested_call_keeps_the_rest_for_later(void) {
-    /* The thread's delivery loop is the outer call's; the nested call only queued. */
+static void *answer_first_pending(void *arg) {
+    host *h = (host *)arg;
+    pending_read p = take(h, 0);
+    answer(h, &p);
+    return arg; /* not reached: the issue callback ends the thread */
+}
+
+static void the_callbacks_an_ended_thread_left_run_on_the_next_call(void) {
     host *h = host_new(2, 40);
-    CHECK_CODE(loader_set_window(h->handle, 0, 4), LOADER_RESULT_OK);
-    CHECK(h->npending == 1);
-    h->on_changed = exit_now;
-    pthread_t t;
-    CHECK(pthread_create(&t, NULL, move_window, h) == 0);
-    CHECK(pthread_join(t, NULL) == 0);
-    h->in_hook = 0;
-    h->on_changed = NULL;
+    CHECK_CODE(loader_set_window(h->handle, 0, 10), LOADER_RESULT_OK);
+    CHECK(h->npending == 1 && h->issues == 1);
+    /* The answer's callbacks: the next read's `issue` (which ends the thread), then
+     * `changed`. */
+    h->on_issue = exit_now;
     int changes = h->changes;
-    CHECK(changes >= 1);
-    /* Answering works from this thread; everything is released once at the end. */
-    drain(h);
-    CHECK(h->changes > changes);
+    run_thread(answer_first_pending, h);
+    h->in_hook = 0;
+    h->on_issue = NULL;
+    CHECK(h->issues == 2 && h->npending == 1);
+    CHECK(h->changes == changes);
+
+    /* Reading the state delivers nothing; the next event call delivers `changed` first. */
     loader_snapshot s = state_of(h);
+    CHECK(s.accepted == 1 && s.outstanding_reads == 1);
+    CHECK(h->changes == changes);
+    CHECK_CODE(loader_tick(h->handle, 0), LOADER_RESULT_OK);
+    CHECK(h->changes == changes + 1);
+    drain(h);
+    s = state_of(h);
     CHECK(s.covered_end >= 10 && s.outstanding_reads == 0);
     CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
     CHECK(released_exactly_once(h));
@@ -109,7 +121,7 @@ static void a_thread_ended_in_a_release_of_loader_free_frees_the_handle(void) {
 
 int main(void) {
     RUN(a_thread_ended_in_issue_leaves_the_loader_usable);
-    RUN(a_thread_ended_in_a_nested_call_keeps_the_rest_for_later);
+    RUN(the_callbacks_an_ended_thread_left_run_on_the_next_call);
     RUN(a_thread_ended_in_a_release_of_loader_free_frees_the_handle);
     printf("%d passed, %d failed\n", tests_passed, tests_failed);
     return tests_failed != 0;
