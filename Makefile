@@ -10,14 +10,24 @@ TSAN_CC ?= clang-19
 
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 MAJOR := $(firstword $(subst ., ,$(VERSION)))
+# The public library: what build, install, pkg-config and the demo use. Its exports are the
+# public API only.
 LIB := target/release/libloader.so
 SONAME := libloader.so.$(MAJOR)
+# The test library: built with the `testing` feature (the test ABI under LOADER_TESTING in
+# include/loader.h, and loader-check), in its own target directory so it never replaces the
+# public one. Every test suite and bench links or loads this one.
+TEST_TARGET := target/testing
+TEST_DIR := $(TEST_TARGET)/release
+TEST_LIB := $(TEST_DIR)/libloader.so
+TEST_CARGO := CARGO_TARGET_DIR=$(TEST_TARGET) $(CARGO)
 OUT := target/c-tests
 WARN := -Wall -Wextra -Wpedantic -Werror
-CTEST_FLAGS := -std=c11 $(WARN) -g -Iinclude -DLOADER_EXPECTED_VERSION=\"$(VERSION)\"
+CTEST_FLAGS := -std=c11 $(WARN) -g -Iinclude -DLOADER_TESTING -DLOADER_EXPECTED_VERSION=\"$(VERSION)\"
 RPATH := -Ltarget/release -lloader -Wl,-rpath,$(CURDIR)/target/release
+TEST_RPATH := -L$(TEST_DIR) -lloader -Wl,-rpath,$(CURDIR)/$(TEST_DIR)
 
-.PHONY: all build test tsan-lib rust-test doc lint check check-header bench bench-quick bench-abi bench-py c-test c-test-asan c-test-valgrind \
+.PHONY: all build test-lib test tsan-lib rust-test doc lint check check-header bench bench-quick bench-abi bench-py c-test c-test-asan c-test-valgrind \
         c-test-tsan c-test-stress c-test-empty cpp-test header-test symbols-test install pkgconfig-test \
         readme-c-example clean
 
@@ -32,12 +42,18 @@ $(LIB): FORCE
 	ln -sf libloader.so target/release/$(SONAME)
 FORCE:
 
+test-lib: $(TEST_LIB)
+
+$(TEST_LIB): FORCE
+	$(TEST_CARGO) build --release --features testing
+	ln -sf libloader.so $(TEST_DIR)/$(SONAME)
+
 # Every test that exists.
 test: rust-test doc lint check bench-quick c-test fuzz-check py-test
 
 rust-test:
-	$(CARGO) test --all-targets
-	$(CARGO) test --doc
+	$(CARGO) test --all-targets --features testing
+	$(CARGO) test --doc --features testing
 
 # The API documentation, with every rustdoc warning (a broken or private link) an error.
 doc:
@@ -45,6 +61,7 @@ doc:
 
 lint: check-header
 	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --all-targets --features testing -- -D warnings
 	$(CARGO) clippy --all-targets -- -D warnings
 
 # Fails when include/loader.h is not what build.rs would generate from the sources.
@@ -52,21 +69,23 @@ check-header:
 	LOADER_CHECK_HEADER=1 $(CARGO) build --release
 
 # The model's findings and the ledger's refinement, at the default and at larger bounds.
-check: build
-	./target/release/loader-check --rules current --stop-at-first > /dev/null; test $$? -eq 1
-	./target/release/loader-check --rules unifiedMinRecheck --no-model-bounds
-	./target/release/loader-check --rules unifiedMinRecheck --max-epoch 3 --ids 5 --no-model-bounds
-	./target/release/loader-check --impl --max-epoch 3 --ids 6
+# loader-check needs the `testing` feature (it uses `refinement`): it is built with the test
+# library.
+check: test-lib
+	./$(TEST_DIR)/loader-check --rules current --stop-at-first > /dev/null; test $$? -eq 1
+	./$(TEST_DIR)/loader-check --rules unifiedMinRecheck --no-model-bounds
+	./$(TEST_DIR)/loader-check --rules unifiedMinRecheck --max-epoch 3 --ids 5 --no-model-bounds
+	./$(TEST_DIR)/loader-check --impl --max-epoch 3 --ids 6
 
 # ---- benchmarks (see benches/; each prints its ns/event table and met/missed lines) ----
 
 bench: bench-abi bench-py
-	$(CARGO) bench --benches
+	$(TEST_CARGO) bench --benches --features testing
 
 # The steady stream through the C ABI, against loader_floor in the same run.
 ABI_BENCH := $(OUT)/abi_bench
-$(ABI_BENCH): c-bench/abi_bench.c build | $(OUT)
-	$(CC) -O2 -std=c11 $(WARN) -Iinclude c-bench/abi_bench.c $(RPATH) -o $@
+$(ABI_BENCH): c-bench/abi_bench.c test-lib | $(OUT)
+	$(CC) -O2 -std=c11 $(WARN) -Iinclude -DLOADER_TESTING c-bench/abi_bench.c $(TEST_RPATH) -o $@
 
 bench-abi: $(ABI_BENCH)
 	$(ABI_BENCH)
@@ -77,7 +96,7 @@ bench-py: build venv
 
 # Every bench once, briefly: they always build and run. The numbers are not judged.
 bench-quick: $(ABI_BENCH) venv
-	LOADER_BENCH_QUICK=1 $(CARGO) bench --benches
+	LOADER_BENCH_QUICK=1 $(TEST_CARGO) bench --benches --features testing
 	$(ABI_BENCH) --quick
 	LIBLOADER_PATH=$(CURDIR)/$(LIB) $(VENV)/bin/python bindings/python/bench_events.py --quick
 
@@ -88,44 +107,73 @@ c-test: header-test symbols-test c-test-asan c-test-valgrind c-test-empty c-test
 $(OUT):
 	mkdir -p $(OUT)
 
-# The header compiles on its own and included twice, as C11 and as C++17.
+# The header compiles on its own and included twice, as C11 and as C++17, with and without
+# the test ABI (LOADER_TESTING).
 header-test: build | $(OUT)
 	printf '#include "loader.h"\n' > $(OUT)/h1.c
 	printf '#include "loader.h"\n#include "loader.h"\nint main(void) { return loader_version() == 0; }\n' > $(OUT)/h2.c
-	$(CC) -std=c11 $(WARN) -Iinclude -fsyntax-only $(OUT)/h1.c
-	$(CC) -std=c11 $(WARN) -Iinclude -fsyntax-only $(OUT)/h2.c
 	cp $(OUT)/h1.c $(OUT)/h1.cpp && cp $(OUT)/h2.c $(OUT)/h2.cpp
-	$(CXX) -std=c++17 $(WARN) -Iinclude -fsyntax-only $(OUT)/h1.cpp
-	$(CXX) -std=c++17 $(WARN) -Iinclude -fsyntax-only $(OUT)/h2.cpp
+	for testing in "" -DLOADER_TESTING; do \
+	    $(CC) -std=c11 $(WARN) $$testing -Iinclude -fsyntax-only $(OUT)/h1.c && \
+	    $(CC) -std=c11 $(WARN) $$testing -Iinclude -fsyntax-only $(OUT)/h2.c && \
+	    $(CXX) -std=c++17 $(WARN) $$testing -Iinclude -fsyntax-only $(OUT)/h1.cpp && \
+	    $(CXX) -std=c++17 $(WARN) $$testing -Iinclude -fsyntax-only $(OUT)/h2.cpp || exit 1; \
+	done
+	printf '#include "loader.h"\nint main(void) { return loader_floor(0) == 0; }\n' > $(OUT)/h3.c
+	@if $(CC) -std=c11 $(WARN) -Iinclude -fsyntax-only $(OUT)/h3.c 2> /dev/null; then \
+	    echo "header-test: the test ABI is declared without LOADER_TESTING"; exit 1; fi
 	$(CXX) -std=c++17 $(WARN) -Iinclude -Ibindings/cpp -fsyntax-only -x c++ bindings/cpp/loader.hpp
-	@echo "header-test: loader.h compiles alone and twice as C11 and C++17"
+	@echo "header-test: loader.h compiles alone and twice as C11 and C++17; the test ABI only with LOADER_TESTING"
 
-# Only loader_* symbols are exported, and the SONAME carries the major version.
-symbols-test: build
+# Only loader_* symbols are exported, and the SONAME carries the major version. The default
+# library exports exactly the header's public functions, none of the test ABI (the functions
+# under LOADER_TESTING); the test library exports both.
+SYMBOLS := $(OUT)/symbols
+symbols-test: build test-lib | $(OUT)
 	@bad=$$(nm -D --defined-only $(LIB) | awk '{print $$3}' | grep -v '^loader_' || true); \
 	if [ -n "$$bad" ]; then echo "exported symbols without the loader_ prefix:"; echo "$$bad"; exit 1; fi
 	readelf -d $(LIB) | grep -q 'SONAME.*\[$(SONAME)\]'
-	@echo "symbols-test: $$(nm -D --defined-only $(LIB) | wc -l) symbols, all loader_*; SONAME $(SONAME)"
+	grep -E '^[a-z]' include/loader.h | grep -oE '\bloader_[a-z_]+\(' | tr -d '(' | sort -u > $(SYMBOLS).header
+	sed -n '/^#if defined(LOADER_TESTING)$$/,/^#endif$$/p' include/loader.h | grep -E '^[a-z]' \
+	    | grep -oE '\bloader_[a-z_]+\(' | tr -d '(' | sort -u > $(SYMBOLS).testing
+	test -s $(SYMBOLS).testing
+	comm -23 $(SYMBOLS).header $(SYMBOLS).testing > $(SYMBOLS).public
+	nm -D --defined-only $(LIB) | awk '{print $$3}' | sort > $(SYMBOLS).default
+	nm -D --defined-only $(TEST_LIB) | awk '{print $$3}' | sort > $(SYMBOLS).test-lib
+	@if [ -n "$$(comm -12 $(SYMBOLS).default $(SYMBOLS).testing)" ]; then \
+	    echo "the default library exports test hooks:"; comm -12 $(SYMBOLS).default $(SYMBOLS).testing; exit 1; fi
+	@diff -u $(SYMBOLS).public $(SYMBOLS).default || \
+	    { echo "the default library's exports differ from the header's public functions"; exit 1; }
+	@diff -u $(SYMBOLS).header $(SYMBOLS).test-lib || \
+	    { echo "the test library's exports differ from the header's functions"; exit 1; }
+	@echo "symbols-test: $$(wc -l < $(SYMBOLS).default) symbols, all loader_* and public, no test hook; SONAME $(SONAME)"
+	@echo "symbols-test: the test library adds $$(tr '\n' ' ' < $(SYMBOLS).testing)"
 
 # AddressSanitizer and UndefinedBehaviorSanitizer. The canary proves the sanitizer is linked:
 # it must be caught.
-c-test-asan: build | $(OUT)
+c-test-asan: test-lib | $(OUT)
 	$(CC) $(CTEST_FLAGS) -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all \
 	    c-tests/asan_canary.c -o $(OUT)/asan_canary
 	@if $(OUT)/asan_canary 2> $(OUT)/asan_canary.log; then echo "ASan is not linked: the canary ran clean"; exit 1; fi
 	grep -q 'AddressSanitizer: heap-buffer-overflow' $(OUT)/asan_canary.log
 	@echo "c-test-asan: the canary was caught, so the sanitizer is linked"
 	$(CC) $(CTEST_FLAGS) -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all \
-	    c-tests/test_main.c $(RPATH) -o $(OUT)/test_asan
+	    c-tests/test_main.c $(TEST_RPATH) -o $(OUT)/test_asan
 	RUST_BACKTRACE=0 $(OUT)/test_asan
-	$(CC) -std=c11 $(WARN) -g -O1 -Iinclude -fsanitize=address,undefined -fno-sanitize-recover=all \
-	    c-tests/stress.c $(RPATH) -lpthread -o $(OUT)/stress_asan
+	$(CC) $(CTEST_FLAGS) -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all \
+	    c-tests/thread_exit.c $(TEST_RPATH) -lpthread -o $(OUT)/thread_exit_asan
+	$(OUT)/thread_exit_asan
+	$(CC) -std=c11 $(WARN) -g -O1 -Iinclude -DLOADER_TESTING -fsanitize=address,undefined -fno-sanitize-recover=all \
+	    c-tests/stress.c $(TEST_RPATH) -lpthread -o $(OUT)/stress_asan
 	$(OUT)/stress_asan 20000
 
-c-test-valgrind: build | $(OUT)
-	$(CC) $(CTEST_FLAGS) c-tests/test_main.c $(RPATH) -o $(OUT)/test_plain
+c-test-valgrind: test-lib | $(OUT)
+	$(CC) $(CTEST_FLAGS) c-tests/test_main.c $(TEST_RPATH) -o $(OUT)/test_plain
 	RUST_BACKTRACE=0 valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,possible \
 	    $(OUT)/test_plain
+	$(CC) $(CTEST_FLAGS) c-tests/thread_exit.c $(TEST_RPATH) -lpthread -o $(OUT)/thread_exit_plain
+	valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,possible \
+	    $(OUT)/thread_exit_plain
 
 # ThreadSanitizer on the stress test. The library and the standard library under it are
 # built with -Zsanitizer=thread (RUSTC_BOOTSTRAP on this stable toolchain; -Zbuild-std needs
@@ -139,11 +187,11 @@ tsan-lib:
 	@test -d "$$($(RUSTC) --print sysroot)/lib/rustlib/src/rust/library" || \
 	    { echo "tsan-lib: needs the rust-src component: rustup component add rust-src" >&2; exit 1; }
 	RUSTC_BOOTSTRAP=1 RUSTFLAGS="-Zsanitizer=thread" CARGO_TARGET_DIR=target/tsan \
-	    $(CARGO) build -Zbuild-std --release --lib --target x86_64-unknown-linux-gnu
+	    $(CARGO) build -Zbuild-std --release --lib --features testing --target x86_64-unknown-linux-gnu
 	ln -sf libloader.so $(TSAN_DIR)/$(SONAME)
 
 c-test-tsan: tsan-lib | $(OUT)
-	$(TSAN_CC) -std=c11 $(WARN) -g -O1 -Iinclude -fsanitize=thread c-tests/stress.c \
+	$(TSAN_CC) -std=c11 $(WARN) -g -O1 -Iinclude -DLOADER_TESTING -fsanitize=thread c-tests/stress.c \
 	    -L$(TSAN_DIR) -lloader -Wl,-rpath,$(CURDIR)/$(TSAN_DIR) -lpthread -o $(OUT)/stress_tsan
 	$(TSAN_RUN) $(OUT)/stress_tsan 10000
 

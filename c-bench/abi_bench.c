@@ -1,5 +1,7 @@
 /* Workloads 3 and 4 of issue 6: the steady stream of benches/steady.rs, driven through the
  * exported C functions of libloader.so, and the ABI floor (loader_floor), in the same run.
+ * loader_floor is in the test ABI: build with -DLOADER_TESTING against the library built with
+ * the `testing` feature (`make bench-abi` does).
  *
  * The stream is a port of benches/common/stream.rs and benches/common/arrivals.rs: the same
  * host decisions, the same seeded splitmix64 (seed 0x5eed) for the exogenous invalidations

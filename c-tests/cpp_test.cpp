@@ -2,6 +2,8 @@
 #include <cstdio>
 #include <deque>
 #include <map>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 
 #include "../bindings/cpp/loader.hpp"
@@ -84,6 +86,54 @@ int main() {
     bool once = true;
     for (auto &kv : released) once = once && kv.second == 1;
     EXPECT(once);
+
+    // A callback that throws: the exception passes through the library (the callback types
+    // and the calls that deliver them are C-unwind) to the caller, and the loader stays
+    // usable; a callback still queued behind the throwing one runs on the next call.
+    reads.clear();
+    released.clear();
+    next_acq = 1;
+    {
+        loader_config cfg = loader::default_config();
+        cfg.page_size = 4;
+        cfg.prefetch_distance = 0;
+        bool thrown = false;
+        int changes = 0;
+        loader::Loader t({[&](const loader::Read &r) {
+                              reads.push_back(r);
+                              if (!thrown) {
+                                  thrown = true;
+                                  throw std::runtime_error("thrown by issue");
+                              }
+                          },
+                          [&](uintptr_t a) { released[a]++; }, [&] { changes++; }, nullptr},
+                         cfg);
+        bool caught = false;
+        try {
+            t.set_window(0, 10);
+        } catch (const std::runtime_error &e) {
+            caught = std::string(e.what()) == "thrown by issue";
+        }
+        EXPECT(caught && reads.size() == 1);
+        int before = changes;
+        EXPECT(t.state().outstanding_reads == 1);
+        t.tick(0);
+        EXPECT(changes > before);
+        while (!reads.empty()) {
+            loader::Read r = reads.front();
+            reads.pop_front();
+            uint64_t at = r.cursor.empty() ? 0 : [&] {
+                uint64_t v = 0;
+                for (uint8_t b : r.cursor) v = (v << 8) | b;
+                return v;
+            }();
+            uint64_t end = std::min<uint64_t>(at + r.limit, source_len);
+            t.settle(r.read_id, next_acq++, uint32_t(end - at), be64(end), end == source_len);
+        }
+        EXPECT(t.state().covered_end == 12);
+    }
+    EXPECT(released.size() == next_acq - 1 && next_acq == 4);
+    for (auto &kv : released) EXPECT(kv.second == 1);
     std::printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

@@ -98,8 +98,6 @@ static void an_empty_page_that_repeats_its_cursor_is_a_stall(void) {
 }
 
 int main(void) {
-    (void)find_pending; /* host.h helpers this file does not need */
-    (void)states_equal;
     RUN(a_filtered_stretch_is_read_across);
     RUN(an_empty_page_that_repeats_its_cursor_is_a_stall);
     printf("%d passed, %d failed\n", tests_passed, tests_failed);

@@ -174,7 +174,7 @@ static pending_read take(host *h, size_t i) {
     return p;
 }
 
-static int find_pending(host *h, loader_kind kind) {
+static inline int find_pending(host *h, loader_kind kind) {
     for (size_t i = 0; i < h->npending; i++)
         if (h->pending[i].kind == kind) return (int)i;
     return -1;
@@ -213,7 +213,7 @@ static int released_exactly_once(host *h) {
     return 1;
 }
 
-static int states_equal(const loader_snapshot *a, const loader_snapshot *b) {
+static inline int states_equal(const loader_snapshot *a, const loader_snapshot *b) {
     return a->epoch == b->epoch && a->debt == b->debt && a->phase == b->phase &&
            a->chain_epoch == b->chain_epoch && a->failure == b->failure &&
            a->coverage == b->coverage && a->settled_once == b->settled_once &&

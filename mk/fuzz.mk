@@ -1,5 +1,5 @@
 # Fuzzing and hostile-host tests. Included by the Makefile; uses its CARGO, CC, CTEST_FLAGS,
-# RPATH, OUT and `build` (and TSAN_CC, TSAN_DIR, SONAME for the TSan run). See
+# TEST_RPATH, OUT and `test-lib` (and TSAN_CC, TSAN_DIR, SONAME for the TSan run). See
 # docs/ROBUSTNESS.md for what each one checks.
 #
 #   make fuzz                      each fuzz target for FUZZ_SECONDS (default 60) seconds
@@ -75,11 +75,11 @@ $(addprefix fuzz-run-,$(FUZZ_TARGETS)): fuzz-run-%: fuzz-build
 
 # Hostile and unlucky hosts through the C ABI: ASan+UBSan (like c-test-asan), then valgrind
 # (like c-test-valgrind) on a smaller run, since valgrind serialises the thread-per-answer test.
-c-test-hostile: build | $(OUT)
+c-test-hostile: test-lib | $(OUT)
 	$(CC) $(CTEST_FLAGS) -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all \
-	    c-tests/hostile.c $(RPATH) -lpthread -o $(OUT)/hostile_asan
+	    c-tests/hostile.c $(TEST_RPATH) -lpthread -o $(OUT)/hostile_asan
 	RUST_BACKTRACE=0 $(OUT)/hostile_asan
-	$(CC) $(CTEST_FLAGS) c-tests/hostile.c $(RPATH) -lpthread -o $(OUT)/hostile_plain
+	$(CC) $(CTEST_FLAGS) c-tests/hostile.c $(TEST_RPATH) -lpthread -o $(OUT)/hostile_plain
 	RUST_BACKTRACE=0 valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,possible \
 	    $(OUT)/hostile_plain --quick
 

@@ -3,7 +3,7 @@
 #
 #   make venv      .venv (created only if missing) with pytest and ./bindings/python installed;
 #                  the package is reinstalled whenever its sources change
-#   make py-test   the bindings' pytest suite, against $(LIB)
+#   make py-test   the bindings' pytest suite, against $(TEST_LIB) (the `testing` build)
 #   make demo      examples/sqlite_feed.py for DEMO_ARGS (default --duration 10)
 
 PYTHON3 ?= python3
@@ -15,8 +15,10 @@ PY_PKG_SOURCES := $(PY_PKG_DIR)/pyproject.toml $(wildcard $(PY_PKG_DIR)/libloade
 PY_STAMP := $(VENV)/.libloader-installed
 PYTEST_ARGS ?= -q
 DEMO_ARGS ?= --duration 10
-# The library the tests and the demo load: exactly the one $(LIB) built.
+# The library the demo loads: exactly the one $(LIB) built. The tests load the test library,
+# which adds the test ABI.
 PY_ENV := LIBLOADER_PATH=$(abspath $(LIB))
+PY_TEST_ENV := LIBLOADER_PATH=$(abspath $(TEST_LIB))
 
 .PHONY: venv py-test py-demo demo
 
@@ -34,8 +36,8 @@ $(PY_STAMP): $(VENV)/pyvenv.cfg $(PY_PKG_SOURCES)
 	$(VENV_PY) -m pip install --quiet --force-reinstall --no-deps ./$(PY_PKG_DIR)
 	touch $@
 
-py-test: venv $(LIB)
-	$(PY_ENV) $(VENV_PY) -m pytest $(PYTEST_ARGS) $(PY_PKG_DIR)/tests
+py-test: venv $(TEST_LIB)
+	$(PY_TEST_ENV) $(VENV_PY) -m pytest $(PYTEST_ARGS) $(PY_PKG_DIR)/tests
 
 py-demo: venv $(LIB)
 	$(PY_ENV) $(VENV_PY) examples/sqlite_feed.py $(DEMO_ARGS)

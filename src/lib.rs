@@ -7,9 +7,12 @@
 //! - [`ledger`]: the production request ledger (the module's `unifiedMin` rules, generalised);
 //! - [`model`]: the TLA+ module `LoaderLedger`, executable, with an exhaustive explorer.
 //!
-//! Beside them, [`refinement`] checks the ledger against the model, and [`sim`] is a
-//! deterministic simulated host that checks the loader's properties. `docs/DESIGN.md` in the
-//! repository describes the layers, the host contract and how each is verified.
+//! Beside them, `refinement` checks the ledger against the model, and `sim` is a
+//! deterministic simulated host that checks the loader's properties. Both are test
+//! instruments, compiled only with the `testing` cargo feature (and `sim` in unit tests), so
+//! the default library carries neither; the feature also adds the C test ABI (`ffi::testing`).
+//! `docs/DESIGN.md` in the repository describes the layers, the host contract and how each is
+//! verified.
 //!
 //! The types a Rust host needs are re-exported here, so it writes `loader::Loader`:
 //!
@@ -53,7 +56,9 @@ pub mod ffi;
 pub mod ledger;
 pub mod loader;
 pub mod model;
+#[cfg(feature = "testing")]
 pub mod refinement;
+#[cfg(any(test, feature = "testing"))]
 pub mod sim;
 
 pub use ledger::Ledger;

@@ -405,6 +405,7 @@ fn the_end_flag_early_stops_the_reads_and_keeps_every_item() {
     assert!(h.loader.end_of_source());
 }
 
+#[cfg(feature = "testing")]
 mod simulated {
     //! The simulated host with filtered stretches and a host that repeats cursors on empty
     //! pages, in property runs (`LOADER_EMPTY_CASES`, default 1,000 per property).

@@ -1,6 +1,9 @@
 //! The `loader-check` command line: its JSON object, its exit status, `--list-rules`, `--impl`,
 //! and the counterexample the README quotes.
 
+// Uses the test instruments (`sim`, `refinement`, `loader-check`).
+#![cfg(feature = "testing")]
+
 use std::process::Command;
 
 fn run(args: &[&str]) -> (i32, String) {

@@ -2,6 +2,9 @@
 //! every host-event sequence within the bounds is a path of model transitions that keeps every
 //! invariant and can always reach quiescence.
 
+// Uses the test instruments (`sim`, `refinement`, `loader-check`).
+#![cfg(feature = "testing")]
+
 use loader::refinement::{check, RefineBounds};
 
 fn refines(max_epoch: u8, ids: usize, recheck_full: bool) {

@@ -14,6 +14,9 @@
 //! `LOADER_SIM_CASES` sets the number of runs per property (default 2,500: 7,500 over the
 //! three proptest properties).
 
+// Uses the test instruments (`sim`, `refinement`, `loader-check`).
+#![cfg(feature = "testing")]
+
 use loader::ledger::{Failure, Snapshot};
 use loader::sim::{random_ops, run, Host, Op, Source};
 use loader::{Config, Kind, Page, Read, Stats};

@@ -4,8 +4,10 @@
 // destructor. Callbacks are std::function; a call that fails throws `loader::Error`, which
 // carries the `loader_result` code. Callbacks run as the C ABI documents: on the calling thread,
 // outside the library's locks, and possibly nested (a callback may call back into the loader).
-// A callback must not throw: an exception cannot cross the C library, so one escaping a
-// callback calls std::terminate.
+// An exception a callback throws passes through the C library (its callbacks are
+// unwind-capable) and out of the call that delivered it, with the loader still consistent
+// and usable; see include/loader.h. The destructor is noexcept: a callback that throws from
+// inside it calls std::terminate.
 #ifndef LOADER_HPP
 #define LOADER_HPP
 

@@ -1,157 +1,13 @@
-//! The plain C types of the ABI: result codes, the spec's enums, and the structs passed
-//! across. Enums only ever flow out of the library; every value C passes in is an integer or
-//! a struct of integers, so no C value can be an invalid Rust enum.
+//! The plain C types of the ABI: the spec's enums, the structs passed across, and the callback
+//! types. Enums only ever flow out of the library; every value C passes in is an integer or a
+//! struct of integers, so no C value can be an invalid Rust enum. Result codes live in
+//! `result.rs`.
 
 #![allow(non_camel_case_types)]
 
-use crate::ledger::{self, Coverage, Debt, Failure, Phase};
-use crate::loader::{self, Answer, ConfigError, LoaderError};
-use std::ffi::{c_char, c_void};
-
-/// A result code. 0 is success; every other value is an error whose message
-/// `loader_result_str` gives. Values are stable across releases.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum loader_result {
-    /// Success.
-    Ok = 0,
-    /// A required pointer argument was NULL.
-    NullPointer = 1,
-    /// The handle is 0, or was never issued (forged or corrupted).
-    InvalidHandle = 2,
-    /// The handle was freed (a call after `loader_free`, or a double free).
-    StaleHandle = 3,
-    /// The read id was never issued by this loader.
-    UnknownRead = 4,
-    /// The read was already answered (a second answer, settle after fail, fail after settle).
-    AlreadyAnswered = 5,
-    /// `count` exceeds the read's `limit`.
-    CountOverLimit = 6,
-    /// A cursor pointer was NULL while its length was not 0.
-    NullCursor = 7,
-    /// A cursor is longer than `LOADER_MAX_CURSOR_LEN`.
-    CursorTooLong = 8,
-    /// `start + len` of a window overflows 64 bits.
-    WindowOverflow = 9,
-    /// The output array is too small; `*out_len` holds the length needed.
-    BufferTooSmall = 10,
-    /// A panic inside the library was caught; the handle is now poisoned.
-    Panic = 11,
-    /// An earlier panic poisoned this handle; only `loader_free` works on it.
-    Poisoned = 12,
-    /// The epoch counter is exhausted.
-    EpochOverflow = 13,
-    /// The request or read id space is exhausted.
-    IdOverflow = 14,
-    /// `page_size` is 0 or larger than `LOADER_MAX_PAGE_SIZE`.
-    InvalidPageSize = 15,
-    /// `backoff_initial_ms` is 0.
-    InvalidBackoffInitial = 16,
-    /// `backoff_max_ms` is below `backoff_initial_ms`.
-    InvalidBackoffMax = 17,
-    /// `backoff_multiplier` is not a finite number in 1.0..=16.0.
-    InvalidBackoffMultiplier = 18,
-    /// The `issue` or `release` callback is NULL.
-    MissingCallback = 19,
-    /// No more loaders can be created in this process.
-    TooManyHandles = 20,
-}
-
-impl loader_result {
-    pub(crate) const ALL: [loader_result; 21] = [
-        loader_result::Ok,
-        loader_result::NullPointer,
-        loader_result::InvalidHandle,
-        loader_result::StaleHandle,
-        loader_result::UnknownRead,
-        loader_result::AlreadyAnswered,
-        loader_result::CountOverLimit,
-        loader_result::NullCursor,
-        loader_result::CursorTooLong,
-        loader_result::WindowOverflow,
-        loader_result::BufferTooSmall,
-        loader_result::Panic,
-        loader_result::Poisoned,
-        loader_result::EpochOverflow,
-        loader_result::IdOverflow,
-        loader_result::InvalidPageSize,
-        loader_result::InvalidBackoffInitial,
-        loader_result::InvalidBackoffMax,
-        loader_result::InvalidBackoffMultiplier,
-        loader_result::MissingCallback,
-        loader_result::TooManyHandles,
-    ];
-
-    /// The static, NUL-terminated message for this code.
-    pub(crate) fn message(self) -> &'static [u8] {
-        match self {
-            loader_result::Ok => b"ok\0",
-            loader_result::NullPointer => b"a required pointer argument is NULL\0",
-            loader_result::InvalidHandle => b"the handle is NULL or was never issued\0",
-            loader_result::StaleHandle => b"the handle was freed\0",
-            loader_result::UnknownRead => b"the read id was never issued by this loader\0",
-            loader_result::AlreadyAnswered => b"the read was already answered\0",
-            loader_result::CountOverLimit => b"count exceeds the read's limit\0",
-            loader_result::NullCursor => b"the cursor is NULL but its length is not 0\0",
-            loader_result::CursorTooLong => b"the cursor is longer than LOADER_MAX_CURSOR_LEN\0",
-            loader_result::WindowOverflow => b"window start plus length overflows\0",
-            loader_result::BufferTooSmall => {
-                b"the output array is too small; *out_len holds the length needed\0"
-            }
-            loader_result::Panic => {
-                b"a panic inside libloader was caught; the handle is poisoned\0"
-            }
-            loader_result::Poisoned => {
-                b"the handle is poisoned by an earlier panic; only loader_free works\0"
-            }
-            loader_result::EpochOverflow => b"the epoch counter is exhausted\0",
-            loader_result::IdOverflow => b"the id space is exhausted\0",
-            loader_result::InvalidPageSize => {
-                b"page_size must be between 1 and LOADER_MAX_PAGE_SIZE\0"
-            }
-            loader_result::InvalidBackoffInitial => b"backoff_initial_ms must be at least 1\0",
-            loader_result::InvalidBackoffMax => {
-                b"backoff_max_ms must be at least backoff_initial_ms\0"
-            }
-            loader_result::InvalidBackoffMultiplier => {
-                b"backoff_multiplier must be a finite number between 1.0 and 16.0\0"
-            }
-            loader_result::MissingCallback => b"the issue and release callbacks are required\0",
-            loader_result::TooManyHandles => b"no more loaders can be created in this process\0",
-        }
-    }
-}
-
-impl From<LoaderError> for loader_result {
-    fn from(e: LoaderError) -> loader_result {
-        match e {
-            LoaderError::UnknownRead(_) => loader_result::UnknownRead,
-            LoaderError::AlreadyAnswered(_) => loader_result::AlreadyAnswered,
-            LoaderError::CountOverLimit { .. } => loader_result::CountOverLimit,
-            LoaderError::CursorTooLong(_) => loader_result::CursorTooLong,
-            LoaderError::WindowOverflow => loader_result::WindowOverflow,
-            // A closed loader's handle is already gone from the table.
-            LoaderError::Closed => loader_result::StaleHandle,
-            LoaderError::Ledger(ledger::LedgerError::EpochOverflow) => loader_result::EpochOverflow,
-            LoaderError::Ledger(ledger::LedgerError::IdOverflow) => loader_result::IdOverflow,
-            // The loader answers these through its own read ids before the ledger sees them.
-            LoaderError::Ledger(ledger::LedgerError::NotIssued(_)) => loader_result::UnknownRead,
-            LoaderError::Ledger(_) => loader_result::AlreadyAnswered,
-            LoaderError::Config(c) => c.into(),
-        }
-    }
-}
-
-impl From<ConfigError> for loader_result {
-    fn from(e: ConfigError) -> loader_result {
-        match e {
-            ConfigError::PageSize => loader_result::InvalidPageSize,
-            ConfigError::BackoffInitial => loader_result::InvalidBackoffInitial,
-            ConfigError::BackoffMax => loader_result::InvalidBackoffMax,
-            ConfigError::BackoffMultiplier => loader_result::InvalidBackoffMultiplier,
-        }
-    }
-}
+use crate::ledger::{self, Coverage, Debt, Failure, Phase, St};
+use crate::loader::{self, Answer};
+use std::ffi::c_void;
 
 /// The kind of a request, and of the reads it issues.
 #[repr(C)]
@@ -179,8 +35,11 @@ impl From<ledger::Kind> for loader_kind {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum loader_debt {
+    /// Nothing owed: the view matches the source as far as the loader knows.
     None = 0,
+    /// A bounded repair (a chain over the covered range) is owed.
     Bounded = 1,
+    /// A full-source read is owed.
     Full = 2,
 }
 
@@ -188,8 +47,11 @@ pub enum loader_debt {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum loader_phase {
+    /// No repair or full read is running.
     Idle = 0,
+    /// A bounded repair (chain) is running.
     Repair = 1,
+    /// A full-source read is running.
     Fullheld = 2,
 }
 
@@ -197,8 +59,11 @@ pub enum loader_phase {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum loader_failure {
+    /// No failure recorded.
     None = 0,
+    /// The loader's own read failed; it waits for a retry.
     Own = 1,
+    /// A superseded read failed; it only raised the debt.
     Superseded = 2,
 }
 
@@ -206,9 +71,13 @@ pub enum loader_failure {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum loader_coverage {
+    /// Nothing loaded yet.
     Nothing = 0,
+    /// Finite pages only.
     Pages = 1,
+    /// Covered by a committed repair chain.
     Chain = 2,
+    /// Covered by a committed full read.
     Full = 3,
 }
 
@@ -216,9 +85,22 @@ pub enum loader_coverage {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum loader_request_state {
+    /// Reads issued and not all answered.
     Inflight = 0,
+    /// Answered; waiting to commit or be released.
     Settled = 1,
+    /// Failed; waiting for a retry to release it.
     Failed = 2,
+}
+
+impl From<St> for loader_request_state {
+    fn from(st: St) -> loader_request_state {
+        match st {
+            St::Inflight => loader_request_state::Inflight,
+            St::Settled => loader_request_state::Settled,
+            St::Failed => loader_request_state::Failed,
+        }
+    }
 }
 
 /// How an accepted answer was classified.
@@ -322,7 +204,7 @@ impl From<loader::Config> for loader_config {
             backoff_multiplier: c.backoff_multiplier,
             max_auto_retries: c.max_auto_retries,
             jitter_seed: c.jitter_seed,
-            recheck_full: c.recheck_full as u8,
+            recheck_full: u8::from(c.recheck_full),
         }
     }
 }
@@ -352,6 +234,7 @@ pub struct loader_read {
     pub read_id: u64,
     /// The request the read belongs to.
     pub request_id: u64,
+    /// The request's kind.
     pub kind: loader_kind,
     /// The epoch the request was stamped with.
     pub epoch: u64,
@@ -360,6 +243,7 @@ pub struct loader_read {
     /// Where to start: bytes the host returned earlier as a `next_cursor`. Owned by the
     /// loader; NULL when `cursor_len` is 0 (the source's start).
     pub cursor: *const u8,
+    /// The cursor's length in bytes; 0 for the source's start.
     pub cursor_len: usize,
     /// At most this many items.
     pub limit: u32,
@@ -367,15 +251,16 @@ pub struct loader_read {
 
 /// Called to start a read. The host answers it later, exactly once, from any thread.
 pub type loader_issue_fn =
-    Option<unsafe extern "C" fn(userdata: *mut c_void, read: *const loader_read)>;
+    Option<unsafe extern "C-unwind" fn(userdata: *mut c_void, read: *const loader_read)>;
 /// Called exactly once for every acquisition the loader accepted, when it is done with it.
 pub type loader_release_fn =
-    Option<unsafe extern "C" fn(userdata: *mut c_void, acquisition: usize)>;
+    Option<unsafe extern "C-unwind" fn(userdata: *mut c_void, acquisition: usize)>;
 /// Called after the view or the state changed.
-pub type loader_changed_fn = Option<unsafe extern "C" fn(userdata: *mut c_void)>;
+pub type loader_changed_fn = Option<unsafe extern "C-unwind" fn(userdata: *mut c_void)>;
 /// Called once for each read whose answer is no longer needed (it was superseded, or the
 /// loader was freed). A hint: the host may abort the read, or answer it anyway.
-pub type loader_cancel_fn = Option<unsafe extern "C" fn(userdata: *mut c_void, read_id: u64)>;
+pub type loader_cancel_fn =
+    Option<unsafe extern "C-unwind" fn(userdata: *mut c_void, read_id: u64)>;
 
 /// The host's callbacks. `issue` and `release` are required; `changed` and `cancel` may be
 /// NULL. Each receives `userdata` first, unchanged.
@@ -385,9 +270,13 @@ pub struct loader_callbacks {
     /// Passed to every callback. The host keeps it valid until `loader_free` returns, and
     /// until every callback running on another thread has returned.
     pub userdata: *mut c_void,
+    /// Required.
     pub issue: loader_issue_fn,
+    /// Required.
     pub release: loader_release_fn,
+    /// May be NULL.
     pub changed: loader_changed_fn,
+    /// May be NULL.
     pub cancel: loader_cancel_fn,
 }
 
@@ -395,17 +284,27 @@ pub struct loader_callbacks {
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct loader_snapshot {
+    /// The spec's `epoch`: bumped by every invalidation.
     pub epoch: u64,
+    /// The spec's `debt`.
     pub debt: loader_debt,
+    /// The spec's `phase`.
     pub phase: loader_phase,
+    /// The spec's `chainEpoch`: the epoch the running repair chain was stamped with.
     pub chain_epoch: u64,
+    /// The spec's `failure`.
     pub failure: loader_failure,
+    /// The spec's `coverage`.
     pub coverage: loader_coverage,
+    /// The spec's `settledOnce`: some authoritative answer has committed.
     pub settled_once: bool,
+    /// The spec's `coverEpoch`: the epoch stamp of the request that established the coverage.
     pub cover_epoch: u64,
-    /// Live requests in flight, settled, and failed (waiting for a retry to release them).
+    /// Live requests in flight.
     pub inflight: u64,
+    /// Live requests settled.
     pub settled: u64,
+    /// Live requests failed (waiting for a retry to release them).
     pub failed: u64,
     /// The id the next request will get.
     pub next_request_id: u64,
@@ -415,14 +314,19 @@ pub struct loader_snapshot {
     pub outstanding_reads: u64,
     /// A repair or full read is pending or running; the view shown is the old one.
     pub revalidating: bool,
+    /// The view reaches the source's end.
     pub end_of_source: bool,
     /// The view covers items `[covered_start, covered_end)`.
     pub covered_start: u64,
+    /// See `covered_start`.
     pub covered_end: u64,
+    /// The window's first item.
     pub window_start: u64,
+    /// The window's length in items.
     pub window_len: u64,
-    /// Acquisitions accepted and released so far.
+    /// Acquisitions accepted so far.
     pub accepted: u64,
+    /// Acquisitions released so far.
     pub released: u64,
 }
 
@@ -430,22 +334,29 @@ pub struct loader_snapshot {
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct loader_counts {
-    /// Reads issued, by kind.
+    /// Finite reads issued.
     pub issued_finite: u64,
+    /// Chain (repair) reads issued.
     pub issued_chain: u64,
+    /// Full-source reads issued.
     pub issued_full: u64,
-    /// Accepted answers classified current, stale, and with a stalled cursor.
+    /// Accepted answers classified current.
     pub answered_current: u64,
+    /// Accepted answers classified stale.
     pub answered_stale: u64,
+    /// Accepted answers whose cursor did not advance.
     pub cursor_stalls: u64,
-    /// Failures that were the loader's own (they wait for a retry), and of superseded reads.
+    /// Failures that were the loader's own (they wait for a retry).
     pub failed_own: u64,
+    /// Failures of superseded reads.
     pub failed_stale: u64,
-    /// Retries started by the backoff timer, and by `loader_retry` or a window move.
+    /// Retries started by the backoff timer.
     pub retries_auto: u64,
+    /// Retries started by `loader_retry` or a window move.
     pub retries_explicit: u64,
-    /// Acquisitions accepted and released.
+    /// Acquisitions accepted.
     pub accepted: u64,
+    /// Acquisitions released.
     pub released: u64,
     /// Cancellation hints sent.
     pub cancels: u64,
@@ -475,9 +386,13 @@ impl From<crate::loader::Stats> for loader_counts {
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct loader_request_info {
+    /// The request's id.
     pub id: u64,
+    /// The request's kind.
     pub kind: loader_kind,
+    /// The epoch the request was stamped with.
     pub epoch: u64,
+    /// The spec's `st`.
     pub state: loader_request_state,
     /// Authoritative work superseded it while in flight.
     pub superseded: bool,
@@ -489,16 +404,10 @@ pub struct loader_request_info {
 pub struct loader_page {
     /// The host's token for the page's items. Still owned by the loader.
     pub acquisition: usize,
+    /// Items in the page.
     pub count: u32,
+    /// The epoch of the request that loaded it.
     pub epoch: u64,
     /// The offset of the page's first item in the source.
     pub start: u64,
-}
-
-pub(crate) fn result_str(code: i32) -> *const c_char {
-    let r = loader_result::ALL
-        .iter()
-        .find(|r| **r as i32 == code)
-        .map_or(&b"unknown result code\0"[..], |r| r.message());
-    r.as_ptr().cast()
 }

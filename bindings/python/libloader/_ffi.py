@@ -179,8 +179,6 @@ FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
     "loader_config_default": (c_enum, [POINTER(loader_config)]),
     "loader_new": (c_enum, [POINTER(loader_config), POINTER(loader_callbacks),
                             POINTER(loader_handle)]),
-    "loader_new_with_counters": (c_enum, [POINTER(loader_config), POINTER(loader_callbacks),
-                                          c_uint64, c_uint64, POINTER(loader_handle)]),
     "loader_free": (c_enum, [loader_handle]),
     "loader_version": (c_char_p, []),
     "loader_result_str": (c_char_p, [c_int32]),
@@ -198,23 +196,38 @@ FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
                                  POINTER(c_size_t)]),
     "loader_view": (c_enum, [loader_handle, POINTER(loader_page), c_size_t, POINTER(c_size_t),
                              POINTER(c_bool)]),
+}
+"""Every function of the public ABI: name -> (restype, argtypes)."""
+
+TESTING_FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
+    "loader_new_with_counters": (c_enum, [POINTER(loader_config), POINTER(loader_callbacks),
+                                          c_uint64, c_uint64, POINTER(loader_handle)]),
     "loader_floor": (c_enum, [loader_handle]),
     "loader_test_panic": (c_enum, [loader_handle]),
 }
-"""Every exported function: name -> (restype, argtypes)."""
+"""The test ABI (``#if defined(LOADER_TESTING)`` in the header): exported only by a library
+built with the ``testing`` cargo feature."""
 
 
 def declare(lib: ctypes.CDLL) -> ctypes.CDLL:
-    """Sets ``restype`` and ``argtypes`` of every function on ``lib``; raises AttributeError
-    naming the functions the library does not export."""
+    """Sets ``restype`` and ``argtypes`` of every public function on ``lib``, and of the
+    test ABI's when the library has it; raises AttributeError naming the public functions
+    the library does not export."""
     missing = [name for name in FUNCTIONS if not hasattr(lib, name)]
     if missing:
         raise AttributeError(f"{lib._name} does not export: {', '.join(missing)}")
-    for name, (restype, argtypes) in FUNCTIONS.items():
+    for name, (restype, argtypes) in [*FUNCTIONS.items(), *TESTING_FUNCTIONS.items()]:
+        if name not in FUNCTIONS and not hasattr(lib, name):
+            continue
         fn = getattr(lib, name)
         fn.restype = restype
         fn.argtypes = argtypes
     return lib
+
+
+def has_testing() -> bool:
+    """The loaded library was built with the ``testing`` feature (it exports the test ABI)."""
+    return all(hasattr(lib(), name) for name in TESTING_FUNCTIONS)
 
 
 _lock = threading.Lock()

@@ -223,7 +223,8 @@ class Loader:
                  config: Optional[Config] = None,
                  counters: Optional[Tuple[int, int]] = None) -> None:
         """``counters=(epoch, next_request_id)`` starts the counters there, for testing
-        their exhaustion (``loader_new_with_counters``)."""
+        their exhaustion (``loader_new_with_counters``, in the test ABI: it needs a library
+        built with the ``testing`` feature, else it raises NotImplementedError)."""
         self._closed = True
         self._handle = 0
         if not callable(on_issue) or not callable(on_release):
@@ -232,6 +233,9 @@ class Loader:
             if cb is not None and not callable(cb):
                 raise TypeError(f"{name} must be callable or None")
         lib = _ffi.lib()
+        if counters is not None and not _ffi.has_testing():
+            raise NotImplementedError("counters= needs libloader built with the testing "
+                                      "feature (loader_new_with_counters)")
         c_config = (config or Config()).to_c()
         host = _Host(on_issue, on_release, on_change, on_cancel)
         with _keys_lock:
@@ -427,12 +431,6 @@ class Loader:
         deadline = ctypes.c_uint64(0)
         self._call("loader_next_deadline", ctypes.byref(armed), ctypes.byref(deadline))
         return int(deadline.value) if armed.value else None
-
-    def test_panic(self) -> None:
-        """Panics inside the library, to test the panic boundary: raises
-        :class:`~libloader.errors.PanicError` and poisons the handle (only :meth:`close`
-        works on it afterwards)."""
-        self._call("loader_test_panic")
 
     # ---- introspection ----
 

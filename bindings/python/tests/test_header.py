@@ -28,6 +28,8 @@ class Header:
     callbacks: Dict[str, Tuple[str, List[str]]]
     typedefs: Dict[str, str]
     functions: Dict[str, Tuple[str, List[str]]]
+    testing: List[str]
+    """The functions declared under ``#if defined(LOADER_TESTING)``: the test ABI."""
 
 
 def _norm(t: str) -> str:
@@ -43,6 +45,10 @@ def _split_param(p: str) -> str:
 
 def parse(text: str) -> Header:
     defines = {m[1]: int(m[2]) for m in re.finditer(r"#define\s+(\w+)\s+(\d+)", text)}
+    testing = sorted({name for block in re.findall(
+        r"^#if defined\(LOADER_TESTING\)$(.*?)^#endif$", text, flags=re.S | re.M)
+        for name in re.findall(r"\b(loader_\w+)\s*\(", re.sub(r"/\*.*?\*/", "", block,
+                                                              flags=re.S))})
     code = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
     code = re.sub(r"//[^\n]*", "", code)
     code = re.sub(r"^\s*#.*$", "", code, flags=re.M)
@@ -83,7 +89,7 @@ def parse(text: str) -> Header:
         params = [] if fm[3].strip() in ("", "void") else [_split_param(p)
                                                              for p in fm[3].split(",")]
         functions[fm[2]] = (_norm(fm[1]), params)
-    return Header(defines, enums_, structs, callbacks, typedefs, functions)
+    return Header(defines, enums_, structs, callbacks, typedefs, functions, testing)
 
 
 @pytest.fixture(scope="module")
@@ -157,13 +163,19 @@ def test_the_parser_sees_the_whole_header(parsed: Header) -> None:
     assert len(parsed.enums) >= 8 and len(parsed.callbacks) == 4
 
 
+def test_the_test_abi_is_apart_from_the_public_one(parsed: Header) -> None:
+    assert parsed.testing == sorted(_ffi.TESTING_FUNCTIONS)
+    assert not set(parsed.testing) & set(_ffi.FUNCTIONS)
+
+
 def test_every_header_function_is_declared_with_its_types(parsed: Header) -> None:
-    missing = sorted(set(parsed.functions) - set(_ffi.FUNCTIONS))
-    extra = sorted(set(_ffi.FUNCTIONS) - set(parsed.functions))
+    bound = {**_ffi.FUNCTIONS, **_ffi.TESTING_FUNCTIONS}
+    missing = sorted(set(parsed.functions) - set(bound))
+    extra = sorted(set(bound) - set(parsed.functions))
     assert not missing, f"functions in loader.h without bindings: {missing}"
     assert not extra, f"bindings for functions not in loader.h: {extra}"
     for name, (ret, params) in parsed.functions.items():
-        restype, argtypes = _ffi.FUNCTIONS[name]
+        restype, argtypes = bound[name]
         assert same(restype, ctype_of(ret, parsed)), f"{name}: return type {ret}"
         assert len(argtypes) == len(params), f"{name}: {len(params)} parameters in loader.h"
         for i, (have, c) in enumerate(zip(argtypes, params)):
@@ -172,7 +184,8 @@ def test_every_header_function_is_declared_with_its_types(parsed: Header) -> Non
 
 def test_the_loaded_library_has_them_declared() -> None:
     lib = _ffi.lib()
-    for name, (restype, argtypes) in _ffi.FUNCTIONS.items():
+    declared = {**_ffi.FUNCTIONS, **(_ffi.TESTING_FUNCTIONS if _ffi.has_testing() else {})}
+    for name, (restype, argtypes) in declared.items():
         fn = getattr(lib, name)
         assert fn.restype is restype and list(fn.argtypes) == argtypes, name
     # A handle must never come back as a C int: it would be truncated.
@@ -187,7 +200,10 @@ def test_the_library_exports_exactly_the_header_functions(parsed: Header) -> Non
                          capture_output=True, text=True, check=True).stdout
     exported = {line.split()[-1] for line in out.splitlines()
                 if line.split() and line.split()[-1].startswith("loader_")}
-    assert exported == set(parsed.functions)
+    public = set(parsed.functions) - set(parsed.testing)
+    # The test ABI comes all together or not at all.
+    assert exported in (public, set(parsed.functions))
+    assert (exported == set(parsed.functions)) == _ffi.has_testing()
 
 
 def test_struct_fields_match_by_name_order_and_type(parsed: Header) -> None:
@@ -299,3 +315,7 @@ def test_a_header_that_disagrees_is_caught() -> None:
     assert not same({f[0]: f[1] for f in _ffi.loader_page._fields_}["count"],
                     ctype_of(page_fields["count"], changed))
     assert "loader_extra" in set(changed.functions) - set(_ffi.FUNCTIONS)
+    assert "loader_extra" in changed.testing
+    # A test hook declared outside the LOADER_TESTING block would be public.
+    ungated = parse(text.replace("#if defined(LOADER_TESTING)", "#if 1"))
+    assert ungated.testing != sorted(_ffi.TESTING_FUNCTIONS)

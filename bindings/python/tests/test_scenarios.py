@@ -10,6 +10,7 @@ import pytest
 import libloader as L
 from libloader import Answer, Coverage, Debt, Failure, Kind, Phase
 from hosts import CountingHost
+from testing_abi import panic_inside, requires_testing
 
 Make = Callable[..., CountingHost]
 
@@ -127,6 +128,7 @@ def test_an_explicit_retry_starts_a_full_read(make_host: Make) -> None:
     assert h.loader.state.quiescent and h.loader.state.covered_end >= 8
 
 
+@requires_testing
 def test_counters_near_their_end_are_refused() -> None:
     with L.Loader(lambda r: None, lambda a: None, counters=(2**64 - 1, 1)) as ld:
         before = ld.state
@@ -136,12 +138,13 @@ def test_counters_near_their_end_are_refused() -> None:
         assert ld.state == before
 
 
+@requires_testing
 def test_a_panic_is_caught_and_poisons_the_handle(make_host: Make) -> None:
     h = make_host(4, 40)
     h.loader.set_window(0, 4)
     h.drain()
     with pytest.raises(L.PanicError):
-        h.loader.test_panic()
+        panic_inside(h.loader)
     with pytest.raises(L.PoisonedError) as e:
         h.loader.state
     assert "poisoned" in e.value.message

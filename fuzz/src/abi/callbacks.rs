@@ -68,7 +68,7 @@ impl Host {
     }
 }
 
-unsafe extern "C" fn on_issue(userdata: *mut c_void, read: *const loader_read) {
+unsafe extern "C-unwind" fn on_issue(userdata: *mut c_void, read: *const loader_read) {
     // SAFETY: userdata is the `Host` registered with this loader; it lives until the run ends,
     // after the loader was freed.
     let host: &Host = unsafe { calls::host_of(userdata) };
@@ -114,7 +114,7 @@ unsafe extern "C" fn on_issue(userdata: *mut c_void, read: *const loader_read) {
     host.leave(Ctx::Issue(r.read_id));
 }
 
-unsafe extern "C" fn on_release(userdata: *mut c_void, acquisition: usize) {
+unsafe extern "C-unwind" fn on_release(userdata: *mut c_void, acquisition: usize) {
     // SAFETY: as in `on_issue`.
     let host: &Host = unsafe { calls::host_of(userdata) };
     host.enter(&format!("release({acquisition:#x})"));
@@ -137,7 +137,7 @@ unsafe extern "C" fn on_release(userdata: *mut c_void, acquisition: usize) {
     host.leave(Ctx::Release);
 }
 
-unsafe extern "C" fn on_changed(userdata: *mut c_void) {
+unsafe extern "C-unwind" fn on_changed(userdata: *mut c_void) {
     // SAFETY: as in `on_issue`.
     let host: &Host = unsafe { calls::host_of(userdata) };
     host.enter("changed");
@@ -148,7 +148,7 @@ unsafe extern "C" fn on_changed(userdata: *mut c_void) {
     host.leave(Ctx::Changed);
 }
 
-unsafe extern "C" fn on_cancel(userdata: *mut c_void, read_id: u64) {
+unsafe extern "C-unwind" fn on_cancel(userdata: *mut c_void, read_id: u64) {
     // SAFETY: as in `on_issue`.
     let host: &Host = unsafe { calls::host_of(userdata) };
     host.enter(&format!("cancel({read_id})"));

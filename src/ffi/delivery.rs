@@ -1,0 +1,182 @@
+//! The callback queue: how one call's effects reach the host, on the calling thread, outside
+//! every lock and outside the panic boundary.
+//!
+//! Callbacks triggered by a call made from inside a callback (a synchronous host that settles
+//! inside `issue`, say) are queued on the thread and run, in order, after the running callback
+//! returns and before the outermost call returns. That keeps the stack flat however long a
+//! chain of synchronous answers is, and never deadlocks: no lock is held while a callback runs.
+//!
+//! # Threads that end inside a callback
+//!
+//! A callback may end its thread (`pthread_exit`, or a Python interpreter shutting down under a
+//! daemon thread) or throw (a C++ exception). Either unwinds through this module's frames, and
+//! no `catch_unwind` may be on the stack when it does: it would catch the forced unwind and
+//! abort the process ("FATAL: exception not rethrown"). So every step in Rust runs inside
+//! [`boundary`], and each callback runs between two such steps, outside it. The callback types
+//! and the exports that deliver are `extern "C-unwind"`, so such an unwind may pass through.
+//!
+//! When a delivery loop unwinds, its guard resets the thread's state and hands the effects
+//! still queued back to their loaders ([`Instance::strand`]); the next call into each loader,
+//! from any thread, delivers them first. No lock is held while a callback runs, so none is left
+//! locked.
+
+use super::instance::{lookup, Instance};
+use super::panic::boundary;
+use super::pointer::token;
+use super::result::loader_result;
+use super::types::loader_read;
+use crate::loader::{Effect, Loader, LoaderError};
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+thread_local! {
+    /// Effects waiting to be delivered on this thread, and whether a delivery loop runs.
+    static QUEUE: RefCell<VecDeque<(Arc<Instance>, Effect)>> = const { RefCell::new(VecDeque::new()) };
+    static DELIVERING: Cell<bool> = const { Cell::new(false) };
+    /// A call's effects on their way from the loader to the queue; kept for its capacity.
+    static SPARE: RefCell<Vec<Effect>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs one loader event for `handle`: the loader call inside the panic boundary, then the
+/// callbacks it produced (after any stranded earlier) outside it.
+pub(crate) fn event<T>(
+    handle: u64,
+    f: impl FnOnce(&mut Loader) -> Result<T, LoaderError>,
+) -> Result<T, loader_result> {
+    event_with(handle, |loader, _| f(loader))
+}
+
+/// As [`event`], with the call's effect list open to `f`, for a call that adds effects of its
+/// own besides the loader's.
+pub(crate) fn event_with<T>(
+    handle: u64,
+    f: impl FnOnce(&mut Loader, &mut Vec<Effect>) -> Result<T, LoaderError>,
+) -> Result<T, loader_result> {
+    let step = boundary(Err(loader_result::Panic), || {
+        let inst = lookup(handle)?;
+        let mut effects = SPARE.with(|s| std::mem::take(&mut *s.borrow_mut()));
+        let r = inst.call(&mut effects, f);
+        // A loader that panicked (now or before) delivers nothing; `loader_free` still
+        // releases what it holds.
+        let owner = match r {
+            Err(loader_result::Panic | loader_result::Poisoned) => false,
+            _ => enqueue(&inst, &mut effects),
+        };
+        effects.clear();
+        SPARE.with(|s| *s.borrow_mut() = effects);
+        Ok((r, owner))
+    });
+    let (r, owner) = step?;
+    if owner {
+        drain();
+    }
+    r
+}
+
+/// Queues the effects stranded on `inst`, then `effects`; true if this frame must run the
+/// delivery loop (no loop runs on this thread yet).
+fn enqueue(inst: &Arc<Instance>, effects: &mut Vec<Effect>) -> bool {
+    let stranded = inst.take_stranded();
+    if effects.is_empty() && stranded.is_empty() && QUEUE.with(|q| q.borrow().is_empty()) {
+        return false;
+    }
+    QUEUE.with(|q| {
+        q.borrow_mut().extend(
+            stranded
+                .into_iter()
+                .chain(effects.drain(..))
+                .map(|e| (Arc::clone(inst), e)),
+        )
+    });
+    !DELIVERING.with(|d| d.replace(true))
+}
+
+/// Delivers every queued effect in order, including those queued by calls made from the
+/// callbacks. Only the two `boundary` steps run Rust code that could panic; the callback runs
+/// between them, with nothing to catch its thread's end.
+fn drain() {
+    let _loop = Delivering;
+    while let Some((inst, effect)) = boundary(None, || QUEUE.with(|q| q.borrow_mut().pop_front())) {
+        run(&inst, effect);
+        // The last reference to a freed loader may be this one: its destructor is Rust code.
+        boundary((), move || drop(inst));
+    }
+}
+
+/// Owns the thread's delivery loop. Dropped normally, the queue is empty; dropped by an unwind
+/// out of a callback, it hands what is still queued back to each loader.
+struct Delivering;
+
+impl Drop for Delivering {
+    fn drop(&mut self) {
+        DELIVERING.with(|d| d.set(false));
+        let rest: Vec<_> = QUEUE.with(|q| q.borrow_mut().drain(..).collect());
+        for (inst, effect) in rest {
+            inst.strand([effect]);
+        }
+    }
+}
+
+/// Takes every effect queued on this thread, or stranded, for `inst`, oldest first; effects
+/// for other loaders stay queued. For `loader_free`, which delivers them itself.
+pub(crate) fn withdraw(inst: &Arc<Instance>) -> Vec<Effect> {
+    let mut mine = inst.take_stranded();
+    QUEUE.with(|q| {
+        let mut q = q.borrow_mut();
+        let (own, others): (VecDeque<_>, VecDeque<_>) =
+            q.drain(..).partition(|(i, _)| Arc::ptr_eq(i, inst));
+        *q = others;
+        mine.extend(own.into_iter().map(|(_, e)| e));
+    });
+    mine
+}
+
+/// Runs the host's callback for one effect. No Rust code here can panic: it copies fields and
+/// calls the host. `issue` and `changed` are skipped once the loader is freed.
+pub(crate) fn run(inst: &Instance, effect: Effect) {
+    let cb = inst.callbacks();
+    let freed = inst.is_freed();
+    match effect {
+        Effect::Issue(read) if !freed => {
+            let r = loader_read {
+                read_id: read.read_id,
+                request_id: read.request_id,
+                kind: read.kind.into(),
+                epoch: read.epoch,
+                step: read.step,
+                cursor: if read.cursor.is_empty() {
+                    std::ptr::null()
+                } else {
+                    read.cursor.as_ptr()
+                },
+                cursor_len: read.cursor.len(),
+                limit: read.limit,
+            };
+            if let Some(issue) = cb.issue {
+                // SAFETY: `issue` is the host's function for this signature; `r` and the
+                // cursor bytes it points to live until the call returns.
+                unsafe { issue(cb.userdata, &r) };
+            }
+        }
+        Effect::Release { acquisition } => {
+            if let Some(release) = cb.release {
+                // SAFETY: the host's function; the token is the one it gave us, unchanged.
+                unsafe { release(cb.userdata, token(acquisition)) };
+            }
+        }
+        Effect::Cancel { read_id } => {
+            if let Some(cancel) = cb.cancel {
+                // SAFETY: the host's function for this signature.
+                unsafe { cancel(cb.userdata, read_id) };
+            }
+        }
+        Effect::Changed if !freed => {
+            if let Some(changed) = cb.changed {
+                // SAFETY: the host's function for this signature.
+                unsafe { changed(cb.userdata) };
+            }
+        }
+        Effect::Issue(_) | Effect::Changed => {}
+    }
+}

@@ -1,0 +1,162 @@
+//! A loader's life: default settings, creation, freeing, and the library's static strings.
+
+use super::delivery::{run, withdraw};
+use super::instance::{loader_handle, register, unregister};
+use super::panic::boundary;
+use super::pointer::{finish, try_ref, Out};
+use super::result::{self, loader_result};
+use super::types::{loader_callbacks, loader_config};
+use crate::loader::{Config, Effect, Loader, LoaderError};
+use std::ffi::c_char;
+
+/// Checks a config and callbacks, creates a loader from them with `make`, and writes its
+/// handle to `*out_handle`.
+///
+/// # Safety
+/// Each pointer is NULL or valid for reads (writes, for `out_handle`) of its type.
+pub(crate) unsafe fn create(
+    config: *const loader_config,
+    callbacks: *const loader_callbacks,
+    out_handle: *mut loader_handle,
+    make: impl FnOnce(Config) -> Result<Loader, LoaderError>,
+) -> loader_result {
+    boundary(loader_result::Panic, || {
+        // SAFETY: by this function's contract.
+        let args = unsafe {
+            (
+                try_ref(config),
+                try_ref(callbacks),
+                Out::required(out_handle),
+            )
+        };
+        let (config, callbacks, out) = match args {
+            (Ok(config), Ok(callbacks), Ok(out)) => (config, *callbacks, out),
+            _ => return loader_result::NullPointer,
+        };
+        if callbacks.issue.is_none() || callbacks.release.is_none() {
+            return loader_result::MissingCallback;
+        }
+        let handle = make(config.into())
+            .map_err(loader_result::from)
+            .and_then(|loader| register(loader, callbacks));
+        finish(handle, out)
+    })
+}
+
+/// Fills `*out` with the default settings. Returns `LOADER_RESULT_NULL_POINTER` if `out` is
+/// NULL. The caller owns `*out`.
+///
+/// # Safety
+/// `out` is NULL or valid for a write of a `loader_config`.
+#[no_mangle]
+pub unsafe extern "C" fn loader_config_default(out: *mut loader_config) -> loader_result {
+    boundary(loader_result::Panic, || {
+        // SAFETY: by this function's contract.
+        match unsafe { Out::required(out) } {
+            Ok(out) => finish(Ok(Config::default().into()), out),
+            Err(e) => e,
+        }
+    })
+}
+
+/// Creates a loader and writes its handle to `*out_handle`.
+///
+/// `config` and `callbacks` are copied; the caller keeps ownership of both structs.
+/// `callbacks->issue` and `callbacks->release` must not be NULL (else
+/// `LOADER_RESULT_MISSING_CALLBACK`); `changed` and `cancel` may be. `callbacks->userdata`
+/// must stay valid until `loader_free` returns. NULL `config`, `callbacks` or `out_handle`
+/// returns `LOADER_RESULT_NULL_POINTER`; a bad setting returns the code naming it. The
+/// caller owns the handle and must pass it to `loader_free`.
+///
+/// # Safety
+/// Each pointer is NULL or valid for its type; the callbacks follow their documented contract.
+#[no_mangle]
+pub unsafe extern "C" fn loader_new(
+    config: *const loader_config,
+    callbacks: *const loader_callbacks,
+    out_handle: *mut loader_handle,
+) -> loader_result {
+    // SAFETY: forwarded contract.
+    unsafe { create(config, callbacks, out_handle, Loader::new) }
+}
+
+/// Frees a loader. Before it returns, `release` has been called exactly once for every
+/// acquisition the loader still held, and `cancel` (if set) for every read still outstanding
+/// that the host was told about (a free from inside a callback drops the `issue` callbacks
+/// still queued, and sends no cancel for those reads);
+/// no `issue` or `changed` callback runs for this loader afterwards. Answers to its reads then
+/// return `LOADER_RESULT_STALE_HANDLE`.
+///
+/// It may be called from inside any of this loader's callbacks. A handle that is 0 or forged
+/// returns `LOADER_RESULT_INVALID_HANDLE`; a second free returns `LOADER_RESULT_STALE_HANDLE`.
+/// A poisoned loader is freed too, releasing what it can.
+///
+/// If one of these `release` or `cancel` callbacks ends its thread or throws, the handle is
+/// already freed and the callbacks after it are not made.
+#[no_mangle]
+pub extern "C-unwind" fn loader_free(handle: loader_handle) -> loader_result {
+    let step =
+        boundary(Err(loader_result::Panic), || {
+            let inst = unregister(handle)?;
+            let closing = inst.close();
+            // This loader's effects still queued (free called from a callback) or stranded go
+            // first, then the close's; all of them now, so userdata may go once this returns.
+            let mut mine = withdraw(&inst);
+            // A read whose `issue` was still queued never reached the host: no cancel for it.
+            let unissued: Vec<u64> = mine
+                .iter()
+                .filter_map(|e| match e {
+                    Effect::Issue(r) => Some(r.read_id),
+                    _ => None,
+                })
+                .collect();
+            mine.extend(closing.into_iter().filter(
+                |e| !matches!(e, Effect::Cancel { read_id } if unissued.contains(read_id)),
+            ));
+            Ok((inst, mine))
+        });
+    match step {
+        Ok((inst, effects)) => {
+            for e in effects {
+                run(&inst, e);
+            }
+            loader_result::Ok
+        }
+        Err(e) => e,
+    }
+}
+
+/// The library's version, e.g. "0.1.0": a static NUL-terminated string the caller must not
+/// free.
+#[no_mangle]
+pub extern "C" fn loader_version() -> *const c_char {
+    boundary(std::ptr::null(), || {
+        concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+    })
+}
+
+/// The static NUL-terminated message for a result code; "unknown result code" for a value
+/// that is not one. The caller must not free it.
+#[no_mangle]
+pub extern "C" fn loader_result_str(code: i32) -> *const c_char {
+    boundary(std::ptr::null(), || result::result_str(code))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_codes_have_a_message() {
+        // SAFETY: result_str returns a static NUL-terminated string.
+        let unknown = unsafe { std::ffi::CStr::from_ptr(loader_result_str(999)) };
+        assert_eq!(unknown.to_str().unwrap(), "unknown result code");
+    }
+
+    #[test]
+    fn version_is_the_crate_version() {
+        // SAFETY: a static NUL-terminated string.
+        let v = unsafe { std::ffi::CStr::from_ptr(loader_version()) };
+        assert_eq!(v.to_str().unwrap(), env!("CARGO_PKG_VERSION"));
+    }
+}

@@ -1,0 +1,205 @@
+//! Result codes: the one numeric error enum of the ABI, each code's static message, and the
+//! conversions from every error the layers below can report.
+
+#![allow(non_camel_case_types)]
+
+use super::handle::HandleError;
+use crate::ledger;
+use crate::loader::{ConfigError, LoaderError};
+use std::ffi::c_char;
+
+/// A result code. 0 is success; every other value is an error whose message
+/// `loader_result_str` gives. Values are stable across releases.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum loader_result {
+    /// Success.
+    Ok = 0,
+    /// A required pointer argument was NULL.
+    NullPointer = 1,
+    /// The handle is 0, or was never issued (forged or corrupted).
+    InvalidHandle = 2,
+    /// The handle was freed (a call after `loader_free`, or a double free).
+    StaleHandle = 3,
+    /// The read id was never issued by this loader.
+    UnknownRead = 4,
+    /// The read was already answered (a second answer, settle after fail, fail after settle).
+    AlreadyAnswered = 5,
+    /// `count` exceeds the read's `limit`.
+    CountOverLimit = 6,
+    /// A cursor pointer was NULL while its length was not 0.
+    NullCursor = 7,
+    /// A cursor is longer than `LOADER_MAX_CURSOR_LEN`.
+    CursorTooLong = 8,
+    /// `start + len` of a window overflows 64 bits.
+    WindowOverflow = 9,
+    /// The output array is too small; `*out_len` holds the length needed.
+    BufferTooSmall = 10,
+    /// A panic inside the library was caught; the handle is now poisoned.
+    Panic = 11,
+    /// An earlier panic poisoned this handle; only `loader_free` works on it.
+    Poisoned = 12,
+    /// The epoch counter is exhausted.
+    EpochOverflow = 13,
+    /// The request or read id space is exhausted.
+    IdOverflow = 14,
+    /// `page_size` is 0 or larger than `LOADER_MAX_PAGE_SIZE`.
+    InvalidPageSize = 15,
+    /// `backoff_initial_ms` is 0.
+    InvalidBackoffInitial = 16,
+    /// `backoff_max_ms` is below `backoff_initial_ms`.
+    InvalidBackoffMax = 17,
+    /// `backoff_multiplier` is not a finite number in 1.0..=16.0.
+    InvalidBackoffMultiplier = 18,
+    /// The `issue` or `release` callback is NULL.
+    MissingCallback = 19,
+    /// No more loaders can be created in this process.
+    TooManyHandles = 20,
+}
+
+impl loader_result {
+    /// Every code, in value order.
+    pub(crate) const ALL: [loader_result; 21] = [
+        loader_result::Ok,
+        loader_result::NullPointer,
+        loader_result::InvalidHandle,
+        loader_result::StaleHandle,
+        loader_result::UnknownRead,
+        loader_result::AlreadyAnswered,
+        loader_result::CountOverLimit,
+        loader_result::NullCursor,
+        loader_result::CursorTooLong,
+        loader_result::WindowOverflow,
+        loader_result::BufferTooSmall,
+        loader_result::Panic,
+        loader_result::Poisoned,
+        loader_result::EpochOverflow,
+        loader_result::IdOverflow,
+        loader_result::InvalidPageSize,
+        loader_result::InvalidBackoffInitial,
+        loader_result::InvalidBackoffMax,
+        loader_result::InvalidBackoffMultiplier,
+        loader_result::MissingCallback,
+        loader_result::TooManyHandles,
+    ];
+
+    /// The code's stable value, as C sees it.
+    pub(crate) fn code(self) -> i32 {
+        self as i32
+    }
+
+    /// The static, NUL-terminated message for this code.
+    pub(crate) fn message(self) -> &'static [u8] {
+        match self {
+            loader_result::Ok => b"ok\0",
+            loader_result::NullPointer => b"a required pointer argument is NULL\0",
+            loader_result::InvalidHandle => b"the handle is NULL or was never issued\0",
+            loader_result::StaleHandle => b"the handle was freed\0",
+            loader_result::UnknownRead => b"the read id was never issued by this loader\0",
+            loader_result::AlreadyAnswered => b"the read was already answered\0",
+            loader_result::CountOverLimit => b"count exceeds the read's limit\0",
+            loader_result::NullCursor => b"the cursor is NULL but its length is not 0\0",
+            loader_result::CursorTooLong => b"the cursor is longer than LOADER_MAX_CURSOR_LEN\0",
+            loader_result::WindowOverflow => b"window start plus length overflows\0",
+            loader_result::BufferTooSmall => {
+                b"the output array is too small; *out_len holds the length needed\0"
+            }
+            loader_result::Panic => {
+                b"a panic inside libloader was caught; the handle is poisoned\0"
+            }
+            loader_result::Poisoned => {
+                b"the handle is poisoned by an earlier panic; only loader_free works\0"
+            }
+            loader_result::EpochOverflow => b"the epoch counter is exhausted\0",
+            loader_result::IdOverflow => b"the id space is exhausted\0",
+            loader_result::InvalidPageSize => {
+                b"page_size must be between 1 and LOADER_MAX_PAGE_SIZE\0"
+            }
+            loader_result::InvalidBackoffInitial => b"backoff_initial_ms must be at least 1\0",
+            loader_result::InvalidBackoffMax => {
+                b"backoff_max_ms must be at least backoff_initial_ms\0"
+            }
+            loader_result::InvalidBackoffMultiplier => {
+                b"backoff_multiplier must be a finite number between 1.0 and 16.0\0"
+            }
+            loader_result::MissingCallback => b"the issue and release callbacks are required\0",
+            loader_result::TooManyHandles => b"no more loaders can be created in this process\0",
+        }
+    }
+}
+
+impl From<LoaderError> for loader_result {
+    fn from(e: LoaderError) -> loader_result {
+        match e {
+            LoaderError::UnknownRead(_) => loader_result::UnknownRead,
+            LoaderError::AlreadyAnswered(_) => loader_result::AlreadyAnswered,
+            LoaderError::CountOverLimit { .. } => loader_result::CountOverLimit,
+            LoaderError::CursorTooLong(_) => loader_result::CursorTooLong,
+            LoaderError::WindowOverflow => loader_result::WindowOverflow,
+            // A closed loader's handle is already gone from the table.
+            LoaderError::Closed => loader_result::StaleHandle,
+            LoaderError::Ledger(ledger::LedgerError::EpochOverflow) => loader_result::EpochOverflow,
+            LoaderError::Ledger(ledger::LedgerError::IdOverflow) => loader_result::IdOverflow,
+            // The loader answers these through its own read ids before the ledger sees them.
+            LoaderError::Ledger(ledger::LedgerError::NotIssued(_)) => loader_result::UnknownRead,
+            LoaderError::Ledger(_) => loader_result::AlreadyAnswered,
+            LoaderError::Config(c) => c.into(),
+        }
+    }
+}
+
+impl From<ConfigError> for loader_result {
+    fn from(e: ConfigError) -> loader_result {
+        match e {
+            ConfigError::PageSize => loader_result::InvalidPageSize,
+            ConfigError::BackoffInitial => loader_result::InvalidBackoffInitial,
+            ConfigError::BackoffMax => loader_result::InvalidBackoffMax,
+            ConfigError::BackoffMultiplier => loader_result::InvalidBackoffMultiplier,
+        }
+    }
+}
+
+impl From<HandleError> for loader_result {
+    fn from(e: HandleError) -> loader_result {
+        match e {
+            HandleError::Null | HandleError::Invalid => loader_result::InvalidHandle,
+            HandleError::Stale => loader_result::StaleHandle,
+            HandleError::Full => loader_result::TooManyHandles,
+        }
+    }
+}
+
+/// The static, NUL-terminated message for `code`, or for "unknown result code".
+pub(crate) fn result_str(code: i32) -> *const c_char {
+    let r = loader_result::ALL
+        .iter()
+        .find(|r| r.code() == code)
+        .map_or(&b"unknown result code\0"[..], |r| r.message());
+    r.as_ptr().cast()
+}
+
+/// `Ok(())` as `LOADER_RESULT_OK`, an error as its own code.
+pub(crate) fn code(r: Result<(), loader_result>) -> loader_result {
+    r.err().unwrap_or(loader_result::Ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_has_its_own_message() {
+        let mut seen = std::collections::HashSet::new();
+        for r in loader_result::ALL {
+            assert!(seen.insert(r.message()), "{r:?}");
+            assert_eq!(r.message().last(), Some(&0));
+        }
+    }
+
+    #[test]
+    fn codes_are_their_positions_in_all() {
+        for (i, r) in loader_result::ALL.iter().enumerate() {
+            assert_eq!(usize::try_from(r.code()), Ok(i), "{r:?}");
+        }
+    }
+}
