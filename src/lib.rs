@@ -8,7 +8,9 @@
 //! - [`model`]: the TLA+ module `LoaderLedger`, executable, with an exhaustive explorer.
 //!
 //! Beside them, [`refinement`] checks the ledger against the model, and [`sim`] is a
-//! deterministic simulated host that checks the loader's properties.
+//! deterministic simulated host that checks the loader's properties. Under `ledger` and `model`,
+//! [`vocab`] holds the variables' values and the invariants' names both use, so neither imports
+//! the other.
 
 pub mod ffi;
 pub mod ledger;
@@ -16,3 +18,4 @@ pub mod loader;
 pub mod model;
 pub mod refinement;
 pub mod sim;
+pub mod vocab;
