@@ -5,17 +5,24 @@
 //!   is forgotten;
 //! - there is no bound on requests or epochs, and an invalidation may arrive in any state;
 //! - scheduling is eager: after every event the ledger takes `StartFull` or `StartRepair` when
-//!   enabled, and `IssueFinite` when the caller says the window wants more ([`Ledger::want_more`]);
+//!   enabled, and `IssueFinite` when the caller says the window wants more
+//!   ([`Ledger::issue_finite`]);
 //! - with [`Config::recheck_full`] on (the default), a full read that an invalidation overtook
 //!   leaves bounded debt, so no invalidation is lost (the model's `unifiedMinRecheck`).
 //!
 //! It owns no pages, cursors, clocks or I/O. Events go in; [`Effect`]s come out into a buffer
 //! the caller owns. Each event costs O(1) amortised plus O(k) for the k requests it retires:
 //! `Normalize` is incremental, over settled requests bucketed by epoch stamp.
+//!
+//! This file holds the ledger's types and state; actions.rs its actions, one per action of the
+//! module and in its order; invariants.rs the module's invariants on its state. The values it
+//! shares with the model come from [`crate::vocab`]; it does not use the model.
 
+mod actions;
+mod invariants;
 mod settled;
 
-pub use crate::model::{Coverage, Debt, Failure, Phase};
+pub use crate::vocab::{Coverage, Debt, Failure, Invariant, Phase};
 
 use rustc_hash::FxHashMap as HashMap;
 use settled::SettledIndex;
@@ -262,209 +269,7 @@ impl Ledger {
         v
     }
 
-    // ---- host events ----
-
-    /// `Invalidate`: the source changed.
-    pub fn invalidate(&mut self, out: &mut Vec<Effect>) -> Result<(), LedgerError> {
-        let epoch = self
-            .epoch
-            .checked_add(1)
-            .ok_or(LedgerError::EpochOverflow)?;
-        self.check_id_room()?;
-        self.epoch = epoch;
-        self.debt = match self.debt {
-            Debt::None if self.settled_once && self.phase == Phase::Idle => Debt::Bounded,
-            Debt::None => Debt::Full,
-            d => d,
-        };
-        self.schedule(out);
-        self.after_event();
-        Ok(())
-    }
-
-    /// `IssueFinite`, when enabled: the window needs another page. Returns the new request.
-    pub fn want_more(&mut self, out: &mut Vec<Effect>) -> Result<Option<u64>, LedgerError> {
-        if !(self.phase == Phase::Idle
-            && self.debt == Debt::None
-            && self.failure == Failure::None
-            && self.inflight_finite.is_none())
-        {
-            return Ok(None);
-        }
-        let id = self.start(Kind::Finite, out)?;
-        self.after_event();
-        Ok(Some(id))
-    }
-
-    /// `ExplicitRetry`, when enabled: a recorded failure is retried with a full-source read.
-    /// Returns the new request, or `None` when there is nothing to retry yet.
-    pub fn retry(&mut self, out: &mut Vec<Effect>) -> Result<Option<u64>, LedgerError> {
-        if !self.retry_enabled() {
-            return Ok(None);
-        }
-        self.check_id_room()?;
-        for id in self.failed.drain(..) {
-            self.live.remove(&id);
-            out.push(Effect::Release { id });
-        }
-        self.failure = Failure::None;
-        self.supersede(out);
-        let id = self.start(Kind::Full, out)?;
-        self.phase = Phase::FullHeld;
-        self.after_event();
-        Ok(Some(id))
-    }
-
-    /// Whether [`Ledger::retry`] would start a read now.
-    pub fn retry_enabled(&self) -> bool {
-        self.failure != Failure::None
-            && self.phase == Phase::Idle
-            && self.debt == Debt::Full
-            && self.inflight_full == 0
-    }
-
-    /// An in-flight request's work finished: `SettleFinite`, `SettleChain` or `SettleFull`.
-    pub fn settle(&mut self, id: u64, out: &mut Vec<Effect>) -> Result<Settled, LedgerError> {
-        let r = self.inflight_request(id)?;
-        // Settling may start a request; refuse before changing anything if no id is left.
-        self.check_id_room()?;
-        let outcome = match r.kind {
-            Kind::Finite => self.settle_finite(id, r, out),
-            Kind::Chain => self.settle_chain(id, r, out)?,
-            Kind::Full => self.settle_full(id, r, out),
-        };
-        self.schedule(out);
-        // `Normalize` runs last in each settle rule, after the state it reads was updated.
-        self.after_event();
-        Ok(outcome)
-    }
-
-    /// An in-flight request failed: `Fail`.
-    pub fn fail(&mut self, id: u64, out: &mut Vec<Effect>) -> Result<Failed, LedgerError> {
-        let r = self.inflight_request(id)?;
-        self.check_id_room()?;
-        self.leave_inflight(id, r.kind);
-        let outcome = if r.kind == Kind::Finite && r.sup {
-            // Unified: a superseded request's failure blocks nothing; it only raises debt.
-            if !(self.coverage == Coverage::Full
-                && self.phase == Phase::Idle
-                && self.debt == Debt::None)
-            {
-                self.debt = Debt::Full;
-            }
-            Failed::Superseded
-        } else {
-            self.failure = Failure::Own;
-            self.debt = Debt::Full;
-            if r.kind != Kind::Finite {
-                self.phase = Phase::Idle;
-            }
-            Failed::Own
-        };
-        if r.kind == Kind::Finite {
-            self.live.remove(&id);
-        } else {
-            self.live.insert(
-                id,
-                Request {
-                    st: St::Failed,
-                    ..r
-                },
-            );
-            self.failed.push(id);
-        }
-        self.schedule(out);
-        self.after_event();
-        Ok(outcome)
-    }
-
-    // ---- the rules ----
-
-    fn settle_finite(&mut self, id: u64, r: Request, out: &mut Vec<Effect>) -> Settled {
-        let current =
-            r.ep == self.epoch && self.phase == Phase::Idle && self.failure == Failure::None;
-        self.leave_inflight(id, r.kind);
-        self.mark_settled(id, r);
-        if current {
-            self.cover_epoch = self.epoch;
-            self.coverage = Coverage::Pages;
-            self.settled_once = true;
-        }
-        self.normalize(self.phase, self.debt, self.cover_epoch, out);
-        if current {
-            Settled::FiniteCurrent
-        } else {
-            Settled::FiniteStale
-        }
-    }
-
-    fn settle_chain(
-        &mut self,
-        id: u64,
-        r: Request,
-        out: &mut Vec<Effect>,
-    ) -> Result<Settled, LedgerError> {
-        self.leave_inflight(id, r.kind);
-        self.mark_settled(id, r);
-        if self.chain_epoch != self.epoch {
-            // A newer invalidation: start the replacement chain (P5).
-            let next = self.start(Kind::Chain, out)?;
-            self.chain_epoch = self.epoch;
-            Ok(Settled::ChainReplaced { next })
-        } else if self.failure != Failure::None || self.debt == Debt::Full {
-            // Abandon and start the full-source read the overlap replaced.
-            let full = self.start(Kind::Full, out)?;
-            self.phase = Phase::FullHeld;
-            self.debt = Debt::Full;
-            Ok(Settled::ChainAbandoned { full })
-        } else {
-            self.normalize(Phase::Idle, Debt::None, self.epoch, out);
-            self.phase = Phase::Idle;
-            self.debt = Debt::None;
-            self.coverage = Coverage::Chain;
-            self.settled_once = true;
-            self.cover_epoch = self.epoch;
-            Ok(Settled::ChainCommitted)
-        }
-    }
-
-    fn settle_full(&mut self, id: u64, r: Request, out: &mut Vec<Effect>) -> Settled {
-        self.leave_inflight(id, r.kind);
-        self.mark_settled(id, r);
-        self.normalize(Phase::Idle, Debt::None, r.ep, out);
-        let recheck = self.config.recheck_full && r.ep < self.epoch;
-        self.phase = Phase::Idle;
-        self.debt = if recheck { Debt::Bounded } else { Debt::None };
-        self.coverage = Coverage::Full;
-        self.failure = Failure::None;
-        self.settled_once = true;
-        self.cover_epoch = r.ep;
-        Settled::FullCommitted { recheck }
-    }
-
-    /// The eager scheduler: `StartFull` or `StartRepair`, whichever is enabled (the debt
-    /// lattice makes them exclusive, and each leaves the phase non-idle).
-    fn schedule(&mut self, out: &mut Vec<Effect>) {
-        if self.phase != Phase::Idle || self.failure != Failure::None {
-            return;
-        }
-        // Every event that can reach here checked `check_id_room` first.
-        let started = match self.debt {
-            Debt::Full if self.inflight_full == 0 => {
-                self.supersede(out);
-                self.phase = Phase::FullHeld;
-                self.start(Kind::Full, out)
-            }
-            Debt::Bounded if self.inflight_chain == 0 => {
-                self.supersede(out);
-                self.phase = Phase::Repair;
-                self.chain_epoch = self.epoch;
-                self.start(Kind::Chain, out)
-            }
-            _ => return,
-        };
-        debug_assert!(started.is_ok(), "id room was checked before the event");
-    }
+    // ---- the module's operators, used by the actions ----
 
     /// `Supersede`: authoritative work started, so the in-flight finite request is stale.
     fn supersede(&mut self, out: &mut Vec<Effect>) {
@@ -474,18 +279,6 @@ impl Ledger {
                 r.sup = true;
                 out.push(Effect::Superseded { id });
             }
-        }
-    }
-
-    /// `Normalize`: in a quiescent coverage state, every settled request older than `ce` is
-    /// redundant. Only the retired requests are visited.
-    fn normalize(&mut self, ph: Phase, db: Debt, ce: u64, out: &mut Vec<Effect>) {
-        if ph == Phase::Idle && db == Debt::None {
-            let live = &mut self.live;
-            self.settled.release_below(ce, |id| {
-                live.remove(&id);
-                out.push(Effect::Release { id });
-            });
         }
     }
 
@@ -554,48 +347,6 @@ impl Ledger {
             },
         );
         self.settled.insert(r.ep, id);
-    }
-
-    // ---- invariants ----
-
-    /// The module's invariants on this ledger's own state, and `NoLostInvalidation` when
-    /// `recheck_full` is on. Visits the settled requests: for tests and debug builds.
-    pub fn check_invariants(&self) -> Result<(), &'static str> {
-        let quiet = self.phase == Phase::Idle && self.debt == Debt::None;
-        if quiet && self.coverage == Coverage::Chain {
-            let held = self.settled.ids_at(self.cover_epoch).any(|id| {
-                self.live
-                    .get(&id)
-                    .is_some_and(|r| r.kind == Kind::Chain && r.st == St::Settled)
-            });
-            if !held {
-                return Err("ChainHeld");
-            }
-        }
-        if quiet
-            && self.inflight == 0
-            && self.settled.min_ep().is_some_and(|e| e < self.cover_epoch)
-        {
-            return Err("NoLeak");
-        }
-        if self.failure == Failure::Superseded && self.phase == Phase::Idle && self.inflight == 0 {
-            return Err("NoStrandedStaleFailure");
-        }
-        if self.config.recheck_full && quiet && self.cover_epoch != self.epoch {
-            return Err("NoLostInvalidation");
-        }
-        Ok(())
-    }
-
-    /// Runs after every event that changed the state: counts it, and in debug builds
-    /// asserts the invariants.
-    #[inline]
-    fn after_event(&mut self) {
-        self.changes += 1;
-        #[cfg(debug_assertions)]
-        if let Err(inv) = self.check_invariants() {
-            panic!("ledger invariant {inv} violated: {:?}", self.snapshot());
-        }
     }
 }
 

@@ -460,7 +460,7 @@ impl Loader {
     /// started; `false` when there is nothing to retry yet.
     pub fn retry(&mut self) -> Result<bool, LoaderError> {
         self.open()?;
-        let started = self.ledger.retry(&mut self.scratch)?.is_some();
+        let started = self.ledger.explicit_retry(&mut self.scratch)?.is_some();
         if started {
             self.stats.retries_explicit += 1;
             self.backoff.deadline = None;
@@ -486,7 +486,7 @@ impl Loader {
             return Err(LedgerError::IdOverflow.into());
         }
         if retry {
-            self.ledger.retry(&mut self.scratch)?;
+            self.ledger.explicit_retry(&mut self.scratch)?;
             self.stats.retries_explicit += 1;
             self.backoff.deadline = None;
         }
@@ -516,7 +516,7 @@ impl Loader {
         self.now = self.now.max(now_ms);
         if due {
             self.backoff.deadline = None;
-            if self.ledger.retry(&mut self.scratch)?.is_some() {
+            if self.ledger.explicit_retry(&mut self.scratch)?.is_some() {
                 self.backoff.retries += 1;
                 self.stats.retries_auto += 1;
             }
@@ -686,7 +686,7 @@ impl Loader {
             if kind == Kind::Chain {
                 // A tie the host's cursors cannot break: escalate to a full read at once.
                 self.fail_request(request)?;
-                if self.ledger.retry(&mut self.scratch)?.is_some() {
+                if self.ledger.explicit_retry(&mut self.scratch)?.is_some() {
                     self.backoff.deadline = None;
                 }
             } else {
@@ -851,7 +851,7 @@ impl Loader {
             if !self.wants_more() {
                 break;
             }
-            match self.ledger.want_more(&mut self.scratch) {
+            match self.ledger.issue_finite(&mut self.scratch) {
                 Ok(Some(_)) => continue,
                 // Nothing enabled, or no request id left: the window waits.
                 _ => break,
