@@ -30,25 +30,35 @@ use settled::SettledIndex;
 /// A request's `kind`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kind {
+    /// A finite read: one page of the window.
     Finite,
+    /// A chain read: the repair of bounded debt.
     Chain,
+    /// A full-source read.
     Full,
 }
 
 /// A live request's `st`. Released requests are forgotten, so they have no state here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum St {
+    /// Issued, not yet answered.
     Inflight,
+    /// Answered; its acquisitions are still held.
     Settled,
+    /// Its work failed; `ExplicitRetry` releases it.
     Failed,
 }
 
 /// One live request: the module's `[kind, ep, st, sup]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Request {
+    /// `kind`.
     pub kind: Kind,
+    /// `ep`: the epoch the request was issued in.
     pub ep: u64,
+    /// `st`.
     pub st: St,
+    /// `sup`: authoritative work superseded it while it was in flight.
     pub sup: bool,
 }
 
@@ -56,11 +66,24 @@ pub struct Request {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Effect {
     /// Start the work of a new request.
-    Start { id: u64, kind: Kind, epoch: u64 },
+    Start {
+        /// The new request.
+        id: u64,
+        /// What to read.
+        kind: Kind,
+        /// The epoch the request is stamped with.
+        epoch: u64,
+    },
     /// The request is retired: hand back everything it acquired. Sent once per request.
-    Release { id: u64 },
+    Release {
+        /// The retired request.
+        id: u64,
+    },
     /// Authoritative work superseded this in-flight finite request; its answer will be stale.
-    Superseded { id: u64 },
+    Superseded {
+        /// The superseded request.
+        id: u64,
+    },
 }
 
 /// How an accepted answer was classified.
@@ -71,14 +94,23 @@ pub enum Settled {
     /// A finite read that is not: its data is not part of the view.
     FiniteStale,
     /// A chain whose epoch moved: it settled stale and `next` replaces it (P5).
-    ChainReplaced { next: u64 },
+    ChainReplaced {
+        /// The replacement chain.
+        next: u64,
+    },
     /// A chain abandoned for the full-source read `full`.
-    ChainAbandoned { full: u64 },
+    ChainAbandoned {
+        /// The full-source read that replaces the chain.
+        full: u64,
+    },
     /// A chain that finished its repair: its data is the view.
     ChainCommitted,
     /// A full read that settled: its data is the view. With `recheck`, an invalidation overtook
     /// it and a repair follows.
-    FullCommitted { recheck: bool },
+    FullCommitted {
+        /// An invalidation overtook the read: bounded debt remains.
+        recheck: bool,
+    },
 }
 
 /// How a failure was classified.
@@ -93,14 +125,19 @@ pub enum Failed {
 /// Why the ledger refused an event. A refused event changes nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum LedgerError {
+    /// The id was never issued.
     #[error("request {0} was never issued")]
     NotIssued(u64),
+    /// The request was already answered (settled or failed).
     #[error("request {0} was already answered")]
     AlreadyAnswered(u64),
+    /// The request was answered and then released.
     #[error("request {0} was answered and has been retired")]
     Retired(u64),
+    /// `epoch` would overflow.
     #[error("the epoch counter is exhausted")]
     EpochOverflow,
+    /// No request id is left.
     #[error("the request id space is exhausted")]
     IdOverflow,
 }
@@ -122,17 +159,29 @@ impl Default for Config {
 /// The module's abstract variables, plus counts of live requests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Snapshot {
+    /// `epoch`.
     pub epoch: u64,
+    /// `debt`.
     pub debt: Debt,
+    /// `phase`.
     pub phase: Phase,
+    /// `chainEpoch`.
     pub chain_epoch: u64,
+    /// `failure`.
     pub failure: Failure,
+    /// `coverage`.
     pub coverage: Coverage,
+    /// `settledOnce`.
     pub settled_once: bool,
+    /// `coverEpoch`.
     pub cover_epoch: u64,
+    /// Requests in flight.
     pub inflight: usize,
+    /// Settled requests not yet released.
     pub settled: usize,
+    /// Failed chain and full requests, awaiting `ExplicitRetry`.
     pub failed: usize,
+    /// The id the next request will get.
     pub next_id: u64,
 }
 
@@ -201,26 +250,32 @@ impl Ledger {
         }
     }
 
+    /// The settings the ledger was made with.
     pub fn config(&self) -> Config {
         self.config
     }
 
+    /// `epoch`.
     pub fn epoch(&self) -> u64 {
         self.epoch
     }
 
+    /// `phase`.
     pub fn phase(&self) -> Phase {
         self.phase
     }
 
+    /// `debt`.
     pub fn debt(&self) -> Debt {
         self.debt
     }
 
+    /// `failure`.
     pub fn failure(&self) -> Failure {
         self.failure
     }
 
+    /// `coverEpoch`.
     pub fn cover_epoch(&self) -> u64 {
         self.cover_epoch
     }
@@ -245,6 +300,7 @@ impl Ledger {
         self.phase == Phase::Idle && self.debt == Debt::None && self.inflight == 0
     }
 
+    /// The module's variables and the request counts, copied out.
     pub fn snapshot(&self) -> Snapshot {
         Snapshot {
             epoch: self.epoch,
