@@ -1,3 +1,6 @@
+//! The ledger's rules on hand-written event sequences: the module's scenarios, refusals, counter
+//! exhaustion and the release of every settled request.
+
 use super::*;
 
 fn starts(out: &[Effect]) -> Vec<(u64, Kind)> {
