@@ -9,7 +9,7 @@
 //! # "10,000 stale reads in flight"
 //!
 //! The ledger lets at most one finite request and one chain or full read be in flight
-//! (`Ledger::want_more` needs `inflight_finite.is_none()`; `schedule` needs
+//! (`Ledger::issue_finite` needs `inflight_finite.is_none()`; `schedule` needs
 //! `inflight_chain == 0` / `inflight_full == 0`), so at most two reads are ever outstanding
 //! and 10,000 stale reads cannot be literally in flight. What the API does allow is 10,000
 //! stale requests the ledger still holds: each invalidation that overtakes a chain leaves

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the committed seed corpus (fuzz/corpus/<target>/seed-*), one file per scenario.
 
-Each seed is spelled in the decoders' terms (src/abi/mod.rs, src/differential.rs,
+Each seed is spelled in the decoders' terms (src/abi/ops.rs and the files beside it, src/differential/mod.rs,
 src/simulation.rs), so libFuzzer starts from runs that reach the interesting states instead of
 finding them from scratch. Rerun after changing a decoder: `python3 fuzz/make_seeds.py`.
 """

@@ -7,6 +7,9 @@
 //! - [`ledger`]: the production request ledger (the module's `unifiedMin` rules, generalised);
 //! - [`model`]: the TLA+ module `LoaderLedger`, executable, with an exhaustive explorer.
 //!
+//! Under `ledger` and `model`, [`vocab`] holds the variables' values and the invariants' names
+//! both use, so neither imports the other.
+//!
 //! Beside them, `refinement` checks the ledger against the model, and `sim` is a
 //! deterministic simulated host that checks the loader's properties. Both are test
 //! instruments, compiled only with the `testing` cargo feature (and `sim` in unit tests), so
@@ -60,6 +63,7 @@ pub mod model;
 pub mod refinement;
 #[cfg(any(test, feature = "testing"))]
 pub mod sim;
+pub mod vocab;
 
 pub use ledger::Ledger;
 pub use loader::{

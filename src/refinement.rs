@@ -331,14 +331,20 @@ impl Checker {
                 ("Invalidate", None)
             }
             Event::WantMore => {
-                let started = next.ledger.want_more(&mut out).map_err(|e| e.to_string())?;
+                let started = next
+                    .ledger
+                    .issue_finite(&mut out)
+                    .map_err(|e| e.to_string())?;
                 if started.is_none() {
                     return self.stutter(h, &next, &out, "IssueFinite").map(|_| None);
                 }
                 ("IssueFinite", None)
             }
             Event::Retry => {
-                let started = next.ledger.retry(&mut out).map_err(|e| e.to_string())?;
+                let started = next
+                    .ledger
+                    .explicit_retry(&mut out)
+                    .map_err(|e| e.to_string())?;
                 if started.is_none() {
                     return self.stutter(h, &next, &out, "ExplicitRetry").map(|_| None);
                 }
@@ -467,7 +473,8 @@ impl Checker {
         let mut out = Vec::new();
         for _ in 0..64 {
             if l.retry_enabled() {
-                l.retry(&mut out).map_err(|e| self.fail(e.to_string()))?;
+                l.explicit_retry(&mut out)
+                    .map_err(|e| self.fail(e.to_string()))?;
                 continue;
             }
             match l

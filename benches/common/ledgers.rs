@@ -26,7 +26,7 @@ impl LedgerLike for Production {
         self.0.invalidate(out).expect("invalidate");
     }
     fn want_more(&mut self, out: &mut Vec<Effect>) -> Option<u64> {
-        self.0.want_more(out).expect("want_more")
+        self.0.issue_finite(out).expect("issue_finite")
     }
     fn settle(&mut self, id: u64, out: &mut Vec<Effect>) -> Settled {
         self.0.settle(id, out).expect("settle")

@@ -1,21 +1,28 @@
 //! The production request ledger: request authority and acquisition retirement.
 //!
-//! This is the TLA+ module's `unifiedMin` rule set, generalised as DESIGN.md describes:
+//! This is the TLA+ module's `unifiedMin` rule set, generalised as docs/DESIGN.md describes:
 //! - request ids are `u64`, issued in increasing order and never reused; a released request
 //!   is forgotten;
 //! - there is no bound on requests or epochs, and an invalidation may arrive in any state;
 //! - scheduling is eager: after every event the ledger takes `StartFull` or `StartRepair` when
-//!   enabled, and `IssueFinite` when the caller says the window wants more ([`Ledger::want_more`]);
+//!   enabled, and `IssueFinite` when the caller says the window wants more
+//!   ([`Ledger::issue_finite`]);
 //! - with [`Config::recheck_full`] on (the default), a full read that an invalidation overtook
 //!   leaves bounded debt, so no invalidation is lost (the model's `unifiedMinRecheck`).
 //!
 //! It owns no pages, cursors, clocks or I/O. Events go in; [`Effect`]s come out into a buffer
 //! the caller owns. Each event costs O(1) amortised plus O(k) for the k requests it retires:
 //! `Normalize` is incremental, over settled requests bucketed by epoch stamp.
+//!
+//! This file holds the ledger's types and state; actions.rs its actions, one per action of the
+//! module and in its order; invariants.rs the module's invariants on its state. The values it
+//! shares with the model come from [`crate::vocab`]; it does not use the model.
 
+mod actions;
+mod invariants;
 mod settled;
 
-pub use crate::model::{Coverage, Debt, Failure, Phase};
+pub use crate::vocab::{Coverage, Debt, Failure, Invariant, Phase};
 
 use rustc_hash::FxHashMap as HashMap;
 use settled::SettledIndex;
@@ -23,25 +30,35 @@ use settled::SettledIndex;
 /// A request's `kind`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kind {
+    /// A finite read: one page of the window.
     Finite,
+    /// A chain read: the repair of bounded debt.
     Chain,
+    /// A full-source read.
     Full,
 }
 
 /// A live request's `st`. Released requests are forgotten, so they have no state here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum St {
+    /// Issued, not yet answered.
     Inflight,
+    /// Answered; its acquisitions are still held.
     Settled,
+    /// Its work failed; `ExplicitRetry` releases it.
     Failed,
 }
 
 /// One live request: the module's `[kind, ep, st, sup]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Request {
+    /// `kind`.
     pub kind: Kind,
+    /// `ep`: the epoch the request was issued in.
     pub ep: u64,
+    /// `st`.
     pub st: St,
+    /// `sup`: authoritative work superseded it while it was in flight.
     pub sup: bool,
 }
 
@@ -49,11 +66,24 @@ pub struct Request {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Effect {
     /// Start the work of a new request.
-    Start { id: u64, kind: Kind, epoch: u64 },
+    Start {
+        /// The new request.
+        id: u64,
+        /// What to read.
+        kind: Kind,
+        /// The epoch the request is stamped with.
+        epoch: u64,
+    },
     /// The request is retired: hand back everything it acquired. Sent once per request.
-    Release { id: u64 },
+    Release {
+        /// The retired request.
+        id: u64,
+    },
     /// Authoritative work superseded this in-flight finite request; its answer will be stale.
-    Superseded { id: u64 },
+    Superseded {
+        /// The superseded request.
+        id: u64,
+    },
 }
 
 /// How an accepted answer was classified.
@@ -64,14 +94,23 @@ pub enum Settled {
     /// A finite read that is not: its data is not part of the view.
     FiniteStale,
     /// A chain whose epoch moved: it settled stale and `next` replaces it (P5).
-    ChainReplaced { next: u64 },
+    ChainReplaced {
+        /// The replacement chain.
+        next: u64,
+    },
     /// A chain abandoned for the full-source read `full`.
-    ChainAbandoned { full: u64 },
+    ChainAbandoned {
+        /// The full-source read that replaces the chain.
+        full: u64,
+    },
     /// A chain that finished its repair: its data is the view.
     ChainCommitted,
     /// A full read that settled: its data is the view. With `recheck`, an invalidation overtook
     /// it and a repair follows.
-    FullCommitted { recheck: bool },
+    FullCommitted {
+        /// An invalidation overtook the read: bounded debt remains.
+        recheck: bool,
+    },
 }
 
 /// How a failure was classified.
@@ -86,14 +125,19 @@ pub enum Failed {
 /// Why the ledger refused an event. A refused event changes nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum LedgerError {
+    /// The id was never issued.
     #[error("request {0} was never issued")]
     NotIssued(u64),
+    /// The request was already answered (settled or failed).
     #[error("request {0} was already answered")]
     AlreadyAnswered(u64),
+    /// The request was answered and then released.
     #[error("request {0} was answered and has been retired")]
     Retired(u64),
+    /// `epoch` would overflow.
     #[error("the epoch counter is exhausted")]
     EpochOverflow,
+    /// No request id is left.
     #[error("the request id space is exhausted")]
     IdOverflow,
 }
@@ -115,17 +159,29 @@ impl Default for Config {
 /// The module's abstract variables, plus counts of live requests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Snapshot {
+    /// `epoch`.
     pub epoch: u64,
+    /// `debt`.
     pub debt: Debt,
+    /// `phase`.
     pub phase: Phase,
+    /// `chainEpoch`.
     pub chain_epoch: u64,
+    /// `failure`.
     pub failure: Failure,
+    /// `coverage`.
     pub coverage: Coverage,
+    /// `settledOnce`.
     pub settled_once: bool,
+    /// `coverEpoch`.
     pub cover_epoch: u64,
+    /// Requests in flight.
     pub inflight: usize,
+    /// Settled requests not yet released.
     pub settled: usize,
+    /// Failed chain and full requests, awaiting `ExplicitRetry`.
     pub failed: usize,
+    /// The id the next request will get.
     pub next_id: u64,
 }
 
@@ -194,26 +250,32 @@ impl Ledger {
         }
     }
 
+    /// The settings the ledger was made with.
     pub fn config(&self) -> Config {
         self.config
     }
 
+    /// `epoch`.
     pub fn epoch(&self) -> u64 {
         self.epoch
     }
 
+    /// `phase`.
     pub fn phase(&self) -> Phase {
         self.phase
     }
 
+    /// `debt`.
     pub fn debt(&self) -> Debt {
         self.debt
     }
 
+    /// `failure`.
     pub fn failure(&self) -> Failure {
         self.failure
     }
 
+    /// `coverEpoch`.
     pub fn cover_epoch(&self) -> u64 {
         self.cover_epoch
     }
@@ -238,6 +300,7 @@ impl Ledger {
         self.phase == Phase::Idle && self.debt == Debt::None && self.inflight == 0
     }
 
+    /// The module's variables and the request counts, copied out.
     pub fn snapshot(&self) -> Snapshot {
         Snapshot {
             epoch: self.epoch,
@@ -262,209 +325,7 @@ impl Ledger {
         v
     }
 
-    // ---- host events ----
-
-    /// `Invalidate`: the source changed.
-    pub fn invalidate(&mut self, out: &mut Vec<Effect>) -> Result<(), LedgerError> {
-        let epoch = self
-            .epoch
-            .checked_add(1)
-            .ok_or(LedgerError::EpochOverflow)?;
-        self.check_id_room()?;
-        self.epoch = epoch;
-        self.debt = match self.debt {
-            Debt::None if self.settled_once && self.phase == Phase::Idle => Debt::Bounded,
-            Debt::None => Debt::Full,
-            d => d,
-        };
-        self.schedule(out);
-        self.after_event();
-        Ok(())
-    }
-
-    /// `IssueFinite`, when enabled: the window needs another page. Returns the new request.
-    pub fn want_more(&mut self, out: &mut Vec<Effect>) -> Result<Option<u64>, LedgerError> {
-        if !(self.phase == Phase::Idle
-            && self.debt == Debt::None
-            && self.failure == Failure::None
-            && self.inflight_finite.is_none())
-        {
-            return Ok(None);
-        }
-        let id = self.start(Kind::Finite, out)?;
-        self.after_event();
-        Ok(Some(id))
-    }
-
-    /// `ExplicitRetry`, when enabled: a recorded failure is retried with a full-source read.
-    /// Returns the new request, or `None` when there is nothing to retry yet.
-    pub fn retry(&mut self, out: &mut Vec<Effect>) -> Result<Option<u64>, LedgerError> {
-        if !self.retry_enabled() {
-            return Ok(None);
-        }
-        self.check_id_room()?;
-        for id in self.failed.drain(..) {
-            self.live.remove(&id);
-            out.push(Effect::Release { id });
-        }
-        self.failure = Failure::None;
-        self.supersede(out);
-        let id = self.start(Kind::Full, out)?;
-        self.phase = Phase::FullHeld;
-        self.after_event();
-        Ok(Some(id))
-    }
-
-    /// Whether [`Ledger::retry`] would start a read now.
-    pub fn retry_enabled(&self) -> bool {
-        self.failure != Failure::None
-            && self.phase == Phase::Idle
-            && self.debt == Debt::Full
-            && self.inflight_full == 0
-    }
-
-    /// An in-flight request's work finished: `SettleFinite`, `SettleChain` or `SettleFull`.
-    pub fn settle(&mut self, id: u64, out: &mut Vec<Effect>) -> Result<Settled, LedgerError> {
-        let r = self.inflight_request(id)?;
-        // Settling may start a request; refuse before changing anything if no id is left.
-        self.check_id_room()?;
-        let outcome = match r.kind {
-            Kind::Finite => self.settle_finite(id, r, out),
-            Kind::Chain => self.settle_chain(id, r, out)?,
-            Kind::Full => self.settle_full(id, r, out),
-        };
-        self.schedule(out);
-        // `Normalize` runs last in each settle rule, after the state it reads was updated.
-        self.after_event();
-        Ok(outcome)
-    }
-
-    /// An in-flight request failed: `Fail`.
-    pub fn fail(&mut self, id: u64, out: &mut Vec<Effect>) -> Result<Failed, LedgerError> {
-        let r = self.inflight_request(id)?;
-        self.check_id_room()?;
-        self.leave_inflight(id, r.kind);
-        let outcome = if r.kind == Kind::Finite && r.sup {
-            // Unified: a superseded request's failure blocks nothing; it only raises debt.
-            if !(self.coverage == Coverage::Full
-                && self.phase == Phase::Idle
-                && self.debt == Debt::None)
-            {
-                self.debt = Debt::Full;
-            }
-            Failed::Superseded
-        } else {
-            self.failure = Failure::Own;
-            self.debt = Debt::Full;
-            if r.kind != Kind::Finite {
-                self.phase = Phase::Idle;
-            }
-            Failed::Own
-        };
-        if r.kind == Kind::Finite {
-            self.live.remove(&id);
-        } else {
-            self.live.insert(
-                id,
-                Request {
-                    st: St::Failed,
-                    ..r
-                },
-            );
-            self.failed.push(id);
-        }
-        self.schedule(out);
-        self.after_event();
-        Ok(outcome)
-    }
-
-    // ---- the rules ----
-
-    fn settle_finite(&mut self, id: u64, r: Request, out: &mut Vec<Effect>) -> Settled {
-        let current =
-            r.ep == self.epoch && self.phase == Phase::Idle && self.failure == Failure::None;
-        self.leave_inflight(id, r.kind);
-        self.mark_settled(id, r);
-        if current {
-            self.cover_epoch = self.epoch;
-            self.coverage = Coverage::Pages;
-            self.settled_once = true;
-        }
-        self.normalize(self.phase, self.debt, self.cover_epoch, out);
-        if current {
-            Settled::FiniteCurrent
-        } else {
-            Settled::FiniteStale
-        }
-    }
-
-    fn settle_chain(
-        &mut self,
-        id: u64,
-        r: Request,
-        out: &mut Vec<Effect>,
-    ) -> Result<Settled, LedgerError> {
-        self.leave_inflight(id, r.kind);
-        self.mark_settled(id, r);
-        if self.chain_epoch != self.epoch {
-            // A newer invalidation: start the replacement chain (P5).
-            let next = self.start(Kind::Chain, out)?;
-            self.chain_epoch = self.epoch;
-            Ok(Settled::ChainReplaced { next })
-        } else if self.failure != Failure::None || self.debt == Debt::Full {
-            // Abandon and start the full-source read the overlap replaced.
-            let full = self.start(Kind::Full, out)?;
-            self.phase = Phase::FullHeld;
-            self.debt = Debt::Full;
-            Ok(Settled::ChainAbandoned { full })
-        } else {
-            self.normalize(Phase::Idle, Debt::None, self.epoch, out);
-            self.phase = Phase::Idle;
-            self.debt = Debt::None;
-            self.coverage = Coverage::Chain;
-            self.settled_once = true;
-            self.cover_epoch = self.epoch;
-            Ok(Settled::ChainCommitted)
-        }
-    }
-
-    fn settle_full(&mut self, id: u64, r: Request, out: &mut Vec<Effect>) -> Settled {
-        self.leave_inflight(id, r.kind);
-        self.mark_settled(id, r);
-        self.normalize(Phase::Idle, Debt::None, r.ep, out);
-        let recheck = self.config.recheck_full && r.ep < self.epoch;
-        self.phase = Phase::Idle;
-        self.debt = if recheck { Debt::Bounded } else { Debt::None };
-        self.coverage = Coverage::Full;
-        self.failure = Failure::None;
-        self.settled_once = true;
-        self.cover_epoch = r.ep;
-        Settled::FullCommitted { recheck }
-    }
-
-    /// The eager scheduler: `StartFull` or `StartRepair`, whichever is enabled (the debt
-    /// lattice makes them exclusive, and each leaves the phase non-idle).
-    fn schedule(&mut self, out: &mut Vec<Effect>) {
-        if self.phase != Phase::Idle || self.failure != Failure::None {
-            return;
-        }
-        // Every event that can reach here checked `check_id_room` first.
-        let started = match self.debt {
-            Debt::Full if self.inflight_full == 0 => {
-                self.supersede(out);
-                self.phase = Phase::FullHeld;
-                self.start(Kind::Full, out)
-            }
-            Debt::Bounded if self.inflight_chain == 0 => {
-                self.supersede(out);
-                self.phase = Phase::Repair;
-                self.chain_epoch = self.epoch;
-                self.start(Kind::Chain, out)
-            }
-            _ => return,
-        };
-        debug_assert!(started.is_ok(), "id room was checked before the event");
-    }
+    // ---- the module's operators, used by the actions ----
 
     /// `Supersede`: authoritative work started, so the in-flight finite request is stale.
     fn supersede(&mut self, out: &mut Vec<Effect>) {
@@ -474,18 +335,6 @@ impl Ledger {
                 r.sup = true;
                 out.push(Effect::Superseded { id });
             }
-        }
-    }
-
-    /// `Normalize`: in a quiescent coverage state, every settled request older than `ce` is
-    /// redundant. Only the retired requests are visited.
-    fn normalize(&mut self, ph: Phase, db: Debt, ce: u64, out: &mut Vec<Effect>) {
-        if ph == Phase::Idle && db == Debt::None {
-            let live = &mut self.live;
-            self.settled.release_below(ce, |id| {
-                live.remove(&id);
-                out.push(Effect::Release { id });
-            });
         }
     }
 
@@ -554,48 +403,6 @@ impl Ledger {
             },
         );
         self.settled.insert(r.ep, id);
-    }
-
-    // ---- invariants ----
-
-    /// The module's invariants on this ledger's own state, and `NoLostInvalidation` when
-    /// `recheck_full` is on. Visits the settled requests: for tests and debug builds.
-    pub fn check_invariants(&self) -> Result<(), &'static str> {
-        let quiet = self.phase == Phase::Idle && self.debt == Debt::None;
-        if quiet && self.coverage == Coverage::Chain {
-            let held = self.settled.ids_at(self.cover_epoch).any(|id| {
-                self.live
-                    .get(&id)
-                    .is_some_and(|r| r.kind == Kind::Chain && r.st == St::Settled)
-            });
-            if !held {
-                return Err("ChainHeld");
-            }
-        }
-        if quiet
-            && self.inflight == 0
-            && self.settled.min_ep().is_some_and(|e| e < self.cover_epoch)
-        {
-            return Err("NoLeak");
-        }
-        if self.failure == Failure::Superseded && self.phase == Phase::Idle && self.inflight == 0 {
-            return Err("NoStrandedStaleFailure");
-        }
-        if self.config.recheck_full && quiet && self.cover_epoch != self.epoch {
-            return Err("NoLostInvalidation");
-        }
-        Ok(())
-    }
-
-    /// Runs after every event that changed the state: counts it, and in debug builds
-    /// asserts the invariants.
-    #[inline]
-    fn after_event(&mut self) {
-        self.changes += 1;
-        #[cfg(debug_assertions)]
-        if let Err(inv) = self.check_invariants() {
-            panic!("ledger invariant {inv} violated: {:?}", self.snapshot());
-        }
     }
 }
 

@@ -1,3 +1,6 @@
+//! The ledger's rules on hand-written event sequences: the module's scenarios, refusals, counter
+//! exhaustion and the release of every settled request.
+
 use super::*;
 
 fn starts(out: &[Effect]) -> Vec<(u64, Kind)> {
@@ -22,7 +25,7 @@ fn releases(out: &[Effect]) -> Vec<u64> {
 fn one_page() -> (Ledger, Vec<Effect>) {
     let mut l = Ledger::default();
     let mut out = Vec::new();
-    let id = l.want_more(&mut out).unwrap().unwrap();
+    let id = l.issue_finite(&mut out).unwrap().unwrap();
     assert_eq!(l.settle(id, &mut out).unwrap(), Settled::FiniteCurrent);
     (l, out)
 }
@@ -32,7 +35,7 @@ fn seed_scenario_superseded_failure_after_its_repair_blocks_nothing() {
     // The module's trace for `current`: IssueFinite, SettleFinite, IssueFinite, Invalidate,
     // StartRepair, SettleChain, Invalidate, Fail of the superseded finite read.
     let (mut l, mut out) = one_page();
-    let late = l.want_more(&mut out).unwrap().unwrap();
+    let late = l.issue_finite(&mut out).unwrap().unwrap();
     out.clear();
     l.invalidate(&mut out).unwrap();
     assert_eq!(l.phase(), Phase::Repair);
@@ -61,7 +64,10 @@ fn seed_scenario_superseded_failure_after_its_repair_blocks_nothing() {
         Settled::FullCommitted { recheck: false }
     );
     assert!(l.is_quiescent());
-    assert!(l.want_more(&mut out).unwrap().is_some(), "refills continue");
+    assert!(
+        l.issue_finite(&mut out).unwrap().is_some(),
+        "refills continue"
+    );
 }
 
 #[test]
@@ -109,11 +115,15 @@ fn own_failure_waits_for_retry_which_releases_the_failed_request() {
     out.clear();
     l.invalidate(&mut out).unwrap();
     assert!(out.is_empty(), "an own failure blocks scheduling");
-    assert_eq!(l.want_more(&mut out).unwrap(), None);
-    let retried = l.retry(&mut out).unwrap().unwrap();
+    assert_eq!(l.issue_finite(&mut out).unwrap(), None);
+    let retried = l.explicit_retry(&mut out).unwrap().unwrap();
     assert_eq!(releases(&out), vec![full]);
     assert_eq!(l.failure(), Failure::None);
-    assert_eq!(l.retry(&mut out).unwrap(), None, "nothing left to retry");
+    assert_eq!(
+        l.explicit_retry(&mut out).unwrap(),
+        None,
+        "nothing left to retry"
+    );
     l.settle(retried, &mut out).unwrap();
     assert!(l.is_quiescent());
 }
@@ -150,7 +160,7 @@ fn counters_near_their_end_are_refused_not_wrapped() {
     assert_eq!(l.snapshot(), before);
 
     let mut l = Ledger::with_counters(Config::default(), 0, u64::MAX - 1);
-    let last = l.want_more(&mut out).unwrap().unwrap();
+    let last = l.issue_finite(&mut out).unwrap().unwrap();
     assert_eq!(last, u64::MAX - 1);
     let before = (l.snapshot(), l.requests());
     assert_eq!(l.invalidate(&mut out), Err(LedgerError::IdOverflow));
@@ -164,7 +174,7 @@ fn every_settled_request_is_released_exactly_once() {
     let mut out = Vec::new();
     let mut started = Vec::new();
     for round in 0..50u64 {
-        if let Some(id) = l.want_more(&mut out).unwrap() {
+        if let Some(id) = l.issue_finite(&mut out).unwrap() {
             l.settle(id, &mut out).unwrap();
         }
         if round % 3 == 0 {

@@ -91,7 +91,7 @@ impl Loader {
         if stalled {
             self.fail_request(request)?;
             // A tie the host's cursors cannot break: a chain escalates to a full read at once.
-            if kind == Kind::Chain && self.ledger.retry(&mut self.scratch)?.is_some() {
+            if kind == Kind::Chain && self.ledger.explicit_retry(&mut self.scratch)?.is_some() {
                 self.backoff.deadline = None;
             }
             return Ok(Answer::CursorStalled);

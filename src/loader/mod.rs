@@ -242,7 +242,7 @@ impl Loader {
     /// started; `false` when there is nothing to retry yet.
     pub fn retry(&mut self) -> Result<bool, LoaderError> {
         self.open()?;
-        let started = self.ledger.retry(&mut self.scratch)?.is_some();
+        let started = self.ledger.explicit_retry(&mut self.scratch)?.is_some();
         if started {
             self.out.stats.retries_explicit += 1;
             self.backoff.deadline = None;
@@ -268,7 +268,7 @@ impl Loader {
             return Err(LedgerError::IdOverflow.into());
         }
         if retry {
-            self.ledger.retry(&mut self.scratch)?;
+            self.ledger.explicit_retry(&mut self.scratch)?;
             self.out.stats.retries_explicit += 1;
             self.backoff.deadline = None;
         }
@@ -297,7 +297,7 @@ impl Loader {
         self.now = self.now.max(now_ms);
         if due {
             self.backoff.deadline = None;
-            if self.ledger.retry(&mut self.scratch)?.is_some() {
+            if self.ledger.explicit_retry(&mut self.scratch)?.is_some() {
                 self.backoff.retries += 1;
                 self.out.stats.retries_auto += 1;
             }

@@ -40,7 +40,7 @@ impl Loader {
             if !self.view.short_of(want) {
                 break;
             }
-            match self.ledger.want_more(&mut self.scratch) {
+            match self.ledger.issue_finite(&mut self.scratch) {
                 Ok(Some(_)) => continue,
                 // Nothing enabled, or no request id left: the window waits.
                 _ => break,

@@ -20,19 +20,23 @@ pub struct Options {
 /// One step of a counterexample: the action taken (`None` for `Init`) and the state it reached.
 #[derive(Clone, Debug)]
 pub struct Step {
+    /// The action taken; `None` for `Init`.
     pub action: Option<Action>,
+    /// The state it reached.
     pub state: State,
 }
 
 /// The outcome for one invariant.
 #[derive(Clone, Debug)]
 pub struct Verdict {
+    /// The invariant judged.
     pub invariant: Invariant,
     /// The shortest path from `Init` to a violating state, if there is one.
     pub trace: Option<Vec<Step>>,
 }
 
 impl Verdict {
+    /// No reachable state violates the invariant (or none was found before the stop).
     pub fn holds(&self) -> bool {
         self.trace.is_none()
     }
@@ -41,7 +45,9 @@ impl Verdict {
 /// What an exploration found.
 #[derive(Clone, Debug)]
 pub struct Report {
+    /// The constants explored.
     pub bounds: Bounds,
+    /// Distinct states reached (TLC's "distinct states found").
     pub distinct_states: u64,
     /// Successor states generated, duplicates included (TLC's "states generated").
     pub transitions: u64,
@@ -49,13 +55,16 @@ pub struct Report {
     pub depth: u32,
     /// False when `stop_at_first` ended the run early.
     pub complete: bool,
+    /// Wall-clock time of the run.
     pub elapsed: Duration,
     /// Bytes of explorer memory per stored state (array entries plus hash table slots).
     pub bytes_per_state: f64,
+    /// One verdict per invariant, in `Invariant::ALL` order.
     pub verdicts: Vec<Verdict>,
 }
 
 impl Report {
+    /// The verdict on `inv`.
     pub fn verdict(&self, inv: Invariant) -> &Verdict {
         self.verdicts
             .iter()
@@ -63,10 +72,12 @@ impl Report {
             .expect("every invariant has a verdict")
     }
 
+    /// Whether `inv` holds.
     pub fn holds(&self, inv: Invariant) -> bool {
         self.verdict(inv).holds()
     }
 
+    /// Distinct states per second of wall-clock time.
     pub fn states_per_second(&self) -> f64 {
         self.distinct_states as f64 / self.elapsed.as_secs_f64().max(1e-9)
     }

@@ -5,6 +5,7 @@
 
 use super::{Bounds, Coverage, Debt, Failure, Kind, Phase, Req, St, State, MAX_IDS, UNUSED};
 
+/// Packs and unpacks states under one set of constants.
 #[derive(Clone, Copy, Debug)]
 pub struct Packer {
     ep_bits: u32,
@@ -22,6 +23,7 @@ impl Packer {
         globals + per_req * bounds.ids as u32
     }
 
+    /// The packer for `bounds`, or why a state under them does not fit in 64 bits.
     pub fn new(bounds: &Bounds) -> Result<Packer, String> {
         let bits = Self::bits(bounds);
         if bits > 64 || bounds.ids > MAX_IDS || bounds.ids == 0 {
@@ -36,6 +38,7 @@ impl Packer {
         })
     }
 
+    /// `s` as one word.
     pub fn pack(&self, s: &State) -> u64 {
         let mut w = Writer::default();
         let e = self.ep_bits;

@@ -35,7 +35,7 @@ impl Run {
         let mut out = Vec::new();
         for _ in 0..256 {
             if l.retry_enabled() {
-                l.retry(&mut out).expect("retry");
+                l.explicit_retry(&mut out).expect("explicit_retry");
                 continue;
             }
             match l

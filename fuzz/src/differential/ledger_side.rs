@@ -55,7 +55,7 @@ impl Side {
 pub(super) enum Outcome {
     /// Applied; the model must take `label` on request slot `on` (if any).
     Step { label: &'static str, on: Option<u8> },
-    /// The ledger declined (`want_more` or `retry` with nothing enabled): the model's action
+    /// The ledger declined (`issue_finite` or `explicit_retry` with nothing enabled): the model's action
     /// must be disabled too, and nothing may change.
     Declined(&'static str),
     /// A refused answer, already checked.
@@ -80,7 +80,7 @@ impl Run {
                     on: None,
                 }
             }
-            Event::WantMore => match l.want_more(out).map_err(e)? {
+            Event::WantMore => match l.issue_finite(out).map_err(e)? {
                 Some(_) => Outcome::Step {
                     label: "IssueFinite",
                     on: None,
@@ -89,7 +89,7 @@ impl Run {
             },
             Event::Retry => {
                 let enabled = l.retry_enabled();
-                match l.retry(out).map_err(e)? {
+                match l.explicit_retry(out).map_err(e)? {
                     Some(_) => {
                         for s in next.slots.iter_mut() {
                             if s.fate == Fate::FailedForgotten {

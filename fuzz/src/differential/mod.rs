@@ -1,6 +1,6 @@
 //! `fuzz_differential`: the production [`Ledger`] and the executable [`Model`] in lockstep.
 //!
-//! The input is a sequence of host events (invalidate, want_more, retry, settle or fail of an
+//! The input is a sequence of host events (invalidate, issue_finite, explicit_retry, settle or fail of an
 //! in-flight request, answers the ledger must refuse). Each event is applied to the ledger, and
 //! the model takes the same action on its own state, followed by the eager scheduler's
 //! `StartFull` or `StartRepair` when the model enables one. After every event the ledger's

@@ -1,0 +1,240 @@
+//! The ledger's actions, one function per action of `spec/LoaderLedger.tla`, in the module's
+//! order, then `Normalize`. Host events are the public ones; `StartRepair` and `StartFull` are
+//! taken eagerly by `schedule` after every event.
+
+use super::{
+    Coverage, Debt, Effect, Failed, Failure, Kind, Ledger, LedgerError, Phase, Request, Settled, St,
+};
+
+impl Ledger {
+    /// `IssueFinite`, when enabled: the window needs another page. Returns the new request.
+    pub fn issue_finite(&mut self, out: &mut Vec<Effect>) -> Result<Option<u64>, LedgerError> {
+        if !(self.phase == Phase::Idle
+            && self.debt == Debt::None
+            && self.failure == Failure::None
+            && self.inflight_finite.is_none())
+        {
+            return Ok(None);
+        }
+        let id = self.start(Kind::Finite, out)?;
+        self.after_event();
+        Ok(Some(id))
+    }
+
+    /// `Invalidate`: the source changed.
+    pub fn invalidate(&mut self, out: &mut Vec<Effect>) -> Result<(), LedgerError> {
+        let epoch = self
+            .epoch
+            .checked_add(1)
+            .ok_or(LedgerError::EpochOverflow)?;
+        self.check_id_room()?;
+        self.epoch = epoch;
+        self.debt = match self.debt {
+            Debt::None if self.settled_once && self.phase == Phase::Idle => Debt::Bounded,
+            Debt::None => Debt::Full,
+            d => d,
+        };
+        self.schedule(out);
+        self.after_event();
+        Ok(())
+    }
+
+    /// `StartRepair`, when enabled: bounded debt starts a chain read.
+    fn start_repair(&mut self, out: &mut Vec<Effect>) {
+        if !(self.phase == Phase::Idle
+            && self.debt == Debt::Bounded
+            && self.failure == Failure::None
+            && self.inflight_chain == 0)
+        {
+            return;
+        }
+        self.supersede(out);
+        self.phase = Phase::Repair;
+        self.chain_epoch = self.epoch;
+        let started = self.start(Kind::Chain, out);
+        debug_assert!(started.is_ok(), "id room was checked before the event");
+    }
+
+    /// `StartFull`, when enabled: full debt starts a full-source read.
+    fn start_full(&mut self, out: &mut Vec<Effect>) {
+        if !(self.phase == Phase::Idle
+            && self.debt == Debt::Full
+            && self.failure == Failure::None
+            && self.inflight_full == 0)
+        {
+            return;
+        }
+        self.supersede(out);
+        self.phase = Phase::FullHeld;
+        let started = self.start(Kind::Full, out);
+        debug_assert!(started.is_ok(), "id room was checked before the event");
+    }
+
+    /// The eager scheduler: `StartRepair` or `StartFull`, whichever is enabled. The debt
+    /// lattice makes them exclusive, and each leaves the phase non-idle. Every event that can
+    /// reach here checked `check_id_room` first.
+    fn schedule(&mut self, out: &mut Vec<Effect>) {
+        self.start_repair(out);
+        self.start_full(out);
+    }
+
+    /// `ExplicitRetry`, when enabled: a recorded failure is retried with a full-source read.
+    /// Returns the new request, or `None` when there is nothing to retry yet.
+    pub fn explicit_retry(&mut self, out: &mut Vec<Effect>) -> Result<Option<u64>, LedgerError> {
+        if !self.retry_enabled() {
+            return Ok(None);
+        }
+        self.check_id_room()?;
+        for id in self.failed.drain(..) {
+            self.live.remove(&id);
+            out.push(Effect::Release { id });
+        }
+        self.failure = Failure::None;
+        self.supersede(out);
+        let id = self.start(Kind::Full, out)?;
+        self.phase = Phase::FullHeld;
+        self.after_event();
+        Ok(Some(id))
+    }
+
+    /// Whether [`Ledger::explicit_retry`] would start a read now.
+    pub fn retry_enabled(&self) -> bool {
+        self.failure != Failure::None
+            && self.phase == Phase::Idle
+            && self.debt == Debt::Full
+            && self.inflight_full == 0
+    }
+
+    /// An in-flight request's work finished: `SettleFinite`, `SettleChain` or `SettleFull`.
+    pub fn settle(&mut self, id: u64, out: &mut Vec<Effect>) -> Result<Settled, LedgerError> {
+        let r = self.inflight_request(id)?;
+        // Settling may start a request; refuse before changing anything if no id is left.
+        self.check_id_room()?;
+        let outcome = match r.kind {
+            Kind::Finite => self.settle_finite(id, r, out),
+            Kind::Chain => self.settle_chain(id, r, out)?,
+            Kind::Full => self.settle_full(id, r, out),
+        };
+        self.schedule(out);
+        // `Normalize` runs last in each settle rule, after the state it reads was updated.
+        self.after_event();
+        Ok(outcome)
+    }
+
+    /// `SettleFinite(i)`: the read extends the coverage only if it is current.
+    fn settle_finite(&mut self, id: u64, r: Request, out: &mut Vec<Effect>) -> Settled {
+        let current =
+            r.ep == self.epoch && self.phase == Phase::Idle && self.failure == Failure::None;
+        self.leave_inflight(id, r.kind);
+        self.mark_settled(id, r);
+        if current {
+            self.cover_epoch = self.epoch;
+            self.coverage = Coverage::Pages;
+            self.settled_once = true;
+        }
+        self.normalize(self.phase, self.debt, self.cover_epoch, out);
+        if current {
+            Settled::FiniteCurrent
+        } else {
+            Settled::FiniteStale
+        }
+    }
+
+    /// `SettleChain(i)`: the chain is replaced, abandoned for a full read, or commits.
+    fn settle_chain(
+        &mut self,
+        id: u64,
+        r: Request,
+        out: &mut Vec<Effect>,
+    ) -> Result<Settled, LedgerError> {
+        self.leave_inflight(id, r.kind);
+        self.mark_settled(id, r);
+        if self.chain_epoch != self.epoch {
+            // A newer invalidation: start the replacement chain (P5).
+            let next = self.start(Kind::Chain, out)?;
+            self.chain_epoch = self.epoch;
+            Ok(Settled::ChainReplaced { next })
+        } else if self.failure != Failure::None || self.debt == Debt::Full {
+            // Abandon and start the full-source read the overlap replaced.
+            let full = self.start(Kind::Full, out)?;
+            self.phase = Phase::FullHeld;
+            self.debt = Debt::Full;
+            Ok(Settled::ChainAbandoned { full })
+        } else {
+            self.normalize(Phase::Idle, Debt::None, self.epoch, out);
+            self.phase = Phase::Idle;
+            self.debt = Debt::None;
+            self.coverage = Coverage::Chain;
+            self.settled_once = true;
+            self.cover_epoch = self.epoch;
+            Ok(Settled::ChainCommitted)
+        }
+    }
+
+    /// `SettleFull(i)`: the read becomes the coverage; with `recheck_full`, an invalidation
+    /// that overtook it leaves bounded debt (`spec/LoaderLedgerRecheck.tla`).
+    fn settle_full(&mut self, id: u64, r: Request, out: &mut Vec<Effect>) -> Settled {
+        self.leave_inflight(id, r.kind);
+        self.mark_settled(id, r);
+        self.normalize(Phase::Idle, Debt::None, r.ep, out);
+        let recheck = self.config.recheck_full && r.ep < self.epoch;
+        self.phase = Phase::Idle;
+        self.debt = if recheck { Debt::Bounded } else { Debt::None };
+        self.coverage = Coverage::Full;
+        self.failure = Failure::None;
+        self.settled_once = true;
+        self.cover_epoch = r.ep;
+        Settled::FullCommitted { recheck }
+    }
+
+    /// An in-flight request failed: `Fail`.
+    pub fn fail(&mut self, id: u64, out: &mut Vec<Effect>) -> Result<Failed, LedgerError> {
+        let r = self.inflight_request(id)?;
+        self.check_id_room()?;
+        self.leave_inflight(id, r.kind);
+        let outcome = if r.kind == Kind::Finite && r.sup {
+            // Unified: a superseded request's failure blocks nothing; it only raises debt.
+            if !(self.coverage == Coverage::Full
+                && self.phase == Phase::Idle
+                && self.debt == Debt::None)
+            {
+                self.debt = Debt::Full;
+            }
+            Failed::Superseded
+        } else {
+            self.failure = Failure::Own;
+            self.debt = Debt::Full;
+            if r.kind != Kind::Finite {
+                self.phase = Phase::Idle;
+            }
+            Failed::Own
+        };
+        if r.kind == Kind::Finite {
+            self.live.remove(&id);
+        } else {
+            self.live.insert(
+                id,
+                Request {
+                    st: St::Failed,
+                    ..r
+                },
+            );
+            self.failed.push(id);
+        }
+        self.schedule(out);
+        self.after_event();
+        Ok(outcome)
+    }
+
+    /// `Normalize`: in a quiescent coverage state, every settled request older than `ce` is
+    /// redundant. Only the retired requests are visited.
+    fn normalize(&mut self, ph: Phase, db: Debt, ce: u64, out: &mut Vec<Effect>) {
+        if ph == Phase::Idle && db == Debt::None {
+            let live = &mut self.live;
+            self.settled.release_below(ce, |id| {
+                live.remove(&id);
+                out.push(Effect::Release { id });
+            });
+        }
+    }
+}

@@ -1,0 +1,327 @@
+//! `Next` and its nine actions, in the order `spec/LoaderLedger.tla` gives them. Each action
+//! calls `emit` once per successor, with the [`Action`] that reaches it.
+
+use super::{Action, Coverage, Debt, Failure, Kind, Model, Phase, Rules, St, State};
+
+impl Model {
+    /// Every successor of `s` under `Next`, each with the action that reaches it.
+    pub fn next(&self, s: &State, mut emit: impl FnMut(Action, State)) {
+        self.issue_finite(s, &mut emit);
+        self.invalidate(s, &mut emit);
+        self.start_repair(s, &mut emit);
+        self.start_full(s, &mut emit);
+        self.explicit_retry(s, &mut emit);
+        for i in self.ids() {
+            self.settle_finite(s, i, &mut emit);
+            self.settle_chain(s, i, &mut emit);
+            self.settle_full(s, i, &mut emit);
+            self.fail(s, i, &mut emit);
+        }
+    }
+
+    /// The successors of `s` by one named action (any request, any choice of `k`).
+    pub fn successors_by(&self, s: &State, name: &str) -> Vec<(Action, State)> {
+        let mut out = Vec::new();
+        self.next(s, |a, t| {
+            if a.name() == name {
+                out.push((a, t))
+            }
+        });
+        out
+    }
+
+    /// `IssueFinite`: the window wants another page, and nothing else is owed or running.
+    pub fn issue_finite(&self, s: &State, emit: &mut impl FnMut(Action, State)) {
+        if s.phase == Phase::Idle
+            && s.debt == Debt::None
+            && s.failure == Failure::None
+            && (!self.bounds.model_bounds || s.coverage != Coverage::Full)
+            && !self.has_inflight(s, Kind::Finite)
+        {
+            for i in self.free(s) {
+                let mut t = *s;
+                t.req[i] = Self::new_req(s, Kind::Finite);
+                emit(Action::IssueFinite { k: i as u8 }, t);
+            }
+        }
+    }
+
+    /// `Invalidate`: the source changed; debt rises to bounded after a settled read, else to full.
+    pub fn invalidate(&self, s: &State, emit: &mut impl FnMut(Action, State)) {
+        if s.epoch < self.bounds.max_epoch
+            && (!self.bounds.model_bounds || s.coverage != Coverage::Full)
+        {
+            let mut t = *s;
+            t.epoch = s.epoch + 1;
+            t.debt = if s.debt == Debt::None && s.settled_once && s.phase == Phase::Idle {
+                Debt::Bounded
+            } else if s.debt == Debt::None {
+                Debt::Full
+            } else {
+                s.debt
+            };
+            emit(Action::Invalidate, t);
+        }
+    }
+
+    /// `StartRepair`: bounded debt starts a chain read, superseding the in-flight finite read.
+    pub fn start_repair(&self, s: &State, emit: &mut impl FnMut(Action, State)) {
+        if s.phase == Phase::Idle
+            && s.debt == Debt::Bounded
+            && s.failure == Failure::None
+            && !self.has_inflight(s, Kind::Chain)
+        {
+            for i in self.free(s) {
+                let mut t = *s;
+                self.supersede(&mut t.req);
+                t.req[i] = Self::new_req(s, Kind::Chain);
+                t.phase = Phase::Repair;
+                t.chain_epoch = s.epoch;
+                emit(Action::StartRepair { k: i as u8 }, t);
+            }
+        }
+    }
+
+    /// `StartFull`: full debt starts a full-source read, superseding the in-flight finite read.
+    pub fn start_full(&self, s: &State, emit: &mut impl FnMut(Action, State)) {
+        if s.phase == Phase::Idle
+            && s.debt == Debt::Full
+            && s.failure == Failure::None
+            && !self.has_inflight(s, Kind::Full)
+        {
+            for i in self.free(s) {
+                let mut t = *s;
+                self.supersede(&mut t.req);
+                t.req[i] = Self::new_req(s, Kind::Full);
+                t.phase = Phase::FullHeld;
+                emit(Action::StartFull { k: i as u8 }, t);
+            }
+        }
+    }
+
+    /// `ExplicitRetry`: an explicit window move releases the failed requests and starts a full
+    /// read in the same step (P3).
+    pub fn explicit_retry(&self, s: &State, emit: &mut impl FnMut(Action, State)) {
+        if s.failure != Failure::None
+            && s.phase == Phase::Idle
+            && s.debt == Debt::Full
+            && !self.has_inflight(s, Kind::Full)
+        {
+            let mut cleared = s.req;
+            for i in self.ids() {
+                if cleared[i].st == St::Failed {
+                    cleared[i].st = St::Released;
+                }
+            }
+            for k in self.ids() {
+                if matches!(cleared[k].st, St::Unused | St::Released) {
+                    let mut t = *s;
+                    t.failure = Failure::None;
+                    t.req = cleared;
+                    self.supersede(&mut t.req);
+                    t.req[k] = Self::new_req(s, Kind::Full);
+                    t.phase = Phase::FullHeld;
+                    emit(Action::ExplicitRetry { k: k as u8 }, t);
+                }
+            }
+        }
+    }
+
+    /// `SettleFinite(i)`: a finite read answered; it extends the coverage only if current.
+    pub fn settle_finite(&self, s: &State, i: usize, emit: &mut impl FnMut(Action, State)) {
+        let r = s.req[i];
+        if !(r.st == St::Inflight && r.kind == Kind::Finite) {
+            return;
+        }
+        let rules = self.rules();
+        let current = r.ep == s.epoch && s.phase == Phase::Idle && s.failure == Failure::None;
+        let finished = s.phase == Phase::Idle && s.debt == Debt::None;
+        let mut nr = s.req;
+        nr[i].st = St::Settled;
+        if !current && finished && !matches!(rules, Rules::OldLeak) && !rules.min_family() {
+            nr[i].st = St::Released;
+        }
+        if !current && rules == Rules::OldRetire {
+            for j in self.ids() {
+                if nr[j].kind == Kind::Chain && nr[j].st == St::Settled {
+                    nr[j].st = St::Released;
+                }
+            }
+        }
+        let mut t = *s;
+        t.cover_epoch = if current { s.epoch } else { s.cover_epoch };
+        self.normalize(&mut nr, s.phase, s.debt, t.cover_epoch);
+        t.req = nr;
+        if current {
+            t.coverage = Coverage::Pages;
+        }
+        t.settled_once = s.settled_once || current;
+        emit(Action::SettleFinite { i: i as u8 }, t);
+    }
+
+    /// `SettleChain(i)`: a chain answered; it is replaced, abandoned for a full read, or commits.
+    pub fn settle_chain(&self, s: &State, i: usize, emit: &mut impl FnMut(Action, State)) {
+        let r = s.req[i];
+        if !(r.st == St::Inflight && r.kind == Kind::Chain) {
+            return;
+        }
+        let rules = self.rules();
+        if s.chain_epoch != s.epoch {
+            // A newer invalidation: start the replacement chain (P5).
+            for k in self.free(s) {
+                let mut t = *s;
+                t.req[i].st = St::Settled;
+                t.req[k] = Self::new_req(s, Kind::Chain);
+                t.chain_epoch = s.epoch;
+                emit(
+                    Action::SettleChain {
+                        i: i as u8,
+                        k: Some(k as u8),
+                    },
+                    t,
+                );
+            }
+        } else if s.failure != Failure::None || (rules.unified_family() && s.debt == Debt::Full) {
+            if rules == Rules::OldRecover {
+                // Abandon: debt stays full, nothing restarts.
+                let mut t = *s;
+                t.req[i].st = St::Settled;
+                t.phase = Phase::Idle;
+                t.debt = Debt::Full;
+                emit(
+                    Action::SettleChain {
+                        i: i as u8,
+                        k: None,
+                    },
+                    t,
+                );
+            } else {
+                // Abandon and start the full-source read the overlap replaced.
+                for k in self.free(s) {
+                    let mut t = *s;
+                    t.req[i].st = St::Settled;
+                    t.req[k] = Self::new_req(s, Kind::Full);
+                    t.phase = Phase::FullHeld;
+                    t.debt = Debt::Full;
+                    emit(
+                        Action::SettleChain {
+                            i: i as u8,
+                            k: Some(k as u8),
+                        },
+                        t,
+                    );
+                }
+            }
+        } else {
+            let mut t = *s;
+            t.req[i].st = St::Settled;
+            if !rules.min_family() {
+                self.release_all_settled_except(&mut t.req, i);
+            }
+            self.normalize(&mut t.req, Phase::Idle, Debt::None, s.epoch);
+            t.phase = Phase::Idle;
+            t.debt = Debt::None;
+            t.coverage = Coverage::Chain;
+            t.settled_once = true;
+            t.cover_epoch = s.epoch;
+            emit(
+                Action::SettleChain {
+                    i: i as u8,
+                    k: None,
+                },
+                t,
+            );
+        }
+    }
+
+    /// `SettleFull(i)`: a full-source read answered and becomes the coverage. Under
+    /// `unifiedMinRecheck` (`spec/LoaderLedgerRecheck.tla`) it leaves bounded debt when an
+    /// invalidation overtook it.
+    pub fn settle_full(&self, s: &State, i: usize, emit: &mut impl FnMut(Action, State)) {
+        let r = s.req[i];
+        if !(r.st == St::Inflight && r.kind == Kind::Full) {
+            return;
+        }
+        let mut t = *s;
+        t.req[i].st = St::Settled;
+        if self.rules().min_family() {
+            self.normalize(&mut t.req, Phase::Idle, Debt::None, r.ep);
+        } else {
+            self.release_all_settled_except(&mut t.req, i);
+        }
+        t.phase = Phase::Idle;
+        // The fix: a full read an invalidation overtook leaves bounded debt behind it.
+        t.debt = if self.rules() == Rules::UnifiedMinRecheck && r.ep < s.epoch {
+            Debt::Bounded
+        } else {
+            Debt::None
+        };
+        t.coverage = Coverage::Full;
+        t.failure = Failure::None;
+        t.settled_once = true;
+        t.cover_epoch = r.ep;
+        emit(Action::SettleFull { i: i as u8 }, t);
+    }
+
+    /// `Fail(i)`: an in-flight request failed.
+    pub fn fail(&self, s: &State, i: usize, emit: &mut impl FnMut(Action, State)) {
+        let r = s.req[i];
+        if r.st != St::Inflight {
+            return;
+        }
+        let rules = self.rules();
+        let finished_before =
+            s.phase == Phase::Idle && s.debt == Debt::None && s.failure == Failure::None;
+        let authoritative = matches!(r.kind, Kind::Chain | Kind::Full);
+        let f = if authoritative {
+            Failure::Own
+        } else if s.failure == Failure::None {
+            if r.sup {
+                Failure::Superseded
+            } else {
+                Failure::Own
+            }
+        } else {
+            s.failure
+        };
+        let ph = if authoritative { Phase::Idle } else { s.phase };
+        let upgrade_only = rules.unified_family() && r.kind == Kind::Finite && r.sup;
+        let recover = !upgrade_only && r.sup && finished_before && rules != Rules::OldRecover;
+        let mut base = *s;
+        base.req[i].st = St::Failed;
+        base.failure = if upgrade_only { s.failure } else { f };
+        base.debt = if upgrade_only
+            && s.coverage == Coverage::Full
+            && s.phase == Phase::Idle
+            && s.debt == Debt::None
+        {
+            s.debt
+        } else {
+            Debt::Full
+        };
+        if recover {
+            for k in self.free(s) {
+                let mut t = base;
+                t.req[k] = Self::new_req(s, Kind::Full);
+                t.phase = Phase::FullHeld;
+                emit(
+                    Action::Fail {
+                        i: i as u8,
+                        k: Some(k as u8),
+                    },
+                    t,
+                );
+            }
+        } else {
+            let mut t = base;
+            t.phase = if upgrade_only { s.phase } else { ph };
+            emit(
+                Action::Fail {
+                    i: i as u8,
+                    k: None,
+                },
+                t,
+            );
+        }
+    }
+}

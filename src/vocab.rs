@@ -1,0 +1,117 @@
+//! The TLA+ module's shared vocabulary: the values of its variables and the names of its
+//! invariants, used alike by the executable `model` and the production `ledger`.
+//!
+//! Only names and domains live here, no rule: neither layer reaches into the other's logic
+//! through this module.
+
+use std::fmt;
+
+/// Declares an enum whose variants are the module's string values, with `ALL`, `name()` (the
+/// module's spelling) and a `Display` that prints it.
+macro_rules! spec_enum {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident => $text:literal),* $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+        pub enum $name { #[default] $($(#[$vm])* $variant),* }
+        impl $name {
+            /// Every value, in the module's order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),*];
+            /// The spelling the TLA+ module uses.
+            pub fn name(self) -> &'static str { match self { $($name::$variant => $text),* } }
+        }
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { f.write_str(self.name()) }
+        }
+    };
+}
+pub(crate) use spec_enum;
+
+spec_enum!(
+    /// `debt`: none < bounded < full.
+    Debt {
+        /// Nothing is owed: the coverage is current.
+        None => "none",
+        /// An invalidation is owed that a repair (a chain read) can make good.
+        Bounded => "bounded",
+        /// Only a full-source read can make good what is owed.
+        Full => "full",
+    }
+);
+spec_enum!(
+    /// `phase`.
+    Phase {
+        /// No authoritative work is running.
+        Idle => "idle",
+        /// A chain read is repairing bounded debt.
+        Repair => "repair",
+        /// A full-source read holds the source.
+        FullHeld => "fullheld",
+    }
+);
+spec_enum!(
+    /// `failure`.
+    Failure {
+        /// No failure is recorded.
+        None => "none",
+        /// The loader's own work failed: it waits for a retry.
+        Own => "own",
+        /// A request that authoritative work superseded failed.
+        Superseded => "superseded",
+    }
+);
+spec_enum!(
+    /// `coverage`.
+    Coverage {
+        /// Nothing has settled yet.
+        Nothing => "nothing",
+        /// Finite reads established the coverage.
+        Pages => "pages",
+        /// A chain read (a repair) established it.
+        Chain => "chain",
+        /// A full-source read established it.
+        Full => "full",
+    }
+);
+
+/// The module's invariants, plus `NoLostInvalidation` of `spec/LoaderLedgerRecheck.tla`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Invariant {
+    /// `TypeOK`: every variable stays in its domain.
+    TypeOK,
+    /// `ChainHeld`: a finished repair's own acquisition is still held.
+    ChainHeld,
+    /// `NoLeak`: when quiescent, nothing older than the coverage epoch is still held.
+    NoLeak,
+    /// `NoStrandedStaleFailure`: a superseded request's failure is never stranded.
+    NoStrandedStaleFailure,
+    /// `NoLostInvalidation`: quiescent with no debt means the coverage is current.
+    NoLostInvalidation,
+}
+
+impl Invariant {
+    /// Every invariant, in the order the modules state them.
+    pub const ALL: [Invariant; 5] = [
+        Invariant::TypeOK,
+        Invariant::ChainHeld,
+        Invariant::NoLeak,
+        Invariant::NoStrandedStaleFailure,
+        Invariant::NoLostInvalidation,
+    ];
+
+    /// The invariant's name in the module.
+    pub fn name(self) -> &'static str {
+        match self {
+            Invariant::TypeOK => "TypeOK",
+            Invariant::ChainHeld => "ChainHeld",
+            Invariant::NoLeak => "NoLeak",
+            Invariant::NoStrandedStaleFailure => "NoStrandedStaleFailure",
+            Invariant::NoLostInvalidation => "NoLostInvalidation",
+        }
+    }
+}
+
+impl fmt::Display for Invariant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
