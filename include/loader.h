@@ -165,7 +165,11 @@ typedef enum loader_answer {
    */
   LOADER_ANSWER_STALE = 1,
   /**
-   * Items with a cursor that did not advance: a host bug the loader survived.
+   * `next_cursor` equals the read's own cursor, and the answer had items, or had none and
+   * did not set `end_of_source`: a host bug the loader survived (reading on from there would
+   * loop). A chain escalates to a full read at once; a finite or full read records an own
+   * failure, which waits for backoff (`loader_next_deadline`) or `loader_retry`. The
+   * acquisition was accepted as usual.
    */
   LOADER_ANSWER_CURSOR_STALLED = 2,
 } loader_answer;
@@ -673,6 +677,20 @@ enum loader_result loader_invalidate(loader_handle handle);
  * once; `*out_answer` (if not NULL) says how the answer was classified. On any error the
  * host still owns `acquisition` and nothing changed. `next_cursor` is copied; it may be NULL
  * only when `next_cursor_len` is 0. A late answer to a superseded read is not an error.
+ *
+ * `next_cursor` is where the next read continues: the position after the last row the host
+ * *looked at*, which for a filtered query may lie past the last row it returned. Set
+ * `end_of_source` when the read reached the source's end; a page shorter than `limit`
+ * without it is fine, and the loader reads on from `next_cursor`.
+ *
+ * Empty pages (`count` 0): an empty page never enters the view and costs no position, and
+ * its acquisition is released at once: `release` runs for it before the outermost libloader
+ * call on this thread returns. If `next_cursor` moved past the read's own cursor, the empty
+ * page is progress: the next read starts there. If it did not move and `end_of_source` is
+ * false, the answer is `LOADER_ANSWER_CURSOR_STALLED`, as for a page with items. So a long
+ * filtered-out stretch costs one read per `limit` rows scanned: the loader keeps reading
+ * until the window plus prefetch is covered or the source ends, and every read counts;
+ * none is repeated.
  *
  * # Safety
  * `next_cursor` is NULL or valid for `next_cursor_len` bytes; `out_answer` is NULL or valid

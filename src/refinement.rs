@@ -22,6 +22,7 @@ use std::hash::{Hash, Hasher};
 /// The bounds of a refinement run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RefineBounds {
+    /// The model's `MaxEpoch`: invalidations along one path.
     pub max_epoch: u8,
     /// How many requests may be issued along one path (the model's `Ids`).
     pub ids: usize,
@@ -31,6 +32,7 @@ pub struct RefineBounds {
 }
 
 impl RefineBounds {
+    /// The model's rule variant these bounds are checked against.
     pub fn rules(&self) -> Rules {
         if self.recheck_full {
             Rules::UnifiedMinRecheck
@@ -97,9 +99,13 @@ struct Harness {
 /// The slots of a path are in issue order; released and forgotten requests keep theirs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Slot {
+    /// The ledger request's id.
     pub id: u64,
+    /// Its kind, as the ledger started it.
     pub kind: ledger::Kind,
+    /// The epoch it was stamped with (the spec's `ep`).
     pub ep: u64,
+    /// What became of it, as far as the ledger's effects tell.
     pub fate: SlotFate,
     /// Set when the ledger reported the request superseded.
     pub sup: bool,

@@ -16,6 +16,7 @@
 use crate::loader::{Config, Effect, Loader, LoaderError, Read};
 use std::collections::HashMap;
 
+/// An item of the source: its key and a unique id (the tiebreaker).
 pub type Item = (u32, u32);
 
 /// The ordered source.
@@ -27,6 +28,7 @@ pub struct Source {
     hidden_keys: u32,
 }
 
+/// The cursor after `item`: its key and id, 8 bytes big endian.
 pub fn encode_cursor(item: Item) -> Vec<u8> {
     let mut c = item.0.to_be_bytes().to_vec();
     c.extend_from_slice(&item.1.to_be_bytes());
@@ -45,12 +47,16 @@ fn decode_cursor(c: &[u8]) -> Option<Item> {
 /// The answer to a read, as the host computed it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Answer {
+    /// The items returned, in source order.
     pub items: Vec<Item>,
+    /// The cursor after the last item scanned.
     pub next_cursor: Vec<u8>,
+    /// Whether the scan reached the source's end.
     pub end_of_source: bool,
 }
 
 impl Source {
+    /// A source of `n` items with keys spread over `0..keys`, so equal keys abound.
     pub fn with_items(n: usize, keys: u32) -> Source {
         let mut s = Source::default();
         for i in 0..n {
@@ -82,14 +88,17 @@ impl Source {
             .filter(|i| self.visible(i))
     }
 
+    /// How many items, filtered ones included.
     pub fn len(&self) -> usize {
         self.items.len()
     }
 
+    /// Whether the source holds no item at all.
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
     }
 
+    /// Inserts a new item with `key`, in order.
     pub fn insert(&mut self, key: u32) {
         let item = (key, self.next_id);
         self.next_id += 1;
@@ -97,6 +106,7 @@ impl Source {
         self.items.insert(at, item);
     }
 
+    /// Deletes the item at `index` (modulo the length); nothing when empty.
     pub fn delete(&mut self, index: usize) {
         if !self.items.is_empty() {
             self.items.remove(index % self.items.len());
@@ -138,29 +148,60 @@ impl Source {
 pub enum Op {
     /// Answer a pending read with success; `fresh` reads the source now rather than using
     /// the answer computed when the read was issued.
-    Deliver { index: u16, fresh: bool },
+    Deliver {
+        /// Which pending read.
+        index: u16,
+        /// Read the source now instead of using the prepared answer.
+        fresh: bool,
+    },
     /// Answer a pending read with a failure.
-    Fail { index: u16 },
+    Fail {
+        /// Which pending read.
+        index: u16,
+    },
     /// Insert an item with this key, then invalidate.
-    Insert { key: u8 },
+    Insert {
+        /// The new item's key (modulo 16).
+        key: u8,
+    },
     /// Delete an item, then invalidate.
-    Delete { index: u16 },
+    Delete {
+        /// Which item.
+        index: u16,
+    },
     /// Move the window.
-    Window { start: u16, len: u16 },
+    Window {
+        /// The window's first item.
+        start: u16,
+        /// How many items it shows.
+        len: u16,
+    },
     /// Let time pass.
-    Tick { ms: u16 },
+    Tick {
+        /// How much time passes.
+        ms: u16,
+    },
     /// An explicit retry.
     Retry,
     /// An invalidation with no change (allowed, and must be harmless).
     Invalidate,
     /// Answer a pending read with items but an unmoved cursor: a host bug.
-    Stall { index: u16 },
+    Stall {
+        /// Which pending read.
+        index: u16,
+    },
     /// Answer a pending read with no items, an unmoved cursor and no end flag: the same bug
     /// on an empty page.
-    StallEmpty { index: u16 },
+    StallEmpty {
+        /// Which pending read.
+        index: u16,
+    },
     /// Change the source's filter to hide the keys whose bit is set (keys 0..8), then
     /// invalidate: a filtered stretch appears or goes.
-    Hide { mask: u8 },
+    Hide {
+        /// The keys to hide.
+        mask: u8,
+    },
 }
 
 /// How [`Host::deliver`] shapes an answer.
@@ -183,14 +224,19 @@ struct Pending {
 /// The simulated host.
 #[derive(Clone, Debug)]
 pub struct Host {
+    /// The loader under test.
     pub loader: Loader,
+    /// The source it reads.
     pub source: Source,
     pending: Vec<Pending>,
     /// Acquisitions the loader owns now, with the items each holds.
     held: HashMap<u64, Vec<Item>>,
     next_acq: u64,
+    /// Acquisitions the loader accepted.
     pub accepted: u64,
+    /// Acquisitions the loader released.
     pub released: u64,
+    /// The host's clock, in ms.
     pub now: u64,
     /// Ops applied so far.
     pub steps: u64,
@@ -200,6 +246,7 @@ pub struct Host {
 pub type Violation = String;
 
 impl Host {
+    /// A host over `source`, with a loader built from `config`.
     pub fn new(config: Config, source: Source) -> Host {
         Host {
             loader: Loader::new(config).expect("valid config"),
@@ -214,6 +261,7 @@ impl Host {
         }
     }
 
+    /// How many reads are pending.
     pub fn pending(&self) -> usize {
         self.pending.len()
     }

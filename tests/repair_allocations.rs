@@ -8,6 +8,9 @@
 //! Each measured round follows an identical warm-up round, so that the host's and the
 //! loader's buffers and maps have reached their size; any allocation left is the loader's.
 
+// Counting allocations needs a `GlobalAlloc`, whose methods are `unsafe` to implement.
+#![allow(unsafe_code)]
+
 use loader::loader::{Config, Effect, Kind, Loader, Page};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

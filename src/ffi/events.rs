@@ -23,6 +23,20 @@ pub extern "C-unwind" fn loader_invalidate(handle: loader_handle) -> loader_resu
 /// host still owns `acquisition` and nothing changed. `next_cursor` is copied; it may be NULL
 /// only when `next_cursor_len` is 0. A late answer to a superseded read is not an error.
 ///
+/// `next_cursor` is where the next read continues: the position after the last row the host
+/// *looked at*, which for a filtered query may lie past the last row it returned. Set
+/// `end_of_source` when the read reached the source's end; a page shorter than `limit`
+/// without it is fine, and the loader reads on from `next_cursor`.
+///
+/// Empty pages (`count` 0): an empty page never enters the view and costs no position, and
+/// its acquisition is released at once: `release` runs for it before the outermost libloader
+/// call on this thread returns. If `next_cursor` moved past the read's own cursor, the empty
+/// page is progress: the next read starts there. If it did not move and `end_of_source` is
+/// false, the answer is `LOADER_ANSWER_CURSOR_STALLED`, as for a page with items. So a long
+/// filtered-out stretch costs one read per `limit` rows scanned: the loader keeps reading
+/// until the window plus prefetch is covered or the source ends, and every read counts;
+/// none is repeated.
+///
 /// # Safety
 /// `next_cursor` is NULL or valid for `next_cursor_len` bytes; `out_answer` is NULL or valid
 /// for a write.

@@ -16,6 +16,9 @@
 //! - `lifecycle`, `events`, `introspection`: the exported functions, by what they do;
 //! - `testing`: the test ABI, only with the `testing` cargo feature.
 
+// The C boundary is the one place `unsafe` is allowed (see Cargo.toml's [lints]).
+#![allow(unsafe_code)]
+
 // The plumbing, then the types, then the exports in the header's order.
 mod delivery;
 mod handle;

@@ -112,7 +112,11 @@ pub enum loader_answer {
     Current = 0,
     /// Superseded or overtaken: not part of the view. For a failure: it only raised debt.
     Stale = 1,
-    /// Items with a cursor that did not advance: a host bug the loader survived.
+    /// `next_cursor` equals the read's own cursor, and the answer had items, or had none and
+    /// did not set `end_of_source`: a host bug the loader survived (reading on from there would
+    /// loop). A chain escalates to a full read at once; a finite or full read records an own
+    /// failure, which waits for backoff (`loader_next_deadline`) or `loader_retry`. The
+    /// acquisition was accepted as usual.
     CursorStalled = 2,
 }
 

@@ -57,17 +57,22 @@ impl Default for Config {
 /// What is wrong with a [`Config`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Error)]
 pub enum ConfigError {
+    /// `page_size` is 0 or over [`MAX_PAGE_SIZE`].
     #[error("page_size must be between 1 and {MAX_PAGE_SIZE}")]
     PageSize,
+    /// `backoff_initial_ms` is 0.
     #[error("backoff_initial_ms must be at least 1")]
     BackoffInitial,
+    /// `backoff_max_ms` is below `backoff_initial_ms`.
     #[error("backoff_max_ms must be at least backoff_initial_ms")]
     BackoffMax,
+    /// `backoff_multiplier` is not finite, or outside 1.0..=16.0.
     #[error("backoff_multiplier must be a finite number between 1.0 and 16.0")]
     BackoffMultiplier,
 }
 
 impl Config {
+    /// Checks every field's range; the first field out of range is named.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.page_size == 0 || self.page_size > MAX_PAGE_SIZE {
             return Err(ConfigError::PageSize);
