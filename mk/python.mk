@@ -36,9 +36,12 @@ venv: $(PY_STAMP)
 $(VENV)/pyvenv.cfg:
 	$(PYTHON3) -m venv $(VENV) || { rm -rf $(VENV); exit 1; }
 
-# pytest is installed here, not with the venv, so a failed download is retried next time.
+# pytest is installed here, not with the venv, so a failed download is retried next time. A
+# copy of the package installed there by an older version of this file is removed: what runs
+# is the sources.
 $(PY_STAMP): $(VENV)/pyvenv.cfg
 	$(VENV_PY) -m pip install --quiet 'pytest>=7'
+	$(VENV_PY) -m pip uninstall --quiet --yes libloader ledgered-loader 2>/dev/null || true
 	touch $@
 
 py-test: venv $(LIB) py-wheel-test

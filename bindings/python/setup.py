@@ -37,7 +37,7 @@ def _library_filename() -> str:
     return name
 
 
-class BuildLibrary(build_rust):  # type: ignore[misc]
+class BuildLibrary(build_rust):
     """Puts the cdylib next to ``__init__.py`` under the name ctypes will load.
 
     setuptools-rust names a library like an extension module (``.cpython-3XX-….so``); this one
@@ -49,7 +49,7 @@ class BuildLibrary(build_rust):  # type: ignore[misc]
         return os.path.join(os.path.dirname(default), _library_filename())
 
 
-class PlatformWheel(bdist_wheel):  # type: ignore[misc]
+class PlatformWheel(bdist_wheel):
     """Tags the wheel ``py3-none-<platform>``: ctypes loads the library from any Python 3,
     so the wheel depends on the machine, not on the interpreter's version or ABI."""
 
