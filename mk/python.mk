@@ -1,26 +1,35 @@
 # Python bindings and the SQLite demo. Included by the top-level Makefile, which defines
 # LIB := target/release/libloader.so and the rule that builds it.
 #
-#   make venv      .venv (created only if missing) with pytest and ./bindings/python installed;
-#                  the package is reinstalled whenever its sources change
-#   make py-test   the bindings' pytest suite, against $(TEST_LIB) (the `testing` build)
-#   make demo      examples/sqlite_feed.py for DEMO_ARGS (default --duration 10)
+#   make venv           .venv (created only if missing) with pytest: the tests' interpreter.
+#                       The package is not installed there: the tests, the benches and the
+#                       demo import it from the sources (PYTHONPATH)
+#   make py-test        the bindings' pytest suite, against the sources and $(TEST_LIB) (the
+#                       `testing` build, which adds the test ABI); runs py-wheel-test first
+#   make py-wheel-test  builds the wheel (pip runs cargo), installs it into a fresh venv under
+#                       /tmp and runs the suite from /tmp against it, LIBLOADER_PATH unset (the
+#                       few tests that need the test ABI skip there)
+#   make demo           examples/sqlite_feed.py for DEMO_ARGS (default --duration 10); it
+#                       needs nothing installed, so it runs on the system's python3
 
 PYTHON3 ?= python3
 VENV ?= .venv
 VENV_PY := $(VENV)/bin/python
 PY_PKG_DIR := bindings/python
-PY_PKG_SOURCES := $(PY_PKG_DIR)/pyproject.toml $(wildcard $(PY_PKG_DIR)/libloader/*.py) \
-	$(PY_PKG_DIR)/libloader/py.typed
-PY_STAMP := $(VENV)/.libloader-installed
+PY_STAMP := $(VENV)/.pytest-installed
 PYTEST_ARGS ?= -q
 DEMO_ARGS ?= --duration 10
-# The library the demo loads: exactly the one $(LIB) built. The tests load the test library,
-# which adds the test ABI.
-PY_ENV := LIBLOADER_PATH=$(abspath $(LIB))
-PY_TEST_ENV := LIBLOADER_PATH=$(abspath $(TEST_LIB))
+# The package and the library the demo uses: exactly the sources and the $(LIB) built from
+# them, never a copy installed earlier. The tests load the test library instead.
+PY_ENV := LIBLOADER_PATH=$(abspath $(LIB)) PYTHONPATH=$(abspath $(PY_PKG_DIR))
+PY_TEST_ENV := LIBLOADER_PATH=$(abspath $(TEST_LIB)) PYTHONPATH=$(abspath $(PY_PKG_DIR))
+# The wheel py-wheel-test builds, kept for inspection. pip's cargo gets its own target
+# directory: its `cargo rustc --crate-type cdylib` and $(LIB)'s `cargo build --release` would
+# otherwise rebuild each other's library every time.
+PY_WHEEL_DIR := target/python-wheel
+PY_WHEEL_CARGO := $(abspath target/python-wheel-cargo)
 
-.PHONY: venv py-test py-demo demo
+.PHONY: venv py-test py-wheel-test py-demo demo
 
 venv: $(PY_STAMP)
 
@@ -29,18 +38,37 @@ venv: $(PY_STAMP)
 $(VENV)/pyvenv.cfg:
 	$(PYTHON3) -m venv $(VENV) || { rm -rf $(VENV); exit 1; }
 
-# pytest is installed here, not with the venv, so a failed download is retried next time;
-# once installed, pip only checks it. The package is reinstalled whenever a source changed.
-$(PY_STAMP): $(VENV)/pyvenv.cfg $(PY_PKG_SOURCES)
+# pytest is installed here, not with the venv, so a failed download is retried next time. A
+# copy of the package installed there by an older version of this file is removed: what runs
+# is the sources.
+$(PY_STAMP): $(VENV)/pyvenv.cfg
 	$(VENV_PY) -m pip install --quiet 'pytest>=7'
-	$(VENV_PY) -m pip install --quiet --force-reinstall --no-deps ./$(PY_PKG_DIR)
+	$(VENV_PY) -m pip uninstall --quiet --yes libloader ledgered-loader 2>/dev/null || true
 	touch $@
 
-py-test: venv $(TEST_LIB)
+py-test: venv $(TEST_LIB) py-wheel-test
 	$(PY_TEST_ENV) $(VENV_PY) -m pytest $(PYTEST_ARGS) $(PY_PKG_DIR)/tests
 
-py-demo: venv $(LIB)
-	$(PY_ENV) $(VENV_PY) examples/sqlite_feed.py $(DEMO_ARGS)
+# Everything but the wheel lives in a temporary directory under /tmp, removed at the end: the
+# venv, and the working directory the suite runs from. Only the installed package can be
+# imported there (no PYTHONPATH, and pytest puts only tests/ on sys.path), and it must find
+# its library with no LIBLOADER_PATH. No cache is written into the checkout.
+py-wheel-test:
+	rm -rf $(PY_WHEEL_DIR)
+	tmp=$$(mktemp -d /tmp/libloader-wheel.XXXXXX) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(PYTHON3) -m venv "$$tmp/venv" && \
+	CARGO_TARGET_DIR=$(PY_WHEEL_CARGO) "$$tmp/venv/bin/python" -m pip wheel --quiet --no-deps \
+	    --wheel-dir $(PY_WHEEL_DIR) ./$(PY_PKG_DIR) && \
+	wheel=$$(ls $(abspath $(PY_WHEEL_DIR))/ledgered_loader-*.whl) && \
+	echo "py-wheel-test: built $$wheel ($$(du -k "$$wheel" | cut -f1) kB)" && \
+	"$$tmp/venv/bin/python" -m pip install --quiet 'pytest>=7' "$$wheel" && \
+	mkdir "$$tmp/work" && cd "$$tmp/work" && \
+	env -u LIBLOADER_PATH -u PYTHONPATH LIBLOADER_WHEEL="$$wheel" \
+	    "$$tmp/venv/bin/python" -m pytest -p no:cacheprovider $(PYTEST_ARGS) \
+	    $(abspath $(PY_PKG_DIR)/tests)
+
+py-demo: $(LIB)
+	$(PY_ENV) $(PYTHON3) examples/sqlite_feed.py $(DEMO_ARGS)
 
 # A prerequisite only, so it adds to a `demo` rule defined elsewhere instead of replacing
 # its recipe.
