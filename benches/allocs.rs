@@ -12,6 +12,10 @@
 // Counting allocations needs a `GlobalAlloc`, whose methods are `unsafe` to implement.
 #![allow(unsafe_code)]
 
+#[macro_use]
+#[path = "common/counting_alloc.rs"]
+mod counting_alloc;
+
 #[path = "common/arrivals.rs"]
 mod arrivals;
 #[path = "common/harness.rs"]
@@ -21,7 +25,7 @@ mod ledgers;
 #[path = "common/stream.rs"]
 mod stream;
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::alloc::Layout;
 use std::backtrace::Backtrace;
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -42,30 +46,7 @@ thread_local! {
     static SAMPLES: RefCell<Vec<Backtrace>> = const { RefCell::new(Vec::new()) };
 }
 
-// SAFETY: every method forwards to the system allocator unchanged; counting keeps only
-// thread-local state, and a re-entry flag keeps its own sampling out of the count.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        self.note(layout);
-        // SAFETY: the caller's contract for `alloc` is passed on unchanged to the system allocator.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        self.note(layout);
-        // SAFETY: as for `alloc`: the caller's contract is passed on unchanged.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // A growth is a trip to the allocator like any other.
-        self.note(layout);
-        // SAFETY: `ptr` came from this allocator, which is the system allocator underneath.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from this allocator, which is the system allocator underneath.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
+counting_global_alloc!(Counting);
 
 impl Counting {
     #[inline]

@@ -11,8 +11,12 @@
 // Counting allocations needs a `GlobalAlloc`, whose methods are `unsafe` to implement.
 #![allow(unsafe_code)]
 
+#[macro_use]
+#[path = "../benches/common/counting_alloc.rs"]
+mod counting_alloc;
+
 use loader::loader::{Config, Effect, Kind, Loader, Page};
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::alloc::Layout;
 use std::cell::Cell;
 
 struct Counting;
@@ -34,30 +38,7 @@ impl Counting {
     }
 }
 
-// SAFETY: every call is passed to the system allocator unchanged; counting touches only
-// thread-local cells whose initialisation does not allocate.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        self.note(layout);
-        // SAFETY: the caller's contract for `alloc` is passed on as is.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        self.note(layout);
-        // SAFETY: as for `alloc`.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // A growth is a trip to the allocator like any other.
-        self.note(layout);
-        // SAFETY: `ptr` and `layout` come from this allocator, which got them from `System`.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: as for `realloc`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
+counting_global_alloc!(Counting);
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
