@@ -219,6 +219,7 @@ def declare(lib: ctypes.CDLL) -> ctypes.CDLL:
 
 _lock = threading.Lock()
 _loaded: Optional[Tuple[ctypes.CDLL, Path]] = None
+_settle_bytes: Any = None
 
 
 def lib() -> ctypes.CDLL:
@@ -237,6 +238,22 @@ def library_path() -> Path:
     lib()
     assert _loaded is not None
     return _loaded[1]
+
+
+def settle_taking_bytes() -> Any:
+    """``loader_settle`` as a second function object whose cursor parameter is declared
+    ``c_char_p``, so a ``bytes`` cursor is passed as a pointer to its own buffer instead of
+    being copied into a ctypes array first. The ABI is the same (a pointer and a length; the
+    library copies the cursor before it returns); ``lib().loader_settle`` keeps the header's
+    declaration, which the header test checks."""
+    global _settle_bytes
+    if _settle_bytes is None:
+        fn = lib()["loader_settle"]  # indexing makes a new function object
+        restype, argtypes = FUNCTIONS["loader_settle"]
+        fn.restype = restype
+        fn.argtypes = [c_char_p if t is _u8p else t for t in argtypes]
+        _settle_bytes = fn
+    return _settle_bytes
 
 
 def cursor_arg(cursor: Optional[bytes]) -> Tuple[Any, int]:
