@@ -140,7 +140,11 @@ class _Host(Generic[T]):
         return token
 
 
-class _ThreadState(threading.local):
+class _ThreadState:
+    """One thread's calls into libloader."""
+
+    __slots__ = ("depth", "errors", "pinned")
+
     def __init__(self) -> None:
         self.depth = 0
         # (exception, which callback) raised by callbacks of the running outermost call.
@@ -150,13 +154,20 @@ class _ThreadState(threading.local):
         self.pinned: Dict[int, _Host[Any]] = {}
 
 
-_tls = _ThreadState()
+class _PerThread(threading.local):
+    # One thread-local lookup per call or callback, then plain slots: each attribute of a
+    # threading.local costs a lookup in the thread's dictionary.
+    def __init__(self) -> None:
+        self.state = _ThreadState()
+
+
+_tls = _PerThread()
 _keys = itertools.count(1)
 _keys_lock = threading.Lock()
 
 
 def _host_for(userdata: Optional[int]) -> _Host[Any]:
-    host = _tls.pinned.get(userdata or 0)
+    host = _tls.state.pinned.get(userdata or 0)
     if host is None:
         raise RuntimeError(f"libloader: a callback for loader key {userdata} ran on a thread "
                            "that is not calling it (only the raw ctypes layer can do that)")
@@ -165,7 +176,7 @@ def _host_for(userdata: Optional[int]) -> _Host[Any]:
 
 def _capture(e: BaseException, where: str) -> None:
     try:
-        _tls.errors.append((e, where))
+        _tls.state.errors.append((e, where))
     except BaseException:  # pragma: no cover - interpreter shutdown
         pass
 
@@ -173,11 +184,11 @@ def _capture(e: BaseException, where: str) -> None:
 # Each thunk names its callback (with the read or the token) only when the callback raised:
 # formatting a read's repr for every issue cost more than the rest of the thunk.
 
-def _issue_thunk(userdata: Optional[int], read_ptr: Any) -> None:
+def _issue_thunk(userdata: Optional[int], read_address: int) -> None:
     read: Optional[Read] = None
     try:
         host = _host_for(userdata)
-        read = _read_from_c(read_ptr.contents, host.key)
+        read = _read_from_c(read_address, host.key)
         host.on_issue(read)
     except BaseException as e:
         _capture(e, "on_issue" if read is None else f"on_issue({read!r})")
@@ -213,7 +224,8 @@ def _cancel_thunk(userdata: Optional[int], read_id: int) -> None:
         _capture(e, f"on_cancel({read_id})")
 
 
-_ISSUE = _ffi.loader_issue_fn(_issue_thunk)
+_ISSUE_BY_ADDRESS = _ffi.issue_address_fn(_issue_thunk)  # kept alive: _ISSUE points at it
+_ISSUE = ctypes.cast(_ISSUE_BY_ADDRESS, _ffi.loader_issue_fn)
 _RELEASE = _ffi.loader_release_fn(_release_thunk)
 _CHANGED = _ffi.loader_changed_fn(_changed_thunk)
 _CANCEL = _ffi.loader_cancel_fn(_cancel_thunk)
@@ -335,7 +347,7 @@ class Loader(Generic[T]):
         back to the host. Then re-raises what callbacks raised, once the thread's outermost
         call returns (``isolated``: this call's own callbacks, whatever the depth; for
         ``__del__``)."""
-        st = _tls
+        st = _tls.state
         host = self._host
         st.pinned[host.key] = host
         saved: List[Tuple[BaseException, str]] = []
@@ -447,7 +459,15 @@ class Loader(Generic[T]):
         ``acquisition``. An exception a callback of this call raised propagates after the
         call completed; its :func:`callback_context` says so (and the acquisition was
         accepted)."""
-        read_id = self._read_id(read)
+        host = self._host
+        # The common case (a Read this loader issued: its id came from the library) is
+        # checked inline; anything else goes through the checks that name the argument.
+        if type(read) is Read and read.loader_key == host.key:
+            read_id = read.read_id
+            if type(read_id) is not int or not 0 <= read_id <= _U64:
+                read_id = self._read_id(read)
+        else:
+            read_id = self._read_id(read)
         if count is None:
             try:
                 count = len(acquisition)  # type: ignore[arg-type]
@@ -458,7 +478,7 @@ class Loader(Generic[T]):
                                                                           next_cursor)
         if end_of_source is not True and end_of_source is not False:
             raise TypeError(f"end_of_source must be a bool, not {type(end_of_source).__name__}")
-        token = self._host.lend(acquisition)
+        token = host.lend(acquisition)
         out = _ffi.c_enum(0)
         # An empty cursor crosses as NULL with length 0, as the header documents.
         rc = self._invoke("loader_settle", self._settle_fn,

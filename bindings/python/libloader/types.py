@@ -180,12 +180,15 @@ class Read:
 
 
 _KINDS = tuple(Kind(i) for i in range(len(Kind)))
+_from_address = _ffi.issued_read.from_address
 
 
-def _read_from_c(r: _ffi.loader_read, loader_key: int) -> Read:
-    """:meth:`Read.from_c` for the issue callback, where it runs once per read: the same
-    value, built without the frozen dataclass's ``__init__`` (one ``object.__setattr__`` per
-    field) and the enum's call, which cost more than the rest of the callback."""
+def _read_from_c(address: int, loader_key: int) -> Read:
+    """:meth:`Read.from_c` for the issue callback, which gets the struct's address and runs
+    once per read: the same value, built without the frozen dataclass's ``__init__`` (one
+    ``object.__setattr__`` per field), the enum's call and ``ctypes.string_at``, which cost
+    more than the rest of the callback."""
+    r = _from_address(address)
     kind = r.kind
     n = r.cursor_len
     read = object.__new__(Read)
@@ -195,7 +198,7 @@ def _read_from_c(r: _ffi.loader_read, loader_key: int) -> Read:
         kind=_KINDS[kind] if 0 <= kind < len(_KINDS) else Kind(kind),
         epoch=r.epoch,
         step=r.step,
-        cursor=_ffi.cursor_bytes(r.cursor, n) if n else b"",
+        cursor=_ffi.bytes_at(r.cursor, n) if n and r.cursor else b"",
         limit=r.limit,
         loader_key=loader_key,
     )
