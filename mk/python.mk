@@ -73,3 +73,15 @@ py-demo: $(LIB)
 # A prerequisite only, so it adds to a `demo` rule defined elsewhere instead of replacing
 # its recipe.
 demo: py-demo
+
+# `make py-mypy`: mypy --strict over the package, whatever Python the examples directory
+# holds, and the typed test (acquisitions typed end to end through Loader[T]). mypy is
+# installed here rather than with the venv, so `make venv` needs only pytest; the library
+# is not needed (mypy only reads the sources).
+PY_MYPY_PATHS := $(PY_PKG_DIR)/libloader $(PY_PKG_DIR)/tests/test_typed_acquisitions.py \
+	$(if $(shell find examples -name '*.py' 2>/dev/null),examples)
+
+.PHONY: py-mypy
+py-mypy: venv
+	$(VENV_PY) -m pip install --quiet 'mypy>=1.8'
+	$(VENV_PY) -m mypy --strict $(PY_MYPY_PATHS)

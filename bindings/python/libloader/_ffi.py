@@ -19,6 +19,7 @@ from ctypes import (
     POINTER,
     Structure,
     c_bool,
+    c_char,
     c_char_p,
     c_double,
     c_int,
@@ -73,7 +74,18 @@ class loader_read(Structure):
     ]
 
 
+class issued_read(Structure):
+    """``loader_read`` with the cursor as a plain address (``c_void_p``, an int in Python),
+    laid over the struct the issue callback receives: reading a ``POINTER`` field builds a
+    pointer object. Same layout (a test checks it)."""
+
+    _fields_ = [(f[0], c_void_p if f[0] == "cursor" else f[1]) for f in loader_read._fields_]
+
+
 loader_issue_fn = CFUNCTYPE(None, c_void_p, POINTER(loader_read))
+issue_address_fn = CFUNCTYPE(None, c_void_p, c_void_p)
+"""The issue callback as the bindings' thunk takes it: the read by address, so ctypes does
+not build a pointer object per call (cast to :data:`loader_issue_fn` for the struct)."""
 loader_release_fn = CFUNCTYPE(None, c_void_p, c_size_t)
 loader_changed_fn = CFUNCTYPE(None, c_void_p)
 loader_cancel_fn = CFUNCTYPE(None, c_void_p, c_uint64)
@@ -232,6 +244,7 @@ def has_testing() -> bool:
 
 _lock = threading.Lock()
 _loaded: Optional[Tuple[ctypes.CDLL, Path]] = None
+_settle_bytes: Any = None
 
 
 def lib() -> ctypes.CDLL:
@@ -252,6 +265,22 @@ def library_path() -> Path:
     return _loaded[1]
 
 
+def settle_taking_bytes() -> Any:
+    """``loader_settle`` as a second function object whose cursor parameter is declared
+    ``c_char_p``, so a ``bytes`` cursor is passed as a pointer to its own buffer instead of
+    being copied into a ctypes array first. The ABI is the same (a pointer and a length; the
+    library copies the cursor before it returns); ``lib().loader_settle`` keeps the header's
+    declaration, which the header test checks."""
+    global _settle_bytes
+    if _settle_bytes is None:
+        fn = lib()["loader_settle"]  # indexing makes a new function object
+        restype, argtypes = FUNCTIONS["loader_settle"]
+        fn.restype = restype
+        fn.argtypes = [c_char_p if t is _u8p else t for t in argtypes]
+        _settle_bytes = fn
+    return _settle_bytes
+
+
 def cursor_arg(cursor: Optional[bytes]) -> Tuple[Any, int]:
     """``(pointer, length)`` for a cursor argument: NULL and 0 for an empty one."""
     if not cursor:
@@ -264,6 +293,20 @@ def cursor_bytes(ptr: Any, length: int) -> bytes:
     if length == 0 or not ptr:
         return b""
     return ctypes.string_at(ptr, length)
+
+
+_char_arrays: Dict[int, Any] = {}
+
+
+def bytes_at(address: int, length: int) -> bytes:
+    """A copy of ``length`` > 0 bytes at the non-NULL ``address``, read through a char array
+    laid over the memory: ``ctypes.string_at`` is itself a foreign call, and costs more. The
+    array types are kept by length (cursors have few distinct lengths)."""
+    t = _char_arrays.get(length)
+    if t is None:
+        t = _char_arrays.setdefault(length, c_char * length)
+    raw: bytes = t.from_address(address).raw
+    return raw
 
 
 def array(struct: type, n: int) -> Sequence[Any]:

@@ -38,20 +38,44 @@ import itertools
 import threading
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Generic, List, Optional, Sequence, Tuple, Union
 
 from . import _ffi
 from .enums import Answer, Result
 from .errors import error_for
-from .types import Config, Counts, Page, Read, RequestInfo, Snapshot, View, _signed, _unsigned
+from .types import (
+    Config,
+    Counts,
+    Page,
+    Read,
+    RequestInfo,
+    Snapshot,
+    T,
+    View,
+    _read_from_c,
+    _signed,
+    _unsigned,
+)
 
-IssueCallback = Callable[[Read], Any]
-ReleaseCallback = Callable[[Any], Any]
-ChangeCallback = Callable[[], Any]
-CancelCallback = Callable[[int], Any]
+IssueCallback = Callable[[Read], object]
+"""``on_issue(read)``: start the read; answer it later with settle or fail."""
+ReleaseCallback = Callable[[T], object]
+"""``on_release(acquisition)``: the loader is done with an acquisition it accepted."""
+ChangeCallback = Callable[[], object]
+"""``on_change()``: the view or the state changed."""
+CancelCallback = Callable[[int], object]
+"""``on_cancel(read_id)``: a read's answer is no longer needed."""
 ReadRef = Union[Read, int]
+"""A read as :meth:`Loader.settle` and :meth:`Loader.fail` take it: the :class:`Read` the
+loader issued, or its bare ``read_id``."""
 
 _MISSING = object()
+_U32 = (1 << 32) - 1
+_U64 = (1 << 64) - 1
+_ANSWERS = tuple(Answer(i) for i in range(len(Answer)))
+_VIEW_ATTEMPTS = 100
+"""How many times :meth:`Loader.view` takes the view again when a page's acquisition was
+released by another thread between the listing and its lookup."""
 
 
 def result_message(code: int) -> str:
@@ -93,45 +117,57 @@ def _note(e: BaseException, text: str) -> None:
         add_note(text)
 
 
-class _Host:
+class _Host(Generic[T]):
     """What the C side's ``userdata`` names: the callables and the lent acquisitions."""
 
-    def __init__(self, on_issue: IssueCallback, on_release: ReleaseCallback,
+    def __init__(self, on_issue: IssueCallback, on_release: ReleaseCallback[T],
                  on_change: Optional[ChangeCallback],
                  on_cancel: Optional[CancelCallback]) -> None:
         self.on_issue = on_issue
         self.on_release = on_release
         self.on_change = on_change
         self.on_cancel = on_cancel
-        self.held: Dict[int, Any] = {}
+        self.held: Dict[int, T] = {}
         self._tokens = itertools.count(1)
         self._lock = threading.Lock()
         self.key = 0
 
-    def lend(self, obj: Any) -> int:
+    def lend(self, obj: T) -> int:
+        """Keeps ``obj`` under a fresh token, the integer that crosses the ABI for it."""
         with self._lock:
             token = next(self._tokens)
             self.held[token] = obj
         return token
 
 
-class _ThreadState(threading.local):
+class _ThreadState:
+    """One thread's calls into libloader."""
+
+    __slots__ = ("depth", "errors", "pinned")
+
     def __init__(self) -> None:
         self.depth = 0
         # (exception, which callback) raised by callbacks of the running outermost call.
         self.errors: List[Tuple[BaseException, str]] = []
         # The hosts of every loader the running outermost call used, by key: their callbacks
         # may run on this thread until it returns.
-        self.pinned: Dict[int, _Host] = {}
+        self.pinned: Dict[int, _Host[Any]] = {}
 
 
-_tls = _ThreadState()
+class _PerThread(threading.local):
+    # One thread-local lookup per call or callback, then plain slots: each attribute of a
+    # threading.local costs a lookup in the thread's dictionary.
+    def __init__(self) -> None:
+        self.state = _ThreadState()
+
+
+_tls = _PerThread()
 _keys = itertools.count(1)
 _keys_lock = threading.Lock()
 
 
-def _host_for(userdata: Optional[int]) -> _Host:
-    host = _tls.pinned.get(userdata or 0)
+def _host_for(userdata: Optional[int]) -> _Host[Any]:
+    host = _tls.state.pinned.get(userdata or 0)
     if host is None:
         raise RuntimeError(f"libloader: a callback for loader key {userdata} ran on a thread "
                            "that is not calling it (only the raw ctypes layer can do that)")
@@ -140,24 +176,25 @@ def _host_for(userdata: Optional[int]) -> _Host:
 
 def _capture(e: BaseException, where: str) -> None:
     try:
-        _tls.errors.append((e, where))
+        _tls.state.errors.append((e, where))
     except BaseException:  # pragma: no cover - interpreter shutdown
         pass
 
 
-def _issue_thunk(userdata: Optional[int], read_ptr: Any) -> None:
-    where = "on_issue"
+# Each thunk names its callback (with the read or the token) only when the callback raised:
+# formatting a read's repr for every issue cost more than the rest of the thunk.
+
+def _issue_thunk(userdata: Optional[int], read_address: int) -> None:
+    read: Optional[Read] = None
     try:
         host = _host_for(userdata)
-        read = Read.from_c(read_ptr.contents)
-        where = f"on_issue({read!r})"
+        read = _read_from_c(read_address, host.key)
         host.on_issue(read)
     except BaseException as e:
-        _capture(e, where)
+        _capture(e, "on_issue" if read is None else f"on_issue({read!r})")
 
 
 def _release_thunk(userdata: Optional[int], token: int) -> None:
-    where = f"on_release (token {token})"
     try:
         host = _host_for(userdata)
         obj = host.held.pop(token, _MISSING)
@@ -166,7 +203,7 @@ def _release_thunk(userdata: Optional[int], token: int) -> None:
                                "does not hold (released twice, or never accepted)")
         host.on_release(obj)
     except BaseException as e:
-        _capture(e, where)
+        _capture(e, f"on_release (token {token})")
 
 
 def _changed_thunk(userdata: Optional[int]) -> None:
@@ -187,14 +224,39 @@ def _cancel_thunk(userdata: Optional[int], read_id: int) -> None:
         _capture(e, f"on_cancel({read_id})")
 
 
-_ISSUE = _ffi.loader_issue_fn(_issue_thunk)
+_ISSUE_BY_ADDRESS = _ffi.issue_address_fn(_issue_thunk)  # kept alive: _ISSUE points at it
+_ISSUE = ctypes.cast(_ISSUE_BY_ADDRESS, _ffi.loader_issue_fn)
 _RELEASE = _ffi.loader_release_fn(_release_thunk)
 _CHANGED = _ffi.loader_changed_fn(_changed_thunk)
 _CANCEL = _ffi.loader_cancel_fn(_cancel_thunk)
+_NO_CHANGED = _ffi.loader_changed_fn()  # NULL
+_NO_CANCEL = _ffi.loader_cancel_fn()  # NULL
 
 
-class Loader:
-    """One libloader loader.
+def _raise_callback_errors(errors: List[Tuple[BaseException, str]], name: str,
+                           rc: int) -> None:
+    """Raises the first exception callbacks of the call ``name`` raised, with its context."""
+    first, where = errors[0]
+    try:
+        code: Union[Result, int] = Result(rc)
+    except ValueError:
+        code = rc
+    try:
+        first.libloader_callback = CallbackContext(  # type: ignore[attr-defined]
+            where, name, code, tuple(e for e, _ in errors[1:]))
+    except AttributeError:  # pragma: no cover - an exception type without a __dict__
+        pass
+    _note(first, f"libloader: raised in the callback {where}; re-raised by {name}, "
+          f"which completed with {_result_name(rc)}: the loader's state is what that "
+          "call left, and every other callback of the call still ran")
+    for other, other_where in errors[1:]:
+        _note(first, f"libloader: the callback {other_where} also raised "
+              f"{type(other).__name__}: {other}")
+    raise first
+
+
+class Loader(Generic[T]):
+    """One libloader loader, generic in the host's acquisition type ``T``.
 
     ``on_issue(read)`` starts a read; the host answers it later, exactly once, from any
     thread, with :meth:`settle` or :meth:`fail`. ``on_release(acquisition)`` gets back every
@@ -208,23 +270,32 @@ class Loader:
     ``fail`` costs a full re-read. A hint can arrive after the host answered the read (it was
     queued first): ignore ids you no longer hold.
 
+    ``T`` is what :meth:`settle` takes, ``on_release`` receives and :meth:`view` shows in each
+    :class:`Page`; a type checker infers it from ``on_release``'s parameter, or it is given:
+    ``Loader[list[int]](on_issue, on_release)``.
+
     Callbacks run on the thread that made the call, never under the library's locks; they may
     call back into this loader. An exception a callback raises is re-raised from the call that
     triggered it (see the module documentation). Any thread may call any method.
+
+    Arguments are checked before anything happens: a value of the wrong type raises TypeError
+    and one out of range ValueError, naming the argument, and the call changes nothing.
 
     A context manager: ``with Loader(...) as loader:`` closes it on exit. ``close()`` is
     idempotent; an unclosed loader is closed when it is garbage-collected, with a
     ``ResourceWarning``.
     """
 
-    def __init__(self, on_issue: IssueCallback, on_release: ReleaseCallback, *,
+    def __init__(self, on_issue: IssueCallback, on_release: ReleaseCallback[T], *,
                  on_change: Optional[ChangeCallback] = None,
                  on_cancel: Optional[CancelCallback] = None,
                  config: Optional[Config] = None,
                  counters: Optional[Tuple[int, int]] = None) -> None:
-        """``counters=(epoch, next_request_id)`` starts the counters there, for testing
-        their exhaustion (``loader_new_with_counters``, in the test ABI: it needs a library
-        built with the ``testing`` feature, else it raises NotImplementedError)."""
+        """``config`` is a :class:`Config` or None (the library's defaults); a mapping is
+        refused (TypeError): ``Config(**mapping)`` converts one and checks its fields.
+        ``counters=(epoch, next_request_id)`` starts the counters there, for testing their
+        exhaustion (``loader_new_with_counters``, in the test ABI: it needs a library built
+        with the ``testing`` feature, else it raises NotImplementedError)."""
         self._closed = True
         self._handle = 0
         if not callable(on_issue) or not callable(on_release):
@@ -232,25 +303,38 @@ class Loader:
         for name, cb in (("on_change", on_change), ("on_cancel", on_cancel)):
             if cb is not None and not callable(cb):
                 raise TypeError(f"{name} must be callable or None")
+        if config is not None and not isinstance(config, Config):
+            raise TypeError("config must be a libloader.Config or None, not "
+                            f"{type(config).__name__} (Config(**mapping) converts a mapping)")
+        start: Optional[Tuple[int, int]] = None
+        if counters is not None:
+            if not isinstance(counters, (tuple, list)) or len(counters) != 2:
+                raise TypeError("counters must be a pair (epoch, next_request_id)")
+            start = (_unsigned("counters[0] (epoch)", counters[0], 64),
+                     _unsigned("counters[1] (next_request_id)", counters[1], 64))
         lib = _ffi.lib()
         if counters is not None and not _ffi.has_testing():
             raise NotImplementedError("counters= needs libloader built with the testing "
                                       "feature (loader_new_with_counters)")
         c_config = (config or Config()).to_c()
-        host = _Host(on_issue, on_release, on_change, on_cancel)
+        host: _Host[T] = _Host(on_issue, on_release, on_change, on_cancel)
         with _keys_lock:
             host.key = next(_keys)
         self._host = host
+        self._lib = lib
+        self._settle_fn = _ffi.settle_taking_bytes()
         self._close_lock = threading.Lock()
-        callbacks = _ffi.loader_callbacks(host.key, _ISSUE, _RELEASE, _CHANGED, _CANCEL)
+        # The optional callbacks stay NULL when not given: the library then skips them,
+        # instead of crossing into Python to do nothing.
+        callbacks = _ffi.loader_callbacks(host.key, _ISSUE, _RELEASE,
+                                          _CHANGED if on_change is not None else _NO_CHANGED,
+                                          _CANCEL if on_cancel is not None else _NO_CANCEL)
         out = _ffi.loader_handle(0)
-        if counters is None:
+        if start is None:
             rc = lib.loader_new(c_config, callbacks, ctypes.byref(out))
             name = "loader_new"
         else:
-            epoch = _unsigned("epoch", counters[0], 64)
-            next_id = _unsigned("next_request_id", counters[1], 64)
-            rc = lib.loader_new_with_counters(c_config, callbacks, epoch, next_id,
+            rc = lib.loader_new_with_counters(c_config, callbacks, start[0], start[1],
                                               ctypes.byref(out))
             name = "loader_new_with_counters"
         if rc != Result.OK:
@@ -260,16 +344,16 @@ class Loader:
 
     # ---- plumbing ----
 
-    def _invoke(self, name: str, *args: Any, isolated: bool = False,
-                on_result: Optional[Callable[[int], None]] = None) -> int:
-        """Calls the C function ``name`` with the handle and ``args``; returns its result code,
-        after
-        ``on_result(rc)`` if given. Then re-raises what callbacks raised, once the thread's
-        outermost call returns (``isolated``: this call's own callbacks, whatever the depth;
-        for ``__del__``)."""
-        fn = getattr(_ffi.lib(), name)
-        st = _tls
-        st.pinned[self._host.key] = self._host
+    def _invoke(self, name: str, fn: Any, args: Tuple[Any, ...], token: int = 0,
+                isolated: bool = False) -> int:
+        """Calls ``fn``, the C function ``name``, with the handle and ``args``; returns its
+        result code. A refused call gives the acquisition lent under ``token`` (if not 0)
+        back to the host. Then re-raises what callbacks raised, once the thread's outermost
+        call returns (``isolated``: this call's own callbacks, whatever the depth; for
+        ``__del__``)."""
+        st = _tls.state
+        host = self._host
+        st.pinned[host.key] = host
         saved: List[Tuple[BaseException, str]] = []
         if isolated:
             saved, st.errors = st.errors, []
@@ -282,35 +366,33 @@ class Loader:
             if isolated:
                 errors, st.errors = st.errors, saved
             elif st.depth == 0:
-                errors, st.errors = st.errors, []
-            if st.depth == 0:
+                if st.errors:
+                    errors, st.errors = st.errors, []
                 st.pinned.clear()
-        if on_result is not None:
-            on_result(rc)
+        if token and rc != Result.OK:
+            host.held.pop(token, None)
         if errors:
-            first, where = errors[0]
-            try:
-                code: Union[Result, int] = Result(rc)
-            except ValueError:
-                code = rc
-            try:
-                first.libloader_callback = CallbackContext(  # type: ignore[attr-defined]
-                    where, name, code, tuple(e for e, _ in errors[1:]))
-            except AttributeError:  # pragma: no cover - an exception type without a __dict__
-                pass
-            _note(first, f"libloader: raised in the callback {where}; re-raised by {name}, "
-                  f"which completed with {_result_name(rc)}: the loader's state is what that "
-                  "call left, and every other callback of the call still ran")
-            for other, other_where in errors[1:]:
-                _note(first, f"libloader: the callback {other_where} also raised "
-                      f"{type(other).__name__}: {other}")
-            raise first
+            _raise_callback_errors(errors, name, rc)
         return rc
 
     def _call(self, name: str, *args: Any) -> None:
-        rc = self._invoke(name, *args)
+        rc = self._invoke(name, getattr(self._lib, name), args)
         if rc != Result.OK:
             raise error_for(rc, result_message, name)
+
+    def _read_id(self, read: ReadRef) -> int:
+        """The id to pass for ``read``; refuses a :class:`Read` another loader issued."""
+        if isinstance(read, Read):
+            key = read.loader_key
+            if key != self._host.key and key != 0:
+                raise ValueError(f"read: {read!r} was issued by another loader (key {key}), "
+                                 f"not by this one (key {self._host.key})")
+            rid: object = read.read_id
+        else:
+            rid = read
+        if type(rid) is int and 0 <= rid <= _U64:
+            return rid
+        return _unsigned("read", rid, 64)
 
     # ---- lifecycle ----
 
@@ -321,6 +403,7 @@ class Loader:
 
     @property
     def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
         return self._closed
 
     def close(self) -> None:
@@ -335,14 +418,14 @@ class Loader:
             if self._closed:
                 return
             self._closed = True
-        rc = self._invoke("loader_free", isolated=isolated)
+        rc = self._invoke("loader_free", self._lib.loader_free, (), isolated=isolated)
         if rc != Result.OK:
             raise error_for(rc, result_message, "loader_free")
 
-    def __enter__(self) -> "Loader":
+    def __enter__(self) -> "Loader[T]":
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __del__(self) -> None:
@@ -365,54 +448,65 @@ class Loader:
         """The source changed: starts a repair or a full read as the rules say."""
         self._call("loader_invalidate")
 
-    def settle(self, read: ReadRef, acquisition: Any, *, count: Optional[int] = None,
+    def settle(self, read: ReadRef, acquisition: T, *, count: Optional[int] = None,
                next_cursor: bytes = b"", end_of_source: bool = False) -> Answer:
         """Answers ``read`` with ``count`` items (default ``len(acquisition)``) held by
-        ``acquisition``, any object, and the cursor after them.
+        ``acquisition``, and the cursor after them.
+
+        ``next_cursor`` is bytes-like (``bytes``, ``bytearray``, ``memoryview``); an int, a
+        str or a list is refused. ``end_of_source`` is a bool.
 
         On success the loader owns ``acquisition`` until it passes it to ``on_release``
         (possibly before this returns) and the result says how the answer was classified;
         a late answer to a superseded read is :attr:`Answer.STALE`, not an error. On a
-        :class:`LoaderError` nothing changed and the host still owns ``acquisition``. An
-        exception a callback of this call raised propagates after the call completed; its
-        :func:`callback_context` says so (and the acquisition was accepted)."""
-        read_id = _read_id(read)
+        :class:`LoaderError`, TypeError or ValueError nothing changed and the host still owns
+        ``acquisition``. An exception a callback of this call raised propagates after the
+        call completed; its :func:`callback_context` says so (and the acquisition was
+        accepted)."""
+        host = self._host
+        # The common case (a Read this loader issued: its id came from the library) is
+        # checked inline; anything else goes through the checks that name the argument.
+        if type(read) is Read and read.loader_key == host.key:
+            read_id = read.read_id
+            if type(read_id) is not int or not 0 <= read_id <= _U64:
+                read_id = self._read_id(read)
+        else:
+            read_id = self._read_id(read)
         if count is None:
             try:
-                count = len(acquisition)
+                count = len(acquisition)  # type: ignore[arg-type]
             except TypeError:
                 raise TypeError("count is required when the acquisition has no len()") from None
-        n = _unsigned("count", count, 32)
-        cursor = _cursor("next_cursor", next_cursor)
-        ptr, length = _ffi.cursor_arg(cursor)
-        host = self._host
+        n = count if type(count) is int and 0 <= count <= _U32 else _unsigned("count", count, 32)
+        cursor = next_cursor if type(next_cursor) is bytes else _cursor("next_cursor",
+                                                                          next_cursor)
+        if end_of_source is not True and end_of_source is not False:
+            raise TypeError(f"end_of_source must be a bool, not {type(end_of_source).__name__}")
         token = host.lend(acquisition)
         out = _ffi.c_enum(0)
-
-        def refused(rc: int) -> None:
-            if rc != Result.OK:
-                host.held.pop(token, None)
-
-        rc = self._invoke("loader_settle", read_id, token, n, ptr, length,
-                          bool(end_of_source), ctypes.byref(out), on_result=refused)
+        # An empty cursor crosses as NULL with length 0, as the header documents.
+        rc = self._invoke("loader_settle", self._settle_fn,
+                          (read_id, token, n, cursor or None, len(cursor), end_of_source, out),
+                          token)
         if rc != Result.OK:
             raise error_for(rc, result_message, "loader_settle")
-        return Answer(out.value)
+        return _answer(out.value)
 
     def fail(self, read: ReadRef, code: int = 0) -> Answer:
         """Answers ``read`` with a failure; ``code`` is the host's own. Returns
         :attr:`Answer.CURRENT` for an own failure (it waits for a retry: :meth:`retry`, a
         window move, or the backoff timer through :meth:`tick`) or :attr:`Answer.STALE` for
         a superseded read's (it blocks nothing)."""
+        read_id = self._read_id(read)
         out = _ffi.c_enum(0)
-        self._call("loader_fail", _read_id(read), _signed("code", code, 32), ctypes.byref(out))
-        return Answer(out.value)
+        self._call("loader_fail", read_id, _signed("code", code, 32), out)
+        return _answer(out.value)
 
     def retry(self) -> bool:
         """Retries a recorded own failure now, with a full read. Returns whether a read
         started (False: nothing to retry)."""
         out = ctypes.c_bool(False)
-        self._call("loader_retry", ctypes.byref(out))
+        self._call("loader_retry", out)
         return bool(out.value)
 
     def set_window(self, start: int, length: int) -> None:
@@ -429,7 +523,7 @@ class Loader:
         """When to call :meth:`tick` next (ms), or None if no backoff retry is armed."""
         armed = ctypes.c_bool(False)
         deadline = ctypes.c_uint64(0)
-        self._call("loader_next_deadline", ctypes.byref(armed), ctypes.byref(deadline))
+        self._call("loader_next_deadline", armed, deadline)
         return int(deadline.value) if armed.value else None
 
     # ---- introspection ----
@@ -438,14 +532,14 @@ class Loader:
     def state(self) -> Snapshot:
         """The spec's abstract state and the loader's counts."""
         out = _ffi.loader_snapshot()
-        self._call("loader_state", ctypes.byref(out))
+        self._call("loader_state", out)
         return Snapshot.from_c(out)
 
     def stats(self) -> Counts:
         """The loader's counters: reads by kind, answers by class, failures, retries,
         acquisitions and cancellation hints."""
         out = _ffi.loader_counts()
-        self._call("loader_stats", ctypes.byref(out))
+        self._call("loader_stats", out)
         return Counts.from_c(out)
 
     def requests(self) -> List[RequestInfo]:
@@ -454,27 +548,37 @@ class Loader:
         items = self._fetch("loader_requests", _ffi.loader_request_info, None)
         return [RequestInfo.from_c(r) for r in items]
 
-    def view(self) -> View:
-        """The view's pages in source order, and whether it is being revalidated."""
-        revalidating = ctypes.c_bool(False)
-        items = self._fetch("loader_view", _ffi.loader_page, revalidating)
-        held = self._host.held
-        pages = tuple(
-            Page(acquisition=held.get(p.acquisition), token=p.acquisition, count=p.count,
-                 epoch=p.epoch, start=p.start)
-            for p in items)
-        return View(pages=pages, revalidating=bool(revalidating.value))
+    def view(self) -> View[T]:
+        """The view's pages in source order, and whether it is being revalidated.
+
+        Every page holds its acquisition: if another thread made the loader release one
+        between the library's listing and its lookup here, the view changed meanwhile, and
+        it is taken again."""
+        for _ in range(_VIEW_ATTEMPTS):
+            revalidating = ctypes.c_bool(False)
+            items = self._fetch("loader_view", _ffi.loader_page, revalidating)
+            held = self._host.held
+            try:
+                pages = tuple(Page(acquisition=held[p.acquisition], token=p.acquisition,
+                                   count=p.count, epoch=p.epoch, start=p.start)
+                              for p in items)
+            except KeyError:
+                continue
+            return View(pages=pages, revalidating=bool(revalidating.value))
+        raise RuntimeError(f"libloader: the view kept listing acquisitions this loader does "
+                           f"not hold ({_VIEW_ATTEMPTS} attempts): answers given through the "
+                           "raw ctypes layer, or releases on other threads without pause")
 
     def _fetch(self, name: str, struct: type, extra: Optional[ctypes.c_bool]) -> Sequence[Any]:
         """Calls a capacity/out_len listing, growing the array while it is too small."""
+        fn = getattr(self._lib, name)
         capacity = 16
         while True:
             arr = _ffi.array(struct, capacity)
             n = ctypes.c_size_t(0)
-            args: List[Any] = [arr, capacity, ctypes.byref(n)]
-            if extra is not None:
-                args.append(ctypes.byref(extra))
-            rc = self._invoke(name, *args)
+            args: Tuple[Any, ...] = (arr, capacity, n) if extra is None else (
+                arr, capacity, n, extra)
+            rc = self._invoke(name, fn, args)
             if rc == Result.BUFFER_TOO_SMALL:
                 # Another thread may add more before the next try: leave some room.
                 capacity = int(n.value) + 8
@@ -484,6 +588,14 @@ class Loader:
             return arr[: n.value]
 
 
+def _answer(value: int) -> Answer:
+    """The :class:`Answer` for a C value, by index: the enum's call costs more than the rest
+    of a ``settle``'s bookkeeping."""
+    if 0 <= value < len(_ANSWERS):
+        return _ANSWERS[value]
+    return Answer(value)  # raises ValueError naming the value
+
+
 def _result_name(rc: int) -> str:
     try:
         return f"LOADER_RESULT_{Result(rc).name}"
@@ -491,14 +603,16 @@ def _result_name(rc: int) -> str:
         return f"result {rc}"
 
 
-def _read_id(read: ReadRef) -> int:
-    return _unsigned("read", read.read_id if isinstance(read, Read) else read, 64)
-
-
-def _cursor(name: str, value: Any) -> bytes:
+def _cursor(name: str, value: object) -> bytes:
+    """``value`` as bytes if it is bytes-like (supports the buffer protocol), else TypeError
+    naming ``name``: ``bytes(123)`` would be 123 zero bytes, and ``bytes("s")`` an error only
+    by luck."""
+    if isinstance(value, bytes):
+        return bytes(value)
     if isinstance(value, str):
         raise TypeError(f"{name} must be bytes, not str")
     try:
-        return bytes(value)
+        return memoryview(value).tobytes()  # type: ignore[arg-type]
     except TypeError:
-        raise TypeError(f"{name} must be bytes-like, not {type(value).__name__}") from None
+        raise TypeError(f"{name} must be bytes-like (bytes, bytearray, memoryview), not "
+                        f"{type(value).__name__}") from None

@@ -1,20 +1,44 @@
 """Plain Python values for what crosses the ABI: settings, reads, the spec's state, requests
-and the view. All are frozen dataclasses; enum fields are :mod:`libloader.enums` members."""
+and the view. All are frozen dataclasses; enum fields are :mod:`libloader.enums` members.
+:class:`Page` and :class:`View` are generic in the host's acquisition type."""
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
-from typing import Any, Optional, Tuple
+import numbers
+from dataclasses import dataclass, field
+from typing import Any, Generic, Optional, Tuple, TypeVar
 
 from . import _ffi
 from .enums import Coverage, Debt, Failure, Kind, Phase, RequestState
+
+T = TypeVar("T")
+"""The host's acquisition type: what :meth:`Loader.settle` takes and ``on_release`` and the
+view's pages give back."""
+
+_CONFIG_INT_BITS = {
+    "page_size": 32,
+    "prefetch_distance": 64,
+    "drop_margin": 64,
+    "backoff_initial_ms": 64,
+    "backoff_max_ms": 64,
+    "max_auto_retries": 32,
+    "jitter_seed": 64,
+}
+"""The integer fields of :class:`Config`, by the width of their C field."""
 
 
 @dataclass(frozen=True)
 class Config:
     """Loader settings. A field left ``None`` keeps the library's default
-    (``loader_config_default``); :meth:`defaults` shows them all."""
+    (``loader_config_default``); :meth:`defaults` shows them all.
+
+    Each field's type is checked when the config is made: an integer field takes an ``int``
+    that fits its C field (not a bool, a float or a string), ``backoff_multiplier`` a real
+    number (not a bool or a string), ``recheck_full`` a bool. A wrong type raises TypeError
+    and a negative or oversized integer ValueError, both naming the field. Ranges the library
+    defines (``page_size`` 0, a multiplier above 16, ...) are its own to refuse, at
+    :class:`Loader` construction, with the matching :class:`LoaderError`."""
 
     page_size: Optional[int] = None
     """Items per read (library default 50); 1..=``MAX_PAGE_SIZE``."""
@@ -36,6 +60,19 @@ class Config:
     recheck_full: Optional[bool] = None
     """Repair an invalidation that overtook a full read (default True)."""
 
+    def __post_init__(self) -> None:
+        for name, bits in _CONFIG_INT_BITS.items():
+            value = getattr(self, name)
+            if value is not None:
+                _unsigned(f"Config.{name}", value, bits)
+        m = self.backoff_multiplier
+        if m is not None and (isinstance(m, bool) or not isinstance(m, numbers.Real)):
+            raise TypeError("Config.backoff_multiplier must be a real number (float), "
+                            f"not {type(m).__name__}")
+        r = self.recheck_full
+        if r is not None and not isinstance(r, bool):
+            raise TypeError(f"Config.recheck_full must be a bool, not {type(r).__name__}")
+
     def to_c(self) -> _ffi.loader_config:
         """The C struct: the library's defaults with this config's fields laid over them."""
         c = _ffi.loader_config()
@@ -51,8 +88,7 @@ class Config:
             elif f.name == "backoff_multiplier":
                 c.backoff_multiplier = float(v)
             else:
-                bits = 32 if f.name in ("page_size", "max_auto_retries") else 64
-                setattr(c, f.name, _unsigned(f.name, v, bits))
+                setattr(c, f.name, _unsigned(f"Config.{f.name}", v, _CONFIG_INT_BITS[f.name]))
         return c
 
     @classmethod
@@ -62,6 +98,7 @@ class Config:
 
     @classmethod
     def from_c(cls, c: _ffi.loader_config) -> "Config":
+        """The settings a C struct holds, every field filled in."""
         return cls(
             page_size=c.page_size,
             prefetch_distance=c.prefetch_distance,
@@ -104,12 +141,17 @@ def _signed(name: str, value: Any, bits: int) -> int:
 
 @dataclass(frozen=True)
 class Read:
-    """A read the loader asks the host to perform (``loader_read``, copied)."""
+    """A read the loader asks the host to perform (``loader_read``, copied).
+
+    A read names the loader that issued it (``loader_key``): answering it to another loader
+    raises ValueError instead of answering whichever read of that loader has the same id."""
 
     read_id: int
     """Names the read in :meth:`Loader.settle` / :meth:`Loader.fail`. Never reused."""
     request_id: int
+    """The request the read belongs to."""
     kind: Kind
+    """The kind of that request."""
     epoch: int
     """The epoch the request was stamped with."""
     step: int
@@ -118,9 +160,13 @@ class Read:
     """Where to start: a ``next_cursor`` the host gave earlier; ``b""`` is the source's start."""
     limit: int
     """At most this many items."""
+    loader_key: int = field(default=0, repr=False)
+    """The issuing loader's key (unique in the process, never reused). 0 for a read made by
+    hand, which any loader takes as its bare ``read_id``."""
 
     @classmethod
-    def from_c(cls, r: _ffi.loader_read) -> "Read":
+    def from_c(cls, r: _ffi.loader_read, loader_key: int = 0) -> "Read":
+        """A copy of the C struct, issued by the loader with key ``loader_key``."""
         return cls(
             read_id=r.read_id,
             request_id=r.request_id,
@@ -129,7 +175,34 @@ class Read:
             step=r.step,
             cursor=_ffi.cursor_bytes(r.cursor, r.cursor_len),
             limit=r.limit,
+            loader_key=loader_key,
         )
+
+
+_KINDS = tuple(Kind(i) for i in range(len(Kind)))
+_from_address = _ffi.issued_read.from_address
+
+
+def _read_from_c(address: int, loader_key: int) -> Read:
+    """:meth:`Read.from_c` for the issue callback, which gets the struct's address and runs
+    once per read: the same value, built without the frozen dataclass's ``__init__`` (one
+    ``object.__setattr__`` per field), the enum's call and ``ctypes.string_at``, which cost
+    more than the rest of the callback."""
+    r = _from_address(address)
+    kind = r.kind
+    n = r.cursor_len
+    read = object.__new__(Read)
+    read.__dict__.update(
+        read_id=r.read_id,
+        request_id=r.request_id,
+        kind=_KINDS[kind] if 0 <= kind < len(_KINDS) else Kind(kind),
+        epoch=r.epoch,
+        step=r.step,
+        cursor=_ffi.bytes_at(r.cursor, n) if n and r.cursor else b"",
+        limit=r.limit,
+        loader_key=loader_key,
+    )
+    return read
 
 
 @dataclass(frozen=True)
@@ -137,19 +210,30 @@ class Snapshot:
     """``loader_snapshot``: the spec's abstract state, plus the loader's counts."""
 
     epoch: int
+    """The spec's ``epoch``: bumped by every invalidation."""
     debt: Debt
+    """The spec's ``debt``: what the view owes the source."""
     phase: Phase
+    """The spec's ``phase``: idle, a repair, or a full read held."""
     chain_epoch: int
+    """The spec's ``chainEpoch``: the epoch of the latest repair chain."""
     failure: Failure
+    """The spec's ``failure``: none, an own failure, or a superseded one."""
     coverage: Coverage
+    """The spec's ``coverage``: what made the current view."""
     settled_once: bool
+    """The spec's ``settledOnce``: some request has settled (an invalidation then owes a
+    repair)."""
     cover_epoch: int
+    """The spec's ``cover_epoch``: the epoch the view is current for."""
     inflight: int
     """Live requests in flight."""
     settled: int
+    """Live settled requests (their acquisitions are held)."""
     failed: int
     """Live failed requests, waiting for a retry to release them."""
     next_request_id: int
+    """The id the next request will get."""
     pages: int
     """Pages in the view."""
     outstanding_reads: int
@@ -157,11 +241,15 @@ class Snapshot:
     revalidating: bool
     """A repair or full read is pending or running; the view shown is the old one."""
     end_of_source: bool
+    """The view reaches the source's end."""
     covered_start: int
+    """The first item the view covers."""
     covered_end: int
     """The view covers items ``[covered_start, covered_end)``."""
     window_start: int
+    """The window's first item."""
     window_len: int
+    """The window's length, in items."""
     accepted: int
     """Acquisitions accepted so far."""
     released: int
@@ -169,6 +257,7 @@ class Snapshot:
 
     @classmethod
     def from_c(cls, s: _ffi.loader_snapshot) -> "Snapshot":
+        """A copy of the C struct."""
         values = {f[0]: getattr(s, f[0]) for f in s._fields_}
         values["debt"] = Debt(s.debt)
         values["phase"] = Phase(s.phase)
@@ -188,23 +277,35 @@ class Counts:
     """``loader_counts``: the loader's counters since it was created."""
 
     issued_finite: int
+    """Finite reads issued (pages past the covered end)."""
     issued_chain: int
+    """Repair chain steps issued."""
     issued_full: int
+    """Full read steps issued."""
     answered_current: int
+    """Answers classified current."""
     answered_stale: int
+    """Answers classified stale."""
     cursor_stalls: int
+    """Accepted answers classified :attr:`Answer.CURSOR_STALLED`."""
     failed_own: int
     """Own failures: each waited for a retry."""
     failed_stale: int
     """Failures of superseded reads: they only raised the debt."""
     retries_auto: int
+    """Retries the backoff timer started."""
     retries_explicit: int
+    """Retries the host started (:meth:`Loader.retry`, a window move)."""
     accepted: int
+    """Acquisitions accepted."""
     released: int
+    """Acquisitions released."""
     cancels: int
+    """Cancellation hints sent."""
 
     @classmethod
     def from_c(cls, c: _ffi.loader_counts) -> "Counts":
+        """A copy of the C struct."""
         return cls(**{f[0]: getattr(c, f[0]) for f in c._fields_})
 
 
@@ -213,39 +314,46 @@ class RequestInfo:
     """``loader_request_info``: one live request."""
 
     id: int
+    """The request's id."""
     kind: Kind
+    """Finite, chain or full."""
     epoch: int
+    """The epoch it was stamped with."""
     state: RequestState
+    """In flight, settled or failed."""
     superseded: bool
     """Authoritative work superseded it while in flight."""
 
     @classmethod
     def from_c(cls, r: _ffi.loader_request_info) -> "RequestInfo":
+        """A copy of the C struct."""
         return cls(id=r.id, kind=Kind(r.kind), epoch=r.epoch, state=RequestState(r.state),
                    superseded=bool(r.superseded))
 
 
 @dataclass(frozen=True)
-class Page:
+class Page(Generic[T]):
     """One page of the view (``loader_page``)."""
 
-    acquisition: Any
+    acquisition: T
     """The object the host passed to :meth:`Loader.settle` for this page, still owned by the
-    loader. ``None`` only if another thread made the loader release it since the view was
-    taken."""
+    loader when the view was taken."""
     token: int
     """The integer token the bindings passed for it across the ABI."""
     count: int
+    """Items in the page."""
     epoch: int
+    """The epoch of the request whose answer made the page."""
     start: int
     """The offset of the page's first item in the source."""
 
 
 @dataclass(frozen=True)
-class View:
+class View(Generic[T]):
     """The view: the pages that make up the current authoritative data, in source order."""
 
-    pages: Tuple[Page, ...]
+    pages: Tuple[Page[T], ...]
+    """The pages, in source order."""
     revalidating: bool
     """True while a repair or full read is pending: the pages shown are the old view."""
 
@@ -255,4 +363,5 @@ class View:
         return sum(p.count for p in self.pages)
 
     def __len__(self) -> int:
+        """Pages in the view."""
         return len(self.pages)

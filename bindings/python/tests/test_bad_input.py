@@ -156,3 +156,171 @@ def test_python_values_ctypes_would_wrap_are_refused_before_the_call(
         with pytest.raises((TypeError, ValueError)):
             call(ld)
         assert ld.state == before
+
+
+# ---- arguments of the wrong type: a TypeError (or ValueError) naming the argument, and the
+# call changes nothing ----
+
+def _loader_with_one_open_read() -> Tuple[L.Loader[object], List[Read], List[object]]:
+    reads: List[Read] = []
+    released: List[object] = []
+    ld: L.Loader[object] = L.Loader(reads.append, released.append,
+                                    config=L.Config(page_size=4, prefetch_distance=0))
+    ld.set_window(0, 4)
+    assert len(reads) == 1
+    return ld, reads, released
+
+
+@pytest.mark.parametrize("config", [{"page_size": 5}, [("page_size", 5)], 5, "page_size=5"])
+def test_a_config_that_is_not_a_config_is_a_type_error(config: object) -> None:
+    with pytest.raises(TypeError, match=r"config must be a libloader\.Config"):
+        L.Loader(lambda r: None, lambda a: None, config=config)  # type: ignore[arg-type]
+
+
+def test_a_mapping_converts_explicitly() -> None:
+    mapping = {"page_size": 5, "prefetch_distance": 0}
+    reads: List[Read] = []
+    with L.Loader(reads.append, lambda a: None, config=L.Config(**mapping)) as ld:
+        ld.set_window(0, 5)
+        assert [r.limit for r in reads] == [5]
+
+
+@pytest.mark.parametrize("field,value,exc", [
+    ("backoff_multiplier", "2", TypeError),
+    ("backoff_multiplier", True, TypeError),
+    ("recheck_full", "no", TypeError),
+    ("recheck_full", 0, TypeError),
+    ("page_size", 5.0, TypeError),
+    ("page_size", "5", TypeError),
+    ("page_size", True, TypeError),
+    ("page_size", -1, ValueError),
+    ("page_size", 2**32, ValueError),
+    ("prefetch_distance", -1, ValueError),
+    ("drop_margin", 1.5, TypeError),
+    ("backoff_initial_ms", b"1", TypeError),
+    ("backoff_max_ms", 2**64, ValueError),
+    ("max_auto_retries", -3, ValueError),
+    ("jitter_seed", "seed", TypeError),
+])
+def test_a_config_field_of_the_wrong_type_is_refused_by_name(field: str, value: object,
+                                                            exc: type) -> None:
+    with pytest.raises(exc, match=rf"Config\.{field}"):
+        L.Config(**{field: value})  # type: ignore[arg-type]
+
+
+def test_config_fields_of_the_right_type_are_accepted() -> None:
+    c = L.Config(page_size=7, backoff_multiplier=3, recheck_full=False, jitter_seed=2**64 - 1)
+    assert c.to_c().backoff_multiplier == 3.0 and c.to_c().recheck_full == 0
+    assert L.Config(backoff_multiplier=2.5).to_c().backoff_multiplier == 2.5
+
+
+@pytest.mark.parametrize("cursor", [123, 0, [1, 2, 3], "abc", None, 1.5, True])
+def test_a_cursor_that_is_not_bytes_like_is_refused(cursor: object) -> None:
+    ld, reads, released = _loader_with_one_open_read()
+    before, held = ld.state, dict(ld._host.held)
+    with pytest.raises(TypeError, match="next_cursor"):
+        ld.settle(reads[0], [1, 2, 3, 4], next_cursor=cursor)  # type: ignore[arg-type]
+    assert ld.state == before and ld._host.held == held
+    ld.close()
+    assert released == []
+
+
+@pytest.mark.parametrize("cursor", [bytearray(b"\x00\x04"), memoryview(b"\x00\x04")])
+def test_bytes_like_cursors_are_accepted(cursor: object) -> None:
+    ld, reads, released = _loader_with_one_open_read()
+    acq = [1, 2, 3, 4]
+    assert ld.settle(reads[0], acq, next_cursor=cursor) is L.Answer.CURRENT  # type: ignore
+    ld.set_window(0, 8)
+    assert reads[-1].cursor == b"\x00\x04"
+    ld.close()
+    assert released == [acq]
+
+
+@pytest.mark.parametrize("eos", ["no", 1, 0, None, b""])
+def test_end_of_source_must_be_a_bool(eos: object) -> None:
+    ld, reads, released = _loader_with_one_open_read()
+    before = ld.state
+    with pytest.raises(TypeError, match="end_of_source"):
+        ld.settle(reads[0], [1, 2, 3, 4], next_cursor=b"c", end_of_source=eos)  # type: ignore
+    assert ld.state == before and not ld._host.held
+    ld.close()
+    assert released == []
+
+
+@pytest.mark.parametrize("count", [-1, 2**32, 2.0, "4", True])
+def test_a_count_that_is_not_a_u32_is_refused(count: object) -> None:
+    ld, reads, released = _loader_with_one_open_read()
+    before = ld.state
+    with pytest.raises((TypeError, ValueError), match="count"):
+        ld.settle(reads[0], [1, 2, 3, 4], count=count)  # type: ignore[arg-type]
+    assert ld.state == before and not ld._host.held
+    ld.close()
+    assert released == []
+
+
+@pytest.mark.parametrize("call", [
+    lambda ld: ld.set_window(0.0, 4),
+    lambda ld: ld.set_window(0, True),
+    lambda ld: ld.tick(1.5),
+    lambda ld: ld.tick("5"),
+    lambda ld: ld.fail(1, 1.0),
+    lambda ld: ld.fail(1, False),
+    lambda ld: ld.fail(True),
+    lambda ld: ld.fail(-1),
+    lambda ld: ld.fail(2**64),
+])
+def test_numbers_of_the_wrong_kind_are_refused(call: Callable[[L.Loader[object]], object]) -> None:
+    ld, reads, released = _loader_with_one_open_read()
+    before = ld.state
+    with pytest.raises((TypeError, ValueError)):
+        call(ld)
+    assert ld.state == before
+    ld.close()
+
+
+@pytest.mark.parametrize("counters,exc", [
+    ((1, 2, 3), TypeError), ((1,), TypeError), (5, TypeError), ((-1, 1), ValueError),
+    ((1, 1.0), TypeError), ((True, 1), TypeError)])
+def test_counters_must_be_a_pair_of_u64(counters: object, exc: type) -> None:
+    with pytest.raises(exc, match="counters"):
+        L.Loader(lambda r: None, lambda a: None, counters=counters)  # type: ignore[arg-type]
+
+
+def test_a_read_from_another_loader_is_refused_by_both_answers() -> None:
+    a, reads_a, released_a = _loader_with_one_open_read()
+    b, reads_b, released_b = _loader_with_one_open_read()
+    # Both loaders issued read 1: by id alone, b would take a's read as its own.
+    assert reads_a[0].read_id == reads_b[0].read_id
+    before = b.state
+    with pytest.raises(ValueError, match="issued by another loader"):
+        b.settle(reads_a[0], [1, 2, 3, 4], next_cursor=b"\x04")
+    with pytest.raises(ValueError, match="issued by another loader"):
+        b.fail(reads_a[0], 1)
+    assert b.state == before and not b._host.held
+    # Each loader still takes its own read.
+    assert b.settle(reads_b[0], [1, 2, 3, 4], next_cursor=b"\x04") is L.Answer.CURRENT
+    assert a.fail(reads_a[0], 1) is L.Answer.CURRENT
+    a.close()
+    b.close()
+    assert released_a == [] and released_b == [[1, 2, 3, 4]]
+
+
+def test_a_read_from_a_closed_loader_is_refused_by_a_new_one() -> None:
+    a, reads_a, _ = _loader_with_one_open_read()
+    a.close()
+    b, reads_b, _ = _loader_with_one_open_read()
+    with pytest.raises(ValueError, match="issued by another loader"):
+        b.settle(reads_a[0], [1, 2, 3, 4])
+    b.close()
+
+
+def test_a_bare_read_id_and_a_hand_made_read_are_still_accepted() -> None:
+    ld, reads, released = _loader_with_one_open_read()
+    r = reads[0]
+    by_hand = Read(r.read_id, r.request_id, r.kind, r.epoch, r.step, r.cursor, r.limit)
+    assert by_hand.loader_key == 0 and by_hand != r and repr(by_hand) == repr(r)
+    assert ld.settle(by_hand, [1, 2, 3, 4], next_cursor=b"\x04") is L.Answer.CURRENT
+    ld.set_window(0, 8)
+    assert ld.settle(reads[1].read_id, [5, 6, 7, 8], next_cursor=b"\x08") is L.Answer.CURRENT
+    ld.close()
+    assert sorted(released) == [[1, 2, 3, 4], [5, 6, 7, 8]]
