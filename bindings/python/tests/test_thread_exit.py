@@ -47,10 +47,95 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def test_exiting_with_daemon_threads_inside_calls_does_not_abort() -> None:
-    for run in range(RUNS):
-        p = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True,
+# An event loop on a daemon thread whose tasks drive a loader: the interpreter exits while the
+# loop's thread is inside a libloader call made from a task.
+CHILD_ASYNCIO = textwrap.dedent("""
+    import asyncio, sys, threading, time
+    import libloader as L
+
+    inside = threading.Event()
+
+    async def drive():
+        loader = None
+
+        def issue(read):
+            inside.set()
+            time.sleep(0.0005)          # gives the GIL up inside the callback
+            loader.settle(read, object(), count=0, end_of_source=True)
+
+        loader = L.Loader(issue, lambda a: time.sleep(0.0005), config=L.Config(page_size=1))
+        step = 0
+        while True:
+            step += 1
+            loader.set_window(step % 50, 3)
+            loader.invalidate()
+            if step % 100 == 0:
+                await asyncio.sleep(0)
+
+    def run_loop():
+        loop = asyncio.new_event_loop()
+        for _ in range(3):
+            loop.create_task(drive())
+        loop.run_forever()
+
+    threading.Thread(target=run_loop, daemon=True).start()
+    if not inside.wait(10):
+        sys.exit("the loop never reached a callback")
+    time.sleep(0.05)
+    print("exiting with workers inside callbacks", flush=True)
+""")
+
+# Loads on a thread pool, as an executor-driven host runs them: the pool's threads are not
+# daemons, so the interpreter waits for the loads in flight at exit; they must finish and the
+# process must exit cleanly, with every acquisition released at close.
+CHILD_EXECUTOR = textwrap.dedent("""
+    import sys, threading, time
+    from concurrent.futures import ThreadPoolExecutor
+    import libloader as L
+
+    inside = threading.Event()
+    pool = ThreadPoolExecutor(max_workers=4)
+
+    def work(n):
+        loader = None
+
+        def issue(read):
+            inside.set()
+            time.sleep(0.0005)
+            loader.settle(read, object(), count=0, end_of_source=True)
+
+        loader = L.Loader(issue, lambda a: time.sleep(0.0005), config=L.Config(page_size=1))
+        end = time.monotonic() + 0.3
+        step = 0
+        while time.monotonic() < end:
+            step += 1
+            loader.set_window(step % 50, 3)
+            loader.invalidate()
+
+    for n in range(4):
+        pool.submit(work, n)
+    if not inside.wait(10):
+        sys.exit("no load reached a callback")
+    print("exiting with workers inside callbacks", flush=True)
+""")
+
+
+def run_children(child: str, runs: int = RUNS) -> None:
+    for run in range(runs):
+        p = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
                            timeout=60)
         assert "exiting with workers inside callbacks" in p.stdout, (run, p.stdout, p.stderr)
         assert "FATAL" not in p.stderr, (run, p.stderr)
         assert p.returncode == 0, (run, p.returncode, p.stderr)
+
+
+def test_exiting_with_daemon_threads_inside_calls_does_not_abort() -> None:
+    run_children(CHILD)
+
+
+def test_exiting_with_an_event_loop_thread_inside_calls_does_not_abort() -> None:
+    run_children(CHILD_ASYNCIO, RUNS // 2)
+
+
+def test_exiting_with_executor_loads_in_flight_does_not_abort() -> None:
+    run_children(CHILD_EXECUTOR, RUNS // 2)
