@@ -166,7 +166,7 @@ typedef enum loader_answer {
   LOADER_ANSWER_STALE = 1,
   /**
    * `next_cursor` equals the read's own cursor, and the answer had items, or had none and
-   * did not set `end_of_source`: a host bug the loader survived (reading on from there would
+   * did not set `end_of_source` (for a read not hinted cancelled): a host bug the loader survived (reading on from there would
    * loop). A chain escalates to a full read at once; a finite or full read records an own
    * failure, which waits for backoff (`loader_next_deadline`) or `loader_retry`. The
    * acquisition was accepted as usual.
@@ -687,7 +687,9 @@ enum loader_result loader_invalidate(loader_handle handle);
  * its acquisition is released at once: `release` runs for it before the outermost libloader
  * call on this thread returns. If `next_cursor` moved past the read's own cursor, the empty
  * page is progress: the next read starts there. If it did not move and `end_of_source` is
- * false, the answer is `LOADER_ANSWER_CURSOR_STALLED`, as for a page with items. So a long
+ * false, the answer is `LOADER_ANSWER_CURSOR_STALLED`, as for a page with items, except for
+ * a read the loader sent a `cancel` hint for: an empty page is how a host lets such a read
+ * go, and it is classified stale whatever its cursor. So a long
  * filtered-out stretch costs one read per `limit` rows scanned: the loader keeps reading
  * until the window plus prefetch is covered or the source ends, and every read counts;
  * none is repeated.

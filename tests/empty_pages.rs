@@ -24,6 +24,8 @@ struct Host {
     /// Every read issued: (kind, cursor).
     issued: Vec<(loader::loader::Kind, u64)>,
     released: u64,
+    /// Reads the loader hinted it no longer needs.
+    cancels: Vec<u64>,
 }
 
 fn at(cursor: &[u8]) -> u64 {
@@ -50,6 +52,7 @@ impl Host {
             next_acq: 1,
             issued: Vec::new(),
             released: 0,
+            cancels: Vec::new(),
         };
         h.loader.set_window(window.0, window.1).expect("window");
         h.collect();
@@ -71,7 +74,8 @@ impl Host {
                     );
                     self.released += 1;
                 }
-                Effect::Cancel { .. } | Effect::Changed => {}
+                Effect::Cancel { read_id } => self.cancels.push(read_id),
+                Effect::Changed => {}
             }
         }
     }
@@ -305,6 +309,35 @@ fn a_repeated_cursor_on_an_empty_full_page_is_an_own_failure() {
     h.collect();
     h.answer_all(20);
     h.check_quiet_after_failure(150);
+}
+
+#[test]
+fn an_empty_answer_to_a_cancelled_read_is_stale_whatever_its_cursor() {
+    // A host that aborts a read it was told to let go answers it with an empty page that
+    // does not move: that is letting go, not a stall, and costs no failure and no re-read.
+    let mut h = Host::new(300, 0..0, (0, 100));
+    h.answer();
+    let finite = h.reads[0].0;
+    h.loader.invalidate().expect("invalidate");
+    h.collect();
+    assert_eq!(
+        h.cancels,
+        vec![finite],
+        "the superseded finite read is hinted"
+    );
+    let at = h
+        .reads
+        .iter()
+        .position(|r| r.0 == finite)
+        .expect("still outstanding");
+    let (read_id, cursor, _, _) = h.reads.remove(at);
+    let answer = h.settle_with(read_id, Vec::new(), &cursor, false);
+    assert_eq!(answer, Answer::Stale);
+    assert_eq!(h.loader.ledger().failure(), loader::ledger::Failure::None);
+    assert_eq!(h.loader.ledger().debt(), loader::ledger::Debt::Bounded);
+    assert_eq!(h.loader.stats().cursor_stalls, 0);
+    h.answer_all(20);
+    h.check_quiet(100);
 }
 
 #[test]

@@ -32,7 +32,9 @@ pub extern "C-unwind" fn loader_invalidate(handle: loader_handle) -> loader_resu
 /// its acquisition is released at once: `release` runs for it before the outermost libloader
 /// call on this thread returns. If `next_cursor` moved past the read's own cursor, the empty
 /// page is progress: the next read starts there. If it did not move and `end_of_source` is
-/// false, the answer is `LOADER_ANSWER_CURSOR_STALLED`, as for a page with items. So a long
+/// false, the answer is `LOADER_ANSWER_CURSOR_STALLED`, as for a page with items, except for
+/// a read the loader sent a `cancel` hint for: an empty page is how a host lets such a read
+/// go, and it is classified stale whatever its cursor. So a long
 /// filtered-out stretch costs one read per `limit` rows scanned: the loader keeps reading
 /// until the window plus prefetch is covered or the source ends, and every read counts;
 /// none is repeated.

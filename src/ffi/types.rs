@@ -113,7 +113,7 @@ pub enum loader_answer {
     /// Superseded or overtaken: not part of the view. For a failure: it only raised debt.
     Stale = 1,
     /// `next_cursor` equals the read's own cursor, and the answer had items, or had none and
-    /// did not set `end_of_source`: a host bug the loader survived (reading on from there would
+    /// did not set `end_of_source` (for a read not hinted cancelled): a host bug the loader survived (reading on from there would
     /// loop). A chain escalates to a full read at once; a finite or full read records an own
     /// failure, which waits for backoff (`loader_next_deadline`) or `loader_retry`. The
     /// acquisition was accepted as usual.

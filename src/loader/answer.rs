@@ -26,8 +26,9 @@ pub(super) struct Accepted<'a> {
     pub(super) count: u32,
     pub(super) next_cursor: &'a [u8],
     pub(super) end_of_source: bool,
-    /// The cursor did not advance, yet the answer had items or did not claim the source's
-    /// end: a host bug (an empty page that does not move would be read again forever).
+    /// The cursor did not advance, yet the answer had items, or had none and neither claimed
+    /// the source's end nor answered a cancelled read: a host bug (an empty page that does
+    /// not move would be read again forever).
     pub(super) stalled: bool,
 }
 

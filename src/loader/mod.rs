@@ -331,7 +331,10 @@ impl Loader {
             return Err(LedgerError::IdOverflow.into());
         }
         let read = self.reads.answer(at);
-        let stalled = read.cursor == next_cursor && (count > 0 || !end_of_source);
+        // An unmoved cursor is a stall when the page had items, or when it had none yet did not
+        // claim the source's end, unless the host was told it may let the read go.
+        let stalled =
+            read.cursor == next_cursor && (count > 0 || !(end_of_source || read.cancelled));
         let (request, kind) = (read.request, read.kind);
         self.pools.cursors.recycle(read.cursor);
         self.out.stats.accepted += 1;

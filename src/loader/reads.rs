@@ -33,6 +33,9 @@ pub(super) struct Outstanding {
     /// Where the read starts: an answer with items that returns it again stalled.
     pub(super) cursor: Cursor,
     pub(super) limit: u32,
+    /// The host was told its answer is no longer needed: an empty answer to it is the host
+    /// letting go of the read, never a stall, whatever its cursor.
+    pub(super) cancelled: bool,
 }
 
 /// The outstanding reads, oldest first, and the name of the next one.
@@ -82,6 +85,7 @@ impl Reads {
                 kind,
                 cursor: cursor.clone(),
                 limit,
+                cancelled: false,
             },
         ));
         debug_assert!(
@@ -116,6 +120,16 @@ impl Reads {
     #[inline]
     pub(super) fn get(&self, at: usize) -> &Outstanding {
         &self.list[at].1
+    }
+
+    /// Hints the host that outstanding read `read_id`'s answer is no longer needed, and
+    /// remembers that it did.
+    #[inline]
+    pub(super) fn cancel(&mut self, read_id: u64, out: &mut Outbox) {
+        if let Some((_, r)) = self.list.iter_mut().find(|(id, _)| *id == read_id) {
+            r.cancelled = true;
+        }
+        out.cancel(read_id);
     }
 
     /// Takes the read at `at` off the list: it is answered.

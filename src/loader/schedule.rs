@@ -83,7 +83,7 @@ impl Loader {
     #[inline]
     fn supersede(&mut self, id: u64) {
         if let Some(read_id) = self.requests.get(id).and_then(|w| w.read) {
-            self.out.cancel(read_id);
+            self.reads.cancel(read_id, &mut self.out);
         }
     }
 }

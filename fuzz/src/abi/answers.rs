@@ -99,9 +99,11 @@ impl World {
             Cursor::Bytes(b) => b,
             Cursor::Null(_) => &[],
         };
-        // The header's rule: the cursor did not move, and the page had items or did not
-        // claim the source's end.
-        let stalled = sent == read_cursor.as_slice() && (count > 0 || !eos);
+        // The header's rule: the cursor did not move, and the page had items, or had none
+        // and neither claimed the source's end nor answered a read the host was told to
+        // let go.
+        let hinted = host.books.borrow().cancels.contains_key(&id);
+        let stalled = sent == read_cursor.as_slice() && (count > 0 || !(eos || hinted));
 
         let want = if clen > LOADER_MAX_CURSOR_LEN {
             vec![R::CursorTooLong]
