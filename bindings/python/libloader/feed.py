@@ -72,7 +72,7 @@ class FeedPage(Generic[T]):
 
 @dataclass(frozen=True)
 class FeedSnapshot(Generic[T]):
-    """The view and the loader's state, taken one right after the other."""
+    """The view and the loader's state, from one moment."""
 
     items: List[T]
     """The view's items, in source order."""
@@ -271,17 +271,17 @@ class _FeedCore(Generic[T]):
         """A job's done-callback: it runs however the job ended, even cancelled unstarted."""
         with self._lock:
             self._jobs.discard(job)
-        if job.cancelled():
-            self._finish(read_id, cancelled=True)
-            return
-        error = job.exception()
-        if error is not None:
-            self._finish(read_id, error=error)
+        try:
+            result = job.result()
+        except BaseException as e:
+            # A cancellation the feed did not ask for (a hint takes the slot first) fails
+            # the read like an exception: the read is still wanted.
+            self._finish(read_id, error=e)
         else:
-            self._finish(read_id, result=job.result())
+            self._finish(read_id, result=result)
 
-    def _finish(self, read_id: int, result: Any = None, error: Optional[BaseException] = None,
-                cancelled: bool = False) -> None:
+    def _finish(self, read_id: int, result: Any = None,
+                error: Optional[BaseException] = None) -> None:
         """Answers read ``read_id`` with a load's outcome, unless it was answered already."""
         if not self._enter():
             self._discard(result)
@@ -293,10 +293,6 @@ class _FeedCore(Generic[T]):
                 self._discard(result)   # its read was answered when it was cancelled
                 return
             read = slot.read
-            if cancelled:
-                # Not by the feed (a hint takes the slot first): the read is still wanted.
-                error = concurrent.futures.CancelledError(f"the load of read {read_id} was "
-                                                          "cancelled")
             if error is None:
                 error = _check(read, result)
                 if error is not None:
@@ -398,9 +394,13 @@ class _FeedCore(Generic[T]):
         return [x for p in self.pages() for x in p.result.items]
 
     def snapshot(self) -> FeedSnapshot[T]:
-        """The view's items and the state, together."""
-        pages = self.pages()
-        s = self.state
+        """The view's items and the state, from one moment: taken again while another
+        thread changed the loader in between (every change moves a counter)."""
+        for _ in range(100):
+            s = self.state
+            pages = self.pages()
+            if self.state == s:
+                break
         return FeedSnapshot(items=[x for p in pages for x in p.result.items],
                             start=pages[0].start if pages else s.covered_start,
                             revalidating=s.revalidating,

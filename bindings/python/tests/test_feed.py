@@ -322,9 +322,13 @@ def test_changes_yield_snapshots_until_the_feed_closes() -> None:
     feed.set_window(0, 30)
     assert feed.settled(5)
     deadline = time.monotonic() + 5
-    while not (seen and seen[-1].settled) and time.monotonic() < deadline:
+    # The first snapshot (an empty window) is settled too: wait for the loaded one.
+    while not (seen and seen[-1].items and seen[-1].settled) and time.monotonic() < deadline:
         time.sleep(0.005)
-    assert seen[-1].items == src.rows[:30]
+    last = seen[-1]
+    assert last.items == src.rows[:30] and last.reads_in_flight == 0
+    # Every snapshot is from one moment: a settled one shows the whole window.
+    assert all(s.items == src.rows[:30] for s in seen if s.settled and s.items)
     feed.close()
     consumer.join(5)
     assert not consumer.is_alive()
