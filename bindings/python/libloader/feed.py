@@ -34,7 +34,7 @@ T = TypeVar("T")
 _log = logging.getLogger("libloader.feed")
 
 _FAIL_CODE = 1
-"""The code a failed load passes to ``fail``: the loader keeps it for nothing but records."""
+"""The code ``fail`` gets for a failed load; the loader does not interpret it."""
 
 
 class Direction(enum.Enum):
@@ -158,8 +158,9 @@ class _FeedCore(Generic[T]):
         self._inside = threading.local()
         self._generation = 0
         self.errors: List[BaseException] = []
-        """Exceptions the user's callbacks raised, and answers the loader refused: each is
-        also logged to the ``libloader.feed`` logger. Empty in a correct host."""
+        """Exceptions the user's callbacks (``on_release``, ``on_change``) raised, and the
+        feed's own loader calls that failed (the backoff timer's ``tick``, say): each is also
+        logged to the ``libloader.feed`` logger. Empty in a correct host."""
         self.last_error: Optional[BaseException] = None
         """The exception that failed the latest failed read (a load raised, or returned
         something that is not a valid :class:`LoadResult`)."""
@@ -539,7 +540,13 @@ class Feed(_FeedCore[T]):
                 if self._closing:
                     return
                 seen = self._generation
-            yield self.snapshot()
+            try:
+                snap = self.snapshot()
+            except RuntimeError:
+                if self._closing:
+                    return   # closed between the check and the snapshot
+                raise
+            yield snap
 
     def close(self, timeout: Optional[float] = None) -> None:
         """Cancels the loads that have not started, waits (up to ``timeout`` seconds) for
