@@ -3,7 +3,8 @@
 libloader decides which page reads of an ordered source to start, which answers are
 authoritative and which are stale, what the current view is, and exactly when each buffer a
 read produced may be freed. The host (this program) owns the source and the data; see
-:class:`Loader`.
+:class:`Loader`, or let a :class:`Feed` (threads) or :class:`libloader.aio.Feed` (asyncio) run
+the host's load function and answer the loader for it.
 """
 
 from __future__ import annotations
@@ -36,8 +37,10 @@ from .errors import (
     WindowOverflowError,
 )
 from .invariants import violations
+from .feed import Direction, Feed, FeedPage, FeedSnapshot, LoadResult
 from .loader import CallbackContext, Loader, callback_context, result_message, version
 from .types import Config, Counts, Page, Read, RequestInfo, Snapshot, View
+from . import aio
 
 __version__ = "0.1.0"
 
@@ -52,4 +55,5 @@ __all__ = [
     "TooManyHandlesError", "UnknownReadError", "WindowOverflowError",
     "violations", "CallbackContext", "callback_context", "Loader", "result_message", "version",
     "Config", "Counts", "Page", "Read", "RequestInfo", "Snapshot", "View",
+    "Direction", "Feed", "FeedPage", "FeedSnapshot", "LoadResult", "aio",
 ]

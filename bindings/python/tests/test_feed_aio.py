@@ -1,0 +1,266 @@
+"""The asyncio feed (:class:`libloader.aio.Feed`): loads run as tasks, the backoff timer is
+``loop.call_at``, and a read is answered even when its task is cancelled before it started."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any, Callable, Coroutine, Dict, List
+
+import pytest
+
+from libloader import Config, Direction, LoadResult
+from libloader.aio import Feed
+from test_feed import Source, config, cursor_at, offset
+
+
+def run(coro: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    asyncio.run(asyncio.wait_for(coro(), 30))
+
+
+class AsyncSource(Source):
+    """The same source, loaded by coroutines, with optional latency and held loads."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__(n)
+        self.latency: Callable[[], float] = lambda: 0.0
+        self.parked: Dict[int, asyncio.Event] = {}
+        """A load at this offset waits for the event first (once)."""
+
+    async def aload(self, cursor: bytes, limit: int, direction: Direction) -> LoadResult[str]:
+        assert direction is Direction.FORWARD
+        start = offset(cursor)
+        gate = self.parked.pop(start, None)
+        with self.lock:
+            self.calls.append(start)
+        if gate is not None:
+            await gate.wait()
+        await asyncio.sleep(self.latency())
+        with self.lock:
+            attempt = self.calls.count(start)
+            rows = self.rows[start:start + limit]
+            end = start + len(rows) >= len(self.rows)
+        if self.fail(start, attempt):
+            raise OSError(f"injected failure at {start}")
+        result = LoadResult(rows, cursor_at(start + len(rows)), end)
+        with self.lock:
+            self.made[id(result)] = result
+        return result
+
+
+def make(src: AsyncSource, cfg: Config = config()) -> "Feed[str]":
+    return Feed(src.aload, config=cfg, on_release=src.on_release)
+
+
+async def until(pred: Callable[[], bool], timeout: float = 5) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not pred():
+        assert loop.time() < end, "timed out"
+        await asyncio.sleep(0.002)
+
+
+def test_the_happy_path_with_change_notifications() -> None:
+    src = AsyncSource(120)
+
+    async def main() -> None:
+        async with make(src) as feed:
+            seen: List[List[str]] = []
+
+            async def watch() -> None:
+                async for snap in feed.changes():
+                    seen.append(snap.items)
+
+            watcher = asyncio.ensure_future(watch())
+            feed.set_window(0, 50)
+            assert await feed.settled(5)
+            assert feed.items() == src.rows[:50]
+            await until(lambda: bool(seen) and seen[-1] == src.rows[:50])
+        await asyncio.wait_for(watcher, 5)     # the iteration ends when the feed closes
+        with pytest.raises(RuntimeError):
+            feed.set_window(0, 10)
+        await feed.close()
+
+    run(main)
+    assert src.calls == list(range(0, 50, 10))
+    assert src.released_exactly_once() and len(src.made) == 5
+
+
+def test_loads_that_raise_are_retried_by_the_backoff_timer() -> None:
+    src = AsyncSource(60)
+    src.fail = lambda start, attempt: attempt <= 2
+
+    async def main() -> None:
+        async with make(src, config(max_auto_retries=50)) as feed:
+            feed.set_window(0, 40)
+            assert await feed.settled(10)
+            assert feed.items() == src.rows[:40]
+            stats = feed.stats()
+            assert stats.failed_own >= 2 and stats.retries_auto >= 2
+            assert isinstance(feed.last_error, OSError)
+            assert not feed.errors
+
+    run(main)
+    assert src.released_exactly_once()
+
+
+def test_a_load_cancelled_before_it_started_still_has_its_read_answered() -> None:
+    """The trap: the task is cancelled before its first step, so nothing inside it runs.
+    The read is answered anyway and the feed settles at once, not after a stall."""
+    src = AsyncSource(100)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        async with make(src) as feed:
+            feed.set_window(0, 10)
+            assert await feed.settled(5)
+            feed.set_window(0, 20)                # issues the read at 10: its task is new
+            with src.lock:
+                src.rows.insert(0, "new row")
+            feed.invalidate()                     # ... and cancelled before it ran
+            t0 = loop.time()
+            assert await feed.settled(2)
+            assert loop.time() - t0 < 1
+            assert feed.items() == src.current(20)
+            stats = feed.stats()
+            assert stats.cancels == 1 and stats.answered_stale == 1
+            assert stats.failed_stale == 0 and stats.issued_full == 0
+        # The cancelled task never ran its body: one load at 10, the repair's.
+        assert src.calls.count(10) == 1
+
+    run(main)
+    assert src.released_exactly_once()
+
+
+def test_a_task_someone_else_cancels_before_it_starts_fails_its_read_and_is_retried() -> None:
+    src = AsyncSource(40)
+
+    async def main() -> None:
+        async with make(src) as feed:
+            before = asyncio.all_tasks()
+            feed.set_window(0, 20)
+            loads = asyncio.all_tasks() - before
+            assert len(loads) == 1
+            for task in loads:
+                task.cancel()                     # not the feed's doing: the read is wanted
+            assert await feed.settled(5)
+            assert feed.items() == src.rows[:20]
+            assert feed.stats().failed_own == 1
+            assert isinstance(feed.last_error, asyncio.CancelledError)
+
+    run(main)
+    assert src.released_exactly_once()
+
+
+def test_a_running_superseded_load_is_cancelled_and_its_read_answered_at_once() -> None:
+    src = AsyncSource(100)
+
+    async def main() -> None:
+        async with make(src) as feed:
+            feed.set_window(0, 10)
+            assert await feed.settled(5)
+            src.parked[10] = asyncio.Event()      # never set: only a cancel ends it
+            feed.set_window(0, 20)
+            await until(lambda: 10 in src.calls)
+            with src.lock:
+                src.rows.insert(0, "new row")
+            feed.invalidate()
+            assert await feed.settled(2)
+            assert feed.items() == src.current(20)
+            await until(lambda: not feed._jobs)   # the parked task ended: cancelled
+
+    run(main)
+    assert src.released_exactly_once()
+
+
+def test_a_load_that_ignores_its_cancellation_has_its_result_released() -> None:
+    src = AsyncSource(100)
+    held: List[int] = []
+
+    async def main() -> None:
+        gate = asyncio.Event()
+
+        async def stubborn(cursor: bytes, limit: int, direction: Direction) -> LoadResult[str]:
+            if offset(cursor) == 10 and not held:
+                held.append(10)
+                while True:
+                    try:
+                        await gate.wait()
+                        break
+                    except asyncio.CancelledError:
+                        continue                  # a load that swallows the cancellation
+            return await src.aload(cursor, limit, direction)
+
+        async with Feed(stubborn, config=config(), on_release=src.on_release) as feed:
+            feed.set_window(0, 10)
+            assert await feed.settled(5)
+            feed.set_window(0, 20)
+            await until(lambda: bool(held))
+            with src.lock:
+                src.rows.insert(0, "new row")
+            feed.invalidate()
+            assert await feed.settled(2)          # answered without the stubborn load
+            made = len(src.made)
+            gate.set()
+            await until(lambda: len(src.made) == made + 1)
+            assert feed.items() == src.current(20)
+
+    run(main)
+    assert src.released_exactly_once()
+
+
+def test_out_of_order_completions_and_invalidations_end_in_the_current_source() -> None:
+    src = AsyncSource(200)
+    rng = random.Random(11)
+    src.latency = lambda: rng.random() * 0.004
+    src.fail = lambda start, attempt: rng.random() < 0.05
+
+    async def main() -> None:
+        async with make(src, config(prefetch_distance=20, max_auto_retries=100)) as feed:
+            feed.set_window(0, 40)
+            for i in range(60):
+                with src.lock:
+                    if rng.random() < 0.5:
+                        src.rows.insert(rng.randrange(len(src.rows)), f"new {i}")
+                    else:
+                        del src.rows[rng.randrange(len(src.rows))]
+                feed.invalidate()
+                if i % 10 == 0:
+                    feed.set_window(rng.randrange(0, 40), 40)
+                await asyncio.sleep(rng.random() * 0.003)
+            src.fail = lambda start, attempt: False
+            if not await feed.settled(10):
+                assert feed.needs_retry and feed.retry()
+                assert await feed.settled(10)
+            s = feed.state
+            assert feed.items() == src.current(s.covered_end)
+            assert s.covered_end >= s.window_start + s.window_len
+            assert feed.stats().cancels > 0 and not feed.errors
+
+    run(main)
+    assert src.released_exactly_once()
+
+
+def test_close_cancels_loads_in_flight_and_releases_everything_once() -> None:
+    src = AsyncSource(100)
+
+    async def main() -> None:
+        feed = make(src)
+        feed.set_window(0, 10)
+        assert await feed.settled(5)
+        src.parked[10] = asyncio.Event()          # never set
+        feed.set_window(0, 20)
+        await until(lambda: 10 in src.calls)
+        assert feed.state.outstanding_reads == 1
+        await feed.close()
+        assert not feed._jobs                     # every task ended
+        await feed.close()                        # idempotent
+        assert not feed.errors
+
+    run(main)
+    assert len(src.made) == 1 and src.released_exactly_once()
+
+
+def test_it_must_be_made_inside_a_running_loop() -> None:
+    with pytest.raises(RuntimeError):
+        Feed(AsyncSource(1).aload)
