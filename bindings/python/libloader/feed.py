@@ -200,7 +200,7 @@ class _FeedCore(Generic[T]):
                 self._cond.notify_all()
 
     @contextmanager
-    def _calling(self) -> Iterator[Loader]:
+    def _calling(self) -> Iterator["Loader[_Acquisition]"]:
         """A user's call: through the gate, or RuntimeError once the feed is closing."""
         if not self._enter():
             raise RuntimeError("the feed is closed")
@@ -334,7 +334,7 @@ class _FeedCore(Generic[T]):
     # ---- the user's calls ----
 
     @property
-    def loader(self) -> Loader:
+    def loader(self) -> "Loader[_Acquisition]":
         """The loader, for introspection (``state``, ``stats()``, ``requests()``). Answering
         its reads or closing it directly breaks the feed."""
         return self._loader
@@ -381,14 +381,14 @@ class _FeedCore(Generic[T]):
     def pages(self) -> List[FeedPage[T]]:
         """The view's pages, in source order."""
         with self._calling() as loader:
-            for _ in range(100):
-                view = loader.view()
-                # None: another thread made the loader release the page since the view was
-                # taken; a fresh view no longer has it.
-                if all(p.acquisition is not None for p in view.pages):
-                    break
-        return [FeedPage(p.start, p.acquisition.cursor, p.acquisition.result)
-                for p in view.pages if p.acquisition is not None]
+            view = loader.view()
+        pages: List[FeedPage[T]] = []
+        for p in view.pages:
+            # Only answers with items enter the view, and those always carry a result.
+            result = p.acquisition.result
+            if result is not None:
+                pages.append(FeedPage(p.start, p.acquisition.cursor, result))
+        return pages
 
     def items(self) -> List[T]:
         """The view's items, in source order."""
