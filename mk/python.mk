@@ -46,7 +46,7 @@ $(PY_STAMP): $(VENV)/pyvenv.cfg
 	$(VENV_PY) -m pip uninstall --quiet --yes libloader ledgered-loader 2>/dev/null || true
 	touch $@
 
-py-test: venv $(TEST_LIB) py-wheel-test
+py-test: venv $(TEST_LIB) py-wheel-test py-exit-versions
 	$(PY_TEST_ENV) $(VENV_PY) -m pytest $(PYTEST_ARGS) $(PY_PKG_DIR)/tests
 
 # Everything but the wheel lives in a temporary directory under /tmp, removed at the end: the
@@ -85,3 +85,18 @@ PY_MYPY_PATHS := $(PY_PKG_DIR)/libloader $(PY_PKG_DIR)/tests/test_typed_acquisit
 py-mypy: venv
 	$(VENV_PY) -m pip install --quiet 'mypy>=1.8'
 	$(VENV_PY) -m mypy --strict $(PY_MYPY_PATHS)
+
+# The interpreter-exit test (daemon threads, an event loop thread and executor loads inside
+# libloader calls while the interpreter exits) on every Python from 3.9 on that this machine
+# has, on PATH or installed by pyenv; each missing one is named. py-test runs it on the venv's Python as well.
+PY_EXIT_VERSIONS ?= 3.9 3.10 3.11 3.12 3.13
+.PHONY: py-exit-versions
+py-exit-versions: $(TEST_LIB)
+	@ran=0; for v in $(PY_EXIT_VERSIONS); do \
+	    py=; for c in $$(command -v python$$v) $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$$v.*/bin/python$$v; do \
+	        "$$c" -c 'import sys' 2>/dev/null && { py=$$c; break; }; \
+	    done; \
+	    [ -n "$$py" ] || { echo "py-exit-versions: python$$v not found, skipped"; continue; }; \
+	    $(PY_TEST_ENV) "$$py" $(PY_PKG_DIR)/tests/test_thread_exit.py || exit 1; \
+	    ran=$$((ran + 1)); \
+	done; echo "py-exit-versions: passed on $$ran interpreters"; test $$ran -ge 1

@@ -139,3 +139,13 @@ def test_exiting_with_an_event_loop_thread_inside_calls_does_not_abort() -> None
 
 def test_exiting_with_executor_loads_in_flight_does_not_abort() -> None:
     run_children(CHILD_EXECUTOR, RUNS // 2)
+
+
+if __name__ == "__main__":
+    # `make py-exit-versions` runs this file directly with each Python it finds (pytest is
+    # not needed): the exit path differs between interpreter versions.
+    for test in (test_exiting_with_daemon_threads_inside_calls_does_not_abort,
+                 test_exiting_with_an_event_loop_thread_inside_calls_does_not_abort,
+                 test_exiting_with_executor_loads_in_flight_does_not_abort):
+        test()
+    print(f"exit tests passed on Python {sys.version.split()[0]}")
