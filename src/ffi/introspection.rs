@@ -115,7 +115,8 @@ pub unsafe extern "C" fn loader_stats(
 /// into `out_array`, which holds `capacity` entries (it may be NULL when `capacity` is 0).
 /// `*out_len` gets the count. If `capacity` is too small, nothing is copied, `*out_len` gets
 /// the length needed, and the result is `LOADER_RESULT_BUFFER_TOO_SMALL`. `out_len` is
-/// required. The caller owns the array.
+/// required. The caller owns the array. The list can grow between a call that reports the
+/// length and the next; `loader_view_acquire` and `loader_view_requests` give it in one call.
 ///
 /// # Safety
 /// `out_array` is NULL or valid for `capacity` writes; `out_len` is NULL or valid for a write.

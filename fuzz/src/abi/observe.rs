@@ -30,6 +30,7 @@ pub(super) fn blank_snapshot() -> loader_snapshot {
         window_len: 0,
         accepted: 0,
         released: 0,
+        quiescent: false,
     }
 }
 
