@@ -50,9 +50,8 @@
  *   unless already running), or comes after it: an event then returns
  *   LOADER_RESULT_STALE_HANDLE and changes nothing (a loader_settle accepted nothing), and a
  *   read (loader_state, loader_view_acquire, ...) sees the freed loader, empty and closed.
- *   `userdata` must stay
- *   valid until loader_free has returned, every call on other threads has returned, and every
- *   pinned view of the loader is released.
+ *   `userdata` must stay valid until loader_free has returned, every call on other threads
+ *   has returned, and every pinned view of the loader is released.
  * - Pinned views: while a view from loader_view_acquire is held, no acquisition it lists is
  *   released; the `release` is deferred and runs on the thread that releases the last view
  *   listing it (loader_view_release). This holds across loader_free.
@@ -952,8 +951,8 @@ enum loader_result loader_view(loader_handle handle,
  * that lets go of one defers its `release` callback, and `loader_view_release` of the last
  * snapshot listing it delivers it. So the items behind every listed acquisition may be read
  * until the snapshot is released, from any thread. Release every snapshot: a snapshot held
- * forever holds its acquisitions forever. Taking one costs one allocation and a copy of the
- * pages and requests; it does not block other calls longer than `loader_view` does.
+ * forever holds its acquisitions forever. Taking one costs a few allocations and a copy of
+ * the pages and requests; the loader's lock is held only while they are copied.
  *
  * `out_view` is required. `LOADER_RESULT_POISONED` on a poisoned loader.
  *

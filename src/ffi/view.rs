@@ -52,8 +52,8 @@ fn array<T>(items: &[T]) -> *const T {
 /// that lets go of one defers its `release` callback, and `loader_view_release` of the last
 /// snapshot listing it delivers it. So the items behind every listed acquisition may be read
 /// until the snapshot is released, from any thread. Release every snapshot: a snapshot held
-/// forever holds its acquisitions forever. Taking one costs one allocation and a copy of the
-/// pages and requests; it does not block other calls longer than `loader_view` does.
+/// forever holds its acquisitions forever. Taking one costs a few allocations and a copy of
+/// the pages and requests; the loader's lock is held only while they are copied.
 ///
 /// `out_view` is required. `LOADER_RESULT_POISONED` on a poisoned loader.
 ///
