@@ -9,7 +9,7 @@ use super::types::{loader_counts, loader_page, loader_request_info, loader_snaps
 use crate::loader::Loader;
 
 /// The spec's abstract state and the loader's counts, as `loader_state` reports them.
-fn snapshot(l: &Loader) -> loader_snapshot {
+pub(super) fn snapshot(l: &Loader) -> loader_snapshot {
     let s = l.ledger().snapshot();
     let st = l.stats();
     let (covered_start, covered_end) = l.covered();
@@ -37,7 +37,38 @@ fn snapshot(l: &Loader) -> loader_snapshot {
         window_len,
         accepted: st.accepted,
         released: st.released,
+        quiescent: l.ledger().is_quiescent()
+            && !l.revalidating()
+            && s.failure == crate::ledger::Failure::None
+            && l.outstanding_reads() == 0,
     }
+}
+
+/// The live requests in id order, as `loader_requests` lists them.
+pub(super) fn requests(l: &Loader) -> Vec<loader_request_info> {
+    l.ledger()
+        .requests()
+        .into_iter()
+        .map(|(id, r)| loader_request_info {
+            id,
+            kind: r.kind.into(),
+            epoch: r.ep,
+            state: r.st.into(),
+            superseded: r.sup,
+        })
+        .collect()
+}
+
+/// The view's pages in source order, as `loader_view` lists them.
+pub(super) fn pages(l: &Loader) -> Vec<loader_page> {
+    l.pages()
+        .map(|p| loader_page {
+            acquisition: token(p.acquisition),
+            count: p.count,
+            epoch: p.epoch,
+            start: p.start,
+        })
+        .collect()
 }
 
 /// Fills `*out` with the spec's abstract state and the loader's counts. `out` is required.
@@ -84,7 +115,8 @@ pub unsafe extern "C" fn loader_stats(
 /// into `out_array`, which holds `capacity` entries (it may be NULL when `capacity` is 0).
 /// `*out_len` gets the count. If `capacity` is too small, nothing is copied, `*out_len` gets
 /// the length needed, and the result is `LOADER_RESULT_BUFFER_TOO_SMALL`. `out_len` is
-/// required. The caller owns the array.
+/// required. The caller owns the array. The list can grow between a call that reports the
+/// length and the next; `loader_view_acquire` and `loader_view_requests` give it in one call.
 ///
 /// # Safety
 /// `out_array` is NULL or valid for `capacity` writes; `out_len` is NULL or valid for a write.
@@ -96,21 +128,7 @@ pub unsafe extern "C" fn loader_requests(
     out_len: *mut usize,
 ) -> loader_result {
     boundary(loader_result::Panic, || {
-        let requests = lookup(handle).and_then(|i| {
-            i.read(|l| {
-                l.ledger()
-                    .requests()
-                    .into_iter()
-                    .map(|(id, r)| loader_request_info {
-                        id,
-                        kind: r.kind.into(),
-                        epoch: r.ep,
-                        state: r.st.into(),
-                        superseded: r.sup,
-                    })
-                    .collect::<Vec<_>>()
-            })
-        });
+        let requests = lookup(handle).and_then(|i| i.read(requests));
         // SAFETY: by this function's contract.
         let out = unsafe { OutArray::new(out_array, capacity, out_len) };
         code(requests.and_then(|items| out.fill(&items)))
@@ -120,7 +138,10 @@ pub unsafe extern "C" fn loader_requests(
 /// Lists the view's pages in source order into `out_array` (as `loader_requests` does with
 /// `capacity` and `out_len`), and writes `*out_revalidating` (if not NULL): true while a
 /// repair or full read is pending and the pages shown are the old view. The acquisitions
-/// listed are still owned by the loader.
+/// listed are still owned by the loader, and only until the next call that can release them
+/// (any event, on any thread): reading the items behind them races with `release` unless no
+/// other thread calls meanwhile. `loader_view_acquire` pins them instead, without a
+/// grow-and-retry loop.
 ///
 /// # Safety
 /// As `loader_requests`; `out_revalidating` is NULL or valid for a write.
@@ -133,20 +154,7 @@ pub unsafe extern "C" fn loader_view(
     out_revalidating: *mut bool,
 ) -> loader_result {
     boundary(loader_result::Panic, || {
-        let view = lookup(handle).and_then(|i| {
-            i.read(|l| {
-                let pages: Vec<loader_page> = l
-                    .pages()
-                    .map(|p| loader_page {
-                        acquisition: token(p.acquisition),
-                        count: p.count,
-                        epoch: p.epoch,
-                        start: p.start,
-                    })
-                    .collect();
-                (pages, l.revalidating())
-            })
-        });
+        let view = lookup(handle).and_then(|i| i.read(|l| (pages(l), l.revalidating())));
         // SAFETY: by this function's contract.
         let (out, revalidating) = unsafe {
             (

@@ -30,6 +30,7 @@ pub(super) fn blank_snapshot() -> loader_snapshot {
         window_len: 0,
         accepted: 0,
         released: 0,
+        quiescent: false,
     }
 }
 
@@ -99,6 +100,7 @@ impl Obs {
             s.window_len,
             s.accepted,
             s.released,
+            s.quiescent as u64,
             self.revalidating as u64,
             self.deadline.is_some() as u64,
             self.deadline.unwrap_or(0),
