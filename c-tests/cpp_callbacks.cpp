@@ -177,6 +177,44 @@ static void releases_that_throw_miss_no_release() {
     }
 }
 
+// A pinned view defers releases; when it goes, they are made even if each one throws:
+// release() rethrows the first (the rest in suppressed()), the destructor drops them.
+static void deferred_releases_that_throw_miss_no_release() {
+    for (int use_release = 0; use_release < 2; use_release++) {
+        Host h;
+        loader::PinnedView pinned;
+        {
+            loader::Loader l({[&](const loader::Read &r) { h.reads.push_back(r); },
+                              [&](loader::Acquisition a) {
+                                  h.released[a]++;
+                                  throw HostError{int(a)};
+                              }},
+                             small());
+            l.set_window(0, 12);
+            while (!h.reads.empty()) {
+                loader::Read r = h.reads.front();
+                h.reads.pop_front();
+                h.answer(l, r);
+            }
+            pinned = l.pin_view();
+            EXPECT(pinned.pages().size() == 3);
+        }  // the free defers all three releases: nothing thrown, nothing released
+        EXPECT(h.released.empty());
+        if (use_release) {
+            int first = 0;
+            try {
+                pinned.release();
+            } catch (const HostError &e) {
+                first = e.value;
+            }
+            EXPECT(first == 1 && loader::suppressed().size() == 2);
+        } else {
+            pinned = loader::PinnedView();  // the old one is reset: it cannot throw
+        }
+        EXPECT(h.released_exactly_once() && h.released.size() == 3);
+    }
+}
+
 // A synchronous host: the issue callback settles inside (a nested call), then throws for
 // every even read. The nested calls return normally; the outermost call rethrows the first
 // exception, and the others are in suppressed(): none is lost, and every read was answered.
@@ -401,6 +439,7 @@ int main() {
     an_issue_that_throws_is_rethrown_after_the_call();
     a_non_standard_exception_comes_back();
     releases_that_throw_miss_no_release();
+    deferred_releases_that_throw_miss_no_release();
     nested_calls_lose_no_exception();
     an_error_escaping_a_callback_is_marked();
     a_loader_freed_inside_its_own_callback();

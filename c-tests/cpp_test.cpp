@@ -1,9 +1,11 @@
 // Exercises bindings/cpp/loader.hpp's API: RAII, moves, Config, brace-initialised Callbacks,
-// string_view cursors (and std::span under C++20), the view, stats, state and Error.
+// string_view cursors (and std::span under C++20), the view and pinned views, stats, state
+// and Error.
 #include <algorithm>
 #include <cstdio>
 #include <deque>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -164,6 +166,56 @@ int main() {
         l.close();  // idempotent
         try {
             l.tick(0);
+            EXPECT(false);
+        } catch (const loader::Error &e) {
+            EXPECT(e.code() == LOADER_RESULT_INVALID_HANDLE);
+        }
+    }
+
+    // A pinned view: what it lists is not released while it is held, even by the free; it
+    // keeps the loader's callbacks alive after the Loader is gone.
+    {
+        std::deque<loader::Read> rs;
+        std::map<loader::Acquisition, int> rel;
+        loader::Acquisition acq = 1;
+        loader::Config cfg;
+        cfg.page_size = 4;
+        cfg.prefetch_distance = 0;
+        loader::PinnedView pinned;
+        EXPECT(!pinned && pinned.pages().empty());
+        {
+            auto l = std::make_unique<loader::Loader>(
+                loader::Callbacks{[&](const loader::Read &r) { rs.push_back(r); },
+                                  [&](loader::Acquisition a) { rel[a]++; }},
+                cfg);
+            l->set_window(0, 8);
+            answer_all(*l, rs, acq, source_len);
+            pinned = l->pin_view();
+            EXPECT(pinned && pinned.pages().size() == 2 && !pinned.revalidating());
+            EXPECT(pinned.pages()[0].acquisition == 1 && pinned.pages()[1].acquisition == 2);
+            EXPECT(pinned.state().quiescent && pinned.state().covered_end == 8);
+            EXPECT(!pinned.requests().empty());
+            size_t n = 0;
+            for (const loader_page &p : pinned.pages()) n += p.count;
+            EXPECT(n == 8);
+            // A repair replaces both pages: their releases wait for the pin.
+            l->invalidate();
+            answer_all(*l, rs, acq, source_len);
+            EXPECT(l->state().released == 2 && rel.empty());
+            loader::PinnedView again = l->pin_view();  // the new pages, 3 and 4
+            EXPECT(again.pages().size() == 2 && again.pages()[0].acquisition == 3);
+            again.release();
+            EXPECT(rel.empty() && !again);
+        }  // the Loader goes: 3 and 4 are released; 1 and 2 stay pinned
+        EXPECT(rel.size() == 2 && rel.count(3) == 1 && rel.count(4) == 1);
+        loader::PinnedView moved = std::move(pinned);
+        EXPECT(!pinned && moved.pages().size() == 2);
+        moved.release();  // through the callbacks of a Loader that no longer exists
+        EXPECT(rel.size() == 4 && rel[1] == 1 && rel[2] == 1 && !moved && moved.pages().empty());
+        try {
+            loader::Loader closed({[](const loader::Read &) {}, [](loader::Acquisition) {}});
+            closed.close();
+            closed.pin_view();
             EXPECT(false);
         } catch (const loader::Error &e) {
             EXPECT(e.code() == LOADER_RESULT_INVALID_HANDLE);

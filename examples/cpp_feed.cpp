@@ -225,16 +225,14 @@ std::uint64_t now_ms() {
     return std::uint64_t(duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count());
 }
 
-// Drives the backoff clock until the loader is quiet: nothing in flight, nothing owed, no
-// failure waiting, the view current.
+// Drives the backoff clock until the loader is quiescent: no read outstanding, nothing owed,
+// no failure waiting, the view current.
 bool wait_quiet(loader::Loader &l, Host &host) {
     const std::uint64_t give_up = now_ms() + 20000;
     for (;;) {
         l.tick(now_ms());
         loader_snapshot s = l.state();
-        if (s.outstanding_reads == 0 && !s.revalidating && s.debt == LOADER_DEBT_NONE &&
-            s.phase == LOADER_PHASE_IDLE && s.failure == LOADER_FAILURE_NONE && host.idle())
-            return true;
+        if (s.quiescent && host.idle()) return true;
         // Automatic retries are capped; past the cap a host retries itself.
         if (s.failure == LOADER_FAILURE_OWN && !l.next_deadline()) l.retry();
         if (now_ms() > give_up) return false;
@@ -242,13 +240,15 @@ bool wait_quiet(loader::Loader &l, Host &host) {
     }
 }
 
-// Reads the view and checks it is the table's rows over the covered range. Safe here: the
-// loader is quiet and no other thread calls it, so nothing can release these pages meanwhile.
+// Reads the view and checks it is the table's rows over the covered range. The view is
+// pinned: no page it lists is released (its Page deleted) until it goes, whichever thread's
+// call lets go of one, so reading the pages is safe at any time; comparing them with the
+// table needs the loader quiescent.
 bool view_matches(const loader::Loader &l, const Table &table, const char *step) {
-    loader::View v = l.view();
-    loader_snapshot s = l.state();
+    loader::PinnedView v = l.pin_view();
+    const loader_snapshot &s = v.state();
     std::vector<Row> shown;
-    for (const loader_page &p : v.pages) {
+    for (const loader_page &p : v.pages()) {
         const Page *page = reinterpret_cast<const Page *>(p.acquisition);
         if (page->rows.size() != p.count) return false;
         shown.insert(shown.end(), page->rows.begin(), page->rows.end());
@@ -256,7 +256,7 @@ bool view_matches(const loader::Loader &l, const Table &table, const char *step)
     std::vector<Row> rows = table.all();
     bool ok = s.covered_end <= rows.size() && shown.size() == s.covered_end - s.covered_start &&
               std::equal(shown.begin(), shown.end(), rows.begin() + std::ptrdiff_t(s.covered_start));
-    std::printf("%-26s %zu pages, rows [%llu, %llu), epoch %llu: %s\n", step, v.pages.size(),
+    std::printf("%-26s %zu pages, rows [%llu, %llu), epoch %llu: %s\n", step, v.pages().size(),
                 (unsigned long long)s.covered_start, (unsigned long long)s.covered_end, (unsigned long long)s.epoch,
                 ok ? "equals the table" : "DIFFERS from the table");
     if (!shown.empty())
@@ -292,8 +292,17 @@ int main() {
         for (std::uint64_t k : {15, 25, 35}) table.put(k, "new row " + std::to_string(k));
         table.erase(50);
         l.invalidate();
-        std::printf("%-26s revalidating: %s\n", "scrolled, invalidated", l.view().revalidating ? "yes" : "no");
+        // Pinned, the old view's pages stay readable while the workers repair it.
+        loader::PinnedView old = l.pin_view();
+        std::printf("%-26s revalidating: %s, %zu old pages pinned\n", "scrolled, invalidated",
+                    old.revalidating() ? "yes" : "no", old.pages().size());
         ok = wait_quiet(l, host) && view_matches(l, table, "after the repair") && ok;
+        if (!old.pages().empty()) {
+            const Page *first = reinterpret_cast<const Page *>(old.pages()[0].acquisition);
+            std::printf("%-26s its first row still reads %llu \"%s\"\n", "the old view, replaced,",
+                        (unsigned long long)first->rows.front().first, first->rows.front().second.c_str());
+        }
+        old.release();  // the releases the pin deferred are made now
 
         // A change while quiet: a repair over everything the view covers.
         table.put(5, "new first row");

@@ -1,18 +1,19 @@
 // loader.hpp: the header-only C++17 wrapper over libloader's C ABI (include/loader.h).
 //
 // `loader::Loader` owns one loader handle; `loader::Callbacks` holds the host's callbacks as
-// std::function; `loader::Config` names only the settings a host changes. A call the library
-// refuses throws `loader::Error`, which carries the `loader_result` code. examples/cpp_feed.cpp
-// is a complete threaded host.
+// std::function; `loader::Config` names only the settings a host changes; `loader::PinnedView`
+// owns a pinned view. A call the library refuses throws `loader::Error`, which carries the
+// `loader_result` code. examples/cpp_feed.cpp is a complete threaded host. C++17; under C++20
+// `settle` also takes the cursor as a std::span of bytes.
 //
 // What the wrapper guarantees:
 //
 // Exceptions. No exception ever passes through the C library. Each callback runs inside a
 //   trampoline that catches whatever it throws and stashes it for the calling thread; the
-//   thread's outermost wrapper call (settle, fail, invalidate, retry, set_window, tick, close)
-//   rethrows the first one after the C call has returned, so the library's state change is
-//   complete and every other callback of that call was still made: a `release` that throws
-//   never costs another acquisition its release. The others thrown during the same call are in
+//   thread's outermost wrapper call (settle, fail, invalidate, retry, set_window, tick, close,
+//   PinnedView::release) rethrows the first one after the C call has returned, so the
+//   library's state change is complete and every other callback of that call was still made:
+//   a `release` that throws never costs another acquisition its release. The others thrown during the same call are in
 //   `loader::suppressed()` on that thread until its next outermost call. A wrapper call made
 //   from inside a callback (a synchronous host settles inside `issue`) never rethrows: what
 //   callbacks threw before it, and what its own callbacks throw (they run after the running
@@ -22,8 +23,8 @@
 //   false means the call itself was refused and changed nothing (a refused settle accepted
 //   nothing; the host still owns the acquisition). A callback's exception wins over the
 //   call's own error. A thread that ends inside a callback (pthread_exit's forced unwind) is
-//   let through, as the C ABI allows. The destructor and `reset()` cannot throw: they drop
-//   what the release and cancel callbacks of the free threw; `close()` rethrows it.
+//   let through, as the C ABI allows. Destructors and `reset()` cannot throw: they drop what
+//   the release and cancel callbacks they caused threw; `close()` and `release()` rethrow it.
 //
 // Threads. Any thread may call any member function of one Loader concurrently with others,
 //   except move, `close`, `reset` and the destructor, which need no other thread to be in a
@@ -34,12 +35,15 @@
 //
 // Ownership. On a successful settle the loader owns the acquisition and passes it to
 //   `release` exactly once: when its request is retired, its page dropped, or the loader
-//   freed (close, reset or the destructor release every acquisition still held before they
-//   return). `Read` owns a copy of its cursor, so a host may answer it later from any thread;
-//   `settle` copies the cursor it is given. `state()`, `stats()`, `requests()` and `view()`
-//   return copies; the acquisitions a `View` lists are still the loader's, valid only until
-//   the loader releases them (a later call on any thread may), so read them only while no
-//   other call can retire them.
+//   freed (close, reset or the destructor release every acquisition still held, except those
+//   a pinned view lists, before they return). `Read` owns a copy of its cursor, so a host may
+//   answer it later from any thread; `settle` copies the cursor it is given. `state()`,
+//   `stats()`, `requests()` and `view()` return copies; the acquisitions a `View` lists are
+//   not pinned (a call on another thread may release them at any time). `pin_view()` returns
+//   a `PinnedView`, which owns a pinned view: until it is released (`release()`, or its
+//   destructor), no acquisition it lists is released, so the host may read what they name.
+//   A PinnedView may outlive its Loader; it keeps the Loader's callbacks alive, and the
+//   releases it deferred go through them.
 #ifndef LOADER_HPP
 #define LOADER_HPP
 
@@ -48,6 +52,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <new>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -67,7 +72,7 @@
 namespace loader {
 
 // The host's pointer-sized token for whatever holds a page's items.
-using Acquisition = std::uintptr_t;
+using Acquisition = loader_acquisition;
 
 // A failed call: `code()` is the library's result code, `what()` its message.
 class Error : public std::runtime_error {
@@ -156,12 +161,17 @@ struct View {
 namespace detail {
 
 // One loader's callbacks, on the heap so a Loader can move while the C library holds the
-// pointer as userdata.
+// pointer as userdata. Shared: a pinned view outliving its Loader still has releases to make.
 struct Host {
     Callbacks cb;
-    // Hosts freed during a call wait here (a list, so retiring one cannot fail) until the
-    // thread's outermost call returns: one of their callbacks may be running.
-    std::unique_ptr<Host> next_retired;
+};
+
+// One owner's reference to a Host. Allocated with its owner, so that giving it up inside a
+// call (it waits in the thread's list until the outermost call returns: one of the host's
+// callbacks may be running) cannot fail.
+struct HostRef {
+    std::shared_ptr<Host> host;
+    std::unique_ptr<HostRef> next;
 };
 
 // One thread's wrapper calls.
@@ -170,7 +180,7 @@ struct ThreadCalls {
     std::vector<std::exception_ptr> errors;      // thrown by callbacks during the outermost call
     std::vector<std::exception_ptr> suppressed;  // all but the first, after it was rethrown
     bool out_of_memory = false;                  // an exception could not be stashed
-    std::unique_ptr<Host> retired;
+    std::unique_ptr<HostRef> retired;            // given up during the running outermost call
 };
 
 inline ThreadCalls &thread_calls() noexcept {
@@ -244,7 +254,7 @@ private:
 
 public:
     static void retire_all(ThreadCalls &t) noexcept {
-        while (t.retired) t.retired = std::move(t.retired->next_retired);
+        while (t.retired) t.retired = std::move(t.retired->next);
     }
 
 private:
@@ -252,7 +262,130 @@ private:
     bool done_ = false;
 };
 
+// Gives up an owner's reference to its Host once the thread's outermost call returns.
+inline void retire(std::unique_ptr<HostRef> ref) noexcept {
+    if (!ref) return;
+    ThreadCalls &t = thread_calls();
+    ref->next = std::move(t.retired);
+    t.retired = std::move(ref);
+    if (t.depth == 0) Call::retire_all(t);
+}
+
+// Makes a C call that may deliver callbacks, as a call that cannot throw: what its callbacks
+// throw is dropped, and what an enclosing call's callbacks threw is kept for that call.
+template <typename F>
+void run_isolated(F &&c_call) noexcept {
+    ThreadCalls &t = thread_calls();
+    std::vector<std::exception_ptr> outer;
+    outer.swap(t.errors);
+    bool outer_oom = std::exchange(t.out_of_memory, false);
+    ++t.depth;
+    c_call();
+    --t.depth;
+    t.errors.swap(outer);
+    t.out_of_memory = outer_oom;
+}
+
 }  // namespace detail
+
+// A contiguous run of entries owned by something else (a pinned view).
+template <typename T>
+class Slice {
+public:
+    Slice() noexcept = default;
+    Slice(const T *data, std::size_t size) noexcept : data_(data), size_(size) {}
+    const T *begin() const noexcept { return data_; }
+    const T *end() const noexcept { return data_ + size_; }
+    const T *data() const noexcept { return data_; }
+    std::size_t size() const noexcept { return size_; }
+    bool empty() const noexcept { return size_ == 0; }
+    const T &operator[](std::size_t i) const noexcept { return data_[i]; }
+
+private:
+    const T *data_ = nullptr;
+    std::size_t size_ = 0;
+};
+
+// A pinned view (`loader_view_acquire`): the view's pages, whether it was revalidating, the
+// loader's state and its live requests, all from one moment. Until it is released, no
+// acquisition it lists is released, so the host may read the items behind every listed page,
+// from any thread. Move-only; the destructor releases it. Any number of threads may read one
+// PinnedView at once; releasing (or destroying) it must not overlap a read. It may outlive
+// its Loader: the releases it deferred are made when it goes, through the Loader's callbacks,
+// which it keeps alive.
+class PinnedView {
+public:
+    PinnedView() noexcept = default;
+    PinnedView(const PinnedView &) = delete;
+    PinnedView &operator=(const PinnedView &) = delete;
+    PinnedView(PinnedView &&o) noexcept
+        : view_(std::exchange(o.view_, nullptr)), host_(std::move(o.host_)), pages_(o.pages_), requests_(o.requests_),
+          revalidating_(o.revalidating_), state_(o.state_) {}
+    PinnedView &operator=(PinnedView &&o) noexcept {
+        if (this != &o) {
+            reset();
+            view_ = std::exchange(o.view_, nullptr);
+            host_ = std::move(o.host_);
+            pages_ = o.pages_;
+            requests_ = o.requests_;
+            revalidating_ = o.revalidating_;
+            state_ = o.state_;
+        }
+        return *this;
+    }
+    ~PinnedView() { reset(); }
+
+    // Whether it still pins anything (not released, not moved from).
+    explicit operator bool() const noexcept { return view_ != nullptr; }
+    // The view's pages in source order; empty once released.
+    Slice<loader_page> pages() const noexcept { return view_ ? pages_ : Slice<loader_page>(); }
+    // The live requests, in id order; empty once released.
+    Slice<loader_request_info> requests() const noexcept { return view_ ? requests_ : Slice<loader_request_info>(); }
+    // A repair or full read was pending or running: the pages are the old view.
+    bool revalidating() const noexcept { return revalidating_; }
+    // The loader's state at that moment.
+    const loader_snapshot &state() const noexcept { return state_; }
+
+    // Unpins: the releases it deferred are made now (or, inside a callback, before the
+    // thread's outermost call returns), and what they throw is rethrown as any call's.
+    void release() {
+        if (view_ == nullptr) return;
+        detail::Call call;
+        loader_result r = loader_view_release(std::exchange(view_, nullptr));
+        detail::retire(std::move(host_));
+        call.finish();
+        check(r);
+    }
+    // As `release`, but cannot throw: what the deferred releases throw is dropped.
+    void reset() noexcept {
+        if (view_ == nullptr) return;
+        loader_view_snapshot *v = std::exchange(view_, nullptr);
+        detail::run_isolated([v] { loader_view_release(v); });
+        detail::retire(std::move(host_));
+    }
+
+private:
+    friend class Loader;
+    // Takes ownership of `view`; `host` keeps the loader's callbacks alive while it is held.
+    PinnedView(loader_view_snapshot *view, std::unique_ptr<detail::HostRef> host) noexcept
+        : view_(view), host_(std::move(host)) {
+        // These only fail on a NULL argument, and none is NULL: on failure they write nothing.
+        const loader_page *pages = nullptr;
+        std::size_t npages = 0;
+        if (loader_view_pages(view_, &pages, &npages, &revalidating_) == LOADER_RESULT_OK) pages_ = {pages, npages};
+        const loader_request_info *reqs = nullptr;
+        std::size_t nreqs = 0;
+        if (loader_view_requests(view_, &reqs, &nreqs) == LOADER_RESULT_OK) requests_ = {reqs, nreqs};
+        (void)loader_view_state(view_, &state_);
+    }
+
+    loader_view_snapshot *view_ = nullptr;
+    std::unique_ptr<detail::HostRef> host_;
+    Slice<loader_page> pages_;
+    Slice<loader_request_info> requests_;
+    bool revalidating_ = false;
+    loader_snapshot state_{};
+};
 
 // The exceptions callbacks threw during this thread's last outermost call, after the first
 // (which that call rethrew). Cleared when the thread's next outermost call returns.
@@ -285,7 +418,7 @@ public:
         if (handle_ == 0) return;
         detail::Call call;
         loader_result r = loader_free(std::exchange(handle_, 0));
-        retire();
+        detail::retire(std::move(host_));
         call.finish();
         check(r);
     }
@@ -294,17 +427,9 @@ public:
     // exception stashed by an enclosing call on this thread is kept for it.
     void reset() noexcept {
         if (handle_ == 0) return;
-        detail::ThreadCalls &t = detail::thread_calls();
-        std::vector<std::exception_ptr> outer;
-        outer.swap(t.errors);
-        bool outer_oom = std::exchange(t.out_of_memory, false);
-        ++t.depth;
-        loader_free(std::exchange(handle_, 0));
-        retire();
-        --t.depth;
-        t.errors.swap(outer);
-        t.out_of_memory = outer_oom;
-        if (t.depth == 0) detail::Call::retire_all(t);
+        loader_handle h = std::exchange(handle_, 0);
+        detail::run_isolated([h] { loader_free(h); });
+        detail::retire(std::move(host_));
     }
 
     // The C handle, for the C functions the wrapper does not cover. Exceptions of callbacks
@@ -365,7 +490,17 @@ public:
         return list<loader_request_info>(
             [this](loader_request_info *out, std::size_t cap, std::size_t *len) { return loader_requests(handle_, out, cap, len); });
     }
-    // The view's pages and whether they are being revalidated.
+    // Pins the view: see PinnedView. No callback runs.
+    PinnedView pin_view() const {
+        if (!host_) throw Error(LOADER_RESULT_INVALID_HANDLE);  // closed or moved from
+        auto ref = std::make_unique<detail::HostRef>();
+        ref->host = host_->host;
+        loader_view_snapshot *v = nullptr;
+        check(loader_view_acquire(handle_, &v));
+        return PinnedView(v, std::move(ref));
+    }
+    // A copy of the view's pages and whether they are being revalidated. Its acquisitions are
+    // not pinned: use pin_view() to read what they name while other threads call in.
     View view() const {
         View v;
         v.pages = list<loader_page>([this, &v](loader_page *out, std::size_t cap, std::size_t *len) {
@@ -375,15 +510,17 @@ public:
     }
 
 private:
-    Loader(Callbacks callbacks, const loader_config &config, int) : host_(std::make_unique<detail::Host>()) {
+    Loader(Callbacks callbacks, const loader_config &config, int) : host_(std::make_unique<detail::HostRef>()) {
         if (!callbacks.issue || !callbacks.release) throw Error(LOADER_RESULT_MISSING_CALLBACK);
-        host_->cb = std::move(callbacks);
+        host_->host = std::make_shared<detail::Host>();
+        detail::Host *host = host_->host.get();
+        host->cb = std::move(callbacks);
         loader_callbacks c{};
-        c.userdata = host_.get();
+        c.userdata = host;
         c.issue = &on_issue;
         c.release = &on_release;
-        c.changed = host_->cb.changed ? &on_changed : nullptr;
-        c.cancel = host_->cb.cancel ? &on_cancel : nullptr;
+        c.changed = host->cb.changed ? &on_changed : nullptr;
+        c.cancel = host->cb.cancel ? &on_cancel : nullptr;
         check(loader_new(&config, &c, &handle_));
     }
 
@@ -405,13 +542,6 @@ private:
         return a;
     }
 
-    // The freed loader's callbacks stay alive until the thread's outermost call returns.
-    void retire() noexcept {
-        detail::ThreadCalls &t = detail::thread_calls();
-        host_->next_retired = std::move(t.retired);
-        t.retired = std::move(host_);
-    }
-
     static void on_issue(void *ud, const loader_read *r) {
         detail::trampoline([&] {
             Read read;
@@ -425,8 +555,8 @@ private:
             static_cast<detail::Host *>(ud)->cb.issue(read);
         });
     }
-    static void on_release(void *ud, std::size_t acquisition) {
-        detail::trampoline([&] { static_cast<detail::Host *>(ud)->cb.release(static_cast<Acquisition>(acquisition)); });
+    static void on_release(void *ud, loader_acquisition acquisition) {
+        detail::trampoline([&] { static_cast<detail::Host *>(ud)->cb.release(acquisition); });
     }
     static void on_changed(void *ud) {
         detail::trampoline([&] { static_cast<detail::Host *>(ud)->cb.changed(); });
@@ -453,7 +583,7 @@ private:
     }
 
     loader_handle handle_ = 0;
-    std::unique_ptr<detail::Host> host_;
+    std::unique_ptr<detail::HostRef> host_;  // this Loader's reference to its callbacks
 };
 
 }  // namespace loader
