@@ -1,8 +1,16 @@
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE
 /* Thread stress: 8 threads answer reads (out of order, some failing), invalidate and move the
- * window concurrently on one loader, for a bounded number of answers. Checks exactly-once
- * release with a counter per acquisition, and that nothing deadlocks (a watchdog alarm). */
+ * window concurrently on one loader, for a bounded number of answers, while 2 more pin views
+ * and read the items behind them. Checks exactly-once release with a counter per acquisition,
+ * that nothing deadlocks (a watchdog alarm), and the header's threading contract:
+ * - an acquisition is marked as the loader's before loader_settle, since its release may run
+ *   on another thread before loader_settle returns;
+ * - a pinned view's items stay readable until the view is released: each acquisition's
+ *   "items" are a plain (non-atomic) word the answerer writes before loader_settle and
+ *   `release` clears, and readers check it for every page they list. Under ThreadSanitizer
+ *   a release that overlapped a read would be a data race, and a reader sees a cleared word;
+ * - loader_free with a view pinned leaves its acquisitions to the view's release. */
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -15,8 +23,9 @@
 
 #include "loader.h"
 
-#define THREADS 8
 #define ANSWERERS 6
+#define READERS 2
+#define THREADS (ANSWERERS + 2 + READERS)
 #define MAX_ACQ (1u << 20)
 #define QCAP 4096
 #define SOURCE_LEN 100000u
@@ -37,6 +46,11 @@ static atomic_uint bad_releases;
 static atomic_ulong next_acq = 1;
 static atomic_long answers_left;
 static atomic_ulong issued, settled_ok, failed_ok, refused;
+/* The "items" behind each acquisition: written before it is handed over, cleared by release. */
+static uint64_t items[MAX_ACQ];
+static atomic_ulong views_read, pages_read, torn_reads;
+
+static uint64_t item_of(uint64_t acq) { return acq * 0x9e3779b97f4a7c15ull | 1; }
 
 static uint64_t be64(const uint8_t *p) {
     uint64_t v = 0;
@@ -59,6 +73,7 @@ static void on_release(void *ud, loader_acquisition acq) {
         atomic_fetch_add(&bad_releases, 1);
         return;
     }
+    items[acq] = 0; /* the host frees what the token names */
     atomic_fetch_add(&released[acq], 1);
 }
 
@@ -79,6 +94,8 @@ static int pop(job *out, unsigned *seed) {
     return ok;
 }
 
+static int settle_job(job j);
+
 static void *answerer(void *arg) {
     unsigned seed = (unsigned)(uintptr_t)arg * 7919u + 1;
     while (atomic_load(&answers_left) > 0) {
@@ -94,22 +111,56 @@ static void *answerer(void *arg) {
             if (loader_fail(handle, j.read_id, 5, NULL) == LOADER_RESULT_OK) atomic_fetch_add(&failed_ok, 1);
             continue;
         }
-        uint64_t end = j.at + j.limit < SOURCE_LEN ? j.at + j.limit : SOURCE_LEN;
-        uint8_t next[8];
-        for (int i = 7, v = 0; i >= 0; i--, v++) next[i] = (uint8_t)(end >> (8 * v));
-        unsigned long acq = atomic_fetch_add(&next_acq, 1);
-        if (acq >= MAX_ACQ) break;
-        atomic_store(&accepted[acq], 1);
-        loader_answer a;
-        loader_result r = loader_settle(handle, j.read_id, (loader_acquisition)acq, (uint32_t)(end - j.at), next, 8,
-                                        end == SOURCE_LEN, &a);
-        if (r == LOADER_RESULT_OK) {
-            atomic_fetch_add(&settled_ok, 1);
-        } else {
-            atomic_store(&accepted[acq], 0);
-            atomic_fetch_add(&refused, 1);
-        }
+        if (!settle_job(j)) break;
     }
+    return NULL;
+}
+
+/* Answers `j` from the source; false when the acquisition counters ran out. */
+static int settle_job(job j) {
+    uint64_t end = j.at + j.limit < SOURCE_LEN ? j.at + j.limit : SOURCE_LEN;
+    uint8_t next[8];
+    for (int i = 7, v = 0; i >= 0; i--, v++) next[i] = (uint8_t)(end >> (8 * v));
+    unsigned long acq = atomic_fetch_add(&next_acq, 1);
+    if (acq >= MAX_ACQ) return 0;
+    items[acq] = item_of(acq);
+    atomic_store(&accepted[acq], 1);
+    loader_answer a;
+    loader_result r = loader_settle(handle, j.read_id, (loader_acquisition)acq, (uint32_t)(end - j.at), next, 8,
+                                    end == SOURCE_LEN, &a);
+    if (r == LOADER_RESULT_OK) {
+        atomic_fetch_add(&settled_ok, 1);
+    } else {
+        atomic_store(&accepted[acq], 0);
+        atomic_fetch_add(&refused, 1);
+    }
+    return 1;
+}
+
+/* Pins views, holds each a moment, and reads every page's items meanwhile. */
+static void *reader(void *arg) {
+    (void)arg;
+    loader_view_snapshot *held = NULL; /* one view held across two rounds */
+    while (atomic_load(&answers_left) > 0) {
+        loader_view_snapshot *v = NULL;
+        if (loader_view_acquire(handle, &v) != LOADER_RESULT_OK) break;
+        const loader_page *pages;
+        size_t n;
+        bool reval;
+        if (loader_view_pages(v, &pages, &n, &reval) != LOADER_RESULT_OK) break;
+        for (int pass = 0; pass < 2; pass++) {
+            for (size_t i = 0; i < n; i++) {
+                loader_acquisition acq = pages[i].acquisition;
+                if (acq >= MAX_ACQ || items[acq] != item_of(acq)) atomic_fetch_add(&torn_reads, 1);
+            }
+            if (pass == 0) sched_yield();
+        }
+        atomic_fetch_add(&views_read, 1);
+        atomic_fetch_add(&pages_read, n);
+        loader_view_release(held);
+        held = v;
+    }
+    loader_view_release(held);
     return NULL;
 }
 
@@ -163,13 +214,38 @@ int main(int argc, char **argv) {
     for (int i = 0; i < ANSWERERS; i++) pthread_create(&t[i], NULL, answerer, (void *)(uintptr_t)i);
     pthread_create(&t[ANSWERERS], NULL, invalidator, NULL);
     pthread_create(&t[ANSWERERS + 1], NULL, mover, NULL);
+    for (int i = 0; i < READERS; i++) pthread_create(&t[ANSWERERS + 2 + i], NULL, reader, NULL);
     for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
 
     loader_snapshot s;
     loader_state(handle, &s);
-    if (loader_free(handle) != LOADER_RESULT_OK) return 2;
-
+    /* Free with a view pinned: what it lists outlives the free, until the view goes. Answer
+     * what is left first, so the view has pages. */
     int failures = 0;
+    unsigned seed = 99;
+    for (int round = 0; round < 1000; round++) {
+        job j;
+        bool started;
+        loader_retry(handle, &started);
+        if (!pop(&j, &seed)) break;
+        if (!settle_job(j)) break;
+    }
+    loader_view_snapshot *last = NULL;
+    const loader_page *pages = NULL;
+    size_t npinned = 0;
+    if (loader_view_acquire(handle, &last) != LOADER_RESULT_OK ||
+        loader_view_pages(last, &pages, &npinned, NULL) != LOADER_RESULT_OK)
+        return 2;
+    if (loader_free(handle) != LOADER_RESULT_OK) return 2;
+    unsigned long early = 0;
+    for (size_t i = 0; i < npinned; i++) {
+        loader_acquisition acq = pages[i].acquisition;
+        if (acq >= MAX_ACQ || atomic_load(&released[acq]) != 0 || items[acq] != item_of(acq)) early++;
+    }
+    if (loader_view_release(last) != LOADER_RESULT_OK) return 2;
+    printf("stress: free with a view of %zu pages pinned; released before the view: %lu\n", npinned, early);
+    if (early) failures++;
+
     unsigned long top = atomic_load(&next_acq);
     unsigned long accepted_n = 0, twice = 0, missing = 0;
     for (unsigned long i = 1; i < top && i < MAX_ACQ; i++) {
@@ -185,6 +261,9 @@ int main(int argc, char **argv) {
            accepted_n, twice, missing, atomic_load(&bad_releases));
     if (twice || missing || atomic_load(&bad_releases)) failures++;
     if (atomic_load(&settled_ok) == 0) failures++;
+    printf("stress: %d readers pinned %lu views, read %lu pages; items gone while pinned: %lu\n", READERS,
+           atomic_load(&views_read), atomic_load(&pages_read), atomic_load(&torn_reads));
+    if (atomic_load(&torn_reads) || atomic_load(&views_read) == 0) failures++;
     printf("%d passed, %d failed\n", failures ? 0 : 1, failures);
     return failures ? 1 : 0;
 }

@@ -386,12 +386,21 @@ static void a_cancelled_read_stays_outstanding_until_answered(void) {
  * first reads: it ends quiescent with the window loaded. */
 static void the_documented_deadline_loop_reaches_quiescence(void) {
     host *h = host_new(4, 40);
-    int failures_left = 3;
+    int failures_left = 3, sleeps = 0;
     uint64_t now = 1000;
+    CHECK_CODE(loader_tick(h->handle, now), LOADER_RESULT_OK);
     CHECK_CODE(loader_set_window(h->handle, 0, 8), LOADER_RESULT_OK);
     for (int guard = 0; guard < 1000; guard++) {
-        /* The host answers what it has been asked... */
-        while (h->npending) {
+        bool armed;
+        uint64_t deadline;
+        if (loader_next_deadline(h->handle, &armed, &deadline) != LOADER_RESULT_OK) break;
+        if (armed && deadline <= now) {
+            CHECK_CODE(loader_tick(h->handle, now), LOADER_RESULT_OK);
+            continue;
+        }
+        /* wait_for_work: an answer arrives (the first ones fail), or the clock reaches the
+         * deadline; with neither, the host would sleep forever: it is done. */
+        if (h->npending) {
             pending_read p = take(h, 0);
             if (failures_left > 0) {
                 failures_left--;
@@ -399,22 +408,72 @@ static void the_documented_deadline_loop_reaches_quiescence(void) {
             } else {
                 CHECK_CODE(answer(h, &p), LOADER_RESULT_OK);
             }
+        } else if (armed) {
+            CHECK(deadline > now);
+            now = deadline;
+            sleeps++;
+        } else {
+            break;
         }
-        loader_snapshot s = state_of(h);
-        if (s.quiescent) break;
-        /* ...and, as documented, sleeps until the deadline and ticks. */
-        bool armed = false;
-        uint64_t deadline = 0;
-        CHECK_CODE(loader_next_deadline(h->handle, &armed, &deadline), LOADER_RESULT_OK);
-        if (!armed) break;
-        if (deadline > now) now = deadline; /* the sleep */
-        CHECK_CODE(loader_tick(h->handle, now), LOADER_RESULT_OK);
     }
     loader_snapshot s = state_of(h);
-    CHECK(s.quiescent && s.covered_end >= 8 && failures_left == 0);
+    CHECK(s.quiescent && s.covered_end >= 8 && failures_left == 0 && sleeps == 3);
     loader_counts c;
     CHECK_CODE(loader_stats(h->handle, &c), LOADER_RESULT_OK);
     CHECK(c.retries_auto == 3);
+    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
+    CHECK(released_exactly_once(h));
+    free(h);
+}
+
+static void a_tick_before_the_deadline_fires_nothing(void) {
+    host *h = host_new(4, 40);
+    CHECK_CODE(loader_set_window(h->handle, 0, 4), LOADER_RESULT_OK);
+    pending_read p = take(h, 0);
+    CHECK_CODE(loader_tick(h->handle, 500), LOADER_RESULT_OK);
+    CHECK_CODE(loader_fail(h->handle, p.read_id, 1, NULL), LOADER_RESULT_OK);
+    bool armed = false;
+    uint64_t deadline = 0;
+    CHECK_CODE(loader_next_deadline(h->handle, &armed, &deadline), LOADER_RESULT_OK);
+    CHECK(armed && deadline > 500);
+    CHECK_CODE(loader_tick(h->handle, deadline - 1), LOADER_RESULT_OK);
+    CHECK(h->npending == 0);
+    CHECK_CODE(loader_next_deadline(h->handle, &armed, &deadline), LOADER_RESULT_OK);
+    CHECK(armed);
+    CHECK_CODE(loader_tick(h->handle, deadline + 1000), LOADER_RESULT_OK); /* late: fires */
+    CHECK(h->npending == 1 && h->pending[0].kind == LOADER_KIND_FULL);
+    CHECK_CODE(loader_next_deadline(h->handle, &armed, &deadline), LOADER_RESULT_OK);
+    CHECK(!armed && deadline == 0);
+    drain(h);
+    CHECK(state_of(h).quiescent);
+    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
+    CHECK(released_exactly_once(h));
+    free(h);
+}
+
+/* A late answer to a read superseded by work that has committed is released before
+ * loader_settle returns. */
+static void a_stale_answer_is_released_before_settle_returns(void) {
+    host *h = host_new(4, 40);
+    CHECK_CODE(loader_set_window(h->handle, 0, 4), LOADER_RESULT_OK);
+    drain(h);
+    CHECK_CODE(loader_set_window(h->handle, 0, 8), LOADER_RESULT_OK);
+    int f = find_pending(h, LOADER_KIND_FINITE);
+    CHECK(f >= 0);
+    if (f < 0) return;
+    pending_read finite = take(h, (size_t)f);
+    CHECK_CODE(loader_invalidate(h->handle), LOADER_RESULT_OK);
+    drain(h); /* the repair commits; the finite read is still outstanding */
+    CHECK(!state_of(h).revalidating && state_of(h).outstanding_reads == 1);
+    uint64_t acq = h->next_acq;
+    loader_answer a = LOADER_ANSWER_CURRENT;
+    uint8_t next[8];
+    put_be64(next, 8);
+    h->next_acq++;
+    h->accepted[acq] = 1;
+    CHECK_CODE(loader_settle(h->handle, finite.read_id, (loader_acquisition)acq, 4, next, 8, false, &a),
+               LOADER_RESULT_OK);
+    CHECK(a == LOADER_ANSWER_STALE && h->released[acq]);
     CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
     CHECK(released_exactly_once(h));
     free(h);
@@ -492,6 +551,8 @@ int main(void) {
     RUN(nested_calls_queue_their_callbacks);
     RUN(a_cancelled_read_stays_outstanding_until_answered);
     RUN(the_documented_deadline_loop_reaches_quiescence);
+    RUN(a_tick_before_the_deadline_fires_nothing);
+    RUN(a_stale_answer_is_released_before_settle_returns);
     RUN(the_end_of_the_source_is_an_empty_answer_with_end_of_source);
     RUN(quiescent_is_what_its_documentation_says);
     printf("%d passed, %d failed\n", tests_passed, tests_failed);

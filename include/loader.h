@@ -5,13 +5,67 @@
  * doc comments and rebuild: build.rs rewrites this file, and LOADER_CHECK_HEADER=1 fails the
  * build while the committed copy is stale.
  *
- * Callbacks run on the thread that made the call, outside the library's locks, after the
- * loader's state is updated. A callback may end its thread (pthread_exit, or an interpreter
- * shutting down under a daemon thread) or throw a C++ exception; the library is built for both:
+ * THREADS
+ *
+ * Which calls may run concurrently. Every function may be called from any thread, on any
+ * handle, at any time, including at the same time as other calls on the same handle. The
+ * library starts no thread and never waits for the host. Each call on a handle takes that
+ * handle's lock for its state change (or, for loader_state, loader_stats, loader_requests,
+ * loader_view, loader_view_acquire and loader_next_deadline, for its read), so calls on one
+ * handle take effect one at a time, in the order they take the lock; calls on different
+ * handles do not wait for each other (but for a brief handle lookup while loader_new or
+ * loader_free updates the handle table). A pinned view (loader_view_snapshot) is immutable: any
+ * number of threads may read one at once; releasing it must not overlap a read of it.
+ *
+ * Where callbacks run. Every callback runs on the thread that made the call that produced it,
+ * after that call's state change is complete, outside every library lock, before the call
+ * returns (see nested calls below for a call made from inside a callback). The library never
+ * calls back from a thread of its own, or while it holds a lock, so a callback may call any
+ * function, on any handle, including loader_free on its own loader.
+ *
+ * What may overlap. The callbacks of calls made on different threads run at the same time
+ * whenever those calls do, on the same handle too: `release` on one thread while `issue` runs
+ * on another, two `release` callbacks at once. `userdata` must be safe for that. In
+ * particular, `release` of an acquisition may run on another thread (a call there retired or
+ * dropped its page) before the loader_settle that handed it over has returned: mark an
+ * acquisition as owned by the loader before calling loader_settle, and take it back only if
+ * loader_settle returns an error.
+ *
+ * What a host may rely on.
+ * - The callbacks of one call run in the order the state change produced them; `changed`
+ *   runs at most once per call and after its other callbacks. When `changed` runs, the
+ *   state (loader_state, loader_view_acquire) already includes that call's change, and
+ *   possibly later calls' from other threads. Callbacks of different threads' calls have no
+ *   order between them.
+ * - `release` runs exactly once for every acquisition a loader_settle accepted (returned
+ *   LOADER_RESULT_OK), and never for one it did not accept.
+ * - Nested calls queue: a call made from inside a callback makes its state change at once,
+ *   but its callbacks wait on the thread until the running callback returns, then run in
+ *   order, before the outermost call returns. No callback runs inside another on the same
+ *   thread, and however long a chain of synchronous answers is, the stack stays flat.
+ * - loader_free: calls that start after it returned get LOADER_RESULT_STALE_HANDLE. A call
+ *   already running on another thread either took effect before the free (then its
+ *   callbacks are still made: its `release` and `cancel` callbacks may run after loader_free
+ *   has returned; its `issue` and `changed` callbacks are dropped once the free has begun,
+ *   unless already running), or comes after it: an event then returns
+ *   LOADER_RESULT_STALE_HANDLE and changes nothing (a loader_settle accepted nothing), and a
+ *   read (loader_state, loader_view_acquire, ...) sees the freed loader, empty and closed.
+ *   `userdata` must stay
+ *   valid until loader_free has returned, every call on other threads has returned, and every
+ *   pinned view of the loader is released.
+ * - Pinned views: while a view from loader_view_acquire is held, no acquisition it lists is
+ *   released; the `release` is deferred and runs on the thread that releases the last view
+ *   listing it (loader_view_release). This holds across loader_free.
+ * - loader_view copies the pages, but its acquisitions may be released by the next call on
+ *   any thread; read the items behind them only while no other thread calls, or use a pinned
+ *   view.
+ *
+ * A callback may end its thread (pthread_exit, or an interpreter shutting down under a daemon
+ * thread) or throw a C++ exception; the library is built for both:
  * - the unwind passes through the library and out of the call that delivered the callback
  *   (only the functions that deliver callbacks are unwind-capable: loader_invalidate,
- *   loader_settle, loader_fail, loader_retry, loader_set_window, loader_tick, loader_free and,
- *   in the test ABI, loader_floor and loader_test_panic);
+ *   loader_settle, loader_fail, loader_retry, loader_set_window, loader_tick, loader_free,
+ *   loader_view_release and, in the test ABI, loader_floor and loader_test_panic);
  * - no lock stays held, and the loader stays usable from every other thread;
  * - callbacks that were queued on that thread and not yet made are kept by their loader and
  *   made by the next call into it (any of the functions above, from any thread), except
@@ -19,6 +73,17 @@
  *   freed).
  * A C++ exception thrown by a callback therefore reaches the caller of that call, which must
  * be C++ (or other code built with unwind tables) to catch it. C callers never see one.
+ *
+ * HELPERS NOT PROVIDED
+ *
+ * The library does no I/O and owns no thread, so it has no read queue or executor, no thread
+ * pool, no timer thread or clock, and no call that blocks until the loader is quiescent. Where
+ * reads run, on which threads answers arrive and how the host waits is the host's threading
+ * model (an event loop, a pool, one thread, an interpreter's lock); any of these helpers would
+ * impose one, and would run callbacks on threads the host does not own. Instead: `issue` hands
+ * each read to the host's own queue; loader_next_deadline and loader_tick fit any timer (see
+ * loader_next_deadline); `changed` plus loader_snapshot.quiescent replace a blocking wait. Nor
+ * does it store items: an acquisition is the host's token for its own buffer.
  *
  * The test ABI: loader_new_with_counters, loader_floor and loader_test_panic exist only in a
  * library built with the `testing` cargo feature (the default build exports none of them), and
@@ -410,8 +475,9 @@ typedef void (*loader_cancel_fn)(void *userdata, uint64_t read_id);
  */
 typedef struct loader_callbacks {
   /**
-   * Passed to every callback. The host keeps it valid until `loader_free` returns, and
-   * until every callback running on another thread has returned.
+   * Passed to every callback, from whichever thread runs it. The host keeps it valid until
+   * `loader_free` returns, every callback running on another thread has returned, and
+   * every pinned view of the loader is released.
    */
   void *userdata;
   /**
@@ -664,7 +730,7 @@ enum loader_result loader_config_default(struct loader_config *out);
  * `config` and `callbacks` are copied; the caller keeps ownership of both structs.
  * `callbacks->issue` and `callbacks->release` must not be NULL (else
  * `LOADER_RESULT_MISSING_CALLBACK`); `changed` and `cancel` may be. `callbacks->userdata`
- * must stay valid until `loader_free` returns. NULL `config`, `callbacks` or `out_handle`
+ * must stay valid as `loader_callbacks` says. NULL `config`, `callbacks` or `out_handle`
  * returns `LOADER_RESULT_NULL_POINTER`; a bad setting returns the code naming it. The
  * caller owns the handle and must pass it to `loader_free`.
  *
@@ -677,11 +743,16 @@ enum loader_result loader_new(const struct loader_config *config,
 
 /**
  * Frees a loader. Before it returns, `release` has been called exactly once for every
- * acquisition the loader still held, and `cancel` (if set) for every read still outstanding
- * that the host was told about (a free from inside a callback drops the `issue` callbacks
- * still queued, and sends no cancel for those reads);
+ * acquisition the loader still held that no pinned view lists, and `cancel` (if set) for
+ * every read still outstanding that the host was told about (a free from inside a callback
+ * drops the `issue` callbacks still queued, and sends no cancel for those reads);
  * no `issue` or `changed` callback runs for this loader afterwards. Answers to its reads then
- * return `LOADER_RESULT_STALE_HANDLE`.
+ * return `LOADER_RESULT_STALE_HANDLE`: no read needs an answer after the free.
+ *
+ * An acquisition that a pinned view (`loader_view_acquire`) lists is released when the last
+ * view listing it is released (`loader_view_release`), with the same callbacks and
+ * `userdata`: keep `userdata` valid until every view of the loader is released. Calls on
+ * other threads that overlap the free: see THREADS at the top of this header.
  *
  * It may be called from inside any of this loader's callbacks. A handle that is 0 or forged
  * returns `LOADER_RESULT_INVALID_HANDLE`; a second free returns `LOADER_RESULT_STALE_HANDLE`.
@@ -714,13 +785,20 @@ enum loader_result loader_invalidate(loader_handle handle);
  *
  * On `LOADER_RESULT_OK` the loader owns `acquisition` and will pass it to `release` exactly
  * once; `*out_answer` (if not NULL) says how the answer was classified. On any error the
- * host still owns `acquisition` and nothing changed. `next_cursor` is copied; it may be NULL
+ * host still owns `acquisition` and nothing changed. That `release` can come before this
+ * call returns: on this thread (an empty page, or a late answer to a read whose request was
+ * superseded by work that has already committed) or on another (a concurrent call retired or dropped the page). So mark the
+ * acquisition as the loader's before the call, and take it back only on an error. `next_cursor` is copied; it may be NULL
  * only when `next_cursor_len` is 0. A late answer to a superseded read is not an error.
  *
  * `next_cursor` is where the next read continues: the position after the last row the host
  * *looked at*, which for a filtered query may lie past the last row it returned. Set
- * `end_of_source` when the read reached the source's end; a page shorter than `limit`
- * without it is fine, and the loader reads on from `next_cursor`.
+ * `end_of_source` when the read reached the source's end (the host found nothing after the
+ * last row it looked at); a page shorter than `limit` without it is fine, and the loader
+ * reads on from `next_cursor`. A host that cannot tell answers full pages without the flag,
+ * and the read after the last row finds nothing: answer it with `count` 0, the read's own
+ * cursor as `next_cursor`, and `end_of_source` set. That answer is `LOADER_ANSWER_CURRENT`
+ * and the view then reaches the source's end (`loader_snapshot.end_of_source`).
  *
  * Empty pages (`count` 0): an empty page never enters the view and costs no position, and
  * its acquisition is released at once: `release` runs for it before the outermost libloader
@@ -781,6 +859,32 @@ enum loader_result loader_tick(loader_handle handle, uint64_t now_ms);
  * When to call `loader_tick` next: `*out_armed` is true and `*out_deadline_ms` the time if a
  * backoff retry is armed; false (and the deadline 0) otherwise. Both pointers are required.
  *
+ * The deadline is on the clock the host gives `loader_tick`, counted from the latest time a
+ * tick gave (0 before the first): tick once with the current time when the loader is made,
+ * or the first deadline lies in the clock's past. An own failure arms it (while automatic
+ * retries remain: `max_auto_retries`); a retry, a window move or the tick that fires it
+ * disarms it, so ask again after every call (or whenever `changed` runs). A tick before the
+ * deadline fires nothing; a late one fires the retry then. One loop serves a host that
+ * answers reads on its own thread(s):
+ *
+ * ```c
+ * loader_tick(h, now_ms());                     // the loader's clock starts now
+ * for (;;) {
+ *     bool armed;
+ *     uint64_t deadline;
+ *     if (loader_next_deadline(h, &armed, &deadline) != LOADER_RESULT_OK) break;
+ *     uint64_t now = now_ms();                  // the clock loader_tick gets
+ *     if (armed && deadline <= now) {
+ *         loader_tick(h, now);                  // the retry's read comes through issue
+ *         continue;
+ *     }
+ *     // Sleep until the deadline (forever if not armed); wake early when `changed` runs or
+ *     // an answer arrives, and answer it with loader_settle or loader_fail.
+ *     wait_for_work(armed ? deadline - now : WAIT_FOREVER);
+ *     if (done) break;
+ * }
+ * ```
+ *
  * # Safety
  * Both pointers are NULL or valid for writes.
  */
@@ -824,7 +928,10 @@ enum loader_result loader_requests(loader_handle handle,
  * Lists the view's pages in source order into `out_array` (as `loader_requests` does with
  * `capacity` and `out_len`), and writes `*out_revalidating` (if not NULL): true while a
  * repair or full read is pending and the pages shown are the old view. The acquisitions
- * listed are still owned by the loader.
+ * listed are still owned by the loader, and only until the next call that can release them
+ * (any event, on any thread): reading the items behind them races with `release` unless no
+ * other thread calls meanwhile. `loader_view_acquire` pins them instead, without a
+ * grow-and-retry loop.
  *
  * # Safety
  * As `loader_requests`; `out_revalidating` is NULL or valid for a write.

@@ -20,13 +20,20 @@ pub extern "C-unwind" fn loader_invalidate(handle: loader_handle) -> loader_resu
 ///
 /// On `LOADER_RESULT_OK` the loader owns `acquisition` and will pass it to `release` exactly
 /// once; `*out_answer` (if not NULL) says how the answer was classified. On any error the
-/// host still owns `acquisition` and nothing changed. `next_cursor` is copied; it may be NULL
+/// host still owns `acquisition` and nothing changed. That `release` can come before this
+/// call returns: on this thread (an empty page, or a late answer to a read whose request was
+/// superseded by work that has already committed) or on another (a concurrent call retired or dropped the page). So mark the
+/// acquisition as the loader's before the call, and take it back only on an error. `next_cursor` is copied; it may be NULL
 /// only when `next_cursor_len` is 0. A late answer to a superseded read is not an error.
 ///
 /// `next_cursor` is where the next read continues: the position after the last row the host
 /// *looked at*, which for a filtered query may lie past the last row it returned. Set
-/// `end_of_source` when the read reached the source's end; a page shorter than `limit`
-/// without it is fine, and the loader reads on from `next_cursor`.
+/// `end_of_source` when the read reached the source's end (the host found nothing after the
+/// last row it looked at); a page shorter than `limit` without it is fine, and the loader
+/// reads on from `next_cursor`. A host that cannot tell answers full pages without the flag,
+/// and the read after the last row finds nothing: answer it with `count` 0, the read's own
+/// cursor as `next_cursor`, and `end_of_source` set. That answer is `LOADER_ANSWER_CURRENT`
+/// and the view then reaches the source's end (`loader_snapshot.end_of_source`).
 ///
 /// Empty pages (`count` 0): an empty page never enters the view and costs no position, and
 /// its acquisition is released at once: `release` runs for it before the outermost libloader
@@ -122,6 +129,32 @@ pub extern "C-unwind" fn loader_tick(handle: loader_handle, now_ms: u64) -> load
 
 /// When to call `loader_tick` next: `*out_armed` is true and `*out_deadline_ms` the time if a
 /// backoff retry is armed; false (and the deadline 0) otherwise. Both pointers are required.
+///
+/// The deadline is on the clock the host gives `loader_tick`, counted from the latest time a
+/// tick gave (0 before the first): tick once with the current time when the loader is made,
+/// or the first deadline lies in the clock's past. An own failure arms it (while automatic
+/// retries remain: `max_auto_retries`); a retry, a window move or the tick that fires it
+/// disarms it, so ask again after every call (or whenever `changed` runs). A tick before the
+/// deadline fires nothing; a late one fires the retry then. One loop serves a host that
+/// answers reads on its own thread(s):
+///
+/// ```c
+/// loader_tick(h, now_ms());                     // the loader's clock starts now
+/// for (;;) {
+///     bool armed;
+///     uint64_t deadline;
+///     if (loader_next_deadline(h, &armed, &deadline) != LOADER_RESULT_OK) break;
+///     uint64_t now = now_ms();                  // the clock loader_tick gets
+///     if (armed && deadline <= now) {
+///         loader_tick(h, now);                  // the retry's read comes through issue
+///         continue;
+///     }
+///     // Sleep until the deadline (forever if not armed); wake early when `changed` runs or
+///     // an answer arrives, and answer it with loader_settle or loader_fail.
+///     wait_for_work(armed ? deadline - now : WAIT_FOREVER);
+///     if (done) break;
+/// }
+/// ```
 ///
 /// # Safety
 /// Both pointers are NULL or valid for writes.

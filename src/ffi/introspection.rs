@@ -137,7 +137,10 @@ pub unsafe extern "C" fn loader_requests(
 /// Lists the view's pages in source order into `out_array` (as `loader_requests` does with
 /// `capacity` and `out_len`), and writes `*out_revalidating` (if not NULL): true while a
 /// repair or full read is pending and the pages shown are the old view. The acquisitions
-/// listed are still owned by the loader.
+/// listed are still owned by the loader, and only until the next call that can release them
+/// (any event, on any thread): reading the items behind them races with `release` unless no
+/// other thread calls meanwhile. `loader_view_acquire` pins them instead, without a
+/// grow-and-retry loop.
 ///
 /// # Safety
 /// As `loader_requests`; `out_revalidating` is NULL or valid for a write.

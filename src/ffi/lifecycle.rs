@@ -64,7 +64,7 @@ pub unsafe extern "C" fn loader_config_default(out: *mut loader_config) -> loade
 /// `config` and `callbacks` are copied; the caller keeps ownership of both structs.
 /// `callbacks->issue` and `callbacks->release` must not be NULL (else
 /// `LOADER_RESULT_MISSING_CALLBACK`); `changed` and `cancel` may be. `callbacks->userdata`
-/// must stay valid until `loader_free` returns. NULL `config`, `callbacks` or `out_handle`
+/// must stay valid as `loader_callbacks` says. NULL `config`, `callbacks` or `out_handle`
 /// returns `LOADER_RESULT_NULL_POINTER`; a bad setting returns the code naming it. The
 /// caller owns the handle and must pass it to `loader_free`.
 ///
@@ -81,11 +81,16 @@ pub unsafe extern "C" fn loader_new(
 }
 
 /// Frees a loader. Before it returns, `release` has been called exactly once for every
-/// acquisition the loader still held, and `cancel` (if set) for every read still outstanding
-/// that the host was told about (a free from inside a callback drops the `issue` callbacks
-/// still queued, and sends no cancel for those reads);
+/// acquisition the loader still held that no pinned view lists, and `cancel` (if set) for
+/// every read still outstanding that the host was told about (a free from inside a callback
+/// drops the `issue` callbacks still queued, and sends no cancel for those reads);
 /// no `issue` or `changed` callback runs for this loader afterwards. Answers to its reads then
-/// return `LOADER_RESULT_STALE_HANDLE`.
+/// return `LOADER_RESULT_STALE_HANDLE`: no read needs an answer after the free.
+///
+/// An acquisition that a pinned view (`loader_view_acquire`) lists is released when the last
+/// view listing it is released (`loader_view_release`), with the same callbacks and
+/// `userdata`: keep `userdata` valid until every view of the loader is released. Calls on
+/// other threads that overlap the free: see THREADS at the top of this header.
 ///
 /// It may be called from inside any of this loader's callbacks. A handle that is 0 or forged
 /// returns `LOADER_RESULT_INVALID_HANDLE`; a second free returns `LOADER_RESULT_STALE_HANDLE`.

@@ -295,8 +295,9 @@ pub type loader_cancel_fn =
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct loader_callbacks {
-    /// Passed to every callback. The host keeps it valid until `loader_free` returns, and
-    /// until every callback running on another thread has returned.
+    /// Passed to every callback, from whichever thread runs it. The host keeps it valid until
+    /// `loader_free` returns, every callback running on another thread has returned, and
+    /// every pinned view of the loader is released.
     pub userdata: *mut c_void,
     /// Required.
     pub issue: loader_issue_fn,
