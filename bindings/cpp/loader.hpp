@@ -29,8 +29,11 @@
 // Threads. Any thread may call any member function of one Loader concurrently with others,
 //   except move, `close`, `reset` and the destructor, which need no other thread to be in a
 //   call on this Loader. Callbacks run on the thread that made the call, outside the
-//   library's locks, so the host's callbacks must be safe to run on every thread that calls
-//   in. A Loader may be closed or destroyed from inside one of its own callbacks: its
+//   library's locks, and those of calls on different threads overlap (a `release` on one
+//   while `issue` runs on another; a `release` may even run on another thread before the
+//   `settle` that handed the acquisition over has returned), so the host's callbacks must be
+//   safe to run on every thread that calls in. include/loader.h (THREADS) has the full
+//   contract. A Loader may be closed or destroyed from inside one of its own callbacks: its
 //   callbacks are kept alive until the thread's outermost call returns.
 //
 // Ownership. On a successful settle the loader owns the acquisition and passes it to
