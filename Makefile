@@ -28,7 +28,7 @@ RPATH := -Ltarget/release -lloader -Wl,-rpath,$(CURDIR)/target/release
 TEST_RPATH := -L$(TEST_DIR) -lloader -Wl,-rpath,$(CURDIR)/$(TEST_DIR)
 
 .PHONY: all build test-lib test tsan-lib rust-test doc lint check check-header bench bench-quick bench-abi bench-py c-test c-test-asan c-test-valgrind \
-        c-test-tsan c-test-stress c-test-empty cpp-test header-test symbols-test install pkgconfig-test \
+        c-test-tsan c-test-stress c-test-empty cpp-test cpp-example cpp-pkgconfig-test header-test symbols-test install pkgconfig-test \
         readme-c-example clean
 
 all: build
@@ -211,9 +211,25 @@ c-test-empty: build | $(OUT)
 	valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,possible \
 	    $(OUT)/empty_pages_plain
 
-cpp-test: build | $(OUT)
-	$(CXX) -std=c++17 $(WARN) -g -Iinclude c-tests/cpp_test.cpp $(RPATH) -o $(OUT)/cpp_test
-	$(OUT)/cpp_test
+# The C++ wrapper (bindings/cpp/loader.hpp): its API test and its callback-boundary test, as
+# C++17 and C++20, under ASan+UBSan against the test library; then the example and the
+# consumer built through pkg-config.
+CXX_SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+CXXTEST_FLAGS := $(WARN) -g -Iinclude -DLOADER_TESTING $(CXX_SAN)
+cpp-test: test-lib cpp-example cpp-pkgconfig-test | $(OUT)
+	for std in c++17 c++20; do \
+	    $(CXX) -std=$$std $(CXXTEST_FLAGS) c-tests/cpp_test.cpp $(TEST_RPATH) -o $(OUT)/cpp_test_$$std && \
+	    RUST_BACKTRACE=0 $(OUT)/cpp_test_$$std && \
+	    $(CXX) -std=$$std $(CXXTEST_FLAGS) c-tests/cpp_callbacks.cpp $(TEST_RPATH) -lpthread -o $(OUT)/cpp_callbacks_$$std && \
+	    $(OUT)/cpp_callbacks_$$std || exit 1; \
+	done
+
+# examples/cpp_feed.cpp, a threaded C++ host, under ASan+UBSan: it checks its own view and
+# that every page was released exactly once, and exits non-zero otherwise.
+cpp-example: build | $(OUT)
+	$(CXX) -std=c++17 $(WARN) -g -Iinclude -Ibindings/cpp $(CXX_SAN) examples/cpp_feed.cpp $(RPATH) -pthread \
+	    -o $(OUT)/cpp_feed
+	$(OUT)/cpp_feed
 
 # ---- install and pkg-config ----
 
@@ -224,6 +240,7 @@ install: build
 	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libloader.so
 	install -m 0644 target/release/libloader.a $(DESTDIR)$(PREFIX)/lib/libloader.a
 	install -m 0644 include/loader.h $(DESTDIR)$(PREFIX)/include/loader.h
+	install -m 0644 bindings/cpp/loader.hpp $(DESTDIR)$(PREFIX)/include/loader.hpp
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' loader.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/loader.pc
 
 pkgconfig-test: | $(OUT)
@@ -236,6 +253,19 @@ pkgconfig-test: | $(OUT)
 	PKG_CONFIG_PATH=$(OUT)/prefix/lib/pkgconfig $(CC) -std=c11 $(WARN) -static-libgcc c-tests/pkgconfig_consumer.c \
 	    -I$(OUT)/prefix/include $(OUT)/prefix/lib/libloader.a -lpthread -ldl -lm -o $(OUT)/pkgconfig_static
 	$(OUT)/pkgconfig_static
+
+# C++ against the installed prefix: the wrapper is installed beside loader.h and found through
+# the .pc's Cflags; the example builds the way its header comment says.
+cpp-pkgconfig-test: pkgconfig-test
+	test -f $(OUT)/prefix/include/loader.hpp
+	$(CXX) -std=c++17 $(WARN) c-tests/pkgconfig_consumer.cpp \
+	    $$(PKG_CONFIG_PATH=$(OUT)/prefix/lib/pkgconfig pkg-config --cflags --libs loader) \
+	    -Wl,-rpath,$(CURDIR)/$(OUT)/prefix/lib -o $(OUT)/pkgconfig_consumer_cpp
+	$(OUT)/pkgconfig_consumer_cpp
+	$(CXX) -std=c++17 $(WARN) examples/cpp_feed.cpp \
+	    $$(PKG_CONFIG_PATH=$(OUT)/prefix/lib/pkgconfig pkg-config --cflags --libs loader) -pthread \
+	    -Wl,-rpath,$(CURDIR)/$(OUT)/prefix/lib -o $(OUT)/cpp_feed_installed
+	$(OUT)/cpp_feed_installed > /dev/null
 
 # The README's C example, compiled exactly as written.
 readme-c-example: pkgconfig-test

@@ -1,7 +1,11 @@
-// Exercises bindings/cpp/loader.hpp: RAII, moves, std::function callbacks, exceptions.
+// Exercises bindings/cpp/loader.hpp's API: RAII, moves, Config, brace-initialised Callbacks,
+// string_view cursors (and std::span under C++20), the view and pinned views, stats, state
+// and Error.
+#include <algorithm>
 #include <cstdio>
 #include <deque>
 #include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -9,64 +13,105 @@
 #include "../bindings/cpp/loader.hpp"
 
 static int passed, failed;
-#define EXPECT(c)                                                           \
-    do {                                                                    \
-        if (c) {                                                            \
-            passed++;                                                       \
-        } else {                                                            \
-            failed++;                                                       \
-            std::fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #c); \
-        }                                                                   \
+#define EXPECT(c)                                                                     \
+    do {                                                                              \
+        if (c) {                                                                      \
+            passed++;                                                                 \
+        } else {                                                                      \
+            failed++;                                                                 \
+            std::fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #c);     \
+        }                                                                             \
     } while (0)
 
 static_assert(!std::is_copy_constructible_v<loader::Loader>, "move-only");
 static_assert(std::is_nothrow_move_constructible_v<loader::Loader>, "movable");
+static_assert(std::is_nothrow_move_assignable_v<loader::Loader>, "movable");
+static_assert(std::is_aggregate_v<loader::Callbacks> && std::is_aggregate_v<loader::Config>, "brace-initialisable");
+static_assert(std::is_aggregate_v<loader::Read> && std::is_aggregate_v<loader::View>, "plain data");
 
-static std::vector<uint8_t> be64(uint64_t v) {
-    std::vector<uint8_t> c(8);
-    for (int i = 7; i >= 0; i--, v >>= 8) c[i] = uint8_t(v & 0xff);
+// A cursor: the big-endian offset of the next item.
+static std::string be64(uint64_t v) {
+    std::string c(8, '\0');
+    for (int i = 7; i >= 0; i--, v >>= 8) c[i] = char(v & 0xff);
     return c;
+}
+static uint64_t from_be64(const std::string &c) {
+    uint64_t v = 0;
+    for (char b : c) v = (v << 8) | uint8_t(b);
+    return v;
+}
+
+// Answers every queued read from a source of `len` items, in order.
+static void answer_all(loader::Loader &l, std::deque<loader::Read> &reads, loader::Acquisition &next_acq, uint64_t len) {
+    while (!reads.empty()) {
+        loader::Read r = reads.front();
+        reads.pop_front();
+        uint64_t at = from_be64(r.cursor);
+        uint64_t end = std::min<uint64_t>(at + r.limit, len);
+        l.settle(r.read_id, next_acq++, uint32_t(end - at), be64(end), end == len);
+    }
 }
 
 int main() {
     std::deque<loader::Read> reads;
-    std::map<uintptr_t, int> released;
-    uintptr_t next_acq = 1;
+    std::map<loader::Acquisition, int> released;
+    loader::Acquisition next_acq = 1;
     const uint64_t source_len = 30;
+
+    // Config names only what it changes; the rest are the library's defaults.
     {
-        loader_config cfg = loader::default_config();
+        loader::Config cfg;
+        cfg.page_size = 7;
+        loader_config c = cfg.to_c();
+        loader_config d = loader::default_config();
+        EXPECT(c.page_size == 7 && d.page_size != 7);
+        EXPECT(c.prefetch_distance == d.prefetch_distance && c.backoff_max_ms == d.backoff_max_ms);
+        EXPECT(c.recheck_full == d.recheck_full);
+        cfg.recheck_full = false;
+        EXPECT(cfg.to_c().recheck_full == 0);
+    }
+
+    {
+        loader::Config cfg;
         cfg.page_size = 4;
         cfg.prefetch_distance = 0;
+        // Only the required callbacks: no `{}` for changed and cancel (-Wextra -Werror).
         loader::Loader l({[&](const loader::Read &r) { reads.push_back(r); },
-                          [&](uintptr_t a) { released[a]++; }, nullptr, nullptr},
+                          [&](loader::Acquisition a) { released[a]++; }},
                          cfg);
         l.set_window(0, 10);
         loader::Loader moved = std::move(l);
         EXPECT(l.handle() == 0 && moved.handle() != 0);
-        while (!reads.empty()) {
-            loader::Read r = reads.front();
-            reads.pop_front();
-            uint64_t at = r.cursor.empty() ? 0 : [&] {
-                uint64_t v = 0;
-                for (uint8_t b : r.cursor) v = (v << 8) | b;
-                return v;
-            }();
-            uint64_t end = std::min<uint64_t>(at + r.limit, source_len);
-            moved.settle(r.read_id, next_acq++, uint32_t(end - at), be64(end), end == source_len);
-        }
-        bool reval = true;
-        auto pages = moved.view(&reval);
-        EXPECT(pages.size() == 3 && !reval);
-        EXPECT(moved.state().covered_end == 12);
+        EXPECT(reads.size() == 1 && reads.front().cursor.empty() && reads.front().limit == 4);
+        answer_all(moved, reads, next_acq, source_len);
+        loader::View v = moved.view();
+        EXPECT(v.pages.size() == 3 && !v.revalidating);
+        EXPECT(v.pages.size() == 3 && v.pages[0].acquisition == 1 && v.pages[2].start == 8 && v.pages[2].count == 4);
+        loader_snapshot s = moved.state();
+        EXPECT(s.covered_end == 12 && s.accepted == 3 && s.released == 0);
+        loader_counts st = moved.stats();
+        EXPECT(st.issued_finite == 3 && st.answered_current == 3 && st.accepted == 3 && st.released == 0);
         EXPECT(!moved.requests().empty());
         EXPECT(!moved.next_deadline().has_value());
+
+        // An invalidation: the chain re-reads; the old view stays, revalidating.
+        moved.invalidate();
+        EXPECT(moved.view().revalidating);
+        EXPECT(!reads.empty() && reads.front().kind == LOADER_KIND_CHAIN);
+        answer_all(moved, reads, next_acq, source_len);
+        EXPECT(!moved.view().revalidating);
+        EXPECT(moved.stats().issued_chain >= 3);
+        EXPECT(released.size() == 3);  // the old pages went when the chain committed
+
+        // A refused call throws Error, not from a callback, and changes nothing.
         try {
             moved.settle(9999, 77, 1, be64(1), false);
             EXPECT(false);
         } catch (const loader::Error &e) {
-            EXPECT(e.code() == LOADER_RESULT_UNKNOWN_READ);
+            EXPECT(e.code() == LOADER_RESULT_UNKNOWN_READ && !e.in_callback());
             EXPECT(std::string(e.what()).find("never issued") != std::string::npos);
         }
+        EXPECT(released.count(77) == 0);
         try {
             moved.set_window(UINT64_MAX, 1);
             EXPECT(false);
@@ -74,66 +119,151 @@ int main() {
             EXPECT(e.code() == LOADER_RESULT_WINDOW_OVERFLOW);
         }
         try {
-            loader_config bad = loader::default_config();
+            loader::Config bad;
             bad.page_size = 0;
-            loader::Loader nope({[](const loader::Read &) {}, [](uintptr_t) {}, nullptr, nullptr}, bad);
+            loader::Loader nope({[](const loader::Read &) {}, [](loader::Acquisition) {}}, bad);
             EXPECT(false);
         } catch (const loader::Error &e) {
             EXPECT(e.code() == LOADER_RESULT_INVALID_PAGE_SIZE);
         }
+        try {
+            loader::Loader nope({[](const loader::Read &) {}, nullptr});
+            EXPECT(false);
+        } catch (const loader::Error &e) {
+            EXPECT(e.code() == LOADER_RESULT_MISSING_CALLBACK);
+        }
+        // Move assignment frees what the target held.
+        std::map<loader::Acquisition, int> other_released;
+        std::deque<loader::Read> other_reads;
+        loader::Acquisition other_acq = 1000;
+        loader::Loader other({[&](const loader::Read &r) { other_reads.push_back(r); },
+                              [&](loader::Acquisition a) { other_released[a]++; }},
+                             loader::default_config());
+        other.set_window(0, 5);
+        answer_all(other, other_reads, other_acq, source_len);
+        EXPECT(other.state().accepted > 0);
+        other = std::move(moved);
+        EXPECT(other_released.size() == other_acq - 1000 && moved.handle() == 0);
+        EXPECT(other.state().covered_end == 12);
     }  // the destructor frees the loader: everything comes back
     EXPECT(released.size() == next_acq - 1);
     bool once = true;
     for (auto &kv : released) once = once && kv.second == 1;
     EXPECT(once);
 
-    // A callback that throws: the exception passes through the library (the callback types
-    // and the calls that deliver them are C-unwind) to the caller, and the loader stays
-    // usable; a callback still queued behind the throwing one runs on the next call.
-    reads.clear();
-    released.clear();
-    next_acq = 1;
+    // The optional callbacks run when given; close() frees now, and later calls are refused.
     {
-        loader_config cfg = loader::default_config();
+        int changes = 0;
+        std::vector<uint64_t> cancels;
+        std::deque<loader::Read> rs;
+        loader::Loader l({[&](const loader::Read &r) { rs.push_back(r); }, [&](loader::Acquisition) {},
+                          [&] { changes++; }, [&](uint64_t id) { cancels.push_back(id); }});
+        l.set_window(0, 10);
+        EXPECT(changes > 0 && rs.size() == 1);
+        l.close();
+        EXPECT(cancels.size() == 1 && cancels[0] == rs.front().read_id);
+        EXPECT(l.handle() == 0);
+        l.close();  // idempotent
+        try {
+            l.tick(0);
+            EXPECT(false);
+        } catch (const loader::Error &e) {
+            EXPECT(e.code() == LOADER_RESULT_INVALID_HANDLE);
+        }
+    }
+
+    // A pinned view: what it lists is not released while it is held, even by the free; it
+    // keeps the loader's callbacks alive after the Loader is gone.
+    {
+        std::deque<loader::Read> rs;
+        std::map<loader::Acquisition, int> rel;
+        loader::Acquisition acq = 1;
+        loader::Config cfg;
         cfg.page_size = 4;
         cfg.prefetch_distance = 0;
-        bool thrown = false;
-        int changes = 0;
-        loader::Loader t({[&](const loader::Read &r) {
-                              reads.push_back(r);
-                              if (!thrown) {
-                                  thrown = true;
-                                  throw std::runtime_error("thrown by issue");
-                              }
-                          },
-                          [&](uintptr_t a) { released[a]++; }, [&] { changes++; }, nullptr},
-                         cfg);
-        bool caught = false;
+        loader::PinnedView pinned;
+        EXPECT(!pinned && pinned.pages().empty());
+        {
+            auto l = std::make_unique<loader::Loader>(
+                loader::Callbacks{[&](const loader::Read &r) { rs.push_back(r); },
+                                  [&](loader::Acquisition a) { rel[a]++; }},
+                cfg);
+            l->set_window(0, 8);
+            answer_all(*l, rs, acq, source_len);
+            pinned = l->pin_view();
+            EXPECT(pinned && pinned.pages().size() == 2 && !pinned.revalidating());
+            EXPECT(pinned.pages()[0].acquisition == 1 && pinned.pages()[1].acquisition == 2);
+            EXPECT(pinned.state().quiescent && pinned.state().covered_end == 8);
+            EXPECT(!pinned.requests().empty());
+            size_t n = 0;
+            for (const loader_page &p : pinned.pages()) n += p.count;
+            EXPECT(n == 8);
+            // A repair replaces both pages: their releases wait for the pin.
+            l->invalidate();
+            answer_all(*l, rs, acq, source_len);
+            EXPECT(l->state().released == 2 && rel.empty());
+            loader::PinnedView again = l->pin_view();  // the new pages, 3 and 4
+            EXPECT(again.pages().size() == 2 && again.pages()[0].acquisition == 3);
+            again.release();
+            EXPECT(rel.empty() && !again);
+        }  // the Loader goes: 3 and 4 are released; 1 and 2 stay pinned
+        EXPECT(rel.size() == 2 && rel.count(3) == 1 && rel.count(4) == 1);
+        loader::PinnedView moved = std::move(pinned);
+        EXPECT(!pinned && moved.pages().size() == 2);
+        moved.release();  // through the callbacks of a Loader that no longer exists
+        EXPECT(rel.size() == 4 && rel[1] == 1 && rel[2] == 1 && !moved && moved.pages().empty());
         try {
-            t.set_window(0, 10);
-        } catch (const std::runtime_error &e) {
-            caught = std::string(e.what()) == "thrown by issue";
+            loader::Loader closed({[](const loader::Read &) {}, [](loader::Acquisition) {}});
+            closed.close();
+            closed.pin_view();
+            EXPECT(false);
+        } catch (const loader::Error &e) {
+            EXPECT(e.code() == LOADER_RESULT_INVALID_HANDLE);
         }
-        EXPECT(caught && reads.size() == 1);
-        int before = changes;
-        EXPECT(t.state().outstanding_reads == 1);
-        t.tick(0);
-        EXPECT(changes > before);
-        while (!reads.empty()) {
-            loader::Read r = reads.front();
-            reads.pop_front();
-            uint64_t at = r.cursor.empty() ? 0 : [&] {
-                uint64_t v = 0;
-                for (uint8_t b : r.cursor) v = (v << 8) | b;
-                return v;
-            }();
-            uint64_t end = std::min<uint64_t>(at + r.limit, source_len);
-            t.settle(r.read_id, next_acq++, uint32_t(end - at), be64(end), end == source_len);
-        }
-        EXPECT(t.state().covered_end == 12);
     }
-    EXPECT(released.size() == next_acq - 1 && next_acq == 4);
-    for (auto &kv : released) EXPECT(kv.second == 1);
-    std::printf("%d passed, %d failed\n", passed, failed);
+
+#ifdef LOADER_TESTING
+    // A poisoned loader: every call throws POISONED, and the destructor still frees it.
+    {
+        int rel = 0;
+        std::deque<loader::Read> rs;
+        loader::Acquisition acq = 1;
+        loader::Config cfg;
+        cfg.page_size = 4;
+        cfg.prefetch_distance = 0;
+        {
+            loader::Loader l({[&](const loader::Read &r) { rs.push_back(r); }, [&](loader::Acquisition) { rel++; }}, cfg);
+            l.set_window(0, 4);
+            answer_all(l, rs, acq, source_len);
+            EXPECT(loader_test_panic(l.handle()) == LOADER_RESULT_PANIC);
+            try {
+                l.invalidate();
+                EXPECT(false);
+            } catch (const loader::Error &e) {
+                EXPECT(e.code() == LOADER_RESULT_POISONED);
+            }
+        }
+        EXPECT(rel == 1);
+    }
+#endif
+
+#ifdef LOADER_HPP_SPAN
+    // C++20: a cursor may be a span of bytes.
+    {
+        std::deque<loader::Read> rs;
+        int rel = 0;
+        loader::Loader l({[&](const loader::Read &r) { rs.push_back(r); }, [&](loader::Acquisition) { rel++; }},
+                         loader::Config{.page_size = 4, .prefetch_distance = 0});
+        l.set_window(0, 4);
+        EXPECT(rs.size() == 1);
+        std::vector<uint8_t> next = {0, 0, 0, 0, 0, 0, 0, 4};
+        EXPECT(l.settle(rs.front().read_id, 1, 4, std::span<const uint8_t>(next), false) == LOADER_ANSWER_CURRENT);
+        EXPECT(l.state().covered_end == 4);
+        l.close();
+        EXPECT(rel == 1);
+    }
+#endif
+
+    std::printf("cpp_test (C++%ld): %d passed, %d failed\n", long(__cplusplus / 100 % 100), passed, failed);
     return failed ? 1 : 0;
 }

@@ -1,80 +1,405 @@
-// loader.hpp: a header-only C++17 RAII wrapper over libloader's C ABI (include/loader.h).
+// loader.hpp: the header-only C++17 wrapper over libloader's C ABI (include/loader.h).
 //
-// `loader::Loader` owns one loader handle; it is move-only and frees the handle in its
-// destructor. Callbacks are std::function; a call that fails throws `loader::Error`, which
-// carries the `loader_result` code. Callbacks run as the C ABI documents: on the calling thread,
-// outside the library's locks, and possibly nested (a callback may call back into the loader).
-// An exception a callback throws passes through the C library (its callbacks are
-// unwind-capable) and out of the call that delivered it, with the loader still consistent
-// and usable; see include/loader.h. The destructor is noexcept: a callback that throws from
-// inside it calls std::terminate.
+// `loader::Loader` owns one loader handle; `loader::Callbacks` holds the host's callbacks as
+// std::function; `loader::Config` names only the settings a host changes; `loader::PinnedView`
+// owns a pinned view. A call the library refuses throws `loader::Error`, which carries the
+// `loader_result` code. examples/cpp_feed.cpp is a complete threaded host. C++17; under C++20
+// `settle` also takes the cursor as a std::span of bytes.
+//
+// What the wrapper guarantees:
+//
+// Exceptions. No exception ever passes through the C library. Each callback runs inside a
+//   trampoline that catches whatever it throws and stashes it for the calling thread; the
+//   thread's outermost wrapper call (settle, fail, invalidate, retry, set_window, tick, close,
+//   PinnedView::release) rethrows the first one after the C call has returned, so the
+//   library's state change is complete and every other callback of that call was still made:
+//   a `release` that throws never costs another acquisition its release. The others thrown during the same call are in
+//   `loader::suppressed()` on that thread until its next outermost call. A wrapper call made
+//   from inside a callback (a synchronous host settles inside `issue`) never rethrows: what
+//   callbacks threw before it, and what its own callbacks throw (they run after the running
+//   callback returns), is rethrown by the outermost call, so nothing is lost. The exception
+//   is rethrown as it was thrown (its own type), except that a `loader::Error` escaping a
+//   callback comes back with `in_callback()` true: a `loader::Error` with `in_callback()`
+//   false means the call itself was refused and changed nothing (a refused settle accepted
+//   nothing; the host still owns the acquisition). A callback's exception wins over the
+//   call's own error. A thread that ends inside a callback (pthread_exit's forced unwind) is
+//   let through, as the C ABI allows. Destructors and `reset()` cannot throw: they drop what
+//   the release and cancel callbacks they caused threw; `close()` and `release()` rethrow it.
+//
+// Threads. Any thread may call any member function of one Loader concurrently with others,
+//   except move, `close`, `reset` and the destructor, which need no other thread to be in a
+//   call on this Loader. Callbacks run on the thread that made the call, outside the
+//   library's locks, and those of calls on different threads overlap (a `release` on one
+//   while `issue` runs on another; a `release` may even run on another thread before the
+//   `settle` that handed the acquisition over has returned), so the host's callbacks must be
+//   safe to run on every thread that calls in. include/loader.h (THREADS) has the full
+//   contract. A Loader may be closed or destroyed from inside one of its own callbacks: its
+//   callbacks are kept alive until the thread's outermost call returns.
+//
+// Ownership. On a successful settle the loader owns the acquisition and passes it to
+//   `release` exactly once: when its request is retired, its page dropped, or the loader
+//   freed (close, reset or the destructor release every acquisition still held, except those
+//   a pinned view lists, before they return). `Read` owns a copy of its cursor, so a host may
+//   answer it later from any thread; `settle` copies the cursor it is given. `state()`,
+//   `stats()`, `requests()` and `view()` return copies; the acquisitions a `View` lists are
+//   not pinned (a call on another thread may release them at any time). `pin_view()` returns
+//   a `PinnedView`, which owns a pinned view: until it is released (`release()`, or its
+//   destructor), no acquisition it lists is released, so the host may read what they name.
+//   A PinnedView may outlive its Loader; it keeps the Loader's callbacks alive, and the
+//   releases it deferred go through them.
 #ifndef LOADER_HPP
 #define LOADER_HPP
 
+#include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
+#include <new>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
+
+#if __cplusplus >= 202002L && defined(__has_include)
+#if __has_include(<span>)
+#include <span>
+#define LOADER_HPP_SPAN 1
+#endif
+#endif
 
 #include "loader.h"
 
 namespace loader {
 
+// The host's pointer-sized token for whatever holds a page's items.
+using Acquisition = loader_acquisition;
+
 // A failed call: `code()` is the library's result code, `what()` its message.
 class Error : public std::runtime_error {
 public:
-    explicit Error(loader_result code) : std::runtime_error(loader_result_str(static_cast<int32_t>(code))), code_(code) {}
+    explicit Error(loader_result code, bool in_callback = false)
+        : std::runtime_error(loader_result_str(static_cast<std::int32_t>(code))), code_(code), in_callback_(in_callback) {}
     loader_result code() const noexcept { return code_; }
+    // True when a callback let this error escape (a nested call it made was refused); the call
+    // it was rethrown from is then not the one that failed.
+    bool in_callback() const noexcept { return in_callback_; }
 
 private:
     loader_result code_;
+    bool in_callback_;
 };
 
+// Throws `Error` for every result but `LOADER_RESULT_OK`.
 inline void check(loader_result r) {
     if (r != LOADER_RESULT_OK) throw Error(r);
 }
 
-// A read, with the cursor bytes copied out of the callback's argument.
+// A read the loader asks the host to perform. It owns its cursor: keep it, answer it later,
+// from any thread.
 struct Read {
-    uint64_t read_id;
-    uint64_t request_id;
-    loader_kind kind;
-    uint64_t epoch;
-    uint32_t step;
-    std::vector<uint8_t> cursor;
-    uint32_t limit;
+    std::uint64_t read_id = 0;
+    std::uint64_t request_id = 0;
+    loader_kind kind = LOADER_KIND_FINITE;
+    std::uint64_t epoch = 0;
+    std::uint32_t step = 0;
+    std::string cursor{};  // opaque bytes; empty: the source's start
+    std::uint32_t limit = 0;
 };
 
+// The host's callbacks. `issue` and `release` are required; the others may stay empty, and a
+// brace list may leave them out: `loader::Callbacks{on_issue, on_release}`.
 struct Callbacks {
-    std::function<void(const Read &)> issue;          // required
-    std::function<void(uintptr_t)> release;           // required
-    std::function<void()> changed;                    // optional
-    std::function<void(uint64_t)> cancel;             // optional
+    std::function<void(const Read &)> issue{};
+    std::function<void(Acquisition)> release{};
+    std::function<void()> changed{};
+    std::function<void(std::uint64_t)> cancel{};
 };
 
+// The library's default settings (`loader_config_default`).
 inline loader_config default_config() {
-    loader_config c;
+    loader_config c{};
     check(loader_config_default(&c));
     return c;
 }
 
+// Settings: each field left empty keeps the library's default, so a host names only what it
+// changes (`Config cfg; cfg.page_size = 20;`, or `{.page_size = 20}` under C++20).
+struct Config {
+    std::optional<std::uint32_t> page_size{};
+    std::optional<std::uint64_t> prefetch_distance{};
+    std::optional<std::uint64_t> drop_margin{};
+    std::optional<std::uint64_t> backoff_initial_ms{};
+    std::optional<std::uint64_t> backoff_max_ms{};
+    std::optional<double> backoff_multiplier{};
+    std::optional<std::uint32_t> max_auto_retries{};
+    std::optional<std::uint64_t> jitter_seed{};
+    std::optional<bool> recheck_full{};
+
+    // The C settings: the defaults, with every field set here applied.
+    loader_config to_c() const {
+        loader_config c = default_config();
+        if (page_size) c.page_size = *page_size;
+        if (prefetch_distance) c.prefetch_distance = *prefetch_distance;
+        if (drop_margin) c.drop_margin = *drop_margin;
+        if (backoff_initial_ms) c.backoff_initial_ms = *backoff_initial_ms;
+        if (backoff_max_ms) c.backoff_max_ms = *backoff_max_ms;
+        if (backoff_multiplier) c.backoff_multiplier = *backoff_multiplier;
+        if (max_auto_retries) c.max_auto_retries = *max_auto_retries;
+        if (jitter_seed) c.jitter_seed = *jitter_seed;
+        if (recheck_full) c.recheck_full = *recheck_full ? 1 : 0;
+        return c;
+    }
+};
+
+// The view's pages in source order, and whether a repair or full read is pending (the pages
+// are then the old view). A copy: the acquisitions listed are still the loader's.
+struct View {
+    std::vector<loader_page> pages{};
+    bool revalidating = false;
+};
+
+namespace detail {
+
+// One loader's callbacks, on the heap so a Loader can move while the C library holds the
+// pointer as userdata. Shared: a pinned view outliving its Loader still has releases to make.
+struct Host {
+    Callbacks cb;
+};
+
+// One owner's reference to a Host. Allocated with its owner, so that giving it up inside a
+// call (it waits in the thread's list until the outermost call returns: one of the host's
+// callbacks may be running) cannot fail.
+struct HostRef {
+    std::shared_ptr<Host> host;
+    std::unique_ptr<HostRef> next;
+};
+
+// One thread's wrapper calls.
+struct ThreadCalls {
+    unsigned depth = 0;                          // wrapper calls running on this thread
+    std::vector<std::exception_ptr> errors;      // thrown by callbacks during the outermost call
+    std::vector<std::exception_ptr> suppressed;  // all but the first, after it was rethrown
+    bool out_of_memory = false;                  // an exception could not be stashed
+    std::unique_ptr<HostRef> retired;            // given up during the running outermost call
+};
+
+inline ThreadCalls &thread_calls() noexcept {
+    static thread_local ThreadCalls t;
+    return t;
+}
+
+// Runs a callback: what it throws is stashed for the thread's outermost call, never let into
+// the C library. A foreign exception, which no exception_ptr can hold (pthread_exit's forced
+// unwind: the thread is ending), is the one thing let through, as the C ABI allows.
+template <typename F>
+void trampoline(F &&body) {
+    std::exception_ptr caught;
+    try {
+        body();
+        return;
+    } catch (const Error &e) {
+        try {
+            caught = std::make_exception_ptr(Error(e.code(), true));
+        } catch (...) {
+            caught = std::current_exception();  // bad_alloc: still an exception to report
+        }
+    } catch (...) {
+        caught = std::current_exception();
+        if (!caught) throw;
+    }
+    ThreadCalls &t = thread_calls();
+    try {
+        t.errors.push_back(std::move(caught));
+    } catch (...) {
+        t.out_of_memory = true;
+    }
+}
+
+// One wrapper call that may deliver callbacks. `finish` ends it and, at the thread's outermost
+// call, rethrows the first exception a callback threw.
+class Call {
+public:
+    Call() noexcept : t_(thread_calls()) { ++t_.depth; }
+    Call(const Call &) = delete;
+    Call &operator=(const Call &) = delete;
+    // Reached without `finish` only when a forced unwind passes (the thread is ending).
+    ~Call() {
+        if (!done_) leave();
+    }
+
+    void finish() {
+        done_ = true;
+        if (leave()) {
+            if (!t_.errors.empty()) {
+                std::exception_ptr first = t_.errors.front();
+                t_.suppressed.assign(t_.errors.begin() + 1, t_.errors.end());
+                t_.errors.clear();
+                std::rethrow_exception(first);
+            }
+            if (t_.out_of_memory) {
+                t_.out_of_memory = false;
+                throw std::bad_alloc();
+            }
+        }
+    }
+
+private:
+    // Returns whether this was the thread's outermost call; then frees the retired hosts.
+    bool leave() noexcept {
+        if (--t_.depth != 0) return false;
+        t_.suppressed.clear();
+        retire_all(t_);
+        return true;
+    }
+
+public:
+    static void retire_all(ThreadCalls &t) noexcept {
+        while (t.retired) t.retired = std::move(t.retired->next);
+    }
+
+private:
+    ThreadCalls &t_;
+    bool done_ = false;
+};
+
+// Gives up an owner's reference to its Host once the thread's outermost call returns.
+inline void retire(std::unique_ptr<HostRef> ref) noexcept {
+    if (!ref) return;
+    ThreadCalls &t = thread_calls();
+    ref->next = std::move(t.retired);
+    t.retired = std::move(ref);
+    if (t.depth == 0) Call::retire_all(t);
+}
+
+// Makes a C call that may deliver callbacks, as a call that cannot throw: what its callbacks
+// throw is dropped, and what an enclosing call's callbacks threw is kept for that call.
+template <typename F>
+void run_isolated(F &&c_call) noexcept {
+    ThreadCalls &t = thread_calls();
+    std::vector<std::exception_ptr> outer;
+    outer.swap(t.errors);
+    bool outer_oom = std::exchange(t.out_of_memory, false);
+    ++t.depth;
+    c_call();
+    --t.depth;
+    t.errors.swap(outer);
+    t.out_of_memory = outer_oom;
+}
+
+}  // namespace detail
+
+// A contiguous run of entries owned by something else (a pinned view).
+template <typename T>
+class Slice {
+public:
+    Slice() noexcept = default;
+    Slice(const T *data, std::size_t size) noexcept : data_(data), size_(size) {}
+    const T *begin() const noexcept { return data_; }
+    const T *end() const noexcept { return data_ + size_; }
+    const T *data() const noexcept { return data_; }
+    std::size_t size() const noexcept { return size_; }
+    bool empty() const noexcept { return size_ == 0; }
+    const T &operator[](std::size_t i) const noexcept { return data_[i]; }
+
+private:
+    const T *data_ = nullptr;
+    std::size_t size_ = 0;
+};
+
+// A pinned view (`loader_view_acquire`): the view's pages, whether it was revalidating, the
+// loader's state and its live requests, all from one moment. Until it is released, no
+// acquisition it lists is released, so the host may read the items behind every listed page,
+// from any thread. Move-only; the destructor releases it. Any number of threads may read one
+// PinnedView at once; releasing (or destroying) it must not overlap a read. It may outlive
+// its Loader: the releases it deferred are made when it goes, through the Loader's callbacks,
+// which it keeps alive.
+class PinnedView {
+public:
+    PinnedView() noexcept = default;
+    PinnedView(const PinnedView &) = delete;
+    PinnedView &operator=(const PinnedView &) = delete;
+    PinnedView(PinnedView &&o) noexcept
+        : view_(std::exchange(o.view_, nullptr)), host_(std::move(o.host_)), pages_(o.pages_), requests_(o.requests_),
+          revalidating_(o.revalidating_), state_(o.state_) {}
+    PinnedView &operator=(PinnedView &&o) noexcept {
+        if (this != &o) {
+            reset();
+            view_ = std::exchange(o.view_, nullptr);
+            host_ = std::move(o.host_);
+            pages_ = o.pages_;
+            requests_ = o.requests_;
+            revalidating_ = o.revalidating_;
+            state_ = o.state_;
+        }
+        return *this;
+    }
+    ~PinnedView() { reset(); }
+
+    // Whether it still pins anything (not released, not moved from).
+    explicit operator bool() const noexcept { return view_ != nullptr; }
+    // The view's pages in source order; empty once released.
+    Slice<loader_page> pages() const noexcept { return view_ ? pages_ : Slice<loader_page>(); }
+    // The live requests, in id order; empty once released.
+    Slice<loader_request_info> requests() const noexcept { return view_ ? requests_ : Slice<loader_request_info>(); }
+    // A repair or full read was pending or running: the pages are the old view.
+    bool revalidating() const noexcept { return revalidating_; }
+    // The loader's state at that moment.
+    const loader_snapshot &state() const noexcept { return state_; }
+
+    // Unpins: the releases it deferred are made now (or, inside a callback, before the
+    // thread's outermost call returns), and what they throw is rethrown as any call's.
+    void release() {
+        if (view_ == nullptr) return;
+        detail::Call call;
+        loader_result r = loader_view_release(std::exchange(view_, nullptr));
+        detail::retire(std::move(host_));
+        call.finish();
+        check(r);
+    }
+    // As `release`, but cannot throw: what the deferred releases throw is dropped.
+    void reset() noexcept {
+        if (view_ == nullptr) return;
+        loader_view_snapshot *v = std::exchange(view_, nullptr);
+        detail::run_isolated([v] { loader_view_release(v); });
+        detail::retire(std::move(host_));
+    }
+
+private:
+    friend class Loader;
+    // Takes ownership of `view`; `host` keeps the loader's callbacks alive while it is held.
+    PinnedView(loader_view_snapshot *view, std::unique_ptr<detail::HostRef> host) noexcept
+        : view_(view), host_(std::move(host)) {
+        // These only fail on a NULL argument, and none is NULL: on failure they write nothing.
+        const loader_page *pages = nullptr;
+        std::size_t npages = 0;
+        if (loader_view_pages(view_, &pages, &npages, &revalidating_) == LOADER_RESULT_OK) pages_ = {pages, npages};
+        const loader_request_info *reqs = nullptr;
+        std::size_t nreqs = 0;
+        if (loader_view_requests(view_, &reqs, &nreqs) == LOADER_RESULT_OK) requests_ = {reqs, nreqs};
+        (void)loader_view_state(view_, &state_);
+    }
+
+    loader_view_snapshot *view_ = nullptr;
+    std::unique_ptr<detail::HostRef> host_;
+    Slice<loader_page> pages_;
+    Slice<loader_request_info> requests_;
+    bool revalidating_ = false;
+    loader_snapshot state_{};
+};
+
+// The exceptions callbacks threw during this thread's last outermost call, after the first
+// (which that call rethrew). Cleared when the thread's next outermost call returns.
+inline const std::vector<std::exception_ptr> &suppressed() noexcept { return detail::thread_calls().suppressed; }
+
+// One loader: move-only; the destructor frees it.
 class Loader {
 public:
-    explicit Loader(Callbacks callbacks, const loader_config &config = default_config())
-        : host_(std::make_unique<Host>(std::move(callbacks))) {
-        if (!host_->cb.issue || !host_->cb.release) throw Error(LOADER_RESULT_MISSING_CALLBACK);
-        loader_callbacks c{};
-        c.userdata = host_.get();  // stable: the Host lives on the heap across moves
-        c.issue = &Host::on_issue;
-        c.release = &Host::on_release;
-        c.changed = &Host::on_changed;
-        c.cancel = &Host::on_cancel;
-        check(loader_new(&config, &c, &handle_));
-    }
+    explicit Loader(Callbacks callbacks, const Config &config = Config{}) : Loader(std::move(callbacks), config.to_c(), 0) {}
+    // The C settings as they are (from `default_config()`, then changed).
+    Loader(Callbacks callbacks, const loader_config &config) : Loader(std::move(callbacks), config, 0) {}
 
     Loader(const Loader &) = delete;
     Loader &operator=(const Loader &) = delete;
@@ -89,85 +414,166 @@ public:
     }
     ~Loader() { reset(); }
 
-    // Frees the loader now: every held acquisition is released before this returns.
-    void reset() noexcept {
-        if (handle_ != 0) {
-            loader_free(handle_);
-            handle_ = 0;
-        }
+    // Frees the loader: `release` has run for every acquisition it held and `cancel` for every
+    // read outstanding before this returns. Rethrows what those callbacks threw (at the
+    // thread's outermost call). Does nothing on a freed or moved-from Loader.
+    void close() {
+        if (handle_ == 0) return;
+        detail::Call call;
+        loader_result r = loader_free(std::exchange(handle_, 0));
+        detail::retire(std::move(host_));
+        call.finish();
+        check(r);
     }
 
+    // As `close`, but cannot throw: what the callbacks of the free throw is dropped. Any
+    // exception stashed by an enclosing call on this thread is kept for it.
+    void reset() noexcept {
+        if (handle_ == 0) return;
+        loader_handle h = std::exchange(handle_, 0);
+        detail::run_isolated([h] { loader_free(h); });
+        detail::retire(std::move(host_));
+    }
+
+    // The C handle, for the C functions the wrapper does not cover. Exceptions of callbacks
+    // made during a C call made directly are rethrown by this thread's next wrapper call.
     loader_handle handle() const noexcept { return handle_; }
 
-    loader_answer settle(uint64_t read_id, uintptr_t acquisition, uint32_t count,
-                         const std::vector<uint8_t> &next_cursor, bool end_of_source) {
-        loader_answer a{};
-        check(loader_settle(handle_, read_id, acquisition, count, next_cursor.empty() ? nullptr : next_cursor.data(),
-                            next_cursor.size(), end_of_source, &a));
+    // Answers `read_id` with `count` items held by `acquisition` and the cursor after them.
+    // Returns how the answer was classified; throws `Error` (with `in_callback()` false) if
+    // refused, and then the host still owns `acquisition`.
+    loader_answer settle(std::uint64_t read_id, Acquisition acquisition, std::uint32_t count,
+                         std::string_view next_cursor, bool end_of_source) {
+        return settle_bytes(read_id, acquisition, count, reinterpret_cast<const std::uint8_t *>(next_cursor.data()),
+                            next_cursor.size(), end_of_source);
+    }
+#ifdef LOADER_HPP_SPAN
+    loader_answer settle(std::uint64_t read_id, Acquisition acquisition, std::uint32_t count,
+                         std::span<const std::uint8_t> next_cursor, bool end_of_source) {
+        return settle_bytes(read_id, acquisition, count, next_cursor.data(), next_cursor.size(), end_of_source);
+    }
+#endif
+    // Answers `read_id` with a failure; `code` is the host's own.
+    loader_answer fail(std::uint64_t read_id, std::int32_t code) {
+        loader_answer a = LOADER_ANSWER_CURRENT;
+        run([&] { return loader_fail(handle_, read_id, code, &a); });
         return a;
     }
-    loader_answer fail(uint64_t read_id, int32_t code) {
-        loader_answer a{};
-        check(loader_fail(handle_, read_id, code, &a));
-        return a;
-    }
-    void invalidate() { check(loader_invalidate(handle_)); }
+    void invalidate() { run([&] { return loader_invalidate(handle_); }); }
+    // Retries a recorded own failure now; returns whether a read started.
     bool retry() {
         bool started = false;
-        check(loader_retry(handle_, &started));
+        run([&] { return loader_retry(handle_, &started); });
         return started;
     }
-    void set_window(uint64_t start, uint64_t len) { check(loader_set_window(handle_, start, len)); }
-    void tick(uint64_t now_ms) { check(loader_tick(handle_, now_ms)); }
-    std::optional<uint64_t> next_deadline() const {
+    void set_window(std::uint64_t start, std::uint64_t len) { run([&] { return loader_set_window(handle_, start, len); }); }
+    void tick(std::uint64_t now_ms) { run([&] { return loader_tick(handle_, now_ms); }); }
+
+    // When to call `tick` next, if a backoff retry is armed.
+    std::optional<std::uint64_t> next_deadline() const {
         bool armed = false;
-        uint64_t at = 0;
+        std::uint64_t at = 0;
         check(loader_next_deadline(handle_, &armed, &at));
-        return armed ? std::optional<uint64_t>(at) : std::nullopt;
+        return armed ? std::optional<std::uint64_t>(at) : std::nullopt;
     }
+    // The spec's abstract state and the loader's counts.
     loader_snapshot state() const {
         loader_snapshot s{};
         check(loader_state(handle_, &s));
         return s;
     }
-    std::vector<loader_request_info> requests() const {
-        return list<loader_request_info>([this](loader_request_info *out, size_t cap, size_t *len) {
-            return loader_requests(handle_, out, cap, len);
-        });
+    // Counters since the loader was created.
+    loader_counts stats() const {
+        loader_counts c{};
+        check(loader_stats(handle_, &c));
+        return c;
     }
-    std::vector<loader_page> view(bool *revalidating = nullptr) const {
-        return list<loader_page>([this, revalidating](loader_page *out, size_t cap, size_t *len) {
-            return loader_view(handle_, out, cap, len, revalidating);
+    // Every live request, in id order.
+    std::vector<loader_request_info> requests() const {
+        return list<loader_request_info>(
+            [this](loader_request_info *out, std::size_t cap, std::size_t *len) { return loader_requests(handle_, out, cap, len); });
+    }
+    // Pins the view: see PinnedView. No callback runs.
+    PinnedView pin_view() const {
+        if (!host_) throw Error(LOADER_RESULT_INVALID_HANDLE);  // closed or moved from
+        auto ref = std::make_unique<detail::HostRef>();
+        ref->host = host_->host;
+        loader_view_snapshot *v = nullptr;
+        check(loader_view_acquire(handle_, &v));
+        return PinnedView(v, std::move(ref));
+    }
+    // A copy of the view's pages and whether they are being revalidated. Its acquisitions are
+    // not pinned: use pin_view() to read what they name while other threads call in.
+    View view() const {
+        View v;
+        v.pages = list<loader_page>([this, &v](loader_page *out, std::size_t cap, std::size_t *len) {
+            return loader_view(handle_, out, cap, len, &v.revalidating);
         });
+        return v;
     }
 
 private:
-    struct Host {
-        explicit Host(Callbacks c) : cb(std::move(c)) {}
-        Callbacks cb;
-        static void on_issue(void *ud, const loader_read *r) {
-            const uint8_t *p = r->cursor;
-            Read read{r->read_id, r->request_id, r->kind, r->epoch, r->step,
-                      std::vector<uint8_t>(p, p + (p ? r->cursor_len : 0)), r->limit};
-            static_cast<Host *>(ud)->cb.issue(read);
-        }
-        static void on_release(void *ud, uintptr_t acquisition) { static_cast<Host *>(ud)->cb.release(acquisition); }
-        static void on_changed(void *ud) {
-            auto &f = static_cast<Host *>(ud)->cb.changed;
-            if (f) f();
-        }
-        static void on_cancel(void *ud, uint64_t read_id) {
-            auto &f = static_cast<Host *>(ud)->cb.cancel;
-            if (f) f(read_id);
-        }
-    };
+    Loader(Callbacks callbacks, const loader_config &config, int) : host_(std::make_unique<detail::HostRef>()) {
+        if (!callbacks.issue || !callbacks.release) throw Error(LOADER_RESULT_MISSING_CALLBACK);
+        host_->host = std::make_shared<detail::Host>();
+        detail::Host *host = host_->host.get();
+        host->cb = std::move(callbacks);
+        loader_callbacks c{};
+        c.userdata = host;
+        c.issue = &on_issue;
+        c.release = &on_release;
+        c.changed = host->cb.changed ? &on_changed : nullptr;
+        c.cancel = host->cb.cancel ? &on_cancel : nullptr;
+        check(loader_new(&config, &c, &handle_));
+    }
+
+    template <typename F>
+    static void run(F &&c_call) {
+        detail::Call call;
+        loader_result r = c_call();
+        call.finish();
+        check(r);
+    }
+
+    loader_answer settle_bytes(std::uint64_t read_id, Acquisition acquisition, std::uint32_t count,
+                               const std::uint8_t *cursor, std::size_t cursor_len, bool end_of_source) {
+        loader_answer a = LOADER_ANSWER_CURRENT;
+        run([&] {
+            return loader_settle(handle_, read_id, acquisition, count, cursor_len ? cursor : nullptr, cursor_len,
+                                 end_of_source, &a);
+        });
+        return a;
+    }
+
+    static void on_issue(void *ud, const loader_read *r) {
+        detail::trampoline([&] {
+            Read read;
+            read.read_id = r->read_id;
+            read.request_id = r->request_id;
+            read.kind = r->kind;
+            read.epoch = r->epoch;
+            read.step = r->step;
+            if (r->cursor != nullptr) read.cursor.assign(reinterpret_cast<const char *>(r->cursor), r->cursor_len);
+            read.limit = r->limit;
+            static_cast<detail::Host *>(ud)->cb.issue(read);
+        });
+    }
+    static void on_release(void *ud, loader_acquisition acquisition) {
+        detail::trampoline([&] { static_cast<detail::Host *>(ud)->cb.release(acquisition); });
+    }
+    static void on_changed(void *ud) {
+        detail::trampoline([&] { static_cast<detail::Host *>(ud)->cb.changed(); });
+    }
+    static void on_cancel(void *ud, std::uint64_t read_id) {
+        detail::trampoline([&] { static_cast<detail::Host *>(ud)->cb.cancel(read_id); });
+    }
 
     // Calls a capacity/out_len listing function until the buffer fits.
     template <typename T, typename F>
     static std::vector<T> list(F call) {
         std::vector<T> out(16);
         for (;;) {
-            size_t len = 0;
+            std::size_t len = 0;
             loader_result r = call(out.data(), out.size(), &len);
             if (r == LOADER_RESULT_BUFFER_TOO_SMALL) {
                 out.resize(len);
@@ -180,7 +586,7 @@ private:
     }
 
     loader_handle handle_ = 0;
-    std::unique_ptr<Host> host_;
+    std::unique_ptr<detail::HostRef> host_;  // this Loader's reference to its callbacks
 };
 
 }  // namespace loader
