@@ -161,6 +161,9 @@ c-test-asan: test-lib | $(OUT)
 	    c-tests/test_main.c $(TEST_RPATH) -o $(OUT)/test_asan
 	RUST_BACKTRACE=0 $(OUT)/test_asan
 	$(CC) $(CTEST_FLAGS) -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all \
+	    c-tests/views.c $(TEST_RPATH) -o $(OUT)/views_asan
+	RUST_BACKTRACE=0 $(OUT)/views_asan
+	$(CC) $(CTEST_FLAGS) -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all \
 	    c-tests/thread_exit.c $(TEST_RPATH) -lpthread -o $(OUT)/thread_exit_asan
 	$(OUT)/thread_exit_asan
 	$(CC) -std=c11 $(WARN) -g -O1 -Iinclude -DLOADER_TESTING -fsanitize=address,undefined -fno-sanitize-recover=all \
@@ -171,6 +174,9 @@ c-test-valgrind: test-lib | $(OUT)
 	$(CC) $(CTEST_FLAGS) c-tests/test_main.c $(TEST_RPATH) -o $(OUT)/test_plain
 	RUST_BACKTRACE=0 valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,possible \
 	    $(OUT)/test_plain
+	$(CC) $(CTEST_FLAGS) c-tests/views.c $(TEST_RPATH) -o $(OUT)/views_plain
+	RUST_BACKTRACE=0 valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,possible \
+	    $(OUT)/views_plain
 	$(CC) $(CTEST_FLAGS) c-tests/thread_exit.c $(TEST_RPATH) -lpthread -o $(OUT)/thread_exit_plain
 	valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,possible \
 	    $(OUT)/thread_exit_plain

@@ -17,7 +17,7 @@ static loader_result answer_filtered(host *h, const pending_read *p, loader_answ
     put_be64(next, end);
     uint64_t acq = h->next_acq++;
     h->accepted[acq] = 1;
-    loader_result r = loader_settle(h->handle, p->read_id, (uintptr_t)acq, kept, next,
+    loader_result r = loader_settle(h->handle, p->read_id, (loader_acquisition)acq, kept, next,
                                     sizeof next, end == h->source_len, out);
     if (r != LOADER_RESULT_OK) h->accepted[acq] = 0;
     return r;
@@ -71,7 +71,7 @@ static void an_empty_page_that_repeats_its_cursor_is_a_stall(void) {
     uint64_t acq = h->next_acq++;
     h->accepted[acq] = 1;
     loader_answer a;
-    CHECK_CODE(loader_settle(h->handle, p.read_id, (uintptr_t)acq, 0, p.cursor, p.cursor_len,
+    CHECK_CODE(loader_settle(h->handle, p.read_id, (loader_acquisition)acq, 0, p.cursor, p.cursor_len,
                              false, &a),
                LOADER_RESULT_OK);
     CHECK(a == LOADER_ANSWER_CURSOR_STALLED);

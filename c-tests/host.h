@@ -110,7 +110,7 @@ static void cb_issue(void *userdata, const loader_read *read) {
     }
 }
 
-static void cb_release(void *userdata, uintptr_t acquisition) {
+static void cb_release(void *userdata, loader_acquisition acquisition) {
     host *h = (host *)userdata;
     if (acquisition >= MAX_ACQ || !h->accepted[acquisition] || h->released[acquisition]) {
         h->bad_releases++;
@@ -190,7 +190,7 @@ static loader_result answer(host *h, const pending_read *p) {
     loader_answer a;
     /* Marked before the call: the loader may release it before loader_settle returns. */
     if (acq < MAX_ACQ) h->accepted[acq] = 1;
-    loader_result r = loader_settle(h->handle, p->read_id, (uintptr_t)acq, (uint32_t)(end - at),
+    loader_result r = loader_settle(h->handle, p->read_id, (loader_acquisition)acq, (uint32_t)(end - at),
                                     next, sizeof next, end == h->source_len, &a);
     if (r != LOADER_RESULT_OK && acq < MAX_ACQ) h->accepted[acq] = 0;
     return r;
@@ -224,7 +224,8 @@ static inline int states_equal(const loader_snapshot *a, const loader_snapshot *
            a->revalidating == b->revalidating && a->end_of_source == b->end_of_source &&
            a->covered_start == b->covered_start && a->covered_end == b->covered_end &&
            a->window_start == b->window_start && a->window_len == b->window_len &&
-           a->accepted == b->accepted && a->released == b->released;
+           a->accepted == b->accepted && a->released == b->released &&
+           a->quiescent == b->quiescent;
 }
 
 static loader_snapshot state_of(host *h) {

@@ -45,7 +45,7 @@ static void hi_issue(void *ud, const loader_read *r) {
     if (r->read_id > max_issued) max_issued = r->read_id;
     cb_issue(ud, r);
 }
-static void hi_release(void *ud, uintptr_t acq) {
+static void hi_release(void *ud, loader_acquisition acq) {
     if (freed_flag) callbacks_after_free++;
     cb_release(ud, acq);
 }
@@ -180,7 +180,7 @@ static void a_host_that_never_answers_superseded_reads(void) {
     uint64_t acq = h->next_acq++;
     h->accepted[acq] = 1;
     loader_answer a = LOADER_ANSWER_CURRENT;
-    CHECK_CODE(loader_settle(h->handle, p.read_id, (uintptr_t)acq, 0, NULL, 0, false, &a), LOADER_RESULT_OK);
+    CHECK_CODE(loader_settle(h->handle, p.read_id, (loader_acquisition)acq, 0, NULL, 0, false, &a), LOADER_RESULT_OK);
     CHECK(a == LOADER_ANSWER_STALE);
     drain(h);
     s = state_of(h);
@@ -365,7 +365,7 @@ static void *t_answer(void *arg) {
     unsigned long acq = atomic_fetch_add(&t_next_acq, 1);
     if (acq < T_MAX_ACQ) {
         atomic_store(&t_accepted[acq], 1);
-        loader_result r = loader_settle(t_handle, j.read_id, (uintptr_t)acq, (uint32_t)(end - j.at), next,
+        loader_result r = loader_settle(t_handle, j.read_id, (loader_acquisition)acq, (uint32_t)(end - j.at), next,
                                         sizeof next, end == T_SOURCE, NULL);
         if (r == LOADER_RESULT_OK) {
             atomic_fetch_add(&t_ok, 1);
@@ -404,7 +404,7 @@ static void t_issue(void *ud, const loader_read *r) {
     pthread_attr_destroy(&attr);
 }
 
-static void t_release(void *ud, uintptr_t acq) {
+static void t_release(void *ud, loader_acquisition acq) {
     (void)ud;
     t_where();
     if (acq >= T_MAX_ACQ || !atomic_load(&t_accepted[acq]) || atomic_exchange(&t_released[acq], 1))
@@ -517,7 +517,7 @@ static void answers_from_a_fresh_thread_every_time(void) {
 static loader_result settle_cursor(host *h, const pending_read *p, uint32_t count, const uint8_t *cur, size_t len) {
     uint64_t acq = h->next_acq++;
     h->accepted[acq] = 1;
-    loader_result r = loader_settle(h->handle, p->read_id, (uintptr_t)acq, count, cur, len, false, NULL);
+    loader_result r = loader_settle(h->handle, p->read_id, (loader_acquisition)acq, count, cur, len, false, NULL);
     if (r != LOADER_RESULT_OK) h->accepted[acq] = 0;
     return r;
 }
@@ -636,7 +636,7 @@ static loader_result answer_class(host *h, const pending_read *p, loader_answer 
     put_be64(next, end);
     uint64_t acq = h->next_acq++;
     h->accepted[acq] = 1;
-    loader_result r = loader_settle(h->handle, p->read_id, (uintptr_t)acq, (uint32_t)(end - at), next,
+    loader_result r = loader_settle(h->handle, p->read_id, (loader_acquisition)acq, (uint32_t)(end - at), next,
                                     sizeof next, end == h->source_len, a);
     if (r != LOADER_RESULT_OK) h->accepted[acq] = 0;
     return r;
@@ -660,7 +660,7 @@ static void answer_inside_cancel(host *h, uint64_t read_id) {
         uint64_t at = p.cursor_len == 8 ? get_be64(p.cursor) : 0;
         uint8_t next[8];
         put_be64(next, at + 1);
-        hook_result = loader_settle(h->handle, read_id, (uintptr_t)acq, 1, next, 8, false, &hook_answer);
+        hook_result = loader_settle(h->handle, read_id, (loader_acquisition)acq, 1, next, 8, false, &hook_answer);
         if (hook_result != LOADER_RESULT_OK) h->accepted[acq] = 0;
         return;
     }
@@ -720,7 +720,7 @@ static void the_cancellation_hint(void) {
     uint8_t next[8];
     put_be64(next, 8);
     loader_answer a = LOADER_ANSWER_CURRENT;
-    CHECK_CODE(loader_settle(h->handle, late.read_id, (uintptr_t)acq, 4, next, 8, false, &a), LOADER_RESULT_OK);
+    CHECK_CODE(loader_settle(h->handle, late.read_id, (loader_acquisition)acq, 4, next, 8, false, &a), LOADER_RESULT_OK);
     CHECK(a == LOADER_ANSWER_STALE);
     free_host(h);
 

@@ -4,7 +4,7 @@
 #include <string.h>
 
 static void on_issue(void *ud, const loader_read *r) { *(uint64_t *)ud = r->read_id; }
-static void on_release(void *ud, uintptr_t acq) { (void)ud; (void)acq; }
+static void on_release(void *ud, loader_acquisition acq) { (void)ud; (void)acq; }
 
 int main(void) {
     uint64_t last = 0;

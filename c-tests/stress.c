@@ -53,7 +53,7 @@ static void on_issue(void *ud, const loader_read *r) {
     pthread_mutex_unlock(&qlock);
 }
 
-static void on_release(void *ud, uintptr_t acq) {
+static void on_release(void *ud, loader_acquisition acq) {
     (void)ud;
     if (acq >= MAX_ACQ || atomic_load(&accepted[acq]) == 0) {
         atomic_fetch_add(&bad_releases, 1);
@@ -101,7 +101,7 @@ static void *answerer(void *arg) {
         if (acq >= MAX_ACQ) break;
         atomic_store(&accepted[acq], 1);
         loader_answer a;
-        loader_result r = loader_settle(handle, j.read_id, (uintptr_t)acq, (uint32_t)(end - j.at), next, 8,
+        loader_result r = loader_settle(handle, j.read_id, (loader_acquisition)acq, (uint32_t)(end - j.at), next, 8,
                                         end == SOURCE_LEN, &a);
         if (r == LOADER_RESULT_OK) {
             atomic_fetch_add(&settled_ok, 1);

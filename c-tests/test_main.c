@@ -250,7 +250,7 @@ typedef struct row {
 
 static loader_result settle_with(host *h, uint64_t read_id, uint32_t count, const uint8_t *cur, size_t len) {
     loader_answer a;
-    return loader_settle(h->handle, read_id, (uintptr_t)60000, count, cur, len, false, &a);
+    return loader_settle(h->handle, read_id, (loader_acquisition)60000, count, cur, len, false, &a);
 }
 static loader_result r_unknown(host *h, const pending_read *o, const pending_read *d) {
     (void)o; (void)d;

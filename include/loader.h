@@ -33,6 +33,14 @@
 #include <stddef.h>
 
 /**
+ * The host's pointer-sized token for whatever holds one answer's items (a buffer, a row set,
+ * an index into a table). The loader never dereferences it: it hands it back, unchanged, to
+ * `release`. Tokens need not be distinct, but a pinned view defers the release of every
+ * acquisition whose token equals one it lists.
+ */
+typedef uintptr_t loader_acquisition;
+
+/**
  * The longest cursor accepted, in bytes.
  */
 #define LOADER_MAX_CURSOR_LEN 4096
@@ -269,6 +277,17 @@ typedef enum loader_request_state {
 } loader_request_state;
 
 /**
+ * A pinned view: the view's pages, whether it is revalidating, a copy of the loader's state
+ * and its live requests, all from one moment. Opaque; made by `loader_view_acquire`, read
+ * with `loader_view_pages`, `loader_view_requests` and `loader_view_state`, freed by
+ * `loader_view_release`. The acquisitions it lists are not released while it is held.
+ *
+ * Immutable once made: any number of threads may read one view at the same time; releasing
+ * it must not overlap a read of it.
+ */
+typedef struct loader_view_snapshot loader_view_snapshot;
+
+/**
  * Loader settings. Fill one with `loader_config_default`, then change fields.
  */
 typedef struct loader_config {
@@ -353,23 +372,35 @@ typedef struct loader_read {
 } loader_read;
 
 /**
- * Called to start a read. The host answers it later, exactly once, from any thread.
+ * Called to start a read. The host answers it later, exactly once, from any thread, with
+ * `loader_settle` or `loader_fail`. The read is valid only during the call: copy its cursor.
  */
 typedef void (*loader_issue_fn)(void *userdata, const struct loader_read *read);
 
 /**
- * Called exactly once for every acquisition the loader accepted, when it is done with it.
+ * Called exactly once for every acquisition the loader accepted (a `loader_settle` that
+ * returned `LOADER_RESULT_OK`), when it is done with it; never for one it did not accept.
+ * Once it is called the host may free what the token names. While a pinned view
+ * (`loader_view_acquire`) lists the acquisition, the call is deferred until the last such
+ * view is released.
  */
-typedef void (*loader_release_fn)(void *userdata, size_t acquisition);
+typedef void (*loader_release_fn)(void *userdata, loader_acquisition acquisition);
 
 /**
- * Called after the view or the state changed.
+ * Called after a call changed the view or the ledger state, once per call at most, after
+ * the call's `issue`, `release` and `cancel` callbacks (a nested call from a callback has its
+ * own). `loader_state` and `loader_view_acquire` then see the new state.
  */
 typedef void (*loader_changed_fn)(void *userdata);
 
 /**
- * Called once for each read whose answer is no longer needed (it was superseded, or the
- * loader was freed). A hint: the host may abort the read, or answer it anyway.
+ * A hint that a read's answer is no longer needed: sent when the read's request is
+ * superseded, and again by `loader_free` if the read is still outstanding then (so a read may
+ * get two). The read stays outstanding: until it is answered with `loader_settle` or
+ * `loader_fail`, the loader counts it in `outstanding_reads` and its request stays in flight,
+ * which can hold back the next read of its kind. A host that aborts the read must still
+ * answer it, with `loader_fail` (any code); an answer is classified stale. After
+ * `loader_free` no answer is needed (it would return `LOADER_RESULT_STALE_HANDLE`).
  */
 typedef void (*loader_cancel_fn)(void *userdata, uint64_t read_id);
 
@@ -495,9 +526,17 @@ typedef struct loader_snapshot {
    */
   uint64_t accepted;
   /**
-   * Acquisitions released so far.
+   * Acquisitions the loader let go of so far. It counts a release that a pinned view
+   * defers when the loader lets go, not when the callback runs.
    */
   uint64_t released;
+  /**
+   * Nothing is left to do until the host calls again: no read outstanding, no repair or
+   * full read pending or running (so not `revalidating`), no failure recorded, and the
+   * ledger quiescent (phase idle, no debt, nothing in flight). A host that waits for the
+   * loader to settle down (a test, a batch job) waits for this.
+   */
+  bool quiescent;
 } loader_snapshot;
 
 /**
@@ -591,7 +630,7 @@ typedef struct loader_page {
   /**
    * The host's token for the page's items. Still owned by the loader.
    */
-  size_t acquisition;
+  loader_acquisition acquisition;
   /**
    * Items in the page.
    */
@@ -698,7 +737,7 @@ enum loader_result loader_invalidate(loader_handle handle);
  */
 enum loader_result loader_settle(loader_handle handle,
                                  uint64_t read_id,
-                                 size_t acquisition,
+                                 loader_acquisition acquisition,
                                  uint32_t count,
                                  const uint8_t *next_cursor,
                                  size_t next_cursor_len,
@@ -795,6 +834,85 @@ enum loader_result loader_view(loader_handle handle,
                                size_t capacity,
                                size_t *out_len,
                                bool *out_revalidating);
+
+/**
+ * Pins the view: allocates a snapshot of the view's pages, whether it is revalidating, the
+ * loader's state (as `loader_state` gives it) and its live requests (as `loader_requests`
+ * lists them), all taken under one lock, and writes it to `*out_view`. No callback runs.
+ *
+ * While the snapshot is held, no acquisition it lists is released: a call (on any thread)
+ * that lets go of one defers its `release` callback, and `loader_view_release` of the last
+ * snapshot listing it delivers it. So the items behind every listed acquisition may be read
+ * until the snapshot is released, from any thread. Release every snapshot: a snapshot held
+ * forever holds its acquisitions forever. Taking one costs one allocation and a copy of the
+ * pages and requests; it does not block other calls longer than `loader_view` does.
+ *
+ * `out_view` is required. `LOADER_RESULT_POISONED` on a poisoned loader.
+ *
+ * # Safety
+ * `out_view` is NULL or valid for a write.
+ */
+enum loader_result loader_view_acquire(loader_handle handle,
+                                       struct loader_view_snapshot **out_view);
+
+/**
+ * The pinned view's pages in source order: `*out_pages` points to `*out_len` entries (NULL
+ * when there are none), owned by the snapshot and valid until `loader_view_release`;
+ * `*out_revalidating` (if not NULL) is true when a repair or full read was pending or running
+ * and the pages are the old view. `view`, `out_pages` and `out_len` are required.
+ *
+ * # Safety
+ * `view` is NULL or a snapshot from `loader_view_acquire` not yet released; each out-pointer
+ * is NULL or valid for a write.
+ */
+enum loader_result loader_view_pages(const struct loader_view_snapshot *view,
+                                     const struct loader_page **out_pages,
+                                     size_t *out_len,
+                                     bool *out_revalidating);
+
+/**
+ * The live requests when the view was pinned, in id order: `*out_requests` points to
+ * `*out_len` entries (NULL when there are none), owned by the snapshot and valid until
+ * `loader_view_release`. All three arguments are required. This is the way to list the
+ * requests without a grow-and-retry loop; `loader_requests` copies into the caller's array.
+ *
+ * # Safety
+ * As `loader_view_pages`.
+ */
+enum loader_result loader_view_requests(const struct loader_view_snapshot *view,
+                                        const struct loader_request_info **out_requests,
+                                        size_t *out_len);
+
+/**
+ * Copies the loader's state when the view was pinned (as `loader_state` gave it then) to
+ * `*out`. Both arguments are required.
+ *
+ * # Safety
+ * `view` as for `loader_view_pages`; `out` is NULL or valid for a write.
+ */
+enum loader_result loader_view_state(const struct loader_view_snapshot *view,
+                                     struct loader_snapshot *out);
+
+/**
+ * Releases a pinned view and frees it; NULL is accepted and does nothing. Every `release`
+ * callback it deferred whose acquisition no other pinned view lists runs now, on the calling
+ * thread, before this returns (from inside a callback: after the callbacks already queued on
+ * the thread, before the outermost call returns), like any call's callbacks.
+ *
+ * It works after `loader_free` and on a poisoned loader: `loader_free` defers the release of
+ * every acquisition a pinned view lists, and the last `loader_view_release` listing it makes
+ * it. So `userdata` must stay valid until every view of the loader is released.
+ *
+ * Releasing a view twice, or using it after it is released, is undefined behaviour, like
+ * `free`. A `release` callback that ends its thread or throws unwinds out of this call; the
+ * view is freed by then, and the releases after it are made by the next call into the
+ * loader (none if it was freed).
+ *
+ * # Safety
+ * `view` is NULL or a snapshot from `loader_view_acquire` not yet released, that no other
+ * thread is reading.
+ */
+enum loader_result loader_view_release(struct loader_view_snapshot *view);
 
 #if defined(LOADER_TESTING)
 /**

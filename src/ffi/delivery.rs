@@ -74,6 +74,19 @@ pub(crate) fn event_with<T>(
     r
 }
 
+/// Delivers `effects` for `inst` on this thread, as an event's callbacks are delivered: at
+/// once, or, from inside a callback, after those already queued. For a call that produced
+/// effects without an event (a view released).
+pub(crate) fn deliver(inst: &Arc<Instance>, mut effects: Vec<Effect>) -> Result<(), loader_result> {
+    let owner = boundary(Err(loader_result::Panic), || {
+        Ok(enqueue(inst, &mut effects))
+    })?;
+    if owner {
+        drain();
+    }
+    Ok(())
+}
+
 /// Queues the effects stranded on `inst`, then `effects`; true if this frame must run the
 /// delivery loop (no loop runs on this thread yet).
 fn enqueue(inst: &Arc<Instance>, effects: &mut Vec<Effect>) -> bool {

@@ -8,7 +8,7 @@ use super::instance::{loader_handle, lookup};
 use super::panic::boundary;
 use super::pointer::{cursor, finish, widen, Out};
 use super::result::{code, loader_result};
-use super::types::loader_answer;
+use super::types::{loader_acquisition, loader_answer};
 
 /// The source changed. Starts a repair or full read as the rules say (through `issue`).
 #[no_mangle]
@@ -45,7 +45,7 @@ pub extern "C-unwind" fn loader_invalidate(handle: loader_handle) -> loader_resu
 pub unsafe extern "C-unwind" fn loader_settle(
     handle: loader_handle,
     read_id: u64,
-    acquisition: usize,
+    acquisition: loader_acquisition,
     count: u32,
     next_cursor: *const u8,
     next_cursor_len: usize,

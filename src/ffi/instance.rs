@@ -1,10 +1,11 @@
 //! The loaders a host holds: the process-wide handle registry, and what each handle names (a
-//! loader under its lock, the host's callbacks, the poisoned and freed flags, and the
-//! callbacks stranded by a thread that ended mid-delivery).
+//! loader under its lock, the host's callbacks, the poisoned and freed flags, the pins of the
+//! host's views, and the callbacks stranded by a thread that ended mid-delivery).
 //!
 //! Nothing here runs a callback: [`crate::ffi::delivery`] does, outside every lock.
 
 use super::handle::HandleTable;
+use super::pins::Pins;
 use super::result::loader_result;
 use super::types::loader_callbacks;
 use crate::loader::{Effect, Loader, LoaderError};
@@ -33,6 +34,9 @@ pub(crate) struct Instance {
     host: Host,
     poisoned: AtomicBool,
     freed: AtomicBool,
+    /// The acquisitions pinned views list, and the releases held back for them. Locked inside
+    /// `loader` (or alone): the loader's lock, then this one.
+    pins: Mutex<Pins>,
     /// Effects a thread had queued for this loader when a callback ended that thread (or
     /// threw through it): delivered by the next call into this loader, from any thread.
     stranded: Mutex<Vec<Effect>>,
@@ -57,6 +61,7 @@ pub(crate) fn register(
         host: Host(callbacks),
         poisoned: AtomicBool::new(false),
         freed: AtomicBool::new(false),
+        pins: Mutex::new(Pins::default()),
         stranded: Mutex::new(Vec::new()),
         has_stranded: AtomicBool::new(false),
     });
@@ -73,8 +78,8 @@ pub(crate) fn unregister(handle: loader_handle) -> Result<Arc<Instance>, loader_
 
 impl Instance {
     /// Runs `f` on the loader under its lock, and appends the effects the call produced to
-    /// `effects` (after any `f` added itself). A panic in `f` poisons the loader; the caller
-    /// must then drop `effects` undelivered.
+    /// `effects` (after any `f` added itself), less the releases a pinned view holds back. A
+    /// panic in `f` poisons the loader; the caller must then drop `effects` undelivered.
     pub(crate) fn call<T>(
         &self,
         effects: &mut Vec<Effect>,
@@ -87,6 +92,8 @@ impl Instance {
         match std::panic::catch_unwind(AssertUnwindSafe(|| f(&mut loader, effects))) {
             Ok(r) => {
                 loader.drain_effects_into(effects);
+                // Still under the loader's lock: no view can pin or list these meanwhile.
+                self.pins.lock().hold_back(effects);
                 r.map_err(loader_result::from)
             }
             Err(_) => {
@@ -104,16 +111,40 @@ impl Instance {
         Ok(f(&self.loader.lock()))
     }
 
+    /// Reads the loader under its lock with `f`, which returns what it read and the tokens of
+    /// the acquisitions it listed; those are pinned before the lock is let go.
+    pub(crate) fn pin<T>(
+        &self,
+        f: impl FnOnce(&Loader) -> (T, Vec<u64>),
+    ) -> Result<(T, Vec<u64>), loader_result> {
+        if self.poisoned.load(Ordering::Acquire) {
+            return Err(loader_result::Poisoned);
+        }
+        let loader = self.loader.lock();
+        let (value, tokens) = f(&loader);
+        self.pins.lock().pin(tokens.iter().copied());
+        Ok((value, tokens))
+    }
+
+    /// Unpins `tokens` once each (a view is released) and returns the releases now due. Takes
+    /// only the pins' lock: it works on a poisoned or freed loader too.
+    pub(crate) fn unpin(&self, tokens: &[u64]) -> Vec<Effect> {
+        self.pins.lock().unpin(tokens.iter().copied())
+    }
+
     /// Closes the loader and returns what closing it produced: a `release` for every
-    /// acquisition it held and a `cancel` for every read outstanding. A poisoned loader is
+    /// acquisition it held (less those a pinned view holds back: they follow when their last
+    /// view is released) and a `cancel` for every read outstanding. A poisoned loader is
     /// closed too; if closing panics, what it would have produced is lost.
     pub(crate) fn close(&self) -> Vec<Effect> {
         let mut loader = self.loader.lock();
-        std::panic::catch_unwind(AssertUnwindSafe(|| {
+        let mut effects = std::panic::catch_unwind(AssertUnwindSafe(|| {
             loader.close();
             loader.take_effects()
         }))
-        .unwrap_or_default()
+        .unwrap_or_default();
+        self.pins.lock().hold_back(&mut effects);
+        effects
     }
 
     /// The host's callbacks.

@@ -9,7 +9,7 @@ use super::types::{loader_counts, loader_page, loader_request_info, loader_snaps
 use crate::loader::Loader;
 
 /// The spec's abstract state and the loader's counts, as `loader_state` reports them.
-fn snapshot(l: &Loader) -> loader_snapshot {
+pub(super) fn snapshot(l: &Loader) -> loader_snapshot {
     let s = l.ledger().snapshot();
     let st = l.stats();
     let (covered_start, covered_end) = l.covered();
@@ -37,7 +37,38 @@ fn snapshot(l: &Loader) -> loader_snapshot {
         window_len,
         accepted: st.accepted,
         released: st.released,
+        quiescent: l.ledger().is_quiescent()
+            && !l.revalidating()
+            && s.failure == crate::ledger::Failure::None
+            && l.outstanding_reads() == 0,
     }
+}
+
+/// The live requests in id order, as `loader_requests` lists them.
+pub(super) fn requests(l: &Loader) -> Vec<loader_request_info> {
+    l.ledger()
+        .requests()
+        .into_iter()
+        .map(|(id, r)| loader_request_info {
+            id,
+            kind: r.kind.into(),
+            epoch: r.ep,
+            state: r.st.into(),
+            superseded: r.sup,
+        })
+        .collect()
+}
+
+/// The view's pages in source order, as `loader_view` lists them.
+pub(super) fn pages(l: &Loader) -> Vec<loader_page> {
+    l.pages()
+        .map(|p| loader_page {
+            acquisition: token(p.acquisition),
+            count: p.count,
+            epoch: p.epoch,
+            start: p.start,
+        })
+        .collect()
 }
 
 /// Fills `*out` with the spec's abstract state and the loader's counts. `out` is required.
@@ -96,21 +127,7 @@ pub unsafe extern "C" fn loader_requests(
     out_len: *mut usize,
 ) -> loader_result {
     boundary(loader_result::Panic, || {
-        let requests = lookup(handle).and_then(|i| {
-            i.read(|l| {
-                l.ledger()
-                    .requests()
-                    .into_iter()
-                    .map(|(id, r)| loader_request_info {
-                        id,
-                        kind: r.kind.into(),
-                        epoch: r.ep,
-                        state: r.st.into(),
-                        superseded: r.sup,
-                    })
-                    .collect::<Vec<_>>()
-            })
-        });
+        let requests = lookup(handle).and_then(|i| i.read(requests));
         // SAFETY: by this function's contract.
         let out = unsafe { OutArray::new(out_array, capacity, out_len) };
         code(requests.and_then(|items| out.fill(&items)))
@@ -133,20 +150,7 @@ pub unsafe extern "C" fn loader_view(
     out_revalidating: *mut bool,
 ) -> loader_result {
     boundary(loader_result::Panic, || {
-        let view = lookup(handle).and_then(|i| {
-            i.read(|l| {
-                let pages: Vec<loader_page> = l
-                    .pages()
-                    .map(|p| loader_page {
-                        acquisition: token(p.acquisition),
-                        count: p.count,
-                        epoch: p.epoch,
-                        start: p.start,
-                    })
-                    .collect();
-                (pages, l.revalidating())
-            })
-        });
+        let view = lookup(handle).and_then(|i| i.read(|l| (pages(l), l.revalidating())));
         // SAFETY: by this function's contract.
         let (out, revalidating) = unsafe {
             (

@@ -10,10 +10,11 @@
 //! - `instance`: the registry of loaders, and what a handle names;
 //! - `delivery`: the per-thread callback queue, and what happens when a callback ends its
 //!   thread;
+//! - `pins`: the acquisitions pinned views list, and the releases they hold back;
 //! - `panic`: the panic boundary;
 //! - `pointer`: checked conversions of every pointer and integer C passes;
 //! - `result`, `types`: the C types;
-//! - `lifecycle`, `events`, `introspection`: the exported functions, by what they do;
+//! - `lifecycle`, `events`, `introspection`, `view`: the exported functions, by what they do;
 //! - `testing`: the test ABI, only with the `testing` cargo feature.
 
 // The C boundary is the one place `unsafe` is allowed (see Cargo.toml's [lints]).
@@ -24,6 +25,7 @@ mod delivery;
 mod handle;
 mod instance;
 mod panic;
+mod pins;
 mod pointer;
 
 mod result;
@@ -34,6 +36,8 @@ mod lifecycle;
 mod events;
 
 mod introspection;
+
+mod view;
 
 #[cfg(feature = "testing")]
 mod testing;
@@ -46,6 +50,7 @@ pub use result::loader_result;
 #[cfg(feature = "testing")]
 pub use testing::*;
 pub use types::*;
+pub use view::*;
 
 /// The longest cursor accepted, in bytes.
 pub const LOADER_MAX_CURSOR_LEN: usize = 4096;

@@ -89,7 +89,8 @@ impl<T> Out<T> {
     }
 }
 
-/// Where a successful call's result goes: one out-parameter, or a pair of them.
+/// Where a successful call's result goes: one out-parameter, or a pair of sinks (nested
+/// pairs for more).
 pub(crate) trait Sink<T> {
     /// Writes `value` to every out-parameter the caller passed.
     fn put(self, value: T);
@@ -101,10 +102,10 @@ impl<T> Sink<T> for Out<T> {
     }
 }
 
-impl<A, B> Sink<(A, B)> for (Out<A>, Out<B>) {
+impl<A, B, X: Sink<A>, Y: Sink<B>> Sink<(A, B)> for (X, Y) {
     fn put(self, (a, b): (A, B)) {
-        self.0.write(a);
-        self.1.write(b);
+        self.0.put(a);
+        self.1.put(b);
     }
 }
 

@@ -253,16 +253,40 @@ pub struct loader_read {
     pub limit: u32,
 }
 
-/// Called to start a read. The host answers it later, exactly once, from any thread.
+/// The host's pointer-sized token for whatever holds one answer's items (a buffer, a row set,
+/// an index into a table): `uintptr_t` in C. The loader never dereferences it; it hands it
+/// back, unchanged, to `release`. Tokens need not be distinct, but two acquisitions with the
+/// same token are indistinguishable to the host, and a pinned view defers the release of every
+/// acquisition whose token it lists.
+///
+/// Declared in C by `cbindgen.toml` (`typedef uintptr_t loader_acquisition;`), since cbindgen
+/// writes `usize` as `size_t`; both have the width of a pointer on every supported target.
+///
+/// cbindgen:no-export
+pub type loader_acquisition = usize;
+
+/// Called to start a read. The host answers it later, exactly once, from any thread, with
+/// `loader_settle` or `loader_fail`. The read is valid only during the call: copy its cursor.
 pub type loader_issue_fn =
     Option<unsafe extern "C-unwind" fn(userdata: *mut c_void, read: *const loader_read)>;
-/// Called exactly once for every acquisition the loader accepted, when it is done with it.
+/// Called exactly once for every acquisition the loader accepted (a `loader_settle` that
+/// returned `LOADER_RESULT_OK`), when it is done with it; never for one it did not accept.
+/// Once it is called the host may free what the token names. While a pinned view
+/// (`loader_view_acquire`) lists the acquisition, the call is deferred until the last such
+/// view is released.
 pub type loader_release_fn =
-    Option<unsafe extern "C-unwind" fn(userdata: *mut c_void, acquisition: usize)>;
-/// Called after the view or the state changed.
+    Option<unsafe extern "C-unwind" fn(userdata: *mut c_void, acquisition: loader_acquisition)>;
+/// Called after a call changed the view or the ledger state, once per call at most, after
+/// the call's `issue`, `release` and `cancel` callbacks (a nested call from a callback has its
+/// own). `loader_state` and `loader_view_acquire` then see the new state.
 pub type loader_changed_fn = Option<unsafe extern "C-unwind" fn(userdata: *mut c_void)>;
-/// Called once for each read whose answer is no longer needed (it was superseded, or the
-/// loader was freed). A hint: the host may abort the read, or answer it anyway.
+/// A hint that a read's answer is no longer needed: sent when the read's request is
+/// superseded, and again by `loader_free` if the read is still outstanding then (so a read may
+/// get two). The read stays outstanding: until it is answered with `loader_settle` or
+/// `loader_fail`, the loader counts it in `outstanding_reads` and its request stays in flight,
+/// which can hold back the next read of its kind. A host that aborts the read must still
+/// answer it, with `loader_fail` (any code); an answer is classified stale. After
+/// `loader_free` no answer is needed (it would return `LOADER_RESULT_STALE_HANDLE`).
 pub type loader_cancel_fn =
     Option<unsafe extern "C-unwind" fn(userdata: *mut c_void, read_id: u64)>;
 
@@ -330,8 +354,14 @@ pub struct loader_snapshot {
     pub window_len: u64,
     /// Acquisitions accepted so far.
     pub accepted: u64,
-    /// Acquisitions released so far.
+    /// Acquisitions the loader let go of so far. It counts a release that a pinned view
+    /// defers when the loader lets go, not when the callback runs.
     pub released: u64,
+    /// Nothing is left to do until the host calls again: no read outstanding, no repair or
+    /// full read pending or running (so not `revalidating`), no failure recorded, and the
+    /// ledger quiescent (phase idle, no debt, nothing in flight). A host that waits for the
+    /// loader to settle down (a test, a batch job) waits for this.
+    pub quiescent: bool,
 }
 
 /// Counters since the loader was created, for reports and monitoring.
@@ -407,7 +437,7 @@ pub struct loader_request_info {
 #[derive(Clone, Copy, Debug)]
 pub struct loader_page {
     /// The host's token for the page's items. Still owned by the loader.
-    pub acquisition: usize,
+    pub acquisition: loader_acquisition,
     /// Items in the page.
     pub count: u32,
     /// The epoch of the request that loaded it.

@@ -125,6 +125,7 @@ class loader_snapshot(Structure):
         ("window_len", c_uint64),
         ("accepted", c_uint64),
         ("released", c_uint64),
+        ("quiescent", c_bool),
     ]
 
 
@@ -163,6 +164,14 @@ class loader_page(Structure):
         ("epoch", c_uint64),
         ("start", c_uint64),
     ]
+
+
+class loader_view_snapshot(Structure):
+    """Opaque: a pinned view, only ever handled through a pointer."""
+
+
+OPAQUE: Tuple[str, ...] = ("loader_view_snapshot",)
+"""The header's opaque structs (declared, never defined)."""
 
 
 STRUCTS: Tuple[type, ...] = (
@@ -208,6 +217,16 @@ FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
                                  POINTER(c_size_t)]),
     "loader_view": (c_enum, [loader_handle, POINTER(loader_page), c_size_t, POINTER(c_size_t),
                              POINTER(c_bool)]),
+    "loader_view_acquire": (c_enum, [loader_handle,
+                                     POINTER(POINTER(loader_view_snapshot))]),
+    "loader_view_pages": (c_enum, [POINTER(loader_view_snapshot),
+                                   POINTER(POINTER(loader_page)), POINTER(c_size_t),
+                                   POINTER(c_bool)]),
+    "loader_view_requests": (c_enum, [POINTER(loader_view_snapshot),
+                                      POINTER(POINTER(loader_request_info)),
+                                      POINTER(c_size_t)]),
+    "loader_view_state": (c_enum, [POINTER(loader_view_snapshot), POINTER(loader_snapshot)]),
+    "loader_view_release": (c_enum, [POINTER(loader_view_snapshot)]),
 }
 """Every function of the public ABI: name -> (restype, argtypes)."""
 

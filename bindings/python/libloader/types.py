@@ -253,7 +253,11 @@ class Snapshot:
     accepted: int
     """Acquisitions accepted so far."""
     released: int
-    """Acquisitions released so far."""
+    """Acquisitions the loader let go of so far."""
+    quiescent: bool = False
+    """Nothing left to do until the host calls again: no read outstanding, not revalidating,
+    no failure recorded, the ledger idle with no debt and nothing in flight. Read from the
+    library (``loader_snapshot.quiescent``); a Snapshot built by hand defaults to False."""
 
     @classmethod
     def from_c(cls, s: _ffi.loader_snapshot) -> "Snapshot":
@@ -264,12 +268,6 @@ class Snapshot:
         values["failure"] = Failure(s.failure)
         values["coverage"] = Coverage(s.coverage)
         return cls(**values)
-
-    @property
-    def quiescent(self) -> bool:
-        """Idle with no debt, no failure and no read outstanding."""
-        return (self.phase is Phase.IDLE and self.debt is Debt.NONE
-                and self.failure is Failure.NONE and self.outstanding_reads == 0)
 
 
 @dataclass(frozen=True)

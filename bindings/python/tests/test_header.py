@@ -131,6 +131,8 @@ def ctype_of(c: str, h: Header) -> Any:
         return getattr(_ffi, c[7:])
     if c in h.structs:
         return getattr(_ffi, c)
+    if c.startswith("struct ") and c[7:] in _ffi.OPAQUE:
+        return getattr(_ffi, c[7:])  # an opaque struct, handled only through pointers
     if c in h.callbacks:
         return _ffi.CALLBACK_TYPES[c]
     if c in h.typedefs:

@@ -99,6 +99,7 @@ impl Obs {
             s.window_len,
             s.accepted,
             s.released,
+            s.quiescent as u64,
             self.revalidating as u64,
             self.deadline.is_some() as u64,
             self.deadline.unwrap_or(0),
