@@ -5,9 +5,10 @@
  * keyset pagination: a cursor is the (key, id) of the last row read, 16 bytes big-endian, and
  * an empty cursor is the start. Three worker threads answer the reads the loader asks for, out
  * of order, each with its own SQLite connection, and fail a fraction of them. A writer thread
- * inserts and deletes rows and calls loader_invalidate after each commit. The main thread
- * scrolls the window down, reads the view through a pinned snapshot while the workers run,
- * and drives the backoff clock with loader_next_deadline and loader_tick.
+ * inserts and deletes rows where the window scrolls and calls loader_invalidate after each
+ * commit. The main thread scrolls the window down, reads the view through a pinned snapshot
+ * while the workers run, and drives the backoff clock with loader_next_deadline and
+ * loader_tick.
  *
  * At the end the writer stops while failures stay on, and the loader is left to settle; then
  * the final view must equal a direct SQL query over the same key range, and after loader_free
@@ -15,7 +16,7 @@
  * if any check fails.
  *
  *   cc -std=c11 examples/sqlite_feed.c $(pkg-config --cflags --libs loader sqlite3) -lpthread
- *   ./a.out --duration 10 --seed 7 --fail-rate 0.2
+ *   ./a.out --duration 10 --seed 7 --fail-rate 0.2 [--rows 100000] [--depth 2000]
  *
  * Threads: the loader's callbacks run on whichever thread made the loader call (a worker
  * inside loader_settle, the writer inside loader_invalidate, the main thread inside
@@ -44,6 +45,7 @@
 #define WINDOW 100
 #define SCROLL_EVERY_MS 20
 #define SETTLE_LIMIT_MS 60000
+#define ROWS_PER_KEY 10
 
 typedef struct {
     double duration_s;
@@ -211,7 +213,8 @@ static void create_db(host *h) {
     exec(db, "BEGIN");
     sqlite3_stmt *insert = prepare(db, "INSERT INTO events (key) VALUES (?1)");
     for (int64_t i = 0; i < h->opt.rows; i++) {
-        sqlite3_bind_int64(insert, 1, (int64_t)below(&rng, (uint64_t)h->opt.rows / 10 + 1));
+        uint64_t keys = (uint64_t)h->opt.rows / ROWS_PER_KEY + 1;
+        sqlite3_bind_int64(insert, 1, (int64_t)below(&rng, keys));
         if (sqlite3_step(insert) != SQLITE_DONE) sql_fatal(db, "insert");
         sqlite3_reset(insert);
     }
@@ -327,8 +330,8 @@ static void *worker(void *arg) {
     host *h = ((worker_arg *)arg)->h;
     uint64_t rng = ((worker_arg *)arg)->seed;
     sqlite3 *db = open_db(h, SQLITE_OPEN_READONLY);
-    sqlite3_stmt *query =
-        prepare(db, "SELECT key, id FROM events WHERE (key, id) > (?1, ?2) ORDER BY key, id LIMIT ?3");
+    sqlite3_stmt *query = prepare(db, "SELECT key, id FROM events WHERE (key, id) > (?1, ?2) "
+                                      "ORDER BY key, id LIMIT ?3");
     job j;
     while (take_job(h, &rng, &j)) {
         sleep_ms(below(&rng, 3)); /* until the query runs */
@@ -338,7 +341,8 @@ static void *worker(void *arg) {
             continue;
         }
         bool end_of_source;
-        page *p = read_page(query, j.cursor_len ? decode(j.cursor) : BEFORE_ALL, j.limit, &end_of_source);
+        row after = j.cursor_len ? decode(j.cursor) : BEFORE_ALL;
+        page *p = read_page(query, after, j.limit, &end_of_source);
         sleep_ms(below(&rng, 3)); /* delivering the answer: a commit may overtake it */
         settle(h, &j, p, end_of_source);
     }
@@ -349,13 +353,15 @@ static void *worker(void *arg) {
 
 /* ---- the writer: commits, then invalidates ---- */
 
+/* The writer's changes land in the keys the window scrolls over, as a feed's new events
+ * arrive where its readers are, so that most of them reach the view. */
 static void *writer(void *arg) {
     host *h = arg;
-    uint64_t rng = h->opt.seed * 7919;
+    uint64_t rng = h->opt.seed * 7919, hot_keys = (h->opt.depth + 4 * WINDOW) / ROWS_PER_KEY + 1;
     sqlite3 *db = open_db(h, SQLITE_OPEN_READWRITE);
     sqlite3_stmt *insert = prepare(db, "INSERT INTO events (key) VALUES (?1)");
-    sqlite3_stmt *remove = prepare(
-        db, "DELETE FROM events WHERE id = (SELECT id FROM events WHERE id >= ?1 ORDER BY id LIMIT 1)");
+    sqlite3_stmt *remove = prepare(db, "DELETE FROM events WHERE id = (SELECT id FROM events "
+                                       "WHERE key >= ?1 ORDER BY key, id LIMIT 1)");
     int burst = 0;
     while (!atomic_load(&h->stop_writer)) {
         /* Bursts of commits a few ms apart overtake reads in flight: their answers are stale. */
@@ -369,13 +375,12 @@ static void *writer(void *arg) {
         uint64_t inserts = 1 + below(&rng, 3), deletes = below(&rng, 3), deleted = 0;
         exec(db, "BEGIN IMMEDIATE");
         for (uint64_t i = 0; i < inserts; i++) {
-            sqlite3_bind_int64(insert, 1, (int64_t)below(&rng, (uint64_t)h->opt.rows / 10 + 1));
+            sqlite3_bind_int64(insert, 1, (int64_t)below(&rng, hot_keys));
             if (sqlite3_step(insert) != SQLITE_DONE) sql_fatal(db, "insert");
             sqlite3_reset(insert);
         }
-        uint64_t top = (uint64_t)sqlite3_last_insert_rowid(db);
         for (uint64_t i = 0; i < deletes; i++) {
-            sqlite3_bind_int64(remove, 1, (int64_t)(1 + below(&rng, top)));
+            sqlite3_bind_int64(remove, 1, (int64_t)below(&rng, hot_keys));
             if (sqlite3_step(remove) != SQLITE_DONE) sql_fatal(db, "delete");
             deleted += (uint64_t)sqlite3_changes(db);
             sqlite3_reset(remove);
@@ -423,7 +428,8 @@ static void copy_view(host *h, view_copy *v) {
     v->pages = n;
     for (size_t i = 0; i < n; i++) {
         pthread_mutex_lock(&h->lock);
-        const page *p = pages[i].acquisition < h->nslots ? h->slots[pages[i].acquisition].page : NULL;
+        loader_acquisition token = pages[i].acquisition;
+        const page *p = token < h->nslots ? h->slots[token].page : NULL;
         pthread_mutex_unlock(&h->lock);
         if (p == NULL || p->count != pages[i].count) {
             v->bad = "a page listed in a pinned view was released or is not the host's";
@@ -440,7 +446,8 @@ static void copy_view(host *h, view_copy *v) {
             v->rows[v->count++] = p->rows[k];
         }
     }
-    loader_view_release(snapshot);
+    /* The releases the snapshot deferred run here, on this thread. */
+    expect_ok(h, loader_view_release(snapshot), "loader_view_release");
 }
 
 /* The backoff driver: gives the loader the time, and retries by hand once its automatic
@@ -460,7 +467,8 @@ static void drive_clock(host *h) {
 static void wait_until(host *h, uint64_t until) {
     bool armed;
     uint64_t deadline, now = now_ms();
-    if (loader_next_deadline(h->loader, &armed, &deadline) == LOADER_RESULT_OK && armed && deadline < until)
+    if (loader_next_deadline(h->loader, &armed, &deadline) == LOADER_RESULT_OK && armed &&
+        deadline < until)
         until = deadline;
     if (until > now) sleep_ms(until - now);
 }
@@ -484,10 +492,11 @@ static void progress(host *h, double seconds) {
     loader_counts c;
     expect_ok(h, loader_state(h->loader, &s), "loader_state");
     expect_ok(h, loader_stats(h->loader, &c), "loader_stats");
-    printf("[%4.1fs] epoch %" PRIu64 " | %" PRIu64 " reads in flight, %" PRIu64 " answered (%" PRIu64
-           " stale), %" PRIu64 " failed | window %" PRIu64 "+%" PRIu64 ", view %" PRIu64 " pages%s\n",
-           seconds, s.epoch, s.outstanding_reads, c.answered_current + c.answered_stale, c.answered_stale,
-           c.failed_own + c.failed_stale, s.window_start, s.window_len, s.pages,
+    printf("[%4.1fs] epoch %" PRIu64 " | %" PRIu64 " reads in flight, %" PRIu64 " answered (%"
+           PRIu64 " stale), %" PRIu64 " failed | window %" PRIu64 "+%" PRIu64 ", view %" PRIu64
+           " pages%s\n",
+           seconds, s.epoch, s.outstanding_reads, c.answered_current + c.answered_stale,
+           c.answered_stale, c.failed_own + c.failed_stale, s.window_start, s.window_len, s.pages,
            s.revalidating ? " (revalidating)" : "");
     fflush(stdout);
 }
@@ -519,6 +528,65 @@ static bool matches_sql(host *h, const view_copy *v, int64_t *rows_now) {
     return same;
 }
 
+/* The run: scroll, read the view whenever it changed, keep the backoff clock going. */
+static void run(host *h, uint64_t start, uint64_t *samples, uint64_t *fresh) {
+    uint64_t rng = h->opt.seed * 31, end = start + (uint64_t)(h->opt.duration_s * 1000);
+    uint64_t next_scroll = start, next_progress = start + 1000;
+    for (uint64_t now = start; now < end; now = now_ms()) {
+        drive_clock(h);
+        if (atomic_exchange(&h->view_changed, false)) {
+            view_copy v;
+            copy_view(h, &v);
+            ++*samples;
+            *fresh += !v.revalidating;
+            if (v.bad) note_error(h, "view: %s", v.bad);
+            free(v.rows);
+        }
+        if (now >= next_scroll) {
+            scroll(h, &rng);
+            next_scroll = now + SCROLL_EVERY_MS;
+        }
+        if (now >= next_progress) {
+            progress(h, (double)(now - start) / 1000);
+            next_progress += 1000;
+        }
+        wait_until(h, next_scroll < next_progress ? next_scroll : next_progress);
+    }
+}
+
+/* Drives the clock until the loader is quiescent; failures are still being injected. */
+static bool settle_down(host *h, loader_snapshot *s) {
+    uint64_t limit = now_ms() + SETTLE_LIMIT_MS;
+    do {
+        drive_clock(h);
+        expect_ok(h, loader_state(h->loader, s), "loader_state");
+        if (s->quiescent) return true;
+        wait_until(h, now_ms() + 2);
+    } while (now_ms() < limit);
+    return false;
+}
+
+static void stop_workers(host *h, pthread_t *workers) {
+    pthread_mutex_lock(&h->lock);
+    h->closing = true;
+    pthread_cond_broadcast(&h->queued);
+    pthread_mutex_unlock(&h->lock);
+    for (int i = 0; i < WORKERS; i++) pthread_join(workers[i], NULL);
+}
+
+/* After loader_free, every thread stopped: each accepted page was released exactly once, and
+ * nothing else was released. */
+static bool released_once(host *h, uint64_t *accepted, uint64_t *released) {
+    bool once = h->unknown_releases == 0;
+    for (size_t t = 1; t < h->nslots; t++) {
+        *accepted += h->slots[t].accepted;
+        *released += h->slots[t].releases;
+        once = once && h->slots[t].releases == (h->slots[t].accepted ? 1u : 0u);
+        free(h->slots[t].page); /* NULL unless the check fails */
+    }
+    return once;
+}
+
 static bool check(const char *what, bool ok, bool *all) {
     *all = *all && ok;
     printf("  %-14s %s\n", what, ok ? "ok" : "FAILED");
@@ -546,8 +614,8 @@ static options parse_options(int argc, char **argv) {
         else if (value && !strcmp(name, "--rows") && x >= 1 && x <= 1e9) o.rows = (int64_t)x;
         else if (value && !strcmp(name, "--depth") && x >= 0) o.depth = (uint64_t)x;
         else {
-            fprintf(stderr, "usage: %s [--duration S] [--fail-rate F] [--seed N] [--rows N] [--depth N]\n",
-                    argv[0]);
+            fprintf(stderr, "usage: %s [--duration S] [--fail-rate F] [--seed N] [--rows N]"
+                            " [--depth N]\n", argv[0]);
             exit(2);
         }
     }
@@ -555,7 +623,7 @@ static options parse_options(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-    static host h; /* static: the callbacks' userdata must outlive loader_free */
+    static host h; /* static: zero-initialised, and it outlives every thread */
     h.opt = parse_options(argc, argv);
     pthread_mutex_init(&h.lock, NULL);
     pthread_cond_init(&h.queued, NULL);
@@ -589,44 +657,14 @@ int main(int argc, char **argv) {
     }
     expect_ok(&h, loader_set_window(h.loader, 0, WINDOW), "loader_set_window");
     pthread_create(&writer_thread, NULL, writer, &h);
+    uint64_t start = now_ms(), samples = 0, fresh = 0;
+    run(&h, start, &samples, &fresh);
 
-    /* The run: scroll, read the view when it changed, keep the clock going. */
-    uint64_t rng = h.opt.seed * 31, samples = 0, fresh = 0;
-    uint64_t start = now_ms(), end = start + (uint64_t)(h.opt.duration_s * 1000);
-    uint64_t next_scroll = start, next_progress = start + 1000;
-    for (uint64_t now = start; now < end; now = now_ms()) {
-        drive_clock(&h);
-        if (atomic_exchange(&h.view_changed, false)) {
-            view_copy v;
-            copy_view(&h, &v);
-            samples++;
-            fresh += !v.revalidating;
-            if (v.bad) note_error(&h, "view: %s", v.bad);
-            free(v.rows);
-        }
-        if (now >= next_scroll) {
-            scroll(&h, &rng);
-            next_scroll = now + SCROLL_EVERY_MS;
-        }
-        if (now >= next_progress) {
-            progress(&h, (double)(now - start) / 1000);
-            next_progress += 1000;
-        }
-        wait_until(&h, next_scroll < next_progress ? next_scroll : next_progress);
-    }
-
-    /* Settling: no more writes, failures still injected, until the loader is quiescent. */
     atomic_store(&h.stop_writer, true);
     pthread_join(writer_thread, NULL);
     uint64_t settle_start = now_ms();
     loader_snapshot s;
-    bool quiet = false;
-    while (!quiet && now_ms() - settle_start < SETTLE_LIMIT_MS) {
-        drive_clock(&h);
-        expect_ok(&h, loader_state(h.loader, &s), "loader_state");
-        quiet = s.quiescent && !s.revalidating && covers_window(&s);
-        if (!quiet) wait_until(&h, now_ms() + 2);
-    }
+    bool quiet = settle_down(&h, &s);
     double settle_s = (double)(now_ms() - settle_start) / 1000;
     progress(&h, (double)(now_ms() - start) / 1000);
 
@@ -636,30 +674,16 @@ int main(int argc, char **argv) {
     copy_view(&h, &final);
     bool same = matches_sql(&h, &final, &rows_now) && quiet;
     expect_ok(&h, loader_stats(h.loader, &c), "loader_stats");
-
-    /* Stop the workers, then free the loader: it releases every page it still holds. */
-    pthread_mutex_lock(&h.lock);
-    h.closing = true;
-    pthread_cond_broadcast(&h.queued);
-    pthread_mutex_unlock(&h.lock);
-    for (int i = 0; i < WORKERS; i++) pthread_join(workers[i], NULL);
-    expect_ok(&h, loader_free(h.loader), "loader_free");
-
-    /* Every thread has stopped: the slots are read without the lock. */
+    stop_workers(&h, workers);
+    expect_ok(&h, loader_free(h.loader), "loader_free"); /* releases every page it holds */
     uint64_t accepted = 0, released = 0;
-    bool once = h.unknown_releases == 0;
-    for (size_t t = 1; t < h.nslots; t++) {
-        accepted += h.slots[t].accepted;
-        released += h.slots[t].releases;
-        once = once && h.slots[t].releases == (h.slots[t].accepted ? 1u : 0u);
-        free(h.slots[t].page); /* NULL unless a check failed */
-    }
+    bool once = released_once(&h, &accepted, &released);
 
     bool ok = true;
     printf("\nlibloader SQLite feed (C): seed %" PRIu64 ", %.1f s, fail rate %.2f, %d workers\n",
            h.opt.seed, h.opt.duration_s, h.opt.fail_rate, WORKERS);
-    printf("  source         %" PRId64 " -> %" PRId64 " rows: %" PRIuFAST64 " inserted, %" PRIuFAST64
-           " deleted, %" PRIuFAST64 " invalidations\n",
+    printf("  source         %" PRId64 " -> %" PRId64 " rows: %" PRIuFAST64 " inserted, "
+           "%" PRIuFAST64 " deleted, %" PRIuFAST64 " invalidations\n",
            h.opt.rows, rows_now, atomic_load(&h.inserted), atomic_load(&h.deleted),
            atomic_load(&h.invalidations));
     printf("  reads          %" PRIu64 " finite, %" PRIu64 " chain, %" PRIu64 " full; %" PRIu64
@@ -669,29 +693,30 @@ int main(int argc, char **argv) {
            c.answered_current, c.answered_stale, c.cursor_stalls);
     printf("  failures       %" PRIuFAST64 " injected: %" PRIu64 " own, %" PRIu64 " superseded\n",
            atomic_load(&h.injected), c.failed_own, c.failed_stale);
-    printf("  retries        %" PRIu64 " by the backoff timer, %" PRIu64 " explicit or by window moves\n",
-           c.retries_auto, c.retries_explicit);
+    printf("  retries        %" PRIu64 " by the backoff timer, %" PRIu64
+           " explicit or by window moves\n", c.retries_auto, c.retries_explicit);
     printf("  view reads     %" PRIu64 " while the workers ran, fresh in %.0f%%\n", samples,
            samples ? 100.0 * (double)fresh / (double)samples : 0.0);
-    printf("  settled        in %.2f s with failures injected; final view: window %" PRIu64 "+%" PRIu64
-           ", %zu pages, %zu rows, epoch %" PRIu64 "\n",
+    printf("  settled        in %.2f s with failures injected; final view: window %" PRIu64
+           "+%" PRIu64 ", %zu pages, %zu rows, epoch %" PRIu64 "\n",
            settle_s, s.window_start, s.window_len, final.pages, final.count, s.epoch);
-    printf("  acquisitions   %" PRIu64 " accepted, %" PRIu64 " released, %" PRIu64 " unknown releases\n",
-           accepted, released, h.unknown_releases);
+    printf("  acquisitions   %" PRIu64 " accepted, %" PRIu64 " released, %" PRIu64
+           " unknown releases\n", accepted, released, h.unknown_releases);
     check("quiescent", quiet, &ok);
+    check("covers window", covers_window(&s), &ok);
     check("view = SQL", same, &ok);
     check("released once", once && accepted == released && accepted == c.accepted, &ok);
     check("view reads", samples > 0, &ok);
     if (!check("no errors", atomic_load(&h.errors) == 0, &ok))
-        printf("  errors         %" PRIuFAST64 " (the first are on stderr)\n", atomic_load(&h.errors));
+        printf("  errors         %" PRIuFAST64 ", the first on stderr\n", atomic_load(&h.errors));
     printf("  result         %s\n", ok ? "all checks passed" : "SOME CHECKS FAILED");
 
     free(final.rows);
     free(h.slots);
     free(h.jobs);
-    char path[128];
     const char *suffixes[] = {"", "-wal", "-shm"};
     for (int i = 0; i < 3; i++) {
+        char path[128];
         snprintf(path, sizeof path, "%s%s", h.db_path, suffixes[i]);
         unlink(path);
     }
