@@ -16,7 +16,8 @@
  * if any check fails.
  *
  *   cc -std=c11 examples/sqlite_feed.c $(pkg-config --cflags --libs loader sqlite3) -lpthread
- *   ./a.out --duration 10 --seed 7 --fail-rate 0.2 [--rows 100000] [--depth 2000]
+ *   ./a.out --duration 10 --seed 7 [--rows 100000] [--depth 2000]
+ *   ./a.out --fail-rate 0.2 --depth 500
  *
  * Threads: the loader's callbacks run on whichever thread made the loader call (a worker
  * inside loader_settle, the writer inside loader_invalidate, the main thread inside
@@ -53,7 +54,8 @@ typedef struct {
     uint64_t seed;
     int64_t rows;
     /* How far the window scrolls before it jumps back to the top. A retry is a full read from
-     * the source's start, so with failures injected the time to settle grows with the depth. */
+     * the source's start, which must get through depth / PAGE_SIZE reads without a failure:
+     * the time to settle grows exponentially with the depth and the fail rate. */
     uint64_t depth;
 } options;
 
