@@ -306,7 +306,7 @@ static void settle(host *h, const job *j, page *p, bool end_of_source) {
     /* The slot exists before the call: the loader may release the page before it returns. */
     pthread_mutex_lock(&h->lock);
     h->slots = grow(h->slots, &h->slots_cap, h->nslots + 1, sizeof(slot));
-    size_t token = h->nslots++;
+    loader_acquisition token = h->nslots++;
     h->slots[token] = (slot){p, false, 0};
     pthread_mutex_unlock(&h->lock);
 
