@@ -1,0 +1,31 @@
+# The C example examples/sqlite_feed.c (a live feed over SQLite; needs libsqlite3-dev).
+# Included by the top-level Makefile, which defines OUT, WARN, TSAN_CC, TSAN_DIR, TSAN_RUN and
+# the pkgconfig-test and tsan-lib rules.
+#
+#   make c-example        both runs below; part of `make test`
+#   make c-example-asan   built as a user builds it, against the installed library
+#                         (pkgconfig-test installs into $(OUT)/prefix; pkg-config gives the
+#                         flags), and run under ASan+UBSan
+#   make c-example-tsan   built with clang against the ThreadSanitizer build of the library
+#                         (tsan-lib; linked directly, as c-test-tsan does), and run under TSan
+#   FEED_ARGS             the example's options; a short run by default
+
+FEED_ARGS ?= --duration 3
+FEED_PKG_CONFIG := PKG_CONFIG_PATH=$(OUT)/prefix/lib/pkgconfig pkg-config
+
+.PHONY: c-example c-example-asan c-example-tsan
+
+c-example: c-example-asan c-example-tsan
+
+c-example-asan: pkgconfig-test | $(OUT)
+	$(CC) -std=c11 $(WARN) -g -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
+	    -fno-sanitize-recover=all examples/sqlite_feed.c \
+	    $$($(FEED_PKG_CONFIG) --cflags --libs loader sqlite3) -Wl,-rpath,$(CURDIR)/$(OUT)/prefix/lib \
+	    -lpthread -o $(OUT)/sqlite_feed_asan
+	$(OUT)/sqlite_feed_asan $(FEED_ARGS)
+
+c-example-tsan: tsan-lib | $(OUT)
+	$(TSAN_CC) -std=c11 $(WARN) -g -O1 -fsanitize=thread -Iinclude examples/sqlite_feed.c \
+	    -L$(TSAN_DIR) -lloader -Wl,-rpath,$(CURDIR)/$(TSAN_DIR) $$(pkg-config --cflags --libs sqlite3) \
+	    -lpthread -o $(OUT)/sqlite_feed_tsan
+	$(TSAN_RUN) $(OUT)/sqlite_feed_tsan $(FEED_ARGS)
