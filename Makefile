@@ -233,9 +233,11 @@ cpp-example: build | $(OUT)
 
 # ---- install and pkg-config ----
 
+# INSTALL_LIB: the shared library installed (the ThreadSanitizer build, for c-example-tsan).
+INSTALL_LIB ?= $(LIB)
 install: build
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
-	install -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/libloader.so.$(VERSION)
+	install -m 0755 $(INSTALL_LIB) $(DESTDIR)$(PREFIX)/lib/libloader.so.$(VERSION)
 	ln -sf libloader.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libloader.so
 	install -m 0644 target/release/libloader.a $(DESTDIR)$(PREFIX)/lib/libloader.a

@@ -705,7 +705,11 @@ typedef struct loader_page {
    */
   uint64_t epoch;
   /**
-   * The offset of the page's first item in the source.
+   * Where the page's first item sits in the items the loader has counted from the source's
+   * start. It is the item's offset in the source while the view holds every page from the
+   * start; once pages before the window were dropped (`drop_margin`), rows inserted or
+   * deleted before the first held page move the true offset without the loader seeing it,
+   * until a repair reads from the source's start again.
    */
   uint64_t start;
 } loader_page;

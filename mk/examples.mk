@@ -6,8 +6,9 @@
 #   make c-example-asan   built as a user builds it, against the installed library
 #                         (pkgconfig-test installs into $(OUT)/prefix; pkg-config gives the
 #                         flags), and run under ASan+UBSan
-#   make c-example-tsan   built with clang against the ThreadSanitizer build of the library
-#                         (tsan-lib; linked directly, as c-test-tsan does), and run under TSan
+#   make c-example-tsan   built with clang through pkg-config against a prefix where the
+#                         ThreadSanitizer build of the library (tsan-lib) is installed, and
+#                         run under TSan
 #   FEED_ARGS             the example's options; a short run by default
 
 FEED_ARGS ?= --duration 3
@@ -24,8 +25,12 @@ c-example-asan: pkgconfig-test | $(OUT)
 	    -lpthread -o $(OUT)/sqlite_feed_asan
 	$(OUT)/sqlite_feed_asan $(FEED_ARGS)
 
+FEED_TSAN_PREFIX := $(OUT)/tsan-prefix
 c-example-tsan: tsan-lib | $(OUT)
-	$(TSAN_CC) -std=c11 $(WARN) -g -O1 -fsanitize=thread -Iinclude examples/sqlite_feed.c \
-	    -L$(TSAN_DIR) -lloader -Wl,-rpath,$(CURDIR)/$(TSAN_DIR) $$(pkg-config --cflags --libs sqlite3) \
-	    -lpthread -o $(OUT)/sqlite_feed_tsan
+	rm -rf $(FEED_TSAN_PREFIX)
+	$(MAKE) --no-print-directory install PREFIX=$(CURDIR)/$(FEED_TSAN_PREFIX) \
+	    INSTALL_LIB=$(TSAN_DIR)/libloader.so
+	$(TSAN_CC) -std=c11 $(WARN) -g -O1 -fsanitize=thread examples/sqlite_feed.c \
+	    $$(PKG_CONFIG_PATH=$(FEED_TSAN_PREFIX)/lib/pkgconfig pkg-config --cflags --libs loader sqlite3) \
+	    -Wl,-rpath,$(CURDIR)/$(FEED_TSAN_PREFIX)/lib -lpthread -o $(OUT)/sqlite_feed_tsan
 	$(TSAN_RUN) $(OUT)/sqlite_feed_tsan $(FEED_ARGS)

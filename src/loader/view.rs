@@ -18,7 +18,10 @@ pub struct Page {
     pub count: u32,
     /// The epoch of the request that read it.
     pub epoch: u64,
-    /// The offset of its first item in the source.
+    /// Its first item's position in the items counted from the source's start: the true
+    /// offset while every page from the start is held, possibly off after pages before the
+    /// window were dropped and rows changed above them (see `loader_page.start` in the
+    /// header).
     pub start: u64,
     pub(super) end_cursor: Cursor,
     /// The request whose acquisition it is, and where in that request's list.
