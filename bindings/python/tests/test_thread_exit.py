@@ -12,33 +12,34 @@ import textwrap
 
 RUNS = 20
 
-CHILD = textwrap.dedent("""
+# Shared by the children: a loader driven in a loop whose callbacks give the GIL up and take it
+# again, which is where CPython ends a daemon thread at exit.
+CHURN = textwrap.dedent("""
     import sys, threading, time
     import libloader as L
 
-    WORKERS = 6
-    inside = [threading.Event() for _ in range(WORKERS)]
-
-    def worker(n):
+    def churn(entered, steps=None):
         loader = None
 
         def issue(read):
-            inside[n].set()
+            entered.set()
             time.sleep(0.0005)          # gives the GIL up and takes it again, in the callback
             loader.settle(read, object(), count=0, end_of_source=True)
 
-        def release(acquisition):
-            time.sleep(0.0005)
-
-        loader = L.Loader(issue, release, config=L.Config(page_size=1))
+        loader = L.Loader(issue, lambda a: time.sleep(0.0005), config=L.Config(page_size=1))
         step = 0
-        while True:
+        while steps is None or step < steps:
             step += 1
             loader.set_window(step % 50, 3)
             loader.invalidate()
+""")
 
+# Daemon threads inside libloader calls when the interpreter exits.
+CHILD = CHURN + textwrap.dedent("""
+    WORKERS = 6
+    inside = [threading.Event() for _ in range(WORKERS)]
     for n in range(WORKERS):
-        threading.Thread(target=worker, args=(n,), daemon=True).start()
+        threading.Thread(target=churn, args=(inside[n],), daemon=True).start()
     for event in inside:
         if not event.wait(10):
             sys.exit("a worker never reached its callback")
@@ -46,31 +47,17 @@ CHILD = textwrap.dedent("""
     print("exiting with workers inside callbacks", flush=True)
 """)
 
-
-# An event loop on a daemon thread whose tasks drive a loader: the interpreter exits while the
+# An event loop on a daemon thread whose tasks drive loaders: the interpreter exits while the
 # loop's thread is inside a libloader call made from a task.
-CHILD_ASYNCIO = textwrap.dedent("""
-    import asyncio, sys, threading, time
-    import libloader as L
+CHILD_ASYNCIO = CHURN + textwrap.dedent("""
+    import asyncio
 
     inside = threading.Event()
 
     async def drive():
-        loader = None
-
-        def issue(read):
-            inside.set()
-            time.sleep(0.0005)          # gives the GIL up inside the callback
-            loader.settle(read, object(), count=0, end_of_source=True)
-
-        loader = L.Loader(issue, lambda a: time.sleep(0.0005), config=L.Config(page_size=1))
-        step = 0
         while True:
-            step += 1
-            loader.set_window(step % 50, 3)
-            loader.invalidate()
-            if step % 100 == 0:
-                await asyncio.sleep(0)
+            churn(inside, steps=100)
+            await asyncio.sleep(0)
 
     def run_loop():
         loop = asyncio.new_event_loop()
@@ -87,33 +74,14 @@ CHILD_ASYNCIO = textwrap.dedent("""
 
 # Loads on a thread pool, as an executor-driven host runs them: the pool's threads are not
 # daemons, so the interpreter waits for the loads in flight at exit; they must finish and the
-# process must exit cleanly, with every acquisition released at close.
-CHILD_EXECUTOR = textwrap.dedent("""
-    import sys, threading, time
+# process must exit cleanly.
+CHILD_EXECUTOR = CHURN + textwrap.dedent("""
     from concurrent.futures import ThreadPoolExecutor
-    import libloader as L
 
     inside = threading.Event()
     pool = ThreadPoolExecutor(max_workers=4)
-
-    def work(n):
-        loader = None
-
-        def issue(read):
-            inside.set()
-            time.sleep(0.0005)
-            loader.settle(read, object(), count=0, end_of_source=True)
-
-        loader = L.Loader(issue, lambda a: time.sleep(0.0005), config=L.Config(page_size=1))
-        end = time.monotonic() + 0.3
-        step = 0
-        while time.monotonic() < end:
-            step += 1
-            loader.set_window(step % 50, 3)
-            loader.invalidate()
-
     for n in range(4):
-        pool.submit(work, n)
+        pool.submit(churn, inside, 200)
     if not inside.wait(10):
         sys.exit("no load reached a callback")
     print("exiting with workers inside callbacks", flush=True)
