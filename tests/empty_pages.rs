@@ -341,6 +341,30 @@ fn an_empty_answer_to_a_cancelled_read_is_stale_whatever_its_cursor() {
 }
 
 #[test]
+fn without_heard_hints_an_unmoved_empty_answer_is_a_stall_even_when_superseded() {
+    // A host that does not hear cancel hints (a C host without a `cancel` callback) was never
+    // told to let the read go: the same answer as above is a stall, recorded as the
+    // superseded request's failure.
+    let mut h = Host::new(300, 0..0, (0, 100));
+    h.loader.set_cancel_hints_heard(false);
+    h.answer();
+    let finite = h.reads[0].0;
+    h.loader.invalidate().expect("invalidate");
+    h.collect();
+    let at = h
+        .reads
+        .iter()
+        .position(|r| r.0 == finite)
+        .expect("still outstanding");
+    let (read_id, cursor, _, _) = h.reads.remove(at);
+    let answer = h.settle_with(read_id, Vec::new(), &cursor, false);
+    assert_eq!(answer, Answer::CursorStalled);
+    assert_eq!(h.loader.stats().cursor_stalls, 1);
+    assert_eq!(h.loader.stats().failed_stale, 1);
+    h.answer_all(40);
+}
+
+#[test]
 fn stalls_never_loop() {
     // A host that always repeats the cursor with an empty page: every path ends in a
     // recorded failure, and the number of reads is bounded by the retries, not unbounded.

@@ -37,6 +37,11 @@ pub(crate) unsafe fn create(
             return loader_result::MissingCallback;
         }
         let handle = make(config.into())
+            .map(|mut loader| {
+                // Without a `cancel` callback the host is told of no cancel hint.
+                loader.set_cancel_hints_heard(callbacks.cancel.is_some());
+                loader
+            })
             .map_err(loader_result::from)
             .and_then(|loader| register(loader, callbacks));
         finish(handle, out)

@@ -148,6 +148,14 @@ impl Loader {
         })
     }
 
+    /// Tells the loader whether the host hears its [`Effect::Cancel`] hints (it does unless
+    /// this is called with `false`). An empty answer whose cursor did not move is stale, not a
+    /// stall, only for a read the host was told to let go, so a host that drops the hints
+    /// (a C host without a `cancel` callback) gets `CursorStalled` for it as for any read.
+    pub fn set_cancel_hints_heard(&mut self, heard: bool) {
+        self.reads.set_hints_heard(heard);
+    }
+
     // ---- introspection ----
 
     /// The config the loader was made with.

@@ -47,6 +47,9 @@ pub(super) struct Reads {
     list: Vec<(u64, Outstanding)>,
     /// The next read's id; ids below it were issued.
     next: u64,
+    /// Whether the host hears `Cancel` effects. A host that does not (a C host without a
+    /// `cancel` callback) was never told to let a read go, so no read counts as cancelled.
+    hints_heard: bool,
 }
 
 impl Reads {
@@ -54,6 +57,7 @@ impl Reads {
         Reads {
             list: Vec::with_capacity(4),
             next: 1,
+            hints_heard: true,
         }
     }
 
@@ -122,12 +126,17 @@ impl Reads {
         &self.list[at].1
     }
 
+    /// Says whether the host hears the cancel hints (see [`Reads::cancel`]).
+    pub(super) fn set_hints_heard(&mut self, heard: bool) {
+        self.hints_heard = heard;
+    }
+
     /// Hints the host that outstanding read `read_id`'s answer is no longer needed, and
-    /// remembers that it did.
+    /// remembers that it did if the host hears hints.
     #[inline]
     pub(super) fn cancel(&mut self, read_id: u64, out: &mut Outbox) {
         if let Some((_, r)) = self.list.iter_mut().find(|(id, _)| *id == read_id) {
-            r.cancelled = true;
+            r.cancelled = self.hints_heard;
         }
         out.cancel(read_id);
     }
