@@ -224,6 +224,23 @@ typedef enum loader_kind {
 } loader_kind;
 
 /**
+ * Which way a read goes from its cursor. Cursors are positions *between* items.
+ */
+typedef enum loader_direction {
+  /**
+   * Up to `limit` items just after the cursor, in source order. `next_cursor` is the
+   * position after the last one; `end_of_source` says the source's end was reached.
+   */
+  LOADER_DIRECTION_FORWARD = 0,
+  /**
+   * Up to `limit` items just before the cursor, in source order. `next_cursor` is the
+   * position before the first one (a forward read from it returns these items first);
+   * `end_of_source` says the source's start was reached.
+   */
+  LOADER_DIRECTION_BACKWARD = 1,
+} loader_direction;
+
+/**
  * How an accepted answer was classified.
  */
 typedef enum loader_answer {
@@ -393,6 +410,12 @@ typedef struct loader_config {
    * the model's exact `unifiedMin`, which loses it.
    */
   uint8_t recheck_full;
+  /**
+   * The most pages the view holds, on both sides of the window; the pages farthest from
+   * the window go first, and pages the window plus prefetch needs are never released.
+   * 0 (the default): no bound.
+   */
+  uint32_t max_pages;
 } loader_config;
 
 /**
@@ -433,6 +456,10 @@ typedef struct loader_read {
    * At most this many items.
    */
   uint32_t limit;
+  /**
+   * Which way from `cursor`: after it (forward) or before it (backward).
+   */
+  enum loader_direction direction;
 } loader_read;
 
 /**

@@ -13,7 +13,7 @@
 //! Everything is driven by [`Op`]s, so a run is replayable from its op list (or from a seed,
 //! through [`random_ops`]), and a property-testing framework can shrink a failing list.
 
-use crate::loader::{Config, Effect, Loader, LoaderError, Read};
+use crate::loader::{Config, Direction, Effect, Kind, Loader, LoaderError, Read};
 use std::collections::HashMap;
 
 /// An item of the source: its key and a unique id (the tiebreaker).
@@ -121,6 +121,41 @@ impl Source {
         }
     }
 
+    /// The cursor just before the item at `index`: after the item before it, or the
+    /// source's start.
+    pub fn cursor_before(&self, index: usize) -> Vec<u8> {
+        match index.min(self.items.len()) {
+            0 => Vec::new(),
+            i => encode_cursor(self.items[i - 1]),
+        }
+    }
+
+    /// Answers `read` in its direction.
+    pub fn answer(&self, read: &Read) -> Answer {
+        match read.direction {
+            Direction::Forward => self.read(&read.cursor, read.limit),
+            Direction::Backward => self.read_backward(&read.cursor, read.limit),
+        }
+    }
+
+    /// Keyset pagination backward: scans up to `limit` items just before `cursor` and
+    /// returns those the filter keeps, in source order; the next cursor is the position
+    /// before the first item scanned, and the end flag says the source's start was reached.
+    pub fn read_backward(&self, cursor: &[u8], limit: u32) -> Answer {
+        let at = self.position(cursor);
+        let from = at.saturating_sub(limit as usize);
+        let items = self.items[from..at]
+            .iter()
+            .copied()
+            .filter(|i| self.visible(i))
+            .collect();
+        Answer {
+            items,
+            next_cursor: self.cursor_before(from),
+            end_of_source: from == 0,
+        }
+    }
+
     /// Keyset pagination: scans up to `limit` items after `cursor` and returns those the
     /// filter keeps; the next cursor is the last item scanned.
     pub fn read(&self, cursor: &[u8], limit: u32) -> Answer {
@@ -201,6 +236,12 @@ pub enum Op {
     Hide {
         /// The keys to hide.
         mask: u8,
+    },
+    /// Jump to the item at `index` (modulo the length, plus one): the cursor before it, and
+    /// its own position among the visible items, so positions stay the source's.
+    Jump {
+        /// Which item.
+        index: u16,
     },
 }
 
@@ -320,6 +361,13 @@ impl Host {
                 self.source.hidden_keys = u32::from(mask);
                 self.loader.invalidate()
             }
+            Op::Jump { index } => {
+                let at = index as usize % (self.source.len() + 1);
+                let position =
+                    self.source.visible_from(0).count() - self.source.visible_from(at).count();
+                let cursor = self.source.cursor_before(at);
+                self.loader.jump(&cursor, position as u64)
+            }
         };
         r.map_err(|e| format!("step {}: {op:?} refused: {e}", self.steps))?;
         self.collect()?;
@@ -332,7 +380,7 @@ impl Host {
         }
         let p = self.pending.swap_remove(index % self.pending.len());
         let mut a = if fresh {
-            self.source.read(&p.read.cursor, p.read.limit)
+            self.source.answer(&p.read)
         } else {
             p.prepared
         };
@@ -368,7 +416,7 @@ impl Host {
                     if self.pending.iter().any(|p| p.read.read_id == read.read_id) {
                         return Err(format!("read {} issued twice", read.read_id));
                     }
-                    let prepared = self.source.read(&read.cursor, read.limit);
+                    let prepared = self.source.answer(&read);
                     self.pending.push(Pending { read, prepared });
                 }
                 Effect::Release { acquisition } => {
@@ -430,6 +478,7 @@ impl Host {
                 "acquisition {acq} of an empty page is still held"
             )));
         }
+        self.check_bound().map_err(at)?;
         let l = self.loader.ledger();
         if !self.loader.revalidating() && l.failure() == crate::ledger::Failure::None {
             // Quiet: the view is the source's content for the covered range, from the first
@@ -448,6 +497,50 @@ impl Host {
             if self.loader.end_of_source() && follows {
                 return Err(at(
                     "view claims the end of the source but items follow".into()
+                ));
+            }
+            // At the source's start the positions are the source's own.
+            if self.loader.start_of_source() && start != 0 {
+                return Err(at(format!(
+                    "the view starts at the source's start but its first position is {start}"
+                )));
+            }
+            if self.loader.start_of_source() && from != 0 {
+                return Err(at(format!(
+                    "the view claims the source's start but starts at item {from}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The memory bound (`max_pages`): over it, every held page overlaps the window plus
+    /// prefetch, or lies on the side a finite read still in flight continues from.
+    fn check_bound(&self) -> Result<(), Violation> {
+        let max = self.loader.config().max_pages as usize;
+        let n = self.loader.page_count();
+        if max == 0 || n <= max {
+            return Ok(());
+        }
+        let (ws, wl) = self.loader.window();
+        let pf = self.loader.config().prefetch_distance;
+        let (from, to) = (ws.saturating_sub(pf), (ws + wl).saturating_add(pf));
+        let in_flight = |d: Direction| {
+            self.pending
+                .iter()
+                .any(|p| p.read.kind == Kind::Finite && p.read.direction == d)
+        };
+        let (before, after) = (
+            in_flight(Direction::Backward),
+            in_flight(Direction::Forward),
+        );
+        for p in self.loader.pages() {
+            let end = p.start + p.count as u64;
+            let outside = (end <= from && !before) || (p.start >= to && !after);
+            if outside {
+                return Err(format!(
+                    "{n} pages held over max_pages {max}, and the page at {} lies outside [{from}, {to})",
+                    p.start
                 ));
             }
         }
@@ -477,10 +570,18 @@ impl Host {
             return Err("quiescent with coverEpoch < epoch".into());
         }
         let (ws, wl) = self.loader.window();
-        let want = (ws + wl).saturating_add(self.loader.config().prefetch_distance);
+        let pf = self.loader.config().prefetch_distance;
+        let want = (ws + wl).saturating_add(pf);
         if !self.loader.end_of_source() && self.loader.covered().1 < want {
             return Err(format!(
                 "the window is not covered: covered {:?}, want up to {want}",
+                self.loader.covered()
+            ));
+        }
+        let from = ws.saturating_sub(pf);
+        if !self.loader.start_of_source() && self.loader.covered().0 > from {
+            return Err(format!(
+                "the window is not covered: covered {:?}, want from {from}",
                 self.loader.covered()
             ));
         }
@@ -539,7 +640,8 @@ pub fn random_ops(seed: u64, n: usize, failures: bool) -> Vec<Op> {
                 },
                 87..=93 => Op::Tick { ms: a % 2000 },
                 94..=96 => Op::Retry,
-                _ => Op::Invalidate,
+                97..=98 => Op::Invalidate,
+                _ => Op::Jump { index: a },
             }
         })
         .collect()

@@ -42,6 +42,7 @@ fn op(failures: bool, stalls: bool) -> impl Strategy<Value = Op> {
         1 => (0u16..3000).prop_map(|ms| Op::Tick { ms }),
         1 => Just(Op::Retry),
         1 => Just(Op::Invalidate),
+        1 => any::<u16>().prop_map(|index| Op::Jump { index }),
     ]
 }
 
@@ -52,14 +53,23 @@ fn config() -> impl Strategy<Value = Config> {
         prop_oneof![Just(0u64), Just(0), Just(3), Just(15)],
         0u32..4,
         any::<u64>(),
+        prop_oneof![Just(0u32), Just(2), Just(4), Just(9)],
     )
         .prop_map(
-            |(page_size, prefetch_distance, drop_margin, max_auto_retries, jitter_seed)| Config {
+            |(
                 page_size,
                 prefetch_distance,
                 drop_margin,
                 max_auto_retries,
                 jitter_seed,
+                max_pages,
+            )| Config {
+                page_size,
+                prefetch_distance,
+                drop_margin,
+                max_auto_retries,
+                jitter_seed,
+                max_pages,
                 backoff_initial_ms: 50,
                 backoff_max_ms: 800,
                 ..Config::default()
@@ -118,6 +128,7 @@ fn seeded_config(seed: u64) -> Config {
         page_size: 1 + (seed % 7) as u32,
         prefetch_distance: seed % 5,
         drop_margin: [0, 0, 4][(seed % 3) as usize],
+        max_pages: [0, 3, 0, 6][(seed % 4) as usize],
         jitter_seed: seed,
         ..Config::default()
     }
@@ -148,6 +159,9 @@ fn seeded_runs_pass_and_reach_every_path() {
         total.retries_explicit += st.retries_explicit;
         total.released += st.released;
         total.cancels += st.cancels;
+        total.issued_backward += st.issued_backward;
+        total.jumps += st.jumps;
+        total.renumbered += st.renumbered;
     }
     let reached = [
         ("finite reads", total.issued[Kind::Finite as usize]),
@@ -160,6 +174,9 @@ fn seeded_runs_pass_and_reach_every_path() {
         ("explicit retries", total.retries_explicit),
         ("releases before close", total.released),
         ("cancelled reads", total.cancels),
+        ("backward reads", total.issued_backward),
+        ("jumps", total.jumps),
+        ("renumberings", total.renumbered),
     ];
     for (what, n) in reached {
         assert!(n > 0, "{seeds} seeded runs had no {what}: {total:?}");

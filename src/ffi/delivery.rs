@@ -165,6 +165,7 @@ pub(crate) fn run(inst: &Instance, effect: Effect) {
                 },
                 cursor_len: read.cursor.len(),
                 limit: read.limit,
+                direction: read.direction.into(),
             };
             if let Some(issue) = cb.issue {
                 // SAFETY: `issue` is the host's function for this signature; `r` and the

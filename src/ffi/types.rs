@@ -31,6 +31,28 @@ impl From<ledger::Kind> for loader_kind {
     }
 }
 
+/// Which way a read goes from its cursor. Cursors are positions *between* items.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum loader_direction {
+    /// Up to `limit` items just after the cursor, in source order. `next_cursor` is the
+    /// position after the last one; `end_of_source` says the source's end was reached.
+    Forward = 0,
+    /// Up to `limit` items just before the cursor, in source order. `next_cursor` is the
+    /// position before the first one (a forward read from it returns these items first);
+    /// `end_of_source` says the source's start was reached.
+    Backward = 1,
+}
+
+impl From<loader::Direction> for loader_direction {
+    fn from(d: loader::Direction) -> loader_direction {
+        match d {
+            loader::Direction::Forward => loader_direction::Forward,
+            loader::Direction::Backward => loader_direction::Backward,
+        }
+    }
+}
+
 /// The spec's `debt`: none < bounded < full.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -195,6 +217,10 @@ pub struct loader_config {
     /// Non-zero (the default): repair an invalidation that overtook a full read. Zero restores
     /// the model's exact `unifiedMin`, which loses it.
     pub recheck_full: u8,
+    /// The most pages the view holds, on both sides of the window; the pages farthest from
+    /// the window go first, and pages the window plus prefetch needs are never released.
+    /// 0 (the default): no bound.
+    pub max_pages: u32,
 }
 
 impl From<loader::Config> for loader_config {
@@ -209,6 +235,7 @@ impl From<loader::Config> for loader_config {
             max_auto_retries: c.max_auto_retries,
             jitter_seed: c.jitter_seed,
             recheck_full: u8::from(c.recheck_full),
+            max_pages: c.max_pages,
         }
     }
 }
@@ -225,6 +252,7 @@ impl From<&loader_config> for loader::Config {
             max_auto_retries: c.max_auto_retries,
             jitter_seed: c.jitter_seed,
             recheck_full: c.recheck_full != 0,
+            max_pages: c.max_pages,
         }
     }
 }
@@ -251,6 +279,8 @@ pub struct loader_read {
     pub cursor_len: usize,
     /// At most this many items.
     pub limit: u32,
+    /// Which way from `cursor`: after it (forward) or before it (backward).
+    pub direction: loader_direction,
 }
 
 /// The host's pointer-sized token for whatever holds one answer's items (a buffer, a row set,

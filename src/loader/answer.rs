@@ -1,7 +1,7 @@
 //! The answer rules: how an accepted answer is classified ([`Answer`]) and what it does, by
 //! the kind of its request (finite, chain or full step), and how a failure is recorded.
 
-use super::{Kind, Loader, LoaderError};
+use super::{Direction, Kind, Loader, LoaderError};
 use crate::ledger::{Debt, Failed, Settled};
 
 /// How an accepted answer was classified.
@@ -50,20 +50,35 @@ impl Loader {
             self.fail_request(request)?;
             return Ok(Answer::CursorStalled);
         }
+        let direction = w.direction;
         match self.ledger.settle(request, &mut self.scratch)? {
             Settled::FiniteCurrent => {
-                if count > 0 {
-                    let end_cursor = self.pools.cursors.make(next_cursor);
-                    self.view
-                        .append(request, slot, acquisition, count, epoch, end_cursor);
-                    w.in_view += 1;
-                } else {
+                match direction {
+                    Direction::Forward if count > 0 => {
+                        let end_cursor = self.pools.cursors.make(next_cursor);
+                        self.view
+                            .append(request, slot, acquisition, count, epoch, end_cursor);
+                    }
                     // Empty pages cost no position; the next read continues past them.
-                    self.view.skip_to(next_cursor, &mut self.pools.cursors);
+                    Direction::Forward => self.view.skip_to(next_cursor, &mut self.pools.cursors),
+                    Direction::Backward => {
+                        let start_cursor = self.pools.cursors.make(next_cursor);
+                        self.view.prepend(
+                            request,
+                            slot,
+                            acquisition,
+                            count,
+                            epoch,
+                            start_cursor,
+                            end_of_source,
+                        );
+                    }
                 }
-                self.view.extended(end_of_source);
+                if count > 0 {
+                    w.in_view += 1;
+                }
+                self.view.extended(direction, end_of_source);
                 self.backoff.reset();
-                self.drop_behind();
                 Ok(Answer::Current)
             }
             _ => Ok(Answer::Stale),
@@ -104,44 +119,68 @@ impl Loader {
             w.clear_staged(&mut self.pools.cursors);
             return Ok(Answer::Stale);
         }
-        let end_cursor = self.pools.cursors.make(next_cursor);
-        if count > 0 {
-            w.stage(request, slot, acquisition, count, end_cursor.clone());
-        }
-        let done = end_of_source || w.staged_items >= w.target;
-        if !done {
-            if w.step == 0 {
-                // It survived its first step: size it for the rest.
-                let page_size = self.config.page_size as u64;
-                let steps = w.target.div_ceil(page_size).min(1 << 20) as usize;
-                self.pools.size_for_steps(w, steps);
+        let limit = self.config.page_size;
+        let next = self.pools.cursors.make(next_cursor);
+        if w.direction == Direction::Forward {
+            if count > 0 {
+                w.stage(request, slot, acquisition, count, next.clone());
             }
-            w.step += 1;
-            let limit = self.config.page_size;
-            self.reads
-                .issue(request, w, end_cursor, limit, &mut self.out);
-            return Ok(Answer::Current);
+            if !(end_of_source || w.staged_items >= w.target) {
+                if w.step == 0 {
+                    // It survived its first step: size it for the rest.
+                    let page_size = self.config.page_size as u64;
+                    let steps = w.target.div_ceil(page_size).min(1 << 20) as usize;
+                    self.pools.size_for_steps(w, steps);
+                }
+                w.step += 1;
+                self.reads.issue(request, w, next, limit, &mut self.out);
+                return Ok(Answer::Current);
+            }
+            // The window's end plus prefetch is covered: then the prefetch before the anchor.
+            w.reached_end = end_of_source;
+            let old = std::mem::replace(&mut w.tail, next);
+            self.pools.cursors.recycle(old);
+            if w.back_target > 0 {
+                w.direction = Direction::Backward;
+                w.step += 1;
+                let from = w.back_cursor.clone();
+                self.reads.issue(request, w, from, limit, &mut self.out);
+                return Ok(Answer::Current);
+            }
+        } else {
+            if count > 0 {
+                w.stage_back(request, slot, acquisition, count);
+            }
+            w.reached_start = end_of_source || next.is_empty();
+            let old = std::mem::replace(&mut w.back_cursor, next);
+            self.pools.cursors.recycle(old);
+            if !(w.reached_start || w.staged_back_items >= w.back_target) {
+                w.step += 1;
+                let from = w.back_cursor.clone();
+                self.reads.issue(request, w, from, limit, &mut self.out);
+                return Ok(Answer::Current);
+            }
         }
-        match self.ledger.settle(request, &mut self.scratch)? {
+        let tail = std::mem::take(&mut w.tail);
+        let answer = match self.ledger.settle(request, &mut self.scratch)? {
             Settled::ChainCommitted | Settled::FullCommitted { .. } => {
-                self.view.commit(
-                    request,
-                    end_of_source,
-                    &mut self.requests,
-                    &mut self.pools.cursors,
-                );
-                // The chain may have ended on empty pages: the next finite read continues
-                // after them.
-                self.view.skip_to(next_cursor, &mut self.pools.cursors);
-                self.drop_behind();
+                self.view
+                    .commit(request, &mut self.requests, &mut self.pools.cursors);
+                // The forward reads may have ended on empty pages: the next finite read
+                // continues after them.
+                self.view.skip_to(&tail, &mut self.pools.cursors);
                 self.backoff.reset();
-                Ok(Answer::Current)
+                Answer::Current
             }
             _ => {
-                w.clear_staged(&mut self.pools.cursors);
-                Ok(Answer::Stale)
+                self.requests
+                    .live(request)
+                    .clear_staged(&mut self.pools.cursors);
+                Answer::Stale
             }
-        }
+        };
+        self.pools.cursors.recycle(tail);
+        Ok(answer)
     }
 
     /// Fails a request in the ledger and does the loader's part: a failed finite request is

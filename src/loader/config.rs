@@ -19,9 +19,14 @@ pub struct Config {
     pub page_size: u32,
     /// How many items past the window's end to keep loaded. Default 50.
     pub prefetch_distance: u64,
-    /// A page lying wholly more than this many items before the window start is released.
-    /// 0 (the default) never drops pages.
+    /// A page lying wholly more than this many items before the window start (and before the
+    /// prefetch) is released. 0 (the default) drops no page for this reason.
     pub drop_margin: u64,
+    /// The most pages the view holds, on both sides of the window. Over it, the pages
+    /// farthest from the window are released first; pages the window plus prefetch needs are
+    /// never released, so a window wider than the bound holds what it needs. 0 (the
+    /// default): no bound.
+    pub max_pages: u32,
     /// The first backoff delay after an own failure, in ms. Default 100; at least 1.
     pub backoff_initial_ms: u64,
     /// The cap on the backoff delay, in ms. Default 30,000; at least `backoff_initial_ms`.
@@ -44,6 +49,7 @@ impl Default for Config {
             page_size: 50,
             prefetch_distance: 50,
             drop_margin: 0,
+            max_pages: 0,
             backoff_initial_ms: 100,
             backoff_max_ms: 30_000,
             backoff_multiplier: 2.0,

@@ -79,7 +79,7 @@ pub use config::{Config, ConfigError, MAX_CURSOR_LEN, MAX_PAGE_SIZE};
 pub use cursor::Cursor;
 pub use error::LoaderError;
 pub use outbox::{Effect, Stats};
-pub use reads::Read;
+pub use reads::{Direction, Read};
 pub use view::Page;
 
 use crate::ledger::{self, Debt, Ledger, LedgerError, Phase};
@@ -108,6 +108,8 @@ pub struct Loader {
     /// The latest time the host reported.
     now: u64,
     backoff: Backoff,
+    /// Which way the next finite request reads (the pump decides before it asks the ledger).
+    finite_direction: Direction,
     closed: bool,
 }
 
@@ -144,6 +146,7 @@ impl Loader {
             pools: Pools::default(),
             now: 0,
             backoff: Backoff::new(config.jitter_seed),
+            finite_direction: Direction::Forward,
             closed: false,
         })
     }
@@ -199,7 +202,13 @@ impl Loader {
         self.view.end_of_source()
     }
 
-    /// The window, as `(start, len)`.
+    /// Whether the first held page starts at the source's start (nothing before it).
+    pub fn start_of_source(&self) -> bool {
+        self.view.start_of_source()
+    }
+
+    /// The window, as `(start, len)`. The loader moves it when it renumbers the view (see
+    /// `View` positions in the header), so that it stays on the same items.
     pub fn window(&self) -> (u64, u64) {
         (self.window.start, self.window.len)
     }
@@ -259,20 +268,16 @@ impl Loader {
         Ok(started)
     }
 
-    /// Moves the window. Growing it issues reads; with a failure recorded, it retries (P3);
-    /// with `drop_margin > 0`, pages far behind it are released.
+    /// Moves the window. Growing it issues reads (forward after the last page, backward
+    /// before the first); with a failure recorded, it retries (P3); pages the window no
+    /// longer needs are released (`drop_margin`, `max_pages`).
     pub fn set_window(&mut self, start: u64, len: u64) -> Result<(), LoaderError> {
         self.open()?;
         start.checked_add(len).ok_or(LoaderError::WindowOverflow)?;
         let retry = self.ledger.retry_enabled();
-        let rewind = self.view.rewinds_to(start);
-        // Refuse before moving anything, so that a refusal changes nothing: a retry and a
-        // rewind each take a request id, and a rewind an epoch.
-        if rewind && self.ledger.epoch() == u64::MAX {
-            return Err(LedgerError::EpochOverflow.into());
-        }
-        let ids = u64::from(retry) + u64::from(rewind);
-        if self.ledger.next_id() > u64::MAX - ids {
+        // Refuse before moving anything, so that a refusal changes nothing: a retry takes a
+        // request id.
+        if retry && self.ledger.next_id() == u64::MAX {
             return Err(LedgerError::IdOverflow.into());
         }
         if retry {
@@ -281,13 +286,43 @@ impl Loader {
             self.backoff.deadline = None;
         }
         self.window = Window { start, len };
-        if rewind {
-            // The window moved back over dropped pages, whose cursors are gone: repair
-            // everything from the source's start. The old view stays until that commits.
-            self.ledger.invalidate(&mut self.scratch)?;
-            self.view.rewind();
+        self.pump();
+        Ok(())
+    }
+
+    /// Rebuilds the view around `cursor`: the item just after it gets `position`, and the
+    /// window moves to start there (its length kept). As with any repair, the old view
+    /// stays until the new one commits; the repair reads the window plus prefetch around the
+    /// cursor, whatever the distance. A loader with nothing held and nothing in flight moves
+    /// at once, with no invalidation (a starting point, such as the end of a log).
+    pub fn jump(&mut self, cursor: &[u8], position: u64) -> Result<(), LoaderError> {
+        self.open()?;
+        if cursor.len() > MAX_CURSOR_LEN {
+            return Err(LoaderError::CursorTooLong(cursor.len()));
         }
-        self.drop_behind();
+        position
+            .checked_add(self.window.len)
+            .ok_or(LoaderError::WindowOverflow)?;
+        let idle =
+            self.view.pages().is_empty() && self.reads.len() == 0 && self.ledger.is_quiescent();
+        if !idle {
+            if self.ledger.epoch() == u64::MAX {
+                return Err(LedgerError::EpochOverflow.into());
+            }
+            if self.ledger.next_id() == u64::MAX {
+                return Err(LedgerError::IdOverflow.into());
+            }
+        }
+        let cursor = self.pools.cursors.make(cursor);
+        self.out.stats.jumps += 1;
+        self.window.start = position;
+        if idle {
+            self.view
+                .move_empty(position, cursor, &mut self.pools.cursors);
+        } else {
+            self.view.jump_to(position, cursor, &mut self.pools.cursors);
+            self.ledger.invalidate(&mut self.scratch)?;
+        }
         self.pump();
         Ok(())
     }
@@ -346,6 +381,7 @@ impl Loader {
         let (request, kind) = (read.request, read.kind);
         self.pools.cursors.recycle(read.cursor);
         self.out.stats.accepted += 1;
+        self.out.stats.items_read += u64::from(count);
         let a = Accepted {
             request,
             acquisition,
@@ -409,18 +445,6 @@ impl Loader {
         } else {
             Ok(())
         }
-    }
-
-    /// Releases the pages wholly more than `drop_margin` items before the window start.
-    #[inline]
-    fn drop_behind(&mut self) {
-        self.view.drop_behind(
-            self.window.start,
-            self.config.drop_margin,
-            &mut self.requests,
-            &mut self.pools.cursors,
-            &mut self.out,
-        );
     }
 }
 

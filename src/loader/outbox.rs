@@ -49,6 +49,14 @@ pub struct Stats {
     pub released: u64,
     /// [`Effect::Cancel`]s sent.
     pub cancels: u64,
+    /// Reads issued backward (also counted in `issued`).
+    pub issued_backward: u64,
+    /// Items the accepted answers held, in every direction.
+    pub items_read: u64,
+    /// Times the view was renumbered and the window moved with it (see `Loader::window`).
+    pub renumbered: u64,
+    /// Jumps (`Loader::jump`).
+    pub jumps: u64,
 }
 
 /// The effects queued for the host, the counters, and what was last announced.
@@ -65,6 +73,7 @@ impl Outbox {
     #[inline]
     pub(super) fn issue(&mut self, read: Read) {
         self.stats.issued[read.kind as usize] += 1;
+        self.stats.issued_backward += u64::from(read.direction == super::Direction::Backward);
         self.effects.push(Effect::Issue(read));
     }
 

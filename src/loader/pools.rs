@@ -3,7 +3,7 @@
 
 use super::cursor::CursorPool;
 use super::requests::{Acqs, Work};
-use super::Kind;
+use super::{Direction, Kind};
 
 /// Retired finite records kept for reuse.
 const SPARE_FINITE: usize = 64;
@@ -89,10 +89,18 @@ impl Pools {
     pub(super) fn recycle_work(&mut self, mut w: Work) {
         w.clear_staged(&mut self.cursors);
         self.cursors.recycle(std::mem::take(&mut w.base_cursor));
+        self.cursors.recycle(std::mem::take(&mut w.back_cursor));
+        self.cursors.recycle(std::mem::take(&mut w.tail));
         w.acqs.clear();
         w.in_view = 0;
         w.read = None;
         w.step = 0;
+        w.direction = Direction::Forward;
+        w.target = 0;
+        w.back_target = 0;
+        w.reached_end = false;
+        w.reached_start = false;
+        w.jump = false;
         if w.kind == Kind::Finite {
             if self.finite.len() < SPARE_FINITE {
                 self.finite.push(w);

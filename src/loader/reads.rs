@@ -5,6 +5,19 @@ use super::outbox::Outbox;
 use super::requests::Work;
 use super::{Cursor, Kind, LoaderError};
 
+/// Which way a read goes from its cursor. Cursors are positions *between* items.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Up to `limit` items just after the cursor, in source order; `next_cursor` is the
+    /// position after the last one, and `end_of_source` says the source's end was reached.
+    #[default]
+    Forward,
+    /// Up to `limit` items just before the cursor, in source order; `next_cursor` is the
+    /// position before the first one (a forward read from it returns these items first),
+    /// and `end_of_source` says the source's start was reached.
+    Backward,
+}
+
 /// A read the loader asks the host to perform.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Read {
@@ -23,6 +36,8 @@ pub struct Read {
     pub cursor: Cursor,
     /// At most this many items.
     pub limit: u32,
+    /// Which way from `cursor`.
+    pub direction: Direction,
 }
 
 /// What the loader keeps of an issued read until it is answered.
@@ -33,9 +48,12 @@ pub(super) struct Outstanding {
     /// Where the read starts: an answer with items that returns it again stalled.
     pub(super) cursor: Cursor,
     pub(super) limit: u32,
+    pub(super) direction: super::Direction,
     /// The host was told its answer is no longer needed: an empty answer to it is the host
     /// letting go of the read, never a stall, whatever its cursor.
     pub(super) cancelled: bool,
+    /// Its answer is no longer needed (hinted or not).
+    pub(super) superseded: bool,
 }
 
 /// The outstanding reads, oldest first, and the name of the next one.
@@ -89,7 +107,9 @@ impl Reads {
                 kind,
                 cursor: cursor.clone(),
                 limit,
+                direction: w.direction,
                 cancelled: false,
+                superseded: false,
             },
         ));
         debug_assert!(
@@ -105,7 +125,17 @@ impl Reads {
             step: w.step,
             cursor,
             limit,
+            direction: w.direction,
         });
+    }
+
+    /// Which way the outstanding finite read goes, if one is outstanding and not cancelled.
+    #[inline]
+    pub(super) fn finite_in_flight(&self) -> Option<super::Direction> {
+        self.list
+            .iter()
+            .find(|(_, r)| r.kind == Kind::Finite && !r.superseded)
+            .map(|(_, r)| r.direction)
     }
 
     /// Where outstanding read `read_id` is in the list, or why it is not there.
@@ -137,6 +167,7 @@ impl Reads {
     pub(super) fn cancel(&mut self, read_id: u64, out: &mut Outbox) {
         if let Some((_, r)) = self.list.iter_mut().find(|(id, _)| *id == read_id) {
             r.cancelled = self.hints_heard;
+            r.superseded = true;
         }
         out.cancel(read_id);
     }

@@ -5,7 +5,7 @@
 use super::cursor::CursorPool;
 use super::outbox::Outbox;
 use super::view::Page;
-use super::{Cursor, Kind};
+use super::{Cursor, Direction, Kind};
 use rustc_hash::FxHashMap as HashMap;
 use smallvec::SmallVec;
 
@@ -25,15 +25,35 @@ pub(super) struct Work {
     pub(super) in_view: u32,
     /// The outstanding read, if any.
     pub(super) read: Option<u64>,
-    /// Chain and full reads: pages read so far, committed together with the last step.
+    /// Chain and full reads: pages read forward from the anchor so far, committed together
+    /// with the last step.
     pub(super) staged: Vec<Page>,
     pub(super) staged_items: u64,
+    /// Chain and full reads: pages read backward from the anchor so far, nearest first.
+    pub(super) staged_back: Vec<Page>,
+    pub(super) staged_back_items: u64,
     pub(super) step: u32,
-    /// Chain and full reads: how many items to cover before settling.
+    /// Which way the next read goes: a finite read's one way; a chain or full read goes
+    /// forward from the anchor, then backward from it.
+    pub(super) direction: Direction,
+    /// Chain and full reads: how many items to cover forward from the anchor (the window's
+    /// end plus prefetch), and backward from it (the prefetch before the window).
     pub(super) target: u64,
-    /// Where the request's pages start: offset and cursor.
+    pub(super) back_target: u64,
+    /// The anchor: where the request's forward pages start, position and cursor. For a
+    /// backward finite read, the position and cursor it reads before.
     pub(super) base_offset: u64,
     pub(super) base_cursor: Cursor,
+    /// Chain and full reads: where the next backward read starts (the start of the farthest
+    /// page staged backward, or the anchor).
+    pub(super) back_cursor: Cursor,
+    /// Chain and full reads: the last forward answer's `next_cursor` and `end_of_source`.
+    pub(super) tail: Cursor,
+    pub(super) reached_end: bool,
+    /// Chain and full reads: a backward answer reached the source's start.
+    pub(super) reached_start: bool,
+    /// The request rebuilds the view around a jump's cursor.
+    pub(super) jump: bool,
 }
 
 impl Work {
@@ -47,10 +67,19 @@ impl Work {
             read: None,
             staged: Vec::new(),
             staged_items: 0,
+            staged_back: Vec::new(),
+            staged_back_items: 0,
             step: 0,
+            direction: Direction::Forward,
             target: 0,
+            back_target: 0,
             base_offset: 0,
             base_cursor: Cursor::default(),
+            back_cursor: Cursor::default(),
+            tail: Cursor::default(),
+            reached_end: false,
+            reached_start: false,
+            jump: false,
         }
     }
 
@@ -65,8 +94,8 @@ impl Work {
         slot
     }
 
-    /// Stages a chain's or full read's page, after those staged so far; it enters the view
-    /// when the request commits.
+    /// Stages a chain's or full read's page read forward, after those staged so far; it
+    /// enters the view when the request commits.
     #[inline]
     pub(super) fn stage(
         &mut self,
@@ -89,11 +118,28 @@ impl Work {
         self.staged_items += count as u64;
     }
 
+    /// Stages a page read backward, before those staged backward so far. Its items end where
+    /// the farthest staged page (or the anchor) starts; its position is set at the commit.
+    #[inline]
+    pub(super) fn stage_back(&mut self, request: u64, slot: u32, acquisition: u64, count: u32) {
+        self.staged_back.push(Page {
+            acquisition,
+            count,
+            epoch: self.epoch,
+            start: 0,
+            end_cursor: self.back_cursor.clone(),
+            request,
+            slot,
+        });
+        self.staged_back_items += count as u64;
+    }
+
     /// Drops the staged pages (their acquisitions stay with the request).
     #[inline]
     pub(super) fn clear_staged(&mut self, cursors: &mut CursorPool) {
         self.staged_items = 0;
-        for p in self.staged.drain(..) {
+        self.staged_back_items = 0;
+        for p in self.staged.drain(..).chain(self.staged_back.drain(..)) {
             cursors.recycle(p.end_cursor);
         }
     }

@@ -2,7 +2,8 @@
 //! pump that carries out the ledger's effects (start, release, supersede) and asks the ledger
 //! for more until nothing more is enabled.
 
-use super::{Kind, Loader};
+use super::view::Want;
+use super::{Direction, Kind, Loader};
 use crate::ledger;
 
 /// The items the host wants shown.
@@ -13,52 +14,102 @@ pub(super) struct Window {
 }
 
 impl Window {
-    /// How far the view should reach: the window's end plus `prefetch` items. `set_window`
-    /// refused a window whose end overflows.
+    /// What the view should cover: the window widened by `prefetch` items on both sides.
+    /// `set_window` refused a window whose end overflows.
     #[inline]
-    pub(super) fn want(&self, prefetch: u64) -> u64 {
-        (self.start + self.len).saturating_add(prefetch)
+    pub(super) fn want(&self, prefetch: u64) -> Want {
+        Want {
+            start: self.start.saturating_sub(prefetch),
+            end: (self.start + self.len).saturating_add(prefetch),
+            window_start: self.start,
+        }
+    }
+
+    /// Moves the window by `by` positions (the view was renumbered), keeping it on the same
+    /// items; it stays at or after 0 and its end does not overflow.
+    pub(super) fn shift(&mut self, by: i128) {
+        let start = (self.start as i128 + by).clamp(0, (u64::MAX - self.len) as i128);
+        self.start = start as u64;
     }
 }
 
 impl Loader {
-    /// Carries out the ledger's effects, then refills, until nothing more is enabled; then
-    /// announces a change, if there was one.
+    /// Carries out the ledger's effects, then refills (after the last page first, then
+    /// before the first), until nothing more is enabled; then releases the pages the window no
+    /// longer needs and announces a change, if there was one.
     pub(super) fn pump(&mut self) {
-        // Nothing below moves the window: how far to read is the same for every step.
-        let want = self.window.want(self.config.prefetch_distance);
         loop {
+            self.follow_shift();
+            let want = self.window.want(self.config.prefetch_distance);
             let mut out = std::mem::take(&mut self.scratch);
             for e in out.drain(..) {
                 match e {
-                    ledger::Effect::Start { id, kind, epoch } => self.start(id, kind, epoch, want),
+                    ledger::Effect::Start { id, kind, epoch } => self.start(id, kind, epoch, &want),
                     ledger::Effect::Release { id } => self.retire(id),
                     ledger::Effect::Superseded { id } => self.supersede(id),
                 }
             }
             self.scratch = out;
-            if !self.view.short_of(want) {
+            self.finite_direction = if self.view.short_after(&want) {
+                Direction::Forward
+            } else if self.view.short_before(&want) {
+                Direction::Backward
+            } else {
                 break;
-            }
+            };
             match self.ledger.issue_finite(&mut self.scratch) {
                 Ok(Some(_)) => continue,
                 // Nothing enabled, or no request id left: the window waits.
                 _ => break,
             }
         }
+        self.trim();
         let view_changed = self.view.take_changed();
         self.out.announce(view_changed, self.ledger.changes());
     }
 
-    /// The ledger started request `id`: give it a record and issue its first read, for a view
-    /// that should reach `want`.
+    /// The view was renumbered: the window follows, so it stays on the same items.
     #[inline]
-    fn start(&mut self, id: u64, kind: Kind, epoch: u64, want: u64) {
-        let origin = self.view.origin(kind, want);
+    fn follow_shift(&mut self) {
+        let by = self.view.take_shift();
+        if by != 0 {
+            self.window.shift(by);
+            self.out.stats.renumbered += 1;
+        }
+    }
+
+    /// Releases the pages the window no longer needs (`drop_margin`, `max_pages`).
+    pub(super) fn trim(&mut self) {
+        let want = self.window.want(self.config.prefetch_distance);
+        let keep_from = match self.config.drop_margin {
+            0 => 0,
+            m => self.window.start.saturating_sub(m),
+        };
+        let hold = self.reads.finite_in_flight();
+        self.view.trim(
+            &want,
+            keep_from,
+            self.config.max_pages as usize,
+            hold,
+            &mut self.requests,
+            &mut self.pools.cursors,
+            &mut self.out,
+        );
+    }
+
+    /// The ledger started request `id`: give it a record and issue its first read, for a view
+    /// that should cover `want`.
+    #[inline]
+    fn start(&mut self, id: u64, kind: Kind, epoch: u64, want: &Want) {
+        let origin = self.view.origin(kind, self.finite_direction, want);
         let mut w = self.pools.work(kind, epoch);
+        w.direction = origin.direction;
         w.target = origin.target;
+        w.back_target = origin.back_target;
         w.base_offset = origin.base_offset;
+        w.back_cursor = origin.base_cursor.clone();
         w.base_cursor = origin.base_cursor;
+        w.jump = origin.jump;
         self.requests.insert(id, w);
         let w = self.requests.live(id);
         let limit = self.config.page_size;

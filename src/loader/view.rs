@@ -6,7 +6,7 @@
 use super::cursor::CursorPool;
 use super::outbox::Outbox;
 use super::requests::Requests;
-use super::{Cursor, Kind};
+use super::{Cursor, Direction, Kind};
 use std::collections::VecDeque;
 
 /// One page of the view: the items one read returned.
@@ -38,20 +38,44 @@ impl Page {
 
 /// Where a new request reads from, and how far.
 pub(super) struct Origin {
-    /// Where its pages start: offset and cursor.
+    /// Which way its first read goes.
+    pub(super) direction: Direction,
+    /// The anchor: the position and cursor its forward pages start at (a backward finite
+    /// read: the position and cursor it reads before).
     pub(super) base_offset: u64,
     pub(super) base_cursor: Cursor,
-    /// Chain and full reads: how many items to cover before settling.
+    /// Chain and full reads: how many items to cover forward from the anchor, and backward
+    /// from it, before settling.
     pub(super) target: u64,
+    pub(super) back_target: u64,
     /// Where its first read starts.
     pub(super) cursor: Cursor,
+    /// It starts at a jump's cursor.
+    pub(super) jump: bool,
+}
+
+/// The items a view should cover: `[start, end)` in positions, the window widened by the
+/// prefetch on both sides.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Want {
+    pub(super) start: u64,
+    pub(super) end: u64,
+    /// The window's own start, which the anchor must hold.
+    pub(super) window_start: u64,
 }
 
 /// The pages shown and where they sit.
-#[derive(Clone, Debug, Default)]
+///
+/// Positions: the items the view holds are numbered consecutively. The numbering is the
+/// source's own (item 0 is the source's first) whenever the view reaches the source's start;
+/// otherwise it is anchored: a repair keeps the anchor item's number, a jump takes the host's,
+/// and pages read backward get the numbers before the first held page. When such a number
+/// would fall below 0, or a read reaches the source's start and its first item is not 0, the
+/// whole view and the window are renumbered by the same amount (see [`View::shift`]).
+#[derive(Clone, Debug)]
 pub(super) struct View {
     pages: VecDeque<Page>,
-    /// The cursor memo's start: where the first held page starts.
+    /// Where the first held page starts, position and cursor.
     base_offset: u64,
     base_cursor: Cursor,
     covered_end: u64,
@@ -60,10 +84,31 @@ pub(super) struct View {
     /// when the last answer that advanced the view had items.
     tail_cursor: Option<Cursor>,
     end_of_source: bool,
-    /// The window moved back over dropped pages: the next repair starts at the source's start.
-    rewind: bool,
+    /// `base_cursor` is the source's start: nothing to read before the first held page.
+    start_of_source: bool,
+    /// A jump waiting for its repair to commit: the position and cursor to rebuild around.
+    jump: Option<(u64, Cursor)>,
+    /// The renumbering applied since the host last looked (see [`View::take_shift`]).
+    shift: i128,
     /// Changed since the last announcement.
     changed: bool,
+}
+
+impl Default for View {
+    fn default() -> View {
+        View {
+            pages: VecDeque::new(),
+            base_offset: 0,
+            base_cursor: Cursor::default(),
+            covered_end: 0,
+            tail_cursor: None,
+            end_of_source: false,
+            start_of_source: true,
+            jump: None,
+            shift: 0,
+            changed: false,
+        }
+    }
 }
 
 impl View {
@@ -88,10 +133,23 @@ impl View {
         self.end_of_source
     }
 
-    /// Whether the view falls short of `want` items while the source goes on.
     #[inline]
-    pub(super) fn short_of(&self, want: u64) -> bool {
-        !self.end_of_source && self.covered_end < want
+    pub(super) fn start_of_source(&self) -> bool {
+        self.start_of_source
+    }
+
+    /// Whether the view falls short of `want` after its last page while the source goes on.
+    #[inline]
+    pub(super) fn short_after(&self, want: &Want) -> bool {
+        !self.end_of_source && self.covered_end < want.end
+    }
+
+    /// Whether the view falls short of `want` before its first page while the source's start
+    /// is not reached. At position 0 without the source's start, rows were inserted before
+    /// the anchor: it reads on, and the view is renumbered.
+    #[inline]
+    pub(super) fn short_before(&self, want: &Want) -> bool {
+        !self.start_of_source && (self.base_offset > want.start || self.base_offset == 0)
     }
 
     /// The cursor after the last held page: where a finite read continues, unless empty
@@ -112,6 +170,14 @@ impl View {
             .unwrap_or_else(|| self.last_page_end())
     }
 
+    /// Where held page `at` starts: the page before it ends there.
+    fn start_cursor_of(&self, at: usize) -> &Cursor {
+        match at {
+            0 => &self.base_cursor,
+            _ => &self.pages[at - 1].end_cursor,
+        }
+    }
+
     /// An answer that advanced the view ended at `end`: when empty pages moved it past the
     /// last held page (or past the base, with no page), the next finite read starts there.
     pub(super) fn skip_to(&mut self, end: &[u8], cursors: &mut CursorPool) {
@@ -122,35 +188,74 @@ impl View {
         }
     }
 
-    /// Where a new request of `kind` reads from, for a view that should reach `want`: a
-    /// finite read continues after the last page; a chain re-reads the held pages from the
-    /// first one's start (the source's start after a rewind), at least as far as they reach;
-    /// a full read goes from the source's start.
+    /// The anchor for a window starting at `window_start`: the held page that contains it, as
+    /// its start position and cursor. A window before the held pages anchors at the first
+    /// one; a window after them (or no page held) at the covered end.
+    pub(super) fn anchor(&self, window_start: u64) -> (u64, &Cursor) {
+        if window_start < self.base_offset {
+            return (self.base_offset, &self.base_cursor);
+        }
+        if window_start >= self.covered_end {
+            return (self.covered_end, self.end_cursor());
+        }
+        // Pages are in position order: the last one starting at or before the window.
+        let at = self.pages.partition_point(|p| p.start <= window_start) - 1;
+        (self.pages[at].start, self.start_cursor_of(at))
+    }
+
+    /// Where a new request of `kind` reads from, for a view that should cover `want`: a
+    /// finite read continues after the last page (forward) or before the first (backward);
+    /// a chain or full read starts at the anchor (or a pending jump's cursor), reads forward
+    /// to `want.end`, then backward to `want.start`.
     #[inline]
-    pub(super) fn origin(&self, kind: Kind, want: u64) -> Origin {
-        let from_start = |target| Origin {
-            base_offset: 0,
-            base_cursor: Cursor::default(),
-            target,
-            cursor: Cursor::default(),
-        };
-        match kind {
-            Kind::Finite => Origin {
+    pub(super) fn origin(&self, kind: Kind, direction: Direction, want: &Want) -> Origin {
+        match (kind, direction) {
+            (Kind::Finite, Direction::Forward) => Origin {
+                direction,
+                base_offset: self.covered_end,
+                base_cursor: Cursor::default(),
+                target: 0,
+                back_target: 0,
                 cursor: self.end_cursor().clone(),
-                ..from_start(0)
+                jump: false,
             },
-            Kind::Chain if self.rewind => from_start(self.covered_end.max(want)),
-            Kind::Chain => Origin {
+            (Kind::Finite, Direction::Backward) => Origin {
+                direction,
                 base_offset: self.base_offset,
-                base_cursor: self.base_cursor.clone(),
-                target: (self.covered_end.max(want)).saturating_sub(self.base_offset),
+                base_cursor: Cursor::default(),
+                target: 0,
+                back_target: 0,
                 cursor: self.base_cursor.clone(),
+                jump: false,
             },
-            Kind::Full => from_start(want),
+            _ => {
+                let (at, cursor, jump) = match &self.jump {
+                    Some((at, cursor)) => (*at, cursor, true),
+                    None => {
+                        let (at, cursor) = self.anchor(want.window_start);
+                        (at, cursor, false)
+                    }
+                };
+                // The source's start has nothing before it.
+                let back_target = if cursor.is_empty() {
+                    0
+                } else {
+                    at.saturating_sub(want.start).max(u64::from(at == 0))
+                };
+                Origin {
+                    direction: Direction::Forward,
+                    base_offset: at,
+                    base_cursor: cursor.clone(),
+                    target: want.end.saturating_sub(at).max(1),
+                    back_target,
+                    cursor: cursor.clone(),
+                    jump,
+                }
+            }
         }
     }
 
-    /// A finite read's page joins the end of the view.
+    /// A forward finite read's page joins the end of the view.
     #[inline]
     pub(super) fn append(
         &mut self,
@@ -174,31 +279,154 @@ impl View {
         self.tail_cursor = None;
     }
 
-    /// A finite read settled current: whether it reached the end of the source.
+    /// A backward finite read's page joins the start of the view; `start_cursor` is its
+    /// answer's `next_cursor`, where the page starts. An empty page moves the base back over
+    /// the empty stretch. Renumbers the view if the page's numbers would fall below 0.
+    #[allow(clippy::too_many_arguments)]
     #[inline]
-    pub(super) fn extended(&mut self, end_of_source: bool) {
-        self.end_of_source = end_of_source;
+    pub(super) fn prepend(
+        &mut self,
+        request: u64,
+        slot: u32,
+        acquisition: u64,
+        count: u32,
+        epoch: u64,
+        start_cursor: Cursor,
+        start_of_source: bool,
+    ) {
+        let n = count as u64;
+        if n > self.base_offset {
+            self.renumber((n - self.base_offset) as i128);
+        }
+        let end_cursor = std::mem::replace(&mut self.base_cursor, start_cursor);
+        self.base_offset -= n;
+        if count > 0 {
+            self.pages.push_front(Page {
+                acquisition,
+                count,
+                epoch,
+                start: self.base_offset,
+                end_cursor,
+                request,
+                slot,
+            });
+        }
+        self.start_of_source = start_of_source || self.base_cursor.is_empty();
+        if self.start_of_source && self.base_offset != 0 {
+            // The source's start is item 0: the numbers are the source's own again.
+            self.renumber(-(self.base_offset as i128));
+        }
         self.changed = true;
     }
 
-    /// Swaps the view to `request`'s staged pages, atomically. The old view's buffer becomes
-    /// the request's staging buffer, which goes back to the pool with the request.
+    /// Adds `by` to every position the view holds, and remembers it for the window.
+    fn renumber(&mut self, by: i128) {
+        let at = |x: u64| (x as i128 + by) as u64;
+        for p in self.pages.iter_mut() {
+            p.start = at(p.start);
+        }
+        self.base_offset = at(self.base_offset);
+        self.covered_end = at(self.covered_end);
+        if let Some((pos, _)) = self.jump.as_mut() {
+            *pos = (*pos as i128 + by).max(0) as u64;
+        }
+        self.shift += by;
+        self.changed = true;
+    }
+
+    /// The renumbering since the last call: the host's window moves by the same amount, so
+    /// it stays on the same items.
+    #[inline]
+    pub(super) fn take_shift(&mut self) -> i128 {
+        std::mem::take(&mut self.shift)
+    }
+
+    /// A finite read settled current: whether it reached the end of the source (forward) or
+    /// its start (backward; see [`View::prepend`]).
+    #[inline]
+    pub(super) fn extended(&mut self, direction: Direction, end_of_source: bool) {
+        if direction == Direction::Forward {
+            self.end_of_source = end_of_source;
+        }
+        self.changed = true;
+    }
+
+    /// Rebuilds the next repair around `cursor`, whose next item gets position `at`.
+    pub(super) fn jump_to(&mut self, at: u64, cursor: Cursor, cursors: &mut CursorPool) {
+        if let Some((_, old)) = self.jump.replace((at, cursor)) {
+            cursors.recycle(old);
+        }
+    }
+
+    /// Moves an empty view with nothing in flight to `cursor` at position `at` directly.
+    pub(super) fn move_empty(&mut self, at: u64, cursor: Cursor, cursors: &mut CursorPool) {
+        debug_assert!(self.pages.is_empty());
+        self.start_of_source = cursor.is_empty();
+        let old = std::mem::replace(&mut self.base_cursor, cursor);
+        cursors.recycle(old);
+        if let Some(old) = self.tail_cursor.take() {
+            cursors.recycle(old);
+        }
+        self.base_offset = at;
+        self.covered_end = at;
+        self.end_of_source = false;
+        self.changed = true;
+    }
+
+    /// Swaps the view to `request`'s staged pages, atomically: those read backward, in
+    /// source order, then those read forward. The old view's buffer becomes the request's
+    /// staging buffer, which goes back to the pool with the request.
     pub(super) fn commit(
         &mut self,
         request: u64,
-        end_of_source: bool,
         requests: &mut Requests,
         cursors: &mut CursorPool,
     ) {
         let w = requests.live(request);
-        let staged = std::mem::take(&mut w.staged);
-        w.in_view = staged.len() as u32;
-        self.base_offset = w.base_offset;
-        let base = std::mem::take(&mut w.base_cursor);
-        self.covered_end = w.base_offset + w.staged_items;
-        self.end_of_source = end_of_source;
+        let mut staged = std::mem::take(&mut w.staged);
+        w.in_view = (staged.len() + w.staged_back.len()) as u32;
+        let back = w.staged_back_items;
+        // The anchor keeps its number, unless the pages before it do not fit below it, or
+        // they reach the source's start: then the numbers become the source's own.
+        let anchor = if w.reached_start {
+            back
+        } else {
+            w.base_offset.max(back)
+        };
+        let first = anchor - back;
+        if anchor != w.base_offset {
+            self.shift += anchor as i128 - w.base_offset as i128;
+        }
+        if !w.staged_back.is_empty() {
+            let mut at = first;
+            let mut back_pages: Vec<Page> = w.staged_back.drain(..).rev().collect();
+            for p in back_pages.iter_mut() {
+                p.start = at;
+                at += p.count as u64;
+            }
+            back_pages.append(&mut staged);
+            staged = back_pages;
+        }
+        // Backward pages, then forward ones: consecutive from `first`, so the anchor item
+        // gets `anchor`.
+        let mut at = first;
+        for p in staged.iter_mut() {
+            p.start = at;
+            at += p.count as u64;
+        }
+        self.base_offset = first;
+        self.covered_end = anchor + w.staged_items;
+        self.end_of_source = w.reached_end;
+        // Where the farthest backward read ended: the anchor when none ran.
+        let base = std::mem::take(&mut w.back_cursor);
+        self.start_of_source = w.reached_start || base.is_empty();
         let old_base = std::mem::replace(&mut self.base_cursor, base);
         cursors.recycle(old_base);
+        if w.jump {
+            if let Some((_, c)) = self.jump.take() {
+                cursors.recycle(c);
+            }
+        }
         let mut old: Vec<Page> = std::mem::replace(&mut self.pages, staged.into()).into();
         // Pages come in runs of one request: one map lookup per run, not per page.
         let mut run: Option<(u64, u32)> = None;
@@ -217,36 +445,80 @@ impl View {
             requests.leave_view(r, n);
         }
         requests.live(request).staged = old;
-        self.rewind = false;
         self.changed = true;
     }
 
-    /// Releases the pages wholly more than `drop_margin` items before `window_start`; the
-    /// first page kept becomes the memo's start.
-    #[inline]
-    pub(super) fn drop_behind(
+    /// Releases the pages the window no longer needs: first those wholly before
+    /// `keep_from`; then, while more than `max_pages` (0: no bound) are held, the first or
+    /// the last page, whichever is farther from the window, as long as it lies wholly outside
+    /// `want`. `hold` is the side a finite read in flight continues from: nothing is dropped
+    /// there until it is answered. Returns how many pages were dropped.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn trim(
         &mut self,
-        window_start: u64,
-        drop_margin: u64,
+        want: &Want,
+        keep_from: u64,
+        max_pages: usize,
+        hold: Option<Direction>,
         requests: &mut Requests,
         cursors: &mut CursorPool,
         out: &mut Outbox,
-    ) {
-        if drop_margin == 0 {
-            return;
+    ) -> usize {
+        let keep_from = keep_from.min(want.start);
+        let front_ok = hold != Some(Direction::Backward);
+        let back_ok = hold != Some(Direction::Forward);
+        let mut dropped = 0;
+        while front_ok
+            && self
+                .pages
+                .front()
+                .is_some_and(|p| p.start + p.count as u64 <= keep_from)
+        {
+            self.drop_front(requests, cursors, out);
+            dropped += 1;
         }
-        while let Some(p) = self.pages.front() {
-            let end = p.start + p.count as u64;
-            if end.saturating_add(drop_margin) > window_start {
-                break;
+        while max_pages > 0 && self.pages.len() > max_pages {
+            let (first, last) = match (self.pages.front(), self.pages.back()) {
+                (Some(f), Some(l)) => (f, l),
+                _ => break,
+            };
+            let first_end = first.start + first.count as u64;
+            // How far each lies outside `want`; `None` when it overlaps it.
+            let before = (front_ok && first_end <= want.start).then(|| want.start - first_end);
+            let after = (back_ok && last.start >= want.end).then(|| last.start - want.end);
+            match (before, after) {
+                (Some(b), Some(a)) if a > b => self.drop_back(requests, cursors, out),
+                (Some(_), _) => self.drop_front(requests, cursors, out),
+                (None, Some(_)) => self.drop_back(requests, cursors, out),
+                (None, None) => break,
             }
-            let p = self.pages.pop_front().expect("front exists");
-            requests.drop_page(&p, out);
-            self.base_offset = end;
-            let old_base = std::mem::replace(&mut self.base_cursor, p.end_cursor);
-            cursors.recycle(old_base);
-            self.changed = true;
+            dropped += 1;
         }
+        dropped
+    }
+
+    /// Releases the first page; the next one's start becomes the base.
+    fn drop_front(&mut self, requests: &mut Requests, cursors: &mut CursorPool, out: &mut Outbox) {
+        let p = self.pages.pop_front().expect("a first page");
+        requests.drop_page(&p, out);
+        self.base_offset = p.start + p.count as u64;
+        let old_base = std::mem::replace(&mut self.base_cursor, p.end_cursor);
+        cursors.recycle(old_base);
+        self.start_of_source = false;
+        self.changed = true;
+    }
+
+    /// Releases the last page; the view ends where it started.
+    fn drop_back(&mut self, requests: &mut Requests, cursors: &mut CursorPool, out: &mut Outbox) {
+        let p = self.pages.pop_back().expect("a last page");
+        requests.drop_page(&p, out);
+        self.covered_end = p.start;
+        cursors.recycle(p.end_cursor);
+        if let Some(old) = self.tail_cursor.take() {
+            cursors.recycle(old);
+        }
+        self.end_of_source = false;
+        self.changed = true;
     }
 
     /// Drops `request`'s pages and closes the gap they leave. Only the module's exact rules
@@ -262,18 +534,6 @@ impl View {
         self.covered_end = at;
         self.tail_cursor = None;
         self.changed = true;
-    }
-
-    /// Whether a window starting at `start` moves back over dropped pages, whose cursors
-    /// are gone, for the first time since the last commit.
-    #[inline]
-    pub(super) fn rewinds_to(&self, start: u64) -> bool {
-        start < self.base_offset && !self.rewind
-    }
-
-    /// The next repair starts at the source's start; the old view stays until it commits.
-    pub(super) fn rewind(&mut self) {
-        self.rewind = true;
     }
 
     /// Whether the view changed since the last call.
