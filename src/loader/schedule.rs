@@ -22,6 +22,7 @@ impl Window {
             start: self.start.saturating_sub(prefetch),
             end: (self.start + self.len).saturating_add(prefetch),
             window_start: self.start,
+            below_zero: self.start < prefetch,
         }
     }
 

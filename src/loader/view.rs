@@ -62,6 +62,9 @@ pub(super) struct Want {
     pub(super) end: u64,
     /// The window's own start, which the anchor must hold.
     pub(super) window_start: u64,
+    /// The prefetch before the window reaches below position 0: rows inserted before an
+    /// anchored view at 0 are read (and the view renumbered).
+    pub(super) below_zero: bool,
 }
 
 /// The pages shown and where they sit.
@@ -145,11 +148,13 @@ impl View {
     }
 
     /// Whether the view falls short of `want` before its first page while the source's start
-    /// is not reached. At position 0 without the source's start, rows were inserted before
-    /// the anchor: it reads on, and the view is renumbered.
+    /// is not reached. At position 0 without the source's start, with the prefetch reaching
+    /// below 0, rows may lie before the anchor: it reads on, and the renumbering moves the
+    /// window up by what it found, so this stops once the prefetch is filled.
     #[inline]
     pub(super) fn short_before(&self, want: &Want) -> bool {
-        !self.start_of_source && (self.base_offset > want.start || self.base_offset == 0)
+        !self.start_of_source
+            && (self.base_offset > want.start || (self.base_offset == 0 && want.below_zero))
     }
 
     /// The cursor after the last held page: where a finite read continues, unless empty
