@@ -30,6 +30,8 @@ pub(super) struct Accepted<'a> {
     /// the source's end nor answered a cancelled read: a host bug (an empty page that does
     /// not move would be read again forever).
     pub(super) stalled: bool,
+    /// The host's count of the items before the page's first item, if it knows it.
+    pub(super) items_before: Option<u64>,
 }
 
 impl Loader {
@@ -42,6 +44,7 @@ impl Loader {
             next_cursor,
             end_of_source,
             stalled,
+            items_before,
         } = a;
         let w = self.requests.live(request);
         let slot = w.accept(acquisition, count);
@@ -55,6 +58,9 @@ impl Loader {
             Settled::FiniteCurrent => {
                 match direction {
                     Direction::Forward if count > 0 => {
+                        if let Some(n) = items_before {
+                            self.view.number_next_at(n);
+                        }
                         let end_cursor = self.pools.cursors.make(next_cursor);
                         self.view
                             .append(request, slot, acquisition, count, epoch, end_cursor);
@@ -72,6 +78,9 @@ impl Loader {
                             start_cursor,
                             end_of_source,
                         );
+                        if let (Some(n), true) = (items_before, count > 0) {
+                            self.view.number_first_at(n);
+                        }
                     }
                 }
                 if count > 0 {
@@ -95,6 +104,7 @@ impl Loader {
             next_cursor,
             end_of_source,
             stalled,
+            items_before,
         } = a;
         let epoch_now = self.ledger.epoch();
         let debt_full = self.ledger.debt() == Debt::Full;
@@ -121,6 +131,13 @@ impl Loader {
         }
         let limit = self.config.page_size;
         let next = self.pools.cursors.make(next_cursor);
+        if let (Some(n), true) = (items_before, count > 0) {
+            // Where the anchor item is, by the host's count.
+            w.counted = match w.direction {
+                Direction::Forward => n.checked_sub(w.staged_items),
+                Direction::Backward => Some(n + u64::from(count) + w.staged_back_items),
+            };
+        }
         if w.direction == Direction::Forward {
             if count > 0 {
                 w.stage(request, slot, acquisition, count, next.clone());

@@ -360,6 +360,31 @@ impl Loader {
         next_cursor: &[u8],
         end_of_source: bool,
     ) -> Result<Answer, LoaderError> {
+        self.settle_counted(
+            read_id,
+            acquisition,
+            count,
+            next_cursor,
+            end_of_source,
+            None,
+        )
+    }
+
+    /// [`Loader::settle`] from a host that knows how many items come before the page's first
+    /// item (`items_before`; a count query, an offset in the answer). When the page enters
+    /// the view (now, or when its repair commits), the view is renumbered so that the page
+    /// starts at that position, and the window moves with it: the positions become the
+    /// source's own without reading back to its start. A count that contradicts the view
+    /// (fewer items before the page than the view holds before it) is ignored.
+    pub fn settle_counted(
+        &mut self,
+        read_id: u64,
+        acquisition: u64,
+        count: u32,
+        next_cursor: &[u8],
+        end_of_source: bool,
+        items_before: Option<u64>,
+    ) -> Result<Answer, LoaderError> {
         self.open()?;
         let at = self.reads.find(read_id)?;
         let limit = self.reads.get(at).limit;
@@ -389,6 +414,7 @@ impl Loader {
             next_cursor,
             end_of_source,
             stalled,
+            items_before,
         };
         let answer = match kind {
             Kind::Finite => self.settle_finite(&a)?,

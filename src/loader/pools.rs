@@ -101,6 +101,7 @@ impl Pools {
         w.reached_end = false;
         w.reached_start = false;
         w.jump = false;
+        w.counted = None;
         if w.kind == Kind::Finite {
             if self.finite.len() < SPARE_FINITE {
                 self.finite.push(w);

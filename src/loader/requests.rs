@@ -54,6 +54,9 @@ pub(super) struct Work {
     pub(super) reached_start: bool,
     /// The request rebuilds the view around a jump's cursor.
     pub(super) jump: bool,
+    /// Chain and full reads: the anchor item's position by the host's count
+    /// (`Loader::settle_counted`), if it gave one.
+    pub(super) counted: Option<u64>,
 }
 
 impl Work {
@@ -80,6 +83,7 @@ impl Work {
             reached_end: false,
             reached_start: false,
             jump: false,
+            counted: None,
         }
     }
 

@@ -324,6 +324,22 @@ impl View {
         self.changed = true;
     }
 
+    /// The host counted `n` items before the page about to be appended: renumber so that it
+    /// starts at `n`, unless the view holds more than `n` items before it.
+    pub(super) fn number_next_at(&mut self, n: u64) {
+        let held = self.covered_end - self.base_offset;
+        if n >= held && n != self.covered_end {
+            self.renumber(n as i128 - self.covered_end as i128);
+        }
+    }
+
+    /// The host counted `n` items before the first held page: renumber so it starts at `n`.
+    pub(super) fn number_first_at(&mut self, n: u64) {
+        if n != self.base_offset {
+            self.renumber(n as i128 - self.base_offset as i128);
+        }
+    }
+
     /// Adds `by` to every position the view holds, and remembers it for the window.
     fn renumber(&mut self, by: i128) {
         let at = |x: u64| (x as i128 + by) as u64;
@@ -393,10 +409,10 @@ impl View {
         let back = w.staged_back_items;
         // The anchor keeps its number, unless the pages before it do not fit below it, or
         // they reach the source's start: then the numbers become the source's own.
-        let anchor = if w.reached_start {
-            back
-        } else {
-            w.base_offset.max(back)
+        let anchor = match w.counted {
+            _ if w.reached_start => back,
+            Some(n) if n >= back => n,
+            _ => w.base_offset.max(back),
         };
         let first = anchor - back;
         if anchor != w.base_offset {

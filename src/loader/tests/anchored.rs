@@ -68,6 +68,11 @@ impl Numbered {
 
     /// Answers every read, oldest first, until none is outstanding.
     fn drain(&mut self) {
+        self.drain_counting(false);
+    }
+
+    /// The same; with `counted`, each answer says how many items come before its first.
+    fn drain_counting(&mut self, counted: bool) {
         self.collect();
         while !self.reads.is_empty() {
             let r = self.reads.remove(0);
@@ -79,7 +84,10 @@ impl Numbered {
             } else {
                 cursor(next).to_vec()
             };
-            self.loader.settle(r.read_id, acq, n, &next, end).unwrap();
+            let before = counted.then_some(first);
+            self.loader
+                .settle_counted(r.read_id, acq, n, &next, end, before)
+                .unwrap();
             if n > 0 {
                 self.held.insert(acq, (first, n));
             }
@@ -245,4 +253,22 @@ fn a_view_numbered_too_low_is_renumbered_with_the_window() {
     assert!(h.loader.start_of_source());
     h.check_view();
     assert_eq!(h.item_at(0), 0);
+}
+
+#[test]
+fn a_host_that_counts_makes_the_positions_true_without_reading_to_the_start() {
+    // Numbered 10 by a jump, item 1,000 is renumbered to 1,000 by the first counted answer
+    // (finite reads), and a repair keeps the count (chain steps).
+    let mut h = Numbered::new(deep(), 5_000);
+    h.loader.jump(&cursor(1_000), 10).unwrap();
+    h.loader.set_window(10, 100).unwrap();
+    h.drain_counting(true);
+    assert_eq!(h.loader.window().0, 1_000);
+    h.check_view();
+    assert!(!h.loader.start_of_source());
+    assert!(h.items_read() <= BOUND);
+    h.loader.jump(&cursor(3_000), 7).unwrap();
+    h.drain_counting(true);
+    assert_eq!(h.loader.window().0, 3_000);
+    h.check_view();
 }
