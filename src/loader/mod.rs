@@ -110,6 +110,9 @@ pub struct Loader {
     backoff: Backoff,
     /// Which way the next finite request reads (the pump decides before it asks the ledger).
     finite_direction: Direction,
+    /// A chain or full read that failed, kept when the ledger released it, for the retry
+    /// that follows at the same epoch to adopt (see `Loader::retire`).
+    resume: Option<requests::Work>,
     closed: bool,
 }
 
@@ -147,6 +150,7 @@ impl Loader {
             now: 0,
             backoff: Backoff::new(config.jitter_seed),
             finite_direction: Direction::Forward,
+            resume: None,
             closed: false,
         })
     }
@@ -444,6 +448,15 @@ impl Loader {
             return Err(LedgerError::IdOverflow.into());
         }
         let read = self.reads.answer(at);
+        if read.kind == Kind::Finite {
+            self.pools.cursors.recycle(read.cursor);
+        } else {
+            // A retry at this epoch resumes here, with the steps that succeeded.
+            let w = self.requests.live(read.request);
+            if let Some(old) = w.resume_at.replace(read.cursor) {
+                self.pools.cursors.recycle(old);
+            }
+        }
         let failed = self.fail_request(read.request)?;
         self.pump();
         Ok(match failed {
@@ -460,6 +473,9 @@ impl Loader {
         }
         self.closed = true;
         self.reads.cancel_all(&mut self.out);
+        if let Some(w) = self.resume.take() {
+            self.out.release_all(&w.acqs);
+        }
         self.requests.release_all(&mut self.out);
         self.view.clear();
         self.out.changed();

@@ -57,6 +57,9 @@ pub struct Stats {
     pub renumbered: u64,
     /// Jumps (`Loader::jump`).
     pub jumps: u64,
+    /// Retries that resumed a failed chain or full read at its failed step, keeping the
+    /// steps that succeeded.
+    pub resumed: u64,
 }
 
 /// The effects queued for the host, the counters, and what was last announced.

@@ -102,6 +102,9 @@ impl Pools {
         w.reached_start = false;
         w.jump = false;
         w.counted = None;
+        if let Some(c) = w.resume_at.take() {
+            self.cursors.recycle(c);
+        }
         if w.kind == Kind::Finite {
             if self.finite.len() < SPARE_FINITE {
                 self.finite.push(w);

@@ -54,6 +54,9 @@ pub(super) struct Work {
     pub(super) reached_start: bool,
     /// The request rebuilds the view around a jump's cursor.
     pub(super) jump: bool,
+    /// Chain and full reads that failed: where the failed read started, so that a retry at
+    /// the same epoch resumes there with the pages read so far (see `Loader::retire`).
+    pub(super) resume_at: Option<Cursor>,
     /// Chain and full reads: the anchor item's position by the host's count
     /// (`Loader::settle_counted`), if it gave one.
     pub(super) counted: Option<u64>,
@@ -83,6 +86,7 @@ impl Work {
             reached_end: false,
             reached_start: false,
             jump: false,
+            resume_at: None,
             counted: None,
         }
     }

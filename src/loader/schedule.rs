@@ -3,7 +3,7 @@
 //! for more until nothing more is enabled.
 
 use super::view::Want;
-use super::{Direction, Kind, Loader};
+use super::{requests, Direction, Kind, Loader};
 use crate::ledger;
 
 /// The items the host wants shown.
@@ -102,6 +102,15 @@ impl Loader {
     /// that should cover `want`.
     #[inline]
     fn start(&mut self, id: u64, kind: Kind, epoch: u64, want: &Want) {
+        if let Some(w) = self.resume.take() {
+            if kind != Kind::Finite && w.epoch == epoch {
+                self.resume_into(id, kind, w);
+                return;
+            }
+            // An invalidation came between the failure and the retry: nothing to adopt.
+            self.out.release_all(&w.acqs);
+            self.pools.recycle_work(w);
+        }
         let origin = self.view.origin(kind, self.finite_direction, want);
         let mut w = self.pools.work(kind, epoch);
         w.direction = origin.direction;
@@ -117,12 +126,38 @@ impl Loader {
         self.reads.issue(id, w, origin.cursor, limit, &mut self.out);
     }
 
-    /// The ledger retired a request: hand back everything it acquired.
+    /// Request `id` adopts the failed request `w` of the same epoch: its staged pages and
+    /// acquisitions, its targets and anchor, and the read that failed, which it issues again.
+    /// In the model's terms the new full request is fresh; only the loader's pages carry
+    /// over, and they were read at this same epoch, so they are as current as a re-read.
+    fn resume_into(&mut self, id: u64, kind: Kind, mut w: requests::Work) {
+        let from = w.resume_at.take().expect("a resumable record");
+        w.kind = kind;
+        for p in w.staged.iter_mut().chain(w.staged_back.iter_mut()) {
+            p.request = id;
+        }
+        w.step += 1;
+        self.out.stats.resumed += 1;
+        self.requests.insert(id, w);
+        let w = self.requests.live(id);
+        let limit = self.config.page_size;
+        self.reads.issue(id, w, from, limit, &mut self.out);
+    }
+
+    /// The ledger retired a request: hand back everything it acquired. A chain or full read
+    /// that failed at the current epoch is kept instead, for the retry to resume.
     #[inline]
     fn retire(&mut self, id: u64) {
         let Some(w) = self.requests.remove(id) else {
             return;
         };
+        if w.resume_at.is_some() && w.epoch == self.ledger.epoch() {
+            if let Some(old) = self.resume.replace(w) {
+                self.out.release_all(&old.acqs);
+                self.pools.recycle_work(old);
+            }
+            return;
+        }
         self.out.release_all(&w.acqs);
         let shown = w.in_view > 0;
         self.pools.recycle_work(w);

@@ -272,3 +272,75 @@ fn a_host_that_counts_makes_the_positions_true_without_reading_to_the_start() {
     assert_eq!(h.loader.window().0, 3_000);
     h.check_view();
 }
+
+#[test]
+fn a_retry_resumes_at_the_failed_step_keeping_the_steps_that_succeeded() {
+    let mut h = at_depth(deep(), 100_000);
+    let before = h.items_read();
+    h.loader.invalidate().unwrap();
+    h.collect();
+    // Two steps succeed, the third fails.
+    for _ in 0..2 {
+        let r = h.reads.remove(0);
+        let (first, n, next, end) = h.answer(&r);
+        let acq = h.next_acq;
+        h.next_acq += 1;
+        h.loader
+            .settle(r.read_id, acq, n, &cursor(next), end)
+            .unwrap();
+        h.held.insert(acq, (first, n));
+        h.collect();
+    }
+    let failed = h.reads.remove(0);
+    h.loader.fail(failed.read_id, 1).unwrap();
+    h.collect();
+    assert!(h.loader.retry().unwrap());
+    h.collect();
+    assert_eq!(
+        h.reads[0].cursor, failed.cursor,
+        "it resumes at the failed read"
+    );
+    assert_eq!(h.reads[0].kind, Kind::Full);
+    h.drain();
+    assert_eq!(h.loader.stats().resumed, 1);
+    // Nothing read twice: the same items as a repair without the failure.
+    let read = h.items_read() - before;
+    assert!(read <= BOUND, "{read} items read");
+    h.check_view();
+    assert!(!h.loader.revalidating());
+    h.loader.close();
+    h.collect();
+    assert!(h.held.is_empty(), "every acquisition released once");
+}
+
+#[test]
+fn a_retry_after_an_invalidation_does_not_resume() {
+    let mut h = at_depth(deep(), 100_000);
+    h.loader.invalidate().unwrap();
+    h.collect();
+    let r = h.reads.remove(0);
+    let (first, n, next, end) = h.answer(&r);
+    h.loader
+        .settle(r.read_id, 900, n, &cursor(next), end)
+        .unwrap();
+    h.held.insert(900, (first, n));
+    h.collect();
+    let failed = h.reads.remove(0);
+    h.loader.fail(failed.read_id, 1).unwrap();
+    h.loader.invalidate().unwrap();
+    h.collect();
+    assert!(h.loader.retry().unwrap());
+    h.collect();
+    assert!(
+        !h.held.contains_key(&900),
+        "the failed request's page was released"
+    );
+    assert_eq!(
+        at(&h.reads[0].cursor),
+        100_000,
+        "a fresh read from the anchor"
+    );
+    h.drain();
+    assert_eq!(h.loader.stats().resumed, 0);
+    h.check_view();
+}
