@@ -416,6 +416,11 @@ typedef struct loader_config {
    * 0 (the default): no bound.
    */
   uint32_t max_pages;
+  /**
+   * How long (ms of the `loader_tick` clock) a superseded read's answer is awaited before
+   * the loader lets it go, as `loader_abandon` would. Default 10000; 0 never lets go.
+   */
+  uint64_t read_timeout_ms;
 } loader_config;
 
 /**

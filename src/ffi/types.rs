@@ -221,6 +221,9 @@ pub struct loader_config {
     /// the window go first, and pages the window plus prefetch needs are never released.
     /// 0 (the default): no bound.
     pub max_pages: u32,
+    /// How long (ms of the `loader_tick` clock) a superseded read's answer is awaited before
+    /// the loader lets it go, as `loader_abandon` would. Default 10000; 0 never lets go.
+    pub read_timeout_ms: u64,
 }
 
 impl From<loader::Config> for loader_config {
@@ -236,6 +239,7 @@ impl From<loader::Config> for loader_config {
             jitter_seed: c.jitter_seed,
             recheck_full: u8::from(c.recheck_full),
             max_pages: c.max_pages,
+            read_timeout_ms: c.read_timeout_ms,
         }
     }
 }
@@ -253,6 +257,7 @@ impl From<&loader_config> for loader::Config {
             jitter_seed: c.jitter_seed,
             recheck_full: c.recheck_full != 0,
             max_pages: c.max_pages,
+            read_timeout_ms: c.read_timeout_ms,
         }
     }
 }

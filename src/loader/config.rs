@@ -38,6 +38,11 @@ pub struct Config {
     pub max_auto_retries: u32,
     /// Seeds the backoff jitter, so runs are reproducible. Default 0.
     pub jitter_seed: u64,
+    /// How long, in ms of the host's clock (`tick`), a superseded read's answer is awaited
+    /// before the loader lets it go as if the host had abandoned it (`Loader::abandon`): a
+    /// host that never answers a superseded read does not block new reads. Default 10,000;
+    /// 0 never lets go.
+    pub read_timeout_ms: u64,
     /// A full read an invalidation overtook is followed by a repair, so no invalidation is
     /// lost. Default on; off restores the model's exact `unifiedMin` rules, which lose it.
     pub recheck_full: bool,
@@ -55,6 +60,7 @@ impl Default for Config {
             backoff_multiplier: 2.0,
             max_auto_retries: 5,
             jitter_seed: 0,
+            read_timeout_ms: 10_000,
             recheck_full: true,
         }
     }

@@ -113,6 +113,10 @@ pub struct Loader {
     /// A chain or full read that failed, kept when the ledger released it, for the retry
     /// that follows at the same epoch to adopt (see `Loader::retire`).
     resume: Option<requests::Work>,
+    /// Reads let go of (abandoned, or timed out), newest last: a late answer to one is stale
+    /// and its acquisition goes back at once. Bounded: the oldest are forgotten (an answer
+    /// to a forgotten one is refused as already answered).
+    abandoned: std::collections::VecDeque<u64>,
     closed: bool,
 }
 
@@ -151,6 +155,7 @@ impl Loader {
             backoff: Backoff::new(config.jitter_seed),
             finite_direction: Direction::Forward,
             resume: None,
+            abandoned: std::collections::VecDeque::new(),
             closed: false,
         })
     }
@@ -232,9 +237,17 @@ impl Loader {
         self.closed
     }
 
-    /// When the host should next call [`Loader::tick`], if a backoff retry is armed.
+    /// When the host should next call [`Loader::tick`]: a backoff retry is armed, or a
+    /// superseded read will time out (`read_timeout_ms`).
     pub fn next_deadline(&self) -> Option<u64> {
-        self.backoff.deadline
+        let timeout = match self.config.read_timeout_ms {
+            0 => None,
+            t => self.reads.next_timeout(t),
+        };
+        match (self.backoff.deadline, timeout) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Hands the queued effects to the caller, in the order they arose.
@@ -342,6 +355,17 @@ impl Loader {
             return Err(LedgerError::IdOverflow.into());
         }
         self.now = self.now.max(now_ms);
+        let timeout = self.config.read_timeout_ms;
+        if timeout > 0 {
+            for read_id in self.reads.timed_out(self.now, timeout) {
+                if self.ledger.next_id() == u64::MAX {
+                    break;
+                }
+                let at = self.reads.find(read_id)?;
+                self.let_go(at)?;
+                self.out.stats.timed_out += 1;
+            }
+        }
         if due {
             self.backoff.deadline = None;
             if self.ledger.explicit_retry(&mut self.scratch)?.is_some() {
@@ -390,7 +414,21 @@ impl Loader {
         items_before: Option<u64>,
     ) -> Result<Answer, LoaderError> {
         self.open()?;
-        let at = self.reads.find(read_id)?;
+        let at = match self.reads.find(read_id) {
+            Ok(at) => at,
+            Err(e) => {
+                return if self.forget_abandoned(read_id) {
+                    // Let go of earlier: stale, and nothing keeps the acquisition.
+                    self.out.stats.accepted += 1;
+                    self.out.stats.answered_stale += 1;
+                    self.out.stats.late_answers += 1;
+                    self.out.release(acquisition);
+                    Ok(Answer::Stale)
+                } else {
+                    Err(e)
+                };
+            }
+        };
         let limit = self.reads.get(at).limit;
         if count > limit {
             return Err(LoaderError::CountOverLimit { count, limit });
@@ -443,9 +481,22 @@ impl Loader {
     pub fn fail(&mut self, read_id: u64, code: i32) -> Result<Answer, LoaderError> {
         let _ = code;
         self.open()?;
-        let at = self.reads.find(read_id)?;
+        let at = match self.reads.find(read_id) {
+            Ok(at) => at,
+            Err(_) if self.forget_abandoned(read_id) => {
+                self.out.stats.late_answers += 1;
+                return Ok(Answer::Stale);
+            }
+            Err(e) => return Err(e),
+        };
         if self.ledger.next_id() == u64::MAX {
             return Err(LedgerError::IdOverflow.into());
+        }
+        if self.reads.get(at).cancelled {
+            // The host was told it may let this read go: a failure is how it did.
+            self.let_go(at)?;
+            self.pump();
+            return Ok(Answer::Stale);
         }
         let read = self.reads.answer(at);
         if read.kind == Kind::Finite {
@@ -463,6 +514,63 @@ impl Loader {
             ledger::Failed::Own => Answer::Current,
             ledger::Failed::Superseded => Answer::Stale,
         })
+    }
+
+    /// The host gives up on read `read_id` and will not answer it. For a read the loader no
+    /// longer needed (it was superseded: `Effect::Cancel` hinted it, if the host hears
+    /// hints) this costs nothing: no debt, no re-read, and the reads it blocked may start.
+    /// For a read still needed it is a failure, as [`Loader::fail`]. An answer that arrives
+    /// later anyway is classified stale, and its acquisition is released at once.
+    pub fn abandon(&mut self, read_id: u64) -> Result<Answer, LoaderError> {
+        self.open()?;
+        let at = self.reads.find(read_id)?;
+        if !self.reads.get(at).superseded {
+            let answer = self.fail(read_id, 0)?;
+            self.remember_abandoned(read_id);
+            return Ok(answer);
+        }
+        if self.ledger.next_id() == u64::MAX {
+            return Err(LedgerError::IdOverflow.into());
+        }
+        self.let_go(at)?;
+        self.pump();
+        Ok(Answer::Stale)
+    }
+
+    /// Lets go of the superseded read at `at`: its request ends as an empty answer would end
+    /// it (stale: it costs no debt), nothing enters the view, and a late answer is expected.
+    fn let_go(&mut self, at: usize) -> Result<(), LoaderError> {
+        let read = self.reads.answer(at);
+        let read_id = self.reads.last_answered();
+        self.pools.cursors.recycle(read.cursor);
+        if read.kind == Kind::Finite {
+            self.requests.live(read.request).read = None;
+            self.ledger.settle(read.request, &mut self.scratch)?;
+        } else {
+            self.fail_request(read.request)?;
+        }
+        self.out.stats.abandoned += 1;
+        self.remember_abandoned(read_id);
+        Ok(())
+    }
+
+    fn remember_abandoned(&mut self, read_id: u64) {
+        const KEEP: usize = 4096;
+        if self.abandoned.len() == KEEP {
+            self.abandoned.pop_front();
+        }
+        self.abandoned.push_back(read_id);
+    }
+
+    /// Whether `read_id` was let go of; forgets it (it is answered now).
+    fn forget_abandoned(&mut self, read_id: u64) -> bool {
+        match self.abandoned.iter().position(|&id| id == read_id) {
+            Some(i) => {
+                self.abandoned.remove(i);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Releases every acquisition still held, exactly once, and asks the host to cancel every

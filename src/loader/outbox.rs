@@ -60,6 +60,13 @@ pub struct Stats {
     /// Retries that resumed a failed chain or full read at its failed step, keeping the
     /// steps that succeeded.
     pub resumed: u64,
+    /// Reads let go of: abandoned by the host (`Loader::abandon`, or `fail` on a hinted
+    /// read) or timed out (`read_timeout_ms`).
+    pub abandoned: u64,
+    /// Of those, the ones that timed out.
+    pub timed_out: u64,
+    /// Answers to reads already let go of: stale, their acquisitions released at once.
+    pub late_answers: u64,
 }
 
 /// The effects queued for the host, the counters, and what was last announced.

@@ -52,8 +52,9 @@ pub(super) struct Outstanding {
     /// The host was told its answer is no longer needed: an empty answer to it is the host
     /// letting go of the read, never a stall, whatever its cursor.
     pub(super) cancelled: bool,
-    /// Its answer is no longer needed (hinted or not).
+    /// Its answer is no longer needed (hinted or not), since this time (the loader's clock).
     pub(super) superseded: bool,
+    pub(super) superseded_at: u64,
 }
 
 /// The outstanding reads, oldest first, and the name of the next one.
@@ -65,6 +66,8 @@ pub(super) struct Reads {
     list: Vec<(u64, Outstanding)>,
     /// The next read's id; ids below it were issued.
     next: u64,
+    /// The read answered last.
+    last: u64,
     /// Whether the host hears `Cancel` effects. A host that does not (a C host without a
     /// `cancel` callback) was never told to let a read go, so no read counts as cancelled.
     hints_heard: bool,
@@ -75,6 +78,7 @@ impl Reads {
         Reads {
             list: Vec::with_capacity(4),
             next: 1,
+            last: 0,
             hints_heard: true,
         }
     }
@@ -110,6 +114,7 @@ impl Reads {
                 direction: w.direction,
                 cancelled: false,
                 superseded: false,
+                superseded_at: 0,
             },
         ));
         debug_assert!(
@@ -161,26 +166,62 @@ impl Reads {
         self.hints_heard = heard;
     }
 
-    /// Hints the host that outstanding read `read_id`'s answer is no longer needed, and
-    /// remembers that it did if the host hears hints.
+    /// Hints the host that outstanding read `read_id`'s answer is no longer needed (at
+    /// time `now`), and remembers that it did if the host hears hints. A read is hinted once.
     #[inline]
-    pub(super) fn cancel(&mut self, read_id: u64, out: &mut Outbox) {
+    pub(super) fn cancel(&mut self, read_id: u64, now: u64, out: &mut Outbox) {
         if let Some((_, r)) = self.list.iter_mut().find(|(id, _)| *id == read_id) {
+            if r.superseded {
+                return;
+            }
             r.cancelled = self.hints_heard;
             r.superseded = true;
+            r.superseded_at = now;
+            out.cancel(read_id);
         }
-        out.cancel(read_id);
+    }
+
+    /// The superseded reads whose answer has been awaited for `timeout` ms by `now`.
+    pub(super) fn timed_out(&self, now: u64, timeout: u64) -> Vec<u64> {
+        self.list
+            .iter()
+            .filter(|(_, r)| r.superseded && r.superseded_at.saturating_add(timeout) <= now)
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    /// When the first superseded read times out, with `timeout`.
+    pub(super) fn next_timeout(&self, timeout: u64) -> Option<u64> {
+        self.list
+            .iter()
+            .filter(|(_, r)| r.superseded)
+            .map(|(_, r)| r.superseded_at.saturating_add(timeout))
+            .min()
     }
 
     /// Takes the read at `at` off the list: it is answered.
     #[inline]
     pub(super) fn answer(&mut self, at: usize) -> Outstanding {
-        self.list.remove(at).1
+        let (id, r) = self.list.remove(at);
+        self.last = id;
+        r
     }
 
-    /// Cancels every outstanding read, in the order they were issued, and forgets them.
+    /// The id of the read [`Reads::answer`] took last.
+    #[inline]
+    pub(super) fn last_answered(&self) -> u64 {
+        self.last
+    }
+
+    /// Cancels every outstanding read not hinted yet, in the order they were issued, and
+    /// forgets them all.
     pub(super) fn cancel_all(&mut self, out: &mut Outbox) {
-        let mut ids: Vec<u64> = self.list.iter().map(|(id, _)| *id).collect();
+        let mut ids: Vec<u64> = self
+            .list
+            .iter()
+            .filter(|(_, r)| !r.superseded)
+            .map(|(id, _)| *id)
+            .collect();
         ids.sort_unstable();
         for read_id in ids {
             out.cancel(read_id);

@@ -170,7 +170,7 @@ impl Loader {
     #[inline]
     fn supersede(&mut self, id: u64) {
         if let Some(read_id) = self.requests.get(id).and_then(|w| w.read) {
-            self.reads.cancel(read_id, &mut self.out);
+            self.reads.cancel(read_id, self.now, &mut self.out);
         }
     }
 }

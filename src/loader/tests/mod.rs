@@ -1,6 +1,7 @@
 //! One test per rule of the loader, by name, through the simulated host; the helpers they
 //! share. One file per topic.
 
+mod abandon;
 mod anchored;
 mod contract;
 mod failure;
