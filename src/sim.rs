@@ -237,6 +237,16 @@ pub enum Op {
         /// The keys to hide.
         mask: u8,
     },
+    /// The host gives up on a pending read (`Loader::abandon`) but answers it later anyway.
+    Abandon {
+        /// Which pending read.
+        index: u16,
+    },
+    /// The host drops a pending read it was told to cancel, and never answers it.
+    Drop {
+        /// Which pending read (among the cancelled ones).
+        index: u16,
+    },
     /// Jump to the item at `index` (modulo the length, plus one): the cursor before it, and
     /// its own position among the visible items, so positions stay the source's.
     Jump {
@@ -260,6 +270,10 @@ enum Shape {
 struct Pending {
     read: Read,
     prepared: Answer,
+    /// The loader hinted that it no longer needs the answer.
+    cancelled: bool,
+    /// The host told the loader it gave up on it (it may still answer).
+    abandoned: bool,
 }
 
 /// The simulated host.
@@ -361,6 +375,27 @@ impl Host {
                 self.source.hidden_keys = u32::from(mask);
                 self.loader.invalidate()
             }
+            Op::Abandon { index } => {
+                let open: Vec<usize> = (0..self.pending.len())
+                    .filter(|&i| !self.pending[i].abandoned)
+                    .collect();
+                if open.is_empty() {
+                    Ok(())
+                } else {
+                    let p = &mut self.pending[open[index as usize % open.len()]];
+                    p.abandoned = true;
+                    self.loader.abandon(p.read.read_id).map(|_| ())
+                }
+            }
+            Op::Drop { index } => {
+                let hinted: Vec<usize> = (0..self.pending.len())
+                    .filter(|&i| self.pending[i].cancelled)
+                    .collect();
+                if !hinted.is_empty() {
+                    self.pending.remove(hinted[index as usize % hinted.len()]);
+                }
+                Ok(())
+            }
             Op::Jump { index } => {
                 let at = index as usize % (self.source.len() + 1);
                 let position =
@@ -417,7 +452,12 @@ impl Host {
                         return Err(format!("read {} issued twice", read.read_id));
                     }
                     let prepared = self.source.answer(&read);
-                    self.pending.push(Pending { read, prepared });
+                    self.pending.push(Pending {
+                        read,
+                        prepared,
+                        cancelled: false,
+                        abandoned: false,
+                    });
                 }
                 Effect::Release { acquisition } => {
                     if self.held.remove(&acquisition).is_none() {
@@ -428,7 +468,12 @@ impl Host {
                     }
                     self.released += 1;
                 }
-                Effect::Cancel { .. } | Effect::Changed => {}
+                Effect::Cancel { read_id } => {
+                    if let Some(p) = self.pending.iter_mut().find(|p| p.read.read_id == read_id) {
+                        p.cancelled = true;
+                    }
+                }
+                Effect::Changed => {}
             }
         }
         Ok(())
@@ -558,6 +603,10 @@ impl Host {
                 })?;
             } else if self.loader.ledger().retry_enabled() {
                 self.apply(Op::Retry)?;
+            } else if let Some(d) = self.loader.next_deadline() {
+                // A dropped read waits for its timeout.
+                let ms = d.saturating_sub(self.now).clamp(1, u64::from(u16::MAX));
+                self.apply(Op::Tick { ms: ms as u16 })?;
             } else {
                 break;
             }
@@ -627,10 +676,12 @@ pub fn random_ops(seed: u64, n: usize, failures: bool) -> Vec<Op> {
             let a = (r >> 8) as u16;
             let b = (r >> 24) as u16;
             match r % 100 {
-                0..=49 => Op::Deliver {
+                0..=46 => Op::Deliver {
                     index: a,
                     fresh: b.is_multiple_of(2),
                 },
+                47 => Op::Abandon { index: a },
+                48..=49 => Op::Drop { index: a },
                 50..=57 if failures => Op::Fail { index: a },
                 50..=64 => Op::Insert { key: a as u8 },
                 65..=74 => Op::Delete { index: a },
@@ -638,7 +689,7 @@ pub fn random_ops(seed: u64, n: usize, failures: bool) -> Vec<Op> {
                     start: a % 120,
                     len: 1 + b % 60,
                 },
-                87..=93 => Op::Tick { ms: a % 2000 },
+                87..=93 => Op::Tick { ms: a % 6000 },
                 94..=96 => Op::Retry,
                 97..=98 => Op::Invalidate,
                 _ => Op::Jump { index: a },

@@ -43,6 +43,8 @@ fn op(failures: bool, stalls: bool) -> impl Strategy<Value = Op> {
         1 => Just(Op::Retry),
         1 => Just(Op::Invalidate),
         1 => any::<u16>().prop_map(|index| Op::Jump { index }),
+        1 => any::<u16>().prop_map(|index| Op::Abandon { index }),
+        1 => any::<u16>().prop_map(|index| Op::Drop { index }),
     ]
 }
 
@@ -162,6 +164,10 @@ fn seeded_runs_pass_and_reach_every_path() {
         total.issued_backward += st.issued_backward;
         total.jumps += st.jumps;
         total.renumbered += st.renumbered;
+        total.resumed += st.resumed;
+        total.abandoned += st.abandoned;
+        total.late_answers += st.late_answers;
+        total.timed_out += st.timed_out;
     }
     let reached = [
         ("finite reads", total.issued[Kind::Finite as usize]),
@@ -169,7 +175,10 @@ fn seeded_runs_pass_and_reach_every_path() {
         ("full reads", total.issued[Kind::Full as usize]),
         ("stale answers", total.answered_stale),
         ("own failures", total.failed_own),
-        ("superseded failures", total.failed_stale),
+        ("reads let go of after a hint", total.abandoned),
+        ("late answers to them", total.late_answers),
+        ("resumed retries", total.resumed),
+        ("timed-out reads", total.timed_out),
         ("automatic retries", total.retries_auto),
         ("explicit retries", total.retries_explicit),
         ("releases before close", total.released),
