@@ -41,10 +41,14 @@ fn op(failures: bool, stalls: bool) -> impl Strategy<Value = Op> {
         2 => (0u16..100, 1u16..50).prop_map(|(start, len)| Op::Window { start, len }),
         1 => (0u16..3000).prop_map(|ms| Op::Tick { ms }),
         1 => Just(Op::Retry),
-        1 => Just(Op::Invalidate),
-        1 => any::<u16>().prop_map(|index| Op::Jump { index }),
-        1 => any::<u16>().prop_map(|index| Op::Abandon { index }),
-        1 => any::<u16>().prop_map(|index| Op::Drop { index }),
+        2 => prop_oneof![
+            Just(Op::Invalidate),
+            any::<u16>().prop_map(|index| Op::Jump { index }),
+            // A host that drops reads it was told to cancel: only the timeout lets them go.
+            any::<u16>().prop_map(|index| Op::Drop { index }),
+        ],
+        // Abandoning a read still needed is a failure.
+        fail_weight / 2 => any::<u16>().prop_map(|index| Op::Abandon { index }),
     ]
 }
 
