@@ -36,7 +36,9 @@ class Source:
         self.released: Counter[int] = Counter()
         self.strays: List[object] = []
         self.calls: List[int] = []
-        """The offset of every load that ran, in the order they started."""
+        """The offset of every forward load that ran, in the order they started."""
+        self.backward: List[int] = []
+        """The cursor offset of every backward load that ran, in the order they started."""
         self.fail: Callable[[int, int], bool] = lambda start, attempt: False
         """``fail(start, attempt)``: whether the ``attempt``-th load at ``start`` raises."""
         self.hold: Dict[int, threading.Event] = {}
@@ -62,8 +64,23 @@ class Source:
             self.made[id(result)] = result
         return result
 
+    def page_before(self, cursor: bytes, limit: int) -> LoadResult[str]:
+        """The rows just before ``cursor``, in source order; the cursor before them (empty
+        at the source's start)."""
+        at = offset(cursor)
+        with self.lock:
+            self.backward.append(at)
+            at = min(at, len(self.rows))
+            lo = max(at - limit, 0)
+            rows = self.rows[lo:at]
+        result = LoadResult(rows, cursor_at(lo) if lo else b"", lo == 0)
+        with self.lock:
+            self.made[id(result)] = result
+        return result
+
     def load(self, cursor: bytes, limit: int, direction: Direction) -> LoadResult[str]:
-        assert direction is Direction.FORWARD
+        if direction is Direction.BACKWARD:
+            return self.page_before(cursor, limit)
         return self.page(cursor, limit)
 
     def on_release(self, result: LoadResult[str]) -> None:

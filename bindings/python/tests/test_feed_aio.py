@@ -28,7 +28,9 @@ class AsyncSource(Source):
         """A load at this offset waits for the event first (once)."""
 
     async def aload(self, cursor: bytes, limit: int, direction: Direction) -> LoadResult[str]:
-        assert direction is Direction.FORWARD
+        if direction is Direction.BACKWARD:
+            await asyncio.sleep(self.latency())
+            return self.page_before(cursor, limit)
         start = offset(cursor)
         gate = self.parked.pop(start, None)
         with self.lock:

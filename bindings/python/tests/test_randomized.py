@@ -87,7 +87,7 @@ class Driver:
             self.loader.fail(read, 5)
             self.check()
             return
-        items, nxt, end = self.source.read(read.cursor, read.limit)
+        items, nxt, end = self.source.read(read.cursor, read.limit, read.direction)
         if stall and items:
             nxt = read.cursor                    # a host bug: the cursor does not advance
         acq = Acq(self.next_acq, items, read.cursor)

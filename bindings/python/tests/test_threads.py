@@ -49,7 +49,7 @@ class ThreadedHost:
         if rng.random() < self.fail_rate:
             self.loader.fail(read, 1)
             return
-        items, nxt, end = self.source.read(read.cursor, read.limit)
+        items, nxt, end = self.source.read(read.cursor, read.limit, read.direction)
         acq = self.new_acq(items, read.cursor)
         try:
             self.loader.settle(read, acq, next_cursor=nxt, end_of_source=end)
