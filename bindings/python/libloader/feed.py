@@ -70,7 +70,8 @@ class FeedPage(Generic[T]):
     start: int
     """The offset of the page's first item, counted from where the view's numbering began."""
     cursor: bytes
-    """The cursor the load that produced this page started at."""
+    """The cursor just before the page's first item: where the forward load that produced it
+    started, or where the backward one ended (its ``next_cursor``)."""
     result: LoadResult[T]
     """What the load returned."""
 
@@ -96,7 +97,7 @@ class FeedSnapshot(Generic[T]):
 
 class _Acquisition:
     """What the feed hands the loader for each answer: the user's result (``None`` for the
-    empty answer to a cancelled read) and the cursor its load started at."""
+    empty answer to a cancelled read) and the cursor just before its first item."""
 
     __slots__ = ("cursor", "result")
 
@@ -305,7 +306,10 @@ class _FeedCore(Generic[T]):
                     self._discard(result)
             if error is None:
                 try:
-                    self._loader.settle(read, _Acquisition(read.cursor, result),
+                    # The page's cursor is the one just before its first item.
+                    before = (bytes(result.next_cursor) if read.direction is Direction.BACKWARD
+                              else read.cursor)
+                    self._loader.settle(read, _Acquisition(before, result),
                                         count=len(result.items),
                                         next_cursor=bytes(result.next_cursor),
                                         end_of_source=bool(result.end_of_source))

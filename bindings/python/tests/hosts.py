@@ -36,7 +36,8 @@ class Acq:
     n: int
     items: Tuple[object, ...]
     cursor: bytes = b""
-    """The cursor the read started at."""
+    """The cursor just before the first item: where a forward read started, or where a
+    backward read ended."""
 
     def __len__(self) -> int:
         return len(self.items)
@@ -91,7 +92,10 @@ class CountingHost:
         self.on_issue_hook: Optional[Callable[["CountingHost", Read], None]] = None
         self.on_release_hook: Optional[Callable[["CountingHost", object], None]] = None
         self.on_change_hook: Optional[Callable[["CountingHost"], None]] = None
-        cfg = Config(page_size=page_size, prefetch_distance=0, **config)  # type: ignore[arg-type]
+        self.items_read = 0
+        """Items of every answer given (either direction)."""
+        settings: Dict[str, object] = {"page_size": page_size, "prefetch_distance": 0, **config}
+        cfg = Config(**settings)  # type: ignore[arg-type]
         self.loader = Loader(self._issue, self._release, on_change=self._change,
                              on_cancel=self._cancel, config=cfg)
 
@@ -133,7 +137,9 @@ class CountingHost:
         """Settles ``read`` from the source, either direction; raises what the loader
         raises."""
         lo, hi, nxt, end = span(read.cursor, read.limit, read.direction, self.length)
-        acq = self.make_acq(tuple(range(lo, hi)), read.cursor)
+        self.items_read += hi - lo
+        before = nxt if read.direction is Direction.BACKWARD else read.cursor
+        acq = self.make_acq(tuple(range(lo, hi)), before)
         # Marked first: the loader may release it before settle returns.
         self.ledger.accepted[acq.n] = acq
         try:
