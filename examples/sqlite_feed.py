@@ -2,13 +2,18 @@
 """A live feed over SQLite, loaded by libloader's Feed.
 
 The source is a table of events ordered by (ts, id), with many equal ts values, in a SQLite
-file in a temporary directory. Reads use keyset pagination: a cursor is the (ts, id) of the
-last row read, 16 bytes big-endian; empty is the start. The host is one function, ``load``:
+file in a temporary directory (100,000 rows by default, so the window goes deep). Reads use
+keyset pagination: a cursor is the (ts, id) of the row just before it, 16 bytes big-endian;
+empty is the start. A forward read returns the rows after its cursor; a backward read (a
+repair reading back from the anchor page, or a scroll back over pages ``max_pages``
+released) the rows before it, in source order. The host is one function, ``load``:
 the Feed runs it on a pool of reader threads, out of order, with random latency and an
 injected failure rate, answers the loader with what it returns (or fails the read when it
 raises), cancels loads the loader no longer needs and retries failures on the backoff timer.
 A writer thread inserts and deletes rows and invalidates after each commit; the main thread
-scrolls the window.
+scrolls the window, mostly down, sometimes back. The report gives the rows loaded per
+recovery (while the view was refreshing) beside the window's size, and the share of samples
+in which the view was fresh.
 
 At the end the writer stops and the feed settles, failures still injected: every read
 answered, failed reads retried. The demo checks that the final view equals a direct SQL query
@@ -89,6 +94,17 @@ def rows_after(conn: sqlite3.Connection, cursor: bytes, limit: int) -> List[Row]
     return list(conn.execute(q, (after[0], after[0], after[1], limit)))
 
 
+def rows_before(conn: sqlite3.Connection, cursor: bytes, limit: int) -> List[Row]:
+    """Keyset pagination backward: the rows before ``cursor`` (the row the cursor names is
+    one of them), nearest first: (ts, id) descending."""
+    before = decode(cursor)
+    if before is None:
+        return []
+    q = ("SELECT ts, id, payload FROM events WHERE ts < ? OR (ts = ? AND id <= ?) "
+         "ORDER BY ts DESC, id DESC LIMIT ?")
+    return list(conn.execute(q, (before[0], before[0], before[1], limit)))
+
+
 def rows_between(conn: sqlite3.Connection, after: bytes, last: Tuple[int, int]) -> List[Row]:
     """Every row after ``after`` up to and including ``last``: one key range, straight SQL."""
     lo = decode(after)
@@ -121,6 +137,11 @@ class Demo:
         self.released: Counter[int] = Counter()
         self.errors: List[str] = []
         self.samples = self.fresh_samples = 0
+        self.loaded = 0
+        """Rows every load returned, either direction."""
+        self.recoveries = self.recovery_rows = 0
+        self.recovering_from: Optional[int] = None
+        """``loaded`` when the current recovery (the view refreshing) was first sampled."""
         self.violations: List[str] = []
         self.stop_writer = threading.Event()
         self.local = threading.local()
@@ -131,7 +152,7 @@ class Demo:
             self.load, max_workers=args.readers, on_release=self.on_release,
             config=Config(page_size=args.page_size, prefetch_distance=args.page_size * 2,
                           drop_margin=args.window, backoff_initial_ms=20, backoff_max_ms=500,
-                          jitter_seed=args.seed))
+                          jitter_seed=args.seed, max_pages=args.max_pages))
 
     def load(self, cursor: bytes, limit: int, direction: Direction) -> LoadResult[Row]:
         """The host's whole part of a read; runs on one of the Feed's reader threads."""
@@ -146,13 +167,25 @@ class Demo:
             with self.lock:
                 self.counts["failed_injected"] += 1
             raise OSError("injected failure")
-        got = rows_after(self.local.conn, cursor, limit + 1)     # the DB at read time
-        rows = got[:limit]
-        nxt = encode(rows[-1][0], rows[-1][1]) if rows else cursor
+        if direction is Direction.BACKWARD:
+            # The rows just before the cursor, in source order; the next cursor is the one
+            # before them: the key of the row before the first (a (limit+1)-th row), or
+            # empty at the source's start.
+            got = rows_before(self.local.conn, cursor, limit + 1)
+            rows = got[:limit][::-1]
+            start = len(got) <= limit
+            nxt = b"" if start else encode(got[limit][0], got[limit][1])
+        else:
+            got = rows_after(self.local.conn, cursor, limit + 1)  # the DB at read time
+            rows = got[:limit]
+            start = len(got) <= limit                             # here: the source's end
+            nxt = encode(rows[-1][0], rows[-1][1]) if rows else cursor
         time.sleep(min(rng.expovariate(1 / lat), lat * 6))       # delivering the answer
-        result = LoadResult(rows, nxt, end_of_source=len(got) <= limit)
+        result = LoadResult(rows, nxt, end_of_source=start)
         with self.lock:
             self.made[id(result)] = result
+            self.loaded += len(rows)
+            self.counts[f"reads_{direction.name.lower()}"] += 1
         return result
 
     def on_release(self, result: LoadResult[Row]) -> None:
@@ -211,12 +244,23 @@ class Demo:
             if loader.state == s:
                 self.samples += 1
                 self.fresh_samples += not s.revalidating
+                with self.lock:
+                    loaded = self.loaded
+                if s.revalidating and self.recovering_from is None:
+                    self.recovering_from = loaded
+                elif not s.revalidating and self.recovering_from is not None:
+                    self.recoveries += 1
+                    self.recovery_rows += loaded - self.recovering_from
+                    self.recovering_from = None
                 self.violations.extend(libloader.violations(s, reqs))
                 return s
         return loader.state
 
     def scroll(self, s: libloader.Snapshot) -> None:
-        start = s.window_start + self.rng.randrange(1, self.args.scroll + 1)
+        # Mostly down; one scroll in five goes back up, over pages max_pages released.
+        step = self.rng.randrange(1, self.args.scroll + 1)
+        back = self.rng.random() < 0.2
+        start = max(s.window_start - step, 0) if back else s.window_start + step
         if s.end_of_source and start + self.args.window > s.covered_end:
             start = 0                             # back to the top: a rewind
             self.counts["rewinds"] += 1
@@ -225,9 +269,11 @@ class Demo:
     def progress(self, s: libloader.Snapshot, out: Any, tty: bool, final: bool = False) -> None:
         with self.lock:
             failures = self.counts["failed_injected"]
+        # At most 78 columns: "[999.9s] window at row 999999: refreshing, 99 in flight,
+        # 999 failures, retrying".
         line = (f"[{time.monotonic() - self.start:5.1f}s] window at row {s.window_start}: "
                 f"{'refreshing' if s.revalidating else 'fresh'}, "
-                f"{plural(s.outstanding_reads, 'read')} in flight, "
+                f"{s.outstanding_reads} in flight, "
                 f"{plural(failures, 'failure')}"
                 f"{', retrying' if s.failure is Failure.OWN else ''}")
         if tty:
@@ -310,6 +356,13 @@ class Demo:
                        "invalidations": c.get("invalidations", 0)},
             "reads_by_kind": {"finite": st.issued_finite, "chain": st.issued_chain,
                               "full": st.issued_full},
+            "reads_by_direction": {"forward": c.get("reads_forward", 0),
+                                   "backward": c.get("reads_backward", 0)},
+            "recovery": {"window": self.args.window, "page_size": self.args.page_size,
+                         "prefetch": self.args.page_size * 2,
+                         "recoveries": self.recoveries,
+                         "rows_loaded_per_recovery": round(
+                             self.recovery_rows / max(self.recoveries, 1), 1)},
             "answers": {"current": st.answered_current, "stale": st.answered_stale,
                         "cursor_stalled": st.cursor_stalls, "cancel_hints": st.cancels},
             "failures": {"injected": c.get("failed_injected", 0),
@@ -344,6 +397,7 @@ def print_report(r: Dict[str, Any]) -> None:
     src, ans, fl, rt, fin, acq = (r["source"], r["answers"], r["failures"], r["retries"],
                                   r["final"], r["acquisitions"])
     kinds = r["reads_by_kind"]
+    rec = r["recovery"]
     lines = [
         "",
         f"libloader SQLite feed: seed {r['seed']}, {r['duration_s']} s, "
@@ -353,6 +407,12 @@ def print_report(r: Dict[str, Any]) -> None:
         f"                {src['invalidations']} invalidations",
         f"  reads         {sum(kinds.values())} issued: {kinds['finite']} finite, "
         f"{kinds['chain']} chain, {kinds['full']} full",
+        f"                {r['reads_by_direction']['forward']} loads forward, "
+        f"{r['reads_by_direction']['backward']} backward",
+        f"  recovery      {rec['rows_loaded_per_recovery']} rows loaded per recovery "
+        f"({rec['recoveries']}), window {rec['window']}",
+        f"                (+ prefetch {rec['prefetch']} each side, pages of "
+        f"{rec['page_size']}); view fresh in {100 * r['fresh_fraction']:.0f}%",
         f"  answers       {ans['current']} current, {ans['stale']} stale (late or cancelled)",
         f"                {ans['cancel_hints']} superseded loads cancelled, "
         f"{ans['cursor_stalled']} cursor stalls",
@@ -368,7 +428,7 @@ def print_report(r: Dict[str, Any]) -> None:
         f"                equals SQL over its key range: {mark(ch['view_matches_sql'])}; "
         f"covers the window: {mark(ch['view_covers_window'])}",
         f"  invariants    {r['invariants']['samples']} samples: "
-        f"{mark(ch['invariants_held'])}; view fresh in {100 * r['fresh_fraction']:.0f}%",
+        f"{mark(ch['invariants_held'])}",
         f"  quiescent     at the end: {mark(ch['quiescent'])}",
     ]
     lines += [f"  error         {e}" for e in r.get("errors", [])]
@@ -389,13 +449,16 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--json", action="store_true",
                    help="print the report as one JSON object (progress goes to stderr)")
     p.add_argument("--readers", type=int, default=4, help="reader threads (default 4)")
-    p.add_argument("--rows", type=int, default=1000, help="rows at start (default 1000)")
-    p.add_argument("--ts-range", type=int, default=100,
-                   help="distinct ts values; rows/ts-range rows share each (default 100)")
+    p.add_argument("--rows", type=int, default=100_000,
+                   help="rows at start (default 100000)")
+    p.add_argument("--ts-range", type=int, default=10_000,
+                   help="distinct ts values; rows/ts-range rows share each (default 10000)")
     p.add_argument("--page-size", type=int, default=50, help="rows per read (default 50)")
     p.add_argument("--window", type=int, default=100, help="window length (default 100)")
-    p.add_argument("--scroll", type=int, default=20,
-                   help="largest scroll step, rows (default 20)")
+    p.add_argument("--scroll", type=int, default=300,
+                   help="largest scroll step, rows (default 300)")
+    p.add_argument("--max-pages", type=int, default=12,
+                   help="most pages the view holds (default 12; 0: no bound)")
     p.add_argument("--scroll-interval-ms", type=float, default=50.0)
     p.add_argument("--latency-ms", type=float, default=3.0,
                    help="mean read latency, each way (default 3)")
@@ -404,6 +467,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if not 0.0 <= args.fail_rate < 1.0:
         p.error("--fail-rate must be in [0, 1)")
+    if args.max_pages < 0:
+        p.error("--max-pages must be 0 or more")
     if args.duration < 0 or args.readers < 1 or args.page_size < 1 or args.window < 1:
         p.error("--duration, --readers, --page-size and --window must be positive")
     return args

@@ -34,7 +34,7 @@ import time
 from typing import Callable, Dict, List, Tuple
 
 import libloader
-from libloader import Answer, Kind, Read, _ffi
+from libloader import Answer, Direction, Kind, Read, _ffi
 
 PAGE = 50
 PAGES = 100
@@ -91,8 +91,14 @@ class Host:
             self.counts["sup-fail"] += 1
             return
         pos = int.from_bytes(read.cursor, "big") if read.cursor else 0
-        a = self.loader.settle(read, pos, count=read.limit,
-                               next_cursor=(pos + read.limit).to_bytes(8, "big"))
+        if read.direction is Direction.BACKWARD:   # the items before pos; 0 is the start
+            lo = max(pos - read.limit, 0)
+            a = self.loader.settle(read, lo, count=pos - lo,
+                                   next_cursor=lo.to_bytes(8, "big") if lo else b"",
+                                   end_of_source=lo == 0)
+        else:
+            a = self.loader.settle(read, pos, count=read.limit,
+                                   next_cursor=(pos + read.limit).to_bytes(8, "big"))
         self.counts["current" if a is Answer.CURRENT else "stale"] += 1
 
     def move(self) -> None:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from ._ffi import MAX_CURSOR_LEN, MAX_PAGE_SIZE, library_path
 from ._library import LibraryNotFoundError
-from .enums import Answer, Coverage, Debt, Failure, Kind, Phase, RequestState, Result
+from .enums import (Answer, Coverage, Debt, Direction, Failure, Kind, Phase, RequestState,
+                    Result)
 from .errors import (
     ERRORS,
     AlreadyAnsweredError,
@@ -37,7 +38,7 @@ from .errors import (
     WindowOverflowError,
 )
 from .invariants import violations
-from .feed import Direction, Feed, FeedPage, FeedSnapshot, LoadResult
+from .feed import Feed, FeedPage, FeedSnapshot, LoadResult
 from .loader import CallbackContext, Loader, callback_context, result_message, version
 from .types import Config, Counts, Page, Read, RequestInfo, Snapshot, View
 from . import aio

@@ -58,6 +58,7 @@ class loader_config(Structure):
         ("max_auto_retries", c_uint32),
         ("jitter_seed", c_uint64),
         ("recheck_full", c_uint8),
+        ("max_pages", c_uint32),
     ]
 
 
@@ -71,6 +72,7 @@ class loader_read(Structure):
         ("cursor", POINTER(c_uint8)),
         ("cursor_len", c_size_t),
         ("limit", c_uint32),
+        ("direction", c_enum),
     ]
 
 
@@ -230,6 +232,12 @@ FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
 }
 """Every function of the public ABI: name -> (restype, argtypes)."""
 
+ADDED_FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
+    "loader_jump": (c_enum, [loader_handle, _u8p, c_size_t, c_uint64]),
+}
+"""Public functions newer than some builds of the library: declared when the loaded library
+exports them; the method that needs one raises NotImplementedError otherwise."""
+
 TESTING_FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
     "loader_new_with_counters": (c_enum, [POINTER(loader_config), POINTER(loader_callbacks),
                                           c_uint64, c_uint64, POINTER(loader_handle)]),
@@ -242,12 +250,13 @@ built with the ``testing`` cargo feature."""
 
 def declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     """Sets ``restype`` and ``argtypes`` of every public function on ``lib``, and of the
-    test ABI's when the library has it; raises AttributeError naming the public functions
+    added functions and the test ABI's that the library has; raises AttributeError naming the public functions
     the library does not export."""
     missing = [name for name in FUNCTIONS if not hasattr(lib, name)]
     if missing:
         raise AttributeError(f"{lib._name} does not export: {', '.join(missing)}")
-    for name, (restype, argtypes) in [*FUNCTIONS.items(), *TESTING_FUNCTIONS.items()]:
+    for name, (restype, argtypes) in [*FUNCTIONS.items(), *ADDED_FUNCTIONS.items(),
+                                      *TESTING_FUNCTIONS.items()]:
         if name not in FUNCTIONS and not hasattr(lib, name):
             continue
         fn = getattr(lib, name)

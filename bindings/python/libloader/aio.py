@@ -15,7 +15,8 @@ import functools
 import inspect
 from typing import Any, AsyncIterator, Callable, Optional
 
-from .feed import Direction, FeedPage, FeedSnapshot, LoadResult, T, _FeedCore
+from .enums import Direction
+from .feed import FeedPage, FeedSnapshot, LoadResult, T, _FeedCore
 from .types import Config, Read
 
 __all__ = ["Feed", "Direction", "FeedPage", "FeedSnapshot", "LoadResult"]
@@ -25,7 +26,8 @@ class Feed(_FeedCore[T]):
     """A loader that runs ``await load(cursor, limit, direction)`` as asyncio tasks.
 
     ``load`` is an ``async def`` (a plain function returning a :class:`LoadResult` works
-    too, but blocks the loop); it returns at most ``limit`` items after ``cursor``, or
+    too, but blocks the loop); it returns at most ``limit`` items after ``cursor`` (before
+    it, in source order, for :attr:`Direction.BACKWARD`: see :mod:`libloader.feed`), or
     raises: the read fails and the loader's backoff retries it with ``loop.call_at``. When
     the loader no longer needs a read, the feed answers it at once and cancels its task.
     ``on_release(result)`` gets every result a load returned, exactly once.
@@ -53,7 +55,7 @@ class Feed(_FeedCore[T]):
         await self.close()
 
     async def _run(self, read: Read) -> Any:
-        result = self._load(read.cursor, read.limit, Direction.FORWARD)
+        result = self._load(read.cursor, read.limit, read.direction)
         if inspect.isawaitable(result):
             result = await result
         return result

@@ -5,8 +5,19 @@ a load for each read the loader issues, answer it exactly once (``settle`` with 
 ``fail`` with the exception), answer a superseded read cheaply and abort its load, and call
 ``tick`` when the backoff timer is due. A :class:`Feed` does all of it. The user gives
 ``load(cursor, limit, direction)`` returning a :class:`LoadResult`; the feed runs loads on an
-executor (a small thread pool by default), and the user moves the window, invalidates, reads
-:meth:`Feed.items` and waits with :meth:`Feed.settled`.
+executor (a small thread pool by default), and the user moves the window, jumps, invalidates,
+reads :meth:`Feed.items` and waits with :meth:`Feed.settled`.
+
+What a load returns, by direction (:class:`~libloader.Direction`; cursors are positions
+*between* items, ``b""`` the source's start):
+
+* ``FORWARD``: at most ``limit`` items just after ``cursor``, in source order;
+  ``next_cursor`` the position after the last one; ``end_of_source`` when no item follows.
+* ``BACKWARD``: at most ``limit`` items just *before* ``cursor``, still in source order (the
+  ones closest to the cursor); ``next_cursor`` the position just before the first one (a
+  forward load from it returns these items first); ``end_of_source`` when the source's
+  *start* was reached, and then ``next_cursor`` is ``b""``. A deep window's repairs, pages
+  released by ``Config.max_pages`` and :meth:`~_FeedCore.jump` make backward reads.
 
 :mod:`libloader.aio` has the same feed for asyncio; both share :class:`_FeedCore`, which owns
 the reads, the answers and the gate that ``close`` shuts. The low-level loader is unchanged.
@@ -15,7 +26,6 @@ the reads, the answers and the gate that ``close`` shuts. The low-level loader i
 from __future__ import annotations
 
 import concurrent.futures
-import enum
 import functools
 import logging
 import threading
@@ -25,7 +35,7 @@ from dataclasses import dataclass
 from typing import (Any, Callable, Dict, Generic, Iterator, List, Optional, Sequence, Set,
                     TypeVar)
 
-from .enums import Failure
+from .enums import Direction, Failure
 from .loader import Loader
 from .types import Config, Counts, Read, Snapshot
 
@@ -37,25 +47,20 @@ _FAIL_CODE = 1
 """The code ``fail`` gets for a failed load; the loader does not interpret it."""
 
 
-class Direction(enum.Enum):
-    """Which way a load reads from its cursor. Reads go forward only today; the parameter is
-    there so that a load function's signature stays the same when backward reads arrive."""
-
-    FORWARD = "forward"
-    """The items after the cursor, in source order (``b""``: from the source's start)."""
-
-
 @dataclass(frozen=True, eq=False)
 class LoadResult(Generic[T]):
     """What a load function returns: one page of the source. Compared by identity: each one
     is a separate acquisition, handed to ``on_release`` exactly once."""
 
     items: Sequence[T]
-    """At most ``limit`` items, in source order, starting right after the cursor."""
+    """At most ``limit`` items, in source order: right after the cursor for a forward load,
+    right before it for a backward one."""
     next_cursor: bytes
-    """The cursor after the last item: where the next load starts."""
+    """Forward: the cursor after the last item. Backward: the cursor before the first item
+    (``b""`` at the source's start). Where the next load that way starts."""
     end_of_source: bool = False
-    """No item follows these."""
+    """Forward: no item follows these. Backward: no item precedes them (the source's
+    start)."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +70,8 @@ class FeedPage(Generic[T]):
     start: int
     """The offset of the page's first item, counted from where the view's numbering began."""
     cursor: bytes
-    """The cursor the load that produced this page started at."""
+    """The cursor just before the page's first item: where the forward load that produced it
+    started, or where the backward one ended (its ``next_cursor``)."""
     result: LoadResult[T]
     """What the load returned."""
 
@@ -91,7 +97,7 @@ class FeedSnapshot(Generic[T]):
 
 class _Acquisition:
     """What the feed hands the loader for each answer: the user's result (``None`` for the
-    empty answer to a cancelled read) and the cursor its load started at."""
+    empty answer to a cancelled read) and the cursor just before its first item."""
 
     __slots__ = ("cursor", "result")
 
@@ -300,7 +306,10 @@ class _FeedCore(Generic[T]):
                     self._discard(result)
             if error is None:
                 try:
-                    self._loader.settle(read, _Acquisition(read.cursor, result),
+                    # The page's cursor is the one just before its first item.
+                    before = (bytes(result.next_cursor) if read.direction is Direction.BACKWARD
+                              else read.cursor)
+                    self._loader.settle(read, _Acquisition(before, result),
                                         count=len(result.items),
                                         next_cursor=bytes(result.next_cursor),
                                         end_of_source=bool(result.end_of_source))
@@ -344,6 +353,14 @@ class _FeedCore(Generic[T]):
         recorded failure)."""
         with self._calling() as loader:
             loader.set_window(start, length)
+        self._signal(False)
+
+    def jump(self, cursor: bytes, position: int) -> None:
+        """Rebuilds the view around the item just after ``cursor`` (``b""``: the source's
+        start), numbered ``position``; the window moves to start there (its length kept).
+        See :meth:`Loader.jump`."""
+        with self._calling() as loader:
+            loader.jump(cursor, position)
         self._signal(False)
 
     def invalidate(self) -> None:
@@ -419,8 +436,9 @@ def _quiet(s: Snapshot) -> bool:
 class Feed(_FeedCore[T]):
     """A loader that runs ``load(cursor, limit, direction)`` on an executor.
 
-    ``load`` returns a :class:`LoadResult` (at most ``limit`` items after ``cursor``) or
-    raises: the read fails and the loader's backoff retries it, on a timer the feed drives.
+    ``load`` returns a :class:`LoadResult` (at most ``limit`` items after ``cursor``, or
+    before it for :attr:`Direction.BACKWARD`: see the module documentation) or raises: the
+    read fails and the loader's backoff retries it, on a timer the feed drives.
     When the loader no longer needs a read (the source changed under it), the feed answers
     the read at once and cancels its load if it has not started; a load already running
     finishes and its result is released. ``on_release(result)`` gets every result a load
@@ -464,7 +482,7 @@ class Feed(_FeedCore[T]):
         self.close()
 
     def _start(self, read: Read) -> concurrent.futures.Future:  # type: ignore[type-arg]
-        job = self._executor.submit(self._load, read.cursor, read.limit, Direction.FORWARD)
+        job = self._executor.submit(self._load, read.cursor, read.limit, read.direction)
         with self._lock:
             self._jobs.add(job)
         job.add_done_callback(functools.partial(self._job_done, read.read_id))

@@ -515,6 +515,29 @@ class Loader(Generic[T]):
         self._call("loader_set_window", _unsigned("start", start, 64),
                    _unsigned("length", length, 64))
 
+    def jump(self, cursor: bytes, position: int) -> None:
+        """Rebuilds the view around the item just after ``cursor`` (a ``next_cursor`` the
+        host gave earlier, or one it made; ``b""`` is the source's start), numbering that
+        item ``position``; the window moves to start there, its length kept. A loader with
+        nothing held and nothing in flight just starts there; otherwise the view is
+        invalidated and the repair starts at ``cursor``.
+
+        ``cursor`` is bytes-like (an int, a str or a list is refused: TypeError);
+        ``position`` a non-negative int (TypeError, ValueError). The library refuses a cursor
+        over ``MAX_CURSOR_LEN`` (:class:`~libloader.errors.CursorTooLongError`) and a
+        ``position`` whose window would overflow
+        (:class:`~libloader.errors.WindowOverflowError`). Needs a library that exports
+        ``loader_jump`` (NotImplementedError otherwise)."""
+        raw = _cursor("cursor", cursor)
+        pos = _unsigned("position", position, 64)
+        fn = getattr(self._lib, "loader_jump", None)
+        if fn is None:
+            raise NotImplementedError(f"{_ffi.library_path()} does not export loader_jump")
+        ptr, length = _ffi.cursor_arg(raw)
+        rc = self._invoke("loader_jump", fn, (ptr, length, pos))
+        if rc != Result.OK:
+            raise error_for(rc, result_message, "loader_jump")
+
     def tick(self, now_ms: int) -> None:
         """Tells the loader the time (ms, any monotonic clock); fires a due backoff retry."""
         self._call("loader_tick", _unsigned("now_ms", now_ms, 64))

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Optional, Tuple, TypeVar
 
 from . import _ffi
-from .enums import Coverage, Debt, Failure, Kind, Phase, RequestState
+from .enums import Coverage, Debt, Direction, Failure, Kind, Phase, RequestState
 
 T = TypeVar("T")
 """The host's acquisition type: what :meth:`Loader.settle` takes and ``on_release`` and the
@@ -24,6 +24,7 @@ _CONFIG_INT_BITS = {
     "backoff_max_ms": 64,
     "max_auto_retries": 32,
     "jitter_seed": 64,
+    "max_pages": 32,
 }
 """The integer fields of :class:`Config`, by the width of their C field."""
 
@@ -59,6 +60,10 @@ class Config:
     """Seeds the backoff jitter (default 0)."""
     recheck_full: Optional[bool] = None
     """Repair an invalidation that overtook a full read (default True)."""
+    max_pages: Optional[int] = None
+    """The most pages the view holds, on both sides of the window (default 0: no bound).
+    Over it, the pages farthest from the window are released first; pages the window plus
+    prefetch needs are never released. Scrolling back over released pages reads backward."""
 
     def __post_init__(self) -> None:
         for name, bits in _CONFIG_INT_BITS.items():
@@ -109,6 +114,7 @@ class Config:
             max_auto_retries=c.max_auto_retries,
             jitter_seed=c.jitter_seed,
             recheck_full=bool(c.recheck_full),
+            max_pages=c.max_pages,
         )
 
 
@@ -160,6 +166,11 @@ class Read:
     """Where to start: a ``next_cursor`` the host gave earlier; ``b""`` is the source's start."""
     limit: int
     """At most this many items."""
+    direction: Direction = Direction.FORWARD
+    """Which way from ``cursor``: the items just after it (forward) or just before it
+    (backward). Either way the answer lists its items in source order; a backward answer's
+    ``next_cursor`` is the position before its first item, and its ``end_of_source`` says
+    the source's start was reached."""
     loader_key: int = field(default=0, repr=False)
     """The issuing loader's key (unique in the process, never reused). 0 for a read made by
     hand, which any loader takes as its bare ``read_id``."""
@@ -175,11 +186,13 @@ class Read:
             step=r.step,
             cursor=_ffi.cursor_bytes(r.cursor, r.cursor_len),
             limit=r.limit,
+            direction=Direction(r.direction),
             loader_key=loader_key,
         )
 
 
 _KINDS = tuple(Kind(i) for i in range(len(Kind)))
+_DIRECTIONS = tuple(Direction(i) for i in range(len(Direction)))
 _from_address = _ffi.issued_read.from_address
 
 
@@ -190,6 +203,7 @@ def _read_from_c(address: int, loader_key: int) -> Read:
     more than the rest of the callback."""
     r = _from_address(address)
     kind = r.kind
+    direction = r.direction
     n = r.cursor_len
     read = object.__new__(Read)
     read.__dict__.update(
@@ -200,6 +214,8 @@ def _read_from_c(address: int, loader_key: int) -> Read:
         step=r.step,
         cursor=_ffi.bytes_at(r.cursor, n) if n and r.cursor else b"",
         limit=r.limit,
+        direction=(_DIRECTIONS[direction] if 0 <= direction < len(_DIRECTIONS)
+                   else Direction(direction)),
         loader_key=loader_key,
     )
     return read

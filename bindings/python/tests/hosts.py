@@ -10,7 +10,23 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
 
-from libloader import Answer, Config, Loader, LoaderError, Read, Result, callback_context
+from libloader import (Answer, Config, Direction, Loader, LoaderError, Read, Result,
+                       callback_context)
+
+
+def span(cursor: bytes, limit: int, direction: Direction, length: int,
+         width: int = 8) -> Tuple[int, int, bytes, bool]:
+    """A read over items ``0..length-1`` whose cursor is the big-endian position (``width``
+    bytes) between items, empty the source's start: ``(lo, hi, next_cursor, end)``, the
+    items ``[lo, hi)`` it returns in source order. Forward: the items after the cursor, the
+    cursor after them, the source's end reached. Backward: the items before the cursor, the
+    cursor before them (empty at the source's start), the source's start reached."""
+    at = min(int.from_bytes(cursor, "big") if cursor else 0, length)
+    if direction is Direction.BACKWARD:
+        lo = max(at - limit, 0)
+        return lo, at, lo.to_bytes(width, "big") if lo else b"", lo == 0
+    hi = min(at + limit, length)
+    return at, hi, hi.to_bytes(width, "big"), hi == length
 
 
 @dataclass(eq=False)
@@ -20,7 +36,8 @@ class Acq:
     n: int
     items: Tuple[object, ...]
     cursor: bytes = b""
-    """The cursor the read started at."""
+    """The cursor just before the first item: where a forward read started, or where a
+    backward read ended."""
 
     def __len__(self) -> int:
         return len(self.items)
@@ -75,7 +92,10 @@ class CountingHost:
         self.on_issue_hook: Optional[Callable[["CountingHost", Read], None]] = None
         self.on_release_hook: Optional[Callable[["CountingHost", object], None]] = None
         self.on_change_hook: Optional[Callable[["CountingHost"], None]] = None
-        cfg = Config(page_size=page_size, prefetch_distance=0, **config)  # type: ignore[arg-type]
+        self.items_read = 0
+        """Items of every answer given (either direction)."""
+        settings: Dict[str, object] = {"page_size": page_size, "prefetch_distance": 0, **config}
+        cfg = Config(**settings)  # type: ignore[arg-type]
         self.loader = Loader(self._issue, self._release, on_change=self._change,
                              on_cancel=self._cancel, config=cfg)
 
@@ -114,15 +134,16 @@ class CountingHost:
         return acq
 
     def answer(self, read: Read) -> Answer:
-        """Settles ``read`` from the source; raises what the loader raises."""
-        at = int.from_bytes(read.cursor, "big") if read.cursor else 0
-        end = min(at + read.limit, self.length)
-        acq = self.make_acq(tuple(range(at, end)), read.cursor)
+        """Settles ``read`` from the source, either direction; raises what the loader
+        raises."""
+        lo, hi, nxt, end = span(read.cursor, read.limit, read.direction, self.length)
+        self.items_read += hi - lo
+        before = nxt if read.direction is Direction.BACKWARD else read.cursor
+        acq = self.make_acq(tuple(range(lo, hi)), before)
         # Marked first: the loader may release it before settle returns.
         self.ledger.accepted[acq.n] = acq
         try:
-            return self.loader.settle(read, acq, next_cursor=end.to_bytes(8, "big"),
-                                      end_of_source=end == self.length)
+            return self.loader.settle(read, acq, next_cursor=nxt, end_of_source=end)
         except BaseException as e:
             if refused(e):
                 del self.ledger.accepted[acq.n]
@@ -175,11 +196,19 @@ class KeyedSource:
             if self.rows:
                 del self.rows[self.rng.randrange(len(self.rows))]
 
-    def read(self, cursor: bytes, limit: int) -> Tuple[Tuple[Key, ...], bytes, bool]:
-        """Items after ``cursor``, the cursor after them, and whether the source ended."""
+    def read(self, cursor: bytes, limit: int, direction: Direction = Direction.FORWARD
+             ) -> Tuple[Tuple[Key, ...], bytes, bool]:
+        """Forward: the items after ``cursor``, the cursor after them, and whether the
+        source ended. Backward: the items before ``cursor`` (in source order), the cursor
+        before them (the key of the item before the first, empty at the source's start),
+        and whether the start was reached. A cursor names the position after its key."""
         with self.lock:
             after = decode(cursor)
             i = 0 if after is None else bisect.bisect_right(self.rows, after)
+            if direction is Direction.BACKWARD:
+                lo = max(i - limit, 0)
+                items = tuple(self.rows[lo:i])
+                return items, encode(self.rows[lo - 1]) if lo else b"", lo == 0
             items = tuple(self.rows[i:i + limit])
             end = i + len(items) >= len(self.rows)
         nxt = encode(items[-1]) if items else cursor

@@ -50,6 +50,13 @@ def test_the_demo_reports_every_check_passing() -> None:
     assert r["retries"]["by_backoff_timer"] > 0
     assert r["final"]["cover_epoch"] == r["final"]["epoch"] >= r["source"]["invalidations"]
     assert r["final"]["items"] > 0 and r["invariants"]["samples"] > 10
+    # The window went deep into the 100,000 rows; repairs read back from the anchor page.
+    assert r["source"]["rows_at_start"] == 100_000 and r["final"]["window"][0] > 1_000
+    assert r["reads_by_direction"]["backward"] > 0 and r["reads_by_direction"]["forward"] > 0
+    rec = r["recovery"]
+    assert rec["window"] == 100 and rec["recoveries"] > 0
+    assert 0 < rec["rows_loaded_per_recovery"] < r["source"]["rows_at_start"]
+    assert 0 <= r["fresh_fraction"] <= 1
     # Progress went to stderr as plain lines (not a TTY), each within 80 columns.
     lines = p.stderr.splitlines()
     assert lines and "\r" not in p.stderr
@@ -63,7 +70,8 @@ def test_the_human_report() -> None:
     p = run_demo("--duration", "1", "--seed", "5")
     assert p.returncode == 0, p.stdout + p.stderr
     assert "all checks passed" in p.stdout
-    for word in ("reads", "answers", "failures", "retries", "acquisitions", "final view"):
+    for word in ("reads", "recovery", "rows loaded per recovery", "backward", "answers",
+                 "failures", "retries", "acquisitions", "final view"):
         assert word in p.stdout
     assert "in flight" in p.stdout and "fresh" in p.stdout
     assert p.stdout.rstrip().endswith("all checks passed")   # the report comes last

@@ -9,8 +9,13 @@ HIDDEN = range(100, 200)  # rows a filter removes from a 300-row source
 
 
 def scan(read):
-    """The filtered keyset query: scan up to ``limit`` rows after the cursor."""
+    """The filtered keyset query: scan up to ``limit`` rows after the cursor (before it, for
+    a backward read: the cursor before the scanned rows, empty at the source's start)."""
     start = int.from_bytes(read.cursor, "big")
+    if read.direction is libloader.Direction.BACKWARD:
+        lo = max(start - read.limit, 0)
+        rows = [r for r in range(lo, start) if r not in HIDDEN]
+        return rows, lo.to_bytes(8, "big") if lo else b"", lo == 0
     end = min(start + read.limit, 300)
     rows = [r for r in range(start, end) if r not in HIDDEN]
     return rows, end.to_bytes(8, "big"), end == 300

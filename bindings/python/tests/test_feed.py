@@ -36,7 +36,9 @@ class Source:
         self.released: Counter[int] = Counter()
         self.strays: List[object] = []
         self.calls: List[int] = []
-        """The offset of every load that ran, in the order they started."""
+        """The offset of every forward load that ran, in the order they started."""
+        self.backward: List[int] = []
+        """The cursor offset of every backward load that ran, in the order they started."""
         self.fail: Callable[[int, int], bool] = lambda start, attempt: False
         """``fail(start, attempt)``: whether the ``attempt``-th load at ``start`` raises."""
         self.hold: Dict[int, threading.Event] = {}
@@ -62,8 +64,23 @@ class Source:
             self.made[id(result)] = result
         return result
 
+    def page_before(self, cursor: bytes, limit: int) -> LoadResult[str]:
+        """The rows just before ``cursor``, in source order; the cursor before them (empty
+        at the source's start)."""
+        at = offset(cursor)
+        with self.lock:
+            self.backward.append(at)
+            at = min(at, len(self.rows))
+            lo = max(at - limit, 0)
+            rows = self.rows[lo:at]
+        result = LoadResult(rows, cursor_at(lo) if lo else b"", lo == 0)
+        with self.lock:
+            self.made[id(result)] = result
+        return result
+
     def load(self, cursor: bytes, limit: int, direction: Direction) -> LoadResult[str]:
-        assert direction is Direction.FORWARD
+        if direction is Direction.BACKWARD:
+            return self.page_before(cursor, limit)
         return self.page(cursor, limit)
 
     def on_release(self, result: LoadResult[str]) -> None:
@@ -84,6 +101,20 @@ class Source:
     def current(self, n: int) -> List[str]:
         with self.lock:
             return self.rows[:n]
+
+    def matches(self, feed: "libloader.feed._FeedCore[str]") -> bool:
+        """The feed's view is the source's rows from its first page's cursor on; where the
+        view reaches the source's start (that cursor is empty), positions are the source's.
+        A repair starts at the anchor (the page holding the window's start), so the view
+        need not reach the start."""
+        pages = feed.pages()
+        if not pages:
+            return True
+        first = offset(pages[0].cursor)
+        items = [x for p in pages for x in p.result.items]
+        with self.lock:
+            same = items == self.rows[first:first + len(items)]
+        return same and (pages[0].cursor != b"" or pages[0].start == 0)
 
 
 def config(**kw: object) -> Config:
@@ -267,7 +298,7 @@ def test_invalidations_while_loads_run_end_in_the_current_source() -> None:
         src.fail = lambda start, attempt: False
         assert feed.settled(10) or (feed.needs_retry and feed.retry() and feed.settled(10))
         s = feed.state
-        assert feed.items() == src.current(s.covered_end)
+        assert src.matches(feed)
         assert s.covered_end >= s.window_start + s.window_len
         assert feed.stats().cancels > 0
     assert src.released_exactly_once() and not feed.errors
@@ -355,3 +386,20 @@ def test_bad_arguments() -> None:
         Feed(42)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         Feed(Source(1).load, on_release=3)  # type: ignore[arg-type]
+
+
+def test_a_backward_capable_load_scrolls_back_over_released_pages() -> None:
+    src = Source(400)
+    with make(src, config=config(prefetch_distance=10, max_pages=5)) as feed:
+        for pos in list(range(0, 300, 13)) + list(range(300, -1, -13)) + [0]:
+            feed.set_window(pos, 10)
+            assert feed.settled(5)
+            s = feed.state
+            assert s.pages <= 5 and src.matches(feed)
+            assert s.covered_start <= pos and s.covered_end >= pos + 10
+        assert src.backward, "scrolling back read backward"
+        assert feed.items()[0] == "row 0" and feed.pages()[0].cursor == b""
+        src.rows.insert(0, "new first")
+        feed.invalidate()
+        assert feed.settled(5) and src.matches(feed)
+    assert src.released_exactly_once() and not feed.errors

@@ -28,7 +28,9 @@ class AsyncSource(Source):
         """A load at this offset waits for the event first (once)."""
 
     async def aload(self, cursor: bytes, limit: int, direction: Direction) -> LoadResult[str]:
-        assert direction is Direction.FORWARD
+        if direction is Direction.BACKWARD:
+            await asyncio.sleep(self.latency())
+            return self.page_before(cursor, limit)
         start = offset(cursor)
         gate = self.parked.pop(start, None)
         with self.lock:
@@ -233,7 +235,7 @@ def test_out_of_order_completions_and_invalidations_end_in_the_current_source() 
                 assert feed.needs_retry and feed.retry()
                 assert await feed.settled(10)
             s = feed.state
-            assert feed.items() == src.current(s.covered_end)
+            assert src.matches(feed)
             assert s.covered_end >= s.window_start + s.window_len
             assert feed.stats().cancels > 0 and not feed.errors
 
@@ -264,3 +266,18 @@ def test_close_cancels_loads_in_flight_and_releases_everything_once() -> None:
 def test_it_must_be_made_inside_a_running_loop() -> None:
     with pytest.raises(RuntimeError):
         Feed(AsyncSource(1).aload)
+
+
+def test_a_backward_capable_async_load_scrolls_back_over_released_pages() -> None:
+    async def main() -> None:
+        src = AsyncSource(300)
+        async with make(src, config(prefetch_distance=10, max_pages=5)) as feed:
+            for pos in list(range(0, 200, 17)) + list(range(200, -1, -17)) + [0]:
+                feed.set_window(pos, 10)
+                assert await feed.settled(5)
+                s = feed.state
+                assert s.pages <= 5 and src.matches(feed)
+                assert s.covered_start <= pos and s.covered_end >= pos + 10
+            assert src.backward, "scrolling back read backward"
+        assert src.released_exactly_once() and not feed.errors
+    asyncio.run(main())

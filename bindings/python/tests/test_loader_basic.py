@@ -12,7 +12,7 @@ import pytest
 
 import libloader as L
 from libloader import Config, Debt, Kind, Phase, RequestState
-from hosts import CountingHost
+from hosts import CountingHost, span
 
 Make = Callable[..., CountingHost]
 
@@ -168,10 +168,8 @@ def test_stats_count_reads_answers_and_acquisitions() -> None:
         ld.set_window(0, 8)
         while reads:
             r = reads.pop()
-            start = int.from_bytes(r.cursor, "big")
-            got = rows[start:start + r.limit]
-            ld.settle(r, got, next_cursor=(start + len(got)).to_bytes(4, "big"),
-                      end_of_source=start + len(got) == len(rows))
+            lo, hi, nxt, end = span(r.cursor, r.limit, r.direction, len(rows), width=4)
+            ld.settle(r, rows[lo:hi], next_cursor=nxt, end_of_source=end)
         ld.invalidate()
         late = reads.pop()
         ld.fail(late, 9)

@@ -23,11 +23,17 @@ def _answer_all(loader: L.Loader[List[int]], reads: List[L.Read]) -> None:
     """Answers every pending read from the source ``0, 1, 2, ...`` (ends at item 6)."""
     while reads:
         read = reads.pop(0)
-        start = int.from_bytes(read.cursor, "big") if read.cursor else 0
-        rows = list(range(start, min(start + read.limit, 6)))
-        end = start + len(rows)
-        answer = loader.settle(read, rows, next_cursor=end.to_bytes(8, "big"),
-                               end_of_source=end == 6)
+        at = int.from_bytes(read.cursor, "big") if read.cursor else 0
+        if read.direction is L.Direction.BACKWARD:   # the items before the cursor
+            lo = max(at - read.limit, 0)
+            rows = list(range(lo, at))
+            answer = loader.settle(read, rows, next_cursor=lo.to_bytes(8, "big") if lo else b"",
+                                   end_of_source=lo == 0)
+        else:
+            rows = list(range(at, min(at + read.limit, 6)))
+            end = at + len(rows)
+            answer = loader.settle(read, rows, next_cursor=end.to_bytes(8, "big"),
+                                   end_of_source=end == 6)
         assert_type(answer, L.Answer)
 
 
