@@ -59,6 +59,7 @@ class loader_config(Structure):
         ("jitter_seed", c_uint64),
         ("recheck_full", c_uint8),
         ("max_pages", c_uint32),
+        ("read_timeout_ms", c_uint64),
     ]
 
 

@@ -25,6 +25,7 @@ _CONFIG_INT_BITS = {
     "max_auto_retries": 32,
     "jitter_seed": 64,
     "max_pages": 32,
+    "read_timeout_ms": 64,
 }
 """The integer fields of :class:`Config`, by the width of their C field."""
 
@@ -64,6 +65,9 @@ class Config:
     """The most pages the view holds, on both sides of the window (default 0: no bound).
     Over it, the pages farthest from the window are released first; pages the window plus
     prefetch needs are never released. Scrolling back over released pages reads backward."""
+    read_timeout_ms: Optional[int] = None
+    """How long, in ms of the ``tick`` clock, a superseded read's answer is awaited before the
+    loader lets it go as :meth:`Loader.abandon` would (default 10000; 0 never)."""
 
     def __post_init__(self) -> None:
         for name, bits in _CONFIG_INT_BITS.items():
@@ -115,6 +119,7 @@ class Config:
             jitter_seed=c.jitter_seed,
             recheck_full=bool(c.recheck_full),
             max_pages=c.max_pages,
+            read_timeout_ms=c.read_timeout_ms,
         )
 
 
