@@ -58,6 +58,10 @@ class loader_config(Structure):
         ("max_auto_retries", c_uint32),
         ("jitter_seed", c_uint64),
         ("recheck_full", c_uint8),
+        ("max_pages", c_uint32),
+        ("initial_cursor", POINTER(c_uint8)),
+        ("initial_cursor_len", c_size_t),
+        ("initial_position", c_uint64),
     ]
 
 
@@ -126,6 +130,7 @@ class loader_snapshot(Structure):
         ("accepted", c_uint64),
         ("released", c_uint64),
         ("quiescent", c_bool),
+        ("start_of_source", c_bool),
     ]
 
 
@@ -144,6 +149,10 @@ class loader_counts(Structure):
         ("accepted", c_uint64),
         ("released", c_uint64),
         ("cancels", c_uint64),
+        ("issued_backward", c_uint64),
+        ("items_read", c_uint64),
+        ("renumbered", c_uint64),
+        ("jumps", c_uint64),
     ]
 
 
