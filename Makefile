@@ -28,7 +28,7 @@ RPATH := -Ltarget/release -lloader -Wl,-rpath,$(CURDIR)/target/release
 TEST_RPATH := -L$(TEST_DIR) -lloader -Wl,-rpath,$(CURDIR)/$(TEST_DIR)
 
 .PHONY: all build test-lib test tsan-lib rust-test doc lint check check-header bench bench-quick bench-abi bench-py c-test c-test-asan c-test-valgrind \
-        c-test-tsan c-test-stress c-test-empty cpp-test cpp-example cpp-pkgconfig-test header-test symbols-test install pkgconfig-test \
+        c-test-tsan c-test-stress c-test-empty c-test-anchored cpp-test cpp-example cpp-pkgconfig-test header-test symbols-test install pkgconfig-test \
         readme-c-example clean
 
 all: build
@@ -102,7 +102,7 @@ bench-quick: $(ABI_BENCH) venv
 
 # ---- C and C++ ----
 
-c-test: header-test symbols-test c-test-asan c-test-valgrind c-test-empty c-test-tsan c-test-hostile c-test-hostile-tsan cpp-test pkgconfig-test readme-c-example
+c-test: header-test symbols-test c-test-asan c-test-valgrind c-test-empty c-test-anchored c-test-tsan c-test-hostile c-test-hostile-tsan cpp-test pkgconfig-test readme-c-example
 
 $(OUT):
 	mkdir -p $(OUT)
@@ -210,6 +210,17 @@ c-test-empty: build | $(OUT)
 	$(CC) $(CTEST_FLAGS) c-tests/empty_pages.c $(RPATH) -o $(OUT)/empty_pages_plain
 	valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,possible \
 	    $(OUT)/empty_pages_plain
+
+# Anchored, bidirectional loading through the C ABI (deep repairs, backward scrolling under
+# max_pages, loader_jump, a starting point), under ASan+UBSan and valgrind. Against the test
+# library: one test poisons a handle with loader_test_panic.
+c-test-anchored: test-lib | $(OUT)
+	$(CC) $(CTEST_FLAGS) -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all \
+	    c-tests/anchored.c $(TEST_RPATH) -o $(OUT)/anchored_asan
+	RUST_BACKTRACE=0 $(OUT)/anchored_asan
+	$(CC) $(CTEST_FLAGS) c-tests/anchored.c $(TEST_RPATH) -o $(OUT)/anchored_plain
+	RUST_BACKTRACE=0 valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,possible \
+	    $(OUT)/anchored_plain
 
 # The C++ wrapper (bindings/cpp/loader.hpp): its API test and its callback-boundary test, as
 # C++17 and C++20, under ASan+UBSan against the test library; then the example and the

@@ -45,6 +45,18 @@ static uint64_t from_be64(const std::string &c) {
     return v;
 }
 
+// Answers `r` from a source of `len` items in its direction: forward, the items after the
+// cursor; backward, those before it, with the cursor just before them next (empty at the
+// source's start, which `end_of_source` then reports).
+static loader_answer settle_from(loader::Loader &l, const loader::Read &r, loader::Acquisition acq, uint64_t len) {
+    uint64_t at = from_be64(r.cursor);
+    bool back = r.direction == LOADER_DIRECTION_BACKWARD;
+    uint64_t to = back ? std::min(at, len) : std::min<uint64_t>(at + r.limit, len);
+    uint64_t from = back ? (to > r.limit ? to - r.limit : 0) : at;
+    std::string next = back ? (from == 0 ? std::string() : be64(from)) : be64(to);
+    return l.settle(r.read_id, acq, uint32_t(to - from), next, back ? from == 0 : to == len);
+}
+
 static loader::Config small() {
     loader::Config cfg;
     cfg.page_size = 4;
@@ -60,11 +72,7 @@ struct Host {
     loader::Acquisition next_acq = 1;
     int changes = 0;
 
-    void answer(loader::Loader &l, const loader::Read &r) {
-        uint64_t at = from_be64(r.cursor);
-        uint64_t end = std::min<uint64_t>(at + r.limit, len);
-        l.settle(r.read_id, next_acq++, uint32_t(end - at), be64(end), end == len);
-    }
+    void answer(loader::Loader &l, const loader::Read &r) { settle_from(l, r, next_acq++, len); }
     bool released_exactly_once() const {
         if (released.size() != next_acq - 1) return false;
         for (auto &kv : released)
@@ -347,9 +355,7 @@ static void threads_keep_their_exceptions_apart() {
     loader::Loader *self = nullptr;
     // A synchronous host: each read is answered inside its issue callback.
     loader::Loader l({[&](const loader::Read &r) {
-                          uint64_t at = from_be64(r.cursor);
-                          uint64_t end = std::min<uint64_t>(at + r.limit, len);
-                          self->settle(r.read_id, next_acq++, uint32_t(end - at), be64(end), end == len);
+                          settle_from(*self, r, next_acq++, len);
                       },
                       [&](loader::Acquisition a) {
                           std::lock_guard<std::mutex> g(m);

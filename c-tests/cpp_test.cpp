@@ -41,14 +41,24 @@ static uint64_t from_be64(const std::string &c) {
     return v;
 }
 
+// Answers `r` from a source of `len` items in its direction: forward, the items after the
+// cursor; backward, those before it, with the cursor just before them next (empty at the
+// source's start, which `end_of_source` then reports).
+static loader_answer settle_from(loader::Loader &l, const loader::Read &r, loader::Acquisition acq, uint64_t len) {
+    uint64_t at = from_be64(r.cursor);
+    bool back = r.direction == LOADER_DIRECTION_BACKWARD;
+    uint64_t to = back ? std::min(at, len) : std::min<uint64_t>(at + r.limit, len);
+    uint64_t from = back ? (to > r.limit ? to - r.limit : 0) : at;
+    std::string next = back ? (from == 0 ? std::string() : be64(from)) : be64(to);
+    return l.settle(r.read_id, acq, uint32_t(to - from), next, back ? from == 0 : to == len);
+}
+
 // Answers every queued read from a source of `len` items, in order.
 static void answer_all(loader::Loader &l, std::deque<loader::Read> &reads, loader::Acquisition &next_acq, uint64_t len) {
     while (!reads.empty()) {
         loader::Read r = reads.front();
         reads.pop_front();
-        uint64_t at = from_be64(r.cursor);
-        uint64_t end = std::min<uint64_t>(at + r.limit, len);
-        l.settle(r.read_id, next_acq++, uint32_t(end - at), be64(end), end == len);
+        settle_from(l, r, next_acq++, len);
     }
 }
 
@@ -246,6 +256,60 @@ int main() {
         EXPECT(rel == 1);
     }
 #endif
+
+    // Anchored loading: a starting point in Config, max_pages, jump, and reads both ways.
+    {
+        std::deque<loader::Read> rs;
+        std::map<loader::Acquisition, int> rel;
+        loader::Acquisition acq = 1;
+        const uint64_t len = 10000;
+        loader::Config cfg;
+        cfg.page_size = 10;
+        cfg.prefetch_distance = 10;
+        cfg.max_pages = 6;
+        cfg.initial_cursor = be64(9000);
+        cfg.initial_position = 9000;
+        loader_config c = cfg.to_c();
+        EXPECT(c.max_pages == 6 && c.initial_cursor_len == 8 && c.initial_position == 9000);
+        EXPECT(loader::default_config().initial_cursor == nullptr);
+        loader::Loader l({[&](const loader::Read &r) { rs.push_back(r); }, [&](loader::Acquisition a) { rel[a]++; }},
+                         cfg);
+        EXPECT(rs.empty() && l.stats().jumps == 1);  // loader_new runs no callback
+        l.set_window(9000, 20);
+        bool backward = false;
+        while (!rs.empty()) {
+            loader::Read r = rs.front();
+            rs.pop_front();
+            backward |= r.direction == LOADER_DIRECTION_BACKWARD;
+            EXPECT(settle_from(l, r, acq++, len) == LOADER_ANSWER_CURRENT);
+        }
+        loader_snapshot s = l.state();
+        EXPECT(backward && s.covered_start == 8990 && s.covered_end == 9030 && !s.start_of_source);
+        EXPECT(l.view().pages.front().start == 8990);
+        EXPECT(l.stats().issued_backward >= 1 && l.stats().items_read == 40);
+
+        // A jump to the source's start: positions become the source's own.
+        l.jump(std::string(), 0);
+        EXPECT(l.view().revalidating && l.state().window_start == 0);
+        while (!rs.empty()) {
+            loader::Read r = rs.front();
+            rs.pop_front();
+            settle_from(l, r, acq++, len);
+        }
+        s = l.state();
+        EXPECT(s.quiescent && s.start_of_source && s.covered_start == 0 && s.window_start == 0 && s.pages <= 6);
+        EXPECT(l.stats().jumps == 2);
+        try {
+            l.jump(be64(1), UINT64_MAX);
+            EXPECT(false);
+        } catch (const loader::Error &e) {
+            EXPECT(e.code() == LOADER_RESULT_WINDOW_OVERFLOW && !e.in_callback());
+        }
+        EXPECT(l.stats().jumps == 2);
+        l.close();
+        for (auto &kv : rel) EXPECT(kv.second == 1);
+        EXPECT(rel.size() == acq - 1);
+    }
 
 #ifdef LOADER_HPP_SPAN
     // C++20: a cursor may be a span of bytes.

@@ -5,20 +5,21 @@
 #include "host.h"
 
 /* Rows [hide_from, hide_to) are filtered out: a read scans `limit` rows after its cursor
- * and returns the others, so a filtered stretch answers an empty page that moves on. */
+ * (before it, for a backward read) and returns the others, so a filtered stretch answers an
+ * empty page that moves on. */
 static uint64_t hide_from, hide_to;
 
 static loader_result answer_filtered(host *h, const pending_read *p, loader_answer *out) {
     uint64_t at = p->cursor_len == 8 ? get_be64(p->cursor) : 0;
-    uint64_t end = at + p->limit < h->source_len ? at + p->limit : h->source_len;
+    read_span s = span_of(at, p->limit, p->direction, h->source_len);
     uint32_t kept = 0;
-    for (uint64_t r = at; r < end; r++) kept += (r < hide_from || r >= hide_to);
+    for (uint64_t r = s.from; r < s.to; r++) kept += (r < hide_from || r >= hide_to);
     uint8_t next[8];
-    put_be64(next, end);
+    size_t next_len = cursor_for(next, s.next, p->direction);
     uint64_t acq = h->next_acq++;
     h->accepted[acq] = 1;
     loader_result r = loader_settle(h->handle, p->read_id, (loader_acquisition)acq, kept, next,
-                                    sizeof next, end == h->source_len, out);
+                                    next_len, s.reached_end, out);
     if (r != LOADER_RESULT_OK) h->accepted[acq] = 0;
     return r;
 }

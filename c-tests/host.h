@@ -1,6 +1,8 @@
 /* A test host for libloader: an in-memory source of numbered items, a queue of pending
  * reads, and a counter per acquisition so exactly-once release can be checked.
- * A cursor is the 8-byte big-endian index of the next item; empty is the source's start. */
+ * A cursor is the 8-byte big-endian index of the next item; empty is the source's start.
+ * Cursors are positions between items: a forward read returns the items after its cursor, a
+ * backward read those before it (see read_span). */
 #ifndef LOADER_TEST_HOST_H
 #define LOADER_TEST_HOST_H
 
@@ -57,6 +59,7 @@ typedef struct pending_read {
     uint8_t cursor[LOADER_MAX_CURSOR_LEN];
     size_t cursor_len;
     uint32_t limit;
+    loader_direction direction;
 } pending_read;
 
 typedef struct host host;
@@ -90,6 +93,38 @@ static void put_be64(uint8_t *p, uint64_t v) {
     }
 }
 
+/* What a read of `limit` items from the cursor at index `at` answers in a source of `len`
+ * items: the items [from, to), the index of its next cursor, and whether it reached the end
+ * it reads towards (the source's end forward, its start backward). */
+typedef struct read_span {
+    uint64_t from, to, next;
+    bool reached_end;
+} read_span;
+
+static inline read_span span_of(uint64_t at, uint32_t limit, loader_direction direction, uint64_t len) {
+    read_span s;
+    if (direction == LOADER_DIRECTION_BACKWARD) {
+        s.to = at < len ? at : len;
+        s.from = s.to > limit ? s.to - limit : 0;
+        s.next = s.from; /* just before the first item returned */
+        s.reached_end = s.from == 0;
+    } else {
+        s.from = at;
+        s.to = at + limit < len ? at + limit : len;
+        s.next = s.to;
+        s.reached_end = s.to == len;
+    }
+    return s;
+}
+
+/* Writes the cursor for index `next` to `out` and returns its length: empty for the source's
+ * start reached by a backward read, 8 bytes otherwise. */
+static inline size_t cursor_for(uint8_t out[8], uint64_t next, loader_direction direction) {
+    if (direction == LOADER_DIRECTION_BACKWARD && next == 0) return 0;
+    put_be64(out, next);
+    return 8;
+}
+
 static void cb_issue(void *userdata, const loader_read *read) {
     host *h = (host *)userdata;
     h->issues++;
@@ -102,6 +137,7 @@ static void cb_issue(void *userdata, const loader_read *read) {
         p->cursor_len = read->cursor_len;
         if (read->cursor_len) memcpy(p->cursor, read->cursor, read->cursor_len);
         p->limit = read->limit;
+        p->direction = read->direction;
     }
     if (h->on_issue && !h->in_hook) {
         h->in_hook = 1;
@@ -151,7 +187,7 @@ static loader_callbacks host_callbacks(host *h) {
 }
 
 /* A host and a loader with `page_size` and no prefetch over a source of `len` items. */
-static host *host_new(uint32_t page_size, uint64_t len) {
+static inline host *host_new(uint32_t page_size, uint64_t len) {
     host *h = (host *)calloc(1, sizeof(host));
     loader_config cfg;
     loader_config_default(&cfg);
@@ -180,24 +216,24 @@ static inline int find_pending(host *h, loader_kind kind) {
     return -1;
 }
 
-/* Answers `p` from the source with success; returns the library's result. */
+/* Answers `p` from the source with success, in its direction; returns the library's result. */
 static loader_result answer(host *h, const pending_read *p) {
     uint64_t at = p->cursor_len == 8 ? get_be64(p->cursor) : 0;
-    uint64_t end = at + p->limit < h->source_len ? at + p->limit : h->source_len;
+    read_span s = span_of(at, p->limit, p->direction, h->source_len);
     uint8_t next[8];
-    put_be64(next, end);
+    size_t next_len = cursor_for(next, s.next, p->direction);
     uint64_t acq = h->next_acq++;
     loader_answer a;
     /* Marked before the call: the loader may release it before loader_settle returns. */
     if (acq < MAX_ACQ) h->accepted[acq] = 1;
-    loader_result r = loader_settle(h->handle, p->read_id, (loader_acquisition)acq, (uint32_t)(end - at),
-                                    next, sizeof next, end == h->source_len, &a);
+    loader_result r = loader_settle(h->handle, p->read_id, (loader_acquisition)acq, (uint32_t)(s.to - s.from),
+                                    next, next_len, s.reached_end, &a);
     if (r != LOADER_RESULT_OK && acq < MAX_ACQ) h->accepted[acq] = 0;
     return r;
 }
 
 /* Answers pending reads, oldest first by slot, until none is left. */
-static void drain(host *h) {
+static inline void drain(host *h) {
     int guard = 0;
     while (h->npending > 0 && guard++ < 100000) {
         pending_read p = take(h, 0);
@@ -225,7 +261,7 @@ static inline int states_equal(const loader_snapshot *a, const loader_snapshot *
            a->covered_start == b->covered_start && a->covered_end == b->covered_end &&
            a->window_start == b->window_start && a->window_len == b->window_len &&
            a->accepted == b->accepted && a->released == b->released &&
-           a->quiescent == b->quiescent;
+           a->quiescent == b->quiescent && a->start_of_source == b->start_of_source;
 }
 
 static loader_snapshot state_of(host *h) {

@@ -347,6 +347,7 @@ static atomic_int t_bad, t_refused, t_ok, t_off_main, t_on_main;
 typedef struct {
     uint64_t read_id, at;
     uint32_t limit;
+    loader_direction direction;
 } t_job;
 
 static void t_where(void) {
@@ -359,14 +360,14 @@ static void t_where(void) {
 static void *t_answer(void *arg) {
     t_job j = *(t_job *)arg;
     free(arg);
-    uint64_t end = j.at + j.limit < T_SOURCE ? j.at + j.limit : T_SOURCE;
+    read_span s = span_of(j.at, j.limit, j.direction, T_SOURCE);
     uint8_t next[8];
-    put_be64(next, end);
+    size_t next_len = cursor_for(next, s.next, j.direction);
     unsigned long acq = atomic_fetch_add(&t_next_acq, 1);
     if (acq < T_MAX_ACQ) {
         atomic_store(&t_accepted[acq], 1);
-        loader_result r = loader_settle(t_handle, j.read_id, (loader_acquisition)acq, (uint32_t)(end - j.at), next,
-                                        sizeof next, end == T_SOURCE, NULL);
+        loader_result r = loader_settle(t_handle, j.read_id, (loader_acquisition)acq, (uint32_t)(s.to - s.from), next,
+                                        next_len, s.reached_end, NULL);
         if (r == LOADER_RESULT_OK) {
             atomic_fetch_add(&t_ok, 1);
         } else {
@@ -386,6 +387,7 @@ static void t_issue(void *ud, const loader_read *r) {
     j->read_id = r->read_id;
     j->at = r->cursor_len == 8 ? get_be64(r->cursor) : 0;
     j->limit = r->limit;
+    j->direction = r->direction;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, 256 * 1024);
@@ -631,13 +633,13 @@ static void counters_near_uint64_max_are_refused_never_wrapped(void) {
 /* As host.h's answer(), returning the class the loader gave the answer. */
 static loader_result answer_class(host *h, const pending_read *p, loader_answer *a) {
     uint64_t at = p->cursor_len == 8 ? get_be64(p->cursor) : 0;
-    uint64_t end = at + p->limit < h->source_len ? at + p->limit : h->source_len;
+    read_span s = span_of(at, p->limit, p->direction, h->source_len);
     uint8_t next[8];
-    put_be64(next, end);
+    size_t next_len = cursor_for(next, s.next, p->direction);
     uint64_t acq = h->next_acq++;
     h->accepted[acq] = 1;
-    loader_result r = loader_settle(h->handle, p->read_id, (loader_acquisition)acq, (uint32_t)(end - at), next,
-                                    sizeof next, end == h->source_len, a);
+    loader_result r = loader_settle(h->handle, p->read_id, (loader_acquisition)acq, (uint32_t)(s.to - s.from), next,
+                                    next_len, s.reached_end, a);
     if (r != LOADER_RESULT_OK) h->accepted[acq] = 0;
     return r;
 }
@@ -658,9 +660,12 @@ static void answer_inside_cancel(host *h, uint64_t read_id) {
         uint64_t acq = h->next_acq++;
         h->accepted[acq] = 1;
         uint64_t at = p.cursor_len == 8 ? get_be64(p.cursor) : 0;
+        /* One item, in the read's direction. */
+        read_span s = span_of(at, 1, p.direction, h->source_len);
         uint8_t next[8];
-        put_be64(next, at + 1);
-        hook_result = loader_settle(h->handle, read_id, (loader_acquisition)acq, 1, next, 8, false, &hook_answer);
+        size_t next_len = cursor_for(next, s.next, p.direction);
+        hook_result = loader_settle(h->handle, read_id, (loader_acquisition)acq, (uint32_t)(s.to - s.from), next,
+                                    next_len, false, &hook_answer);
         if (hook_result != LOADER_RESULT_OK) h->accepted[acq] = 0;
         return;
     }

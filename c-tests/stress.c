@@ -34,6 +34,7 @@ typedef struct {
     uint64_t read_id;
     uint64_t at;
     uint32_t limit;
+    loader_direction direction;
 } job;
 
 static loader_handle handle;
@@ -60,7 +61,7 @@ static uint64_t be64(const uint8_t *p) {
 
 static void on_issue(void *ud, const loader_read *r) {
     (void)ud;
-    job j = {r->read_id, r->cursor_len == 8 ? be64(r->cursor) : 0, r->limit};
+    job j = {r->read_id, r->cursor_len == 8 ? be64(r->cursor) : 0, r->limit, r->direction};
     atomic_fetch_add(&issued, 1);
     pthread_mutex_lock(&qlock);
     if (qlen < QCAP) queue[qlen++] = j;
@@ -118,16 +119,32 @@ static void *answerer(void *arg) {
 
 /* Answers `j` from the source; false when the acquisition counters ran out. */
 static int settle_job(job j) {
-    uint64_t end = j.at + j.limit < SOURCE_LEN ? j.at + j.limit : SOURCE_LEN;
+    /* Forward: the items after the cursor; backward: those before it, the next cursor just
+     * before the first one (empty at the source's start). */
+    bool backward = j.direction == LOADER_DIRECTION_BACKWARD;
+    uint64_t from, end, next_at;
+    bool reached;
+    if (backward) {
+        end = j.at < SOURCE_LEN ? j.at : SOURCE_LEN;
+        from = end > j.limit ? end - j.limit : 0;
+        next_at = from;
+        reached = from == 0;
+    } else {
+        from = j.at;
+        end = j.at + j.limit < SOURCE_LEN ? j.at + j.limit : SOURCE_LEN;
+        next_at = end;
+        reached = end == SOURCE_LEN;
+    }
     uint8_t next[8];
-    for (int i = 7, v = 0; i >= 0; i--, v++) next[i] = (uint8_t)(end >> (8 * v));
+    size_t next_len = backward && next_at == 0 ? 0 : 8;
+    for (int i = 7, v = 0; i >= 0; i--, v++) next[i] = (uint8_t)(next_at >> (8 * v));
     unsigned long acq = atomic_fetch_add(&next_acq, 1);
     if (acq >= MAX_ACQ) return 0;
     items[acq] = item_of(acq);
     atomic_store(&accepted[acq], 1);
     loader_answer a;
-    loader_result r = loader_settle(handle, j.read_id, (loader_acquisition)acq, (uint32_t)(end - j.at), next, 8,
-                                    end == SOURCE_LEN, &a);
+    loader_result r = loader_settle(handle, j.read_id, (loader_acquisition)acq, (uint32_t)(end - from), next,
+                                    next_len, reached, &a);
     if (r == LOADER_RESULT_OK) {
         atomic_fetch_add(&settled_ok, 1);
     } else {

@@ -486,6 +486,12 @@ static void the_end_of_the_source_is_an_empty_answer_with_end_of_source(void) {
     CHECK_CODE(loader_set_window(h->handle, 0, 20), LOADER_RESULT_OK);
     for (int guard = 0; h->npending && guard < 10; guard++) {
         pending_read p = take(h, 0);
+        /* This test is about reading forward to the end; a backward read gets the plain host's
+         * answer, which honours its direction. */
+        if (p.direction == LOADER_DIRECTION_BACKWARD) {
+            answer(h, &p);
+            continue;
+        }
         uint64_t at = p.cursor_len == 8 ? get_be64(p.cursor) : 0;
         uint64_t acq = h->next_acq++;
         h->accepted[acq] = 1;

@@ -224,18 +224,51 @@ typedef enum loader_kind {
 } loader_kind;
 
 /**
- * Which way a read goes from its cursor. Cursors are positions *between* items.
+ * Which way a read goes from its cursor (`loader_read.direction`).
+ *
+ * Cursors are positions *between* items: a cursor names the gap just after some item, and
+ * the empty cursor (length 0) is the gap before the source's first item. Whatever the
+ * direction, the host answers with `loader_settle`: `count` items in source order, the
+ * `next_cursor` where the next read in the same direction continues, and `end_of_source`.
+ *
+ * With keyset pagination over `ORDER BY k, id`, a cursor holding the key `(k, id)` of the
+ * last item it passed (the position just after that item; empty: before every row), the two
+ * reads are (`:limit` is `loader_read.limit`):
+ *
+ * ```sql
+ * -- LOADER_DIRECTION_FORWARD from cursor (:k, :id); an empty cursor drops the WHERE clause.
+ * SELECT k, id, ... FROM items WHERE (k, id) > (:k, :id) ORDER BY k, id LIMIT :limit;
+ * -- count = the rows returned; next_cursor = the last row's key (the cursor itself when
+ * -- there is none); end_of_source = fewer than :limit rows came back (or, unknown, false).
+ *
+ * -- LOADER_DIRECTION_BACKWARD from cursor (:k, :id); never asked from the empty cursor.
+ * SELECT k, id, ... FROM items WHERE (k, id) <= (:k, :id)
+ *     ORDER BY k DESC, id DESC LIMIT :limit + 1;
+ * -- The first :limit rows, reversed into source order, are the answer. If a (:limit+1)-th
+ * -- row came back, next_cursor = ITS key (the position just after it, which is just
+ * -- before the first row returned) and end_of_source = false; otherwise next_cursor is
+ * -- empty (the source's start) and end_of_source = true.
+ * ```
+ *
+ * A host with other cursors (log offsets, API page tokens) keeps the same meaning: a
+ * backward read returns the items just before its cursor, and its `next_cursor` is the
+ * position just before the first item returned, so a forward read from it returns those
+ * items first. An answer whose `next_cursor` equals the read's own cursor is a stall in
+ * either direction (see `loader_settle`).
  */
 typedef enum loader_direction {
   /**
    * Up to `limit` items just after the cursor, in source order. `next_cursor` is the
-   * position after the last one; `end_of_source` says the source's end was reached.
+   * position after the last item the host looked at; `end_of_source` says the source's
+   * end was reached.
    */
   LOADER_DIRECTION_FORWARD = 0,
   /**
-   * Up to `limit` items just before the cursor, in source order. `next_cursor` is the
-   * position before the first one (a forward read from it returns these items first);
-   * `end_of_source` says the source's start was reached.
+   * Up to `limit` items just before the cursor, in source order (the answer's first item
+   * is the farthest from the cursor). `next_cursor` is the position just before the first
+   * item returned (a forward read from it returns these items first; empty at the source's
+   * start); `end_of_source` says the source's START was reached: nothing lies before
+   * `next_cursor`.
    */
   LOADER_DIRECTION_BACKWARD = 1,
 } loader_direction;
@@ -411,9 +444,22 @@ typedef struct loader_config {
    */
   uint8_t recheck_full;
   /**
-   * The most pages the view holds, on both sides of the window; the pages farthest from
-   * the window go first, and pages the window plus prefetch needs are never released.
-   * 0 (the default): no bound.
+   * The most pages the view holds, on both sides of the window. Over it, the pages
+   * farthest from the window are released first (before or after it); pages overlapping
+   * `[window_start - prefetch, window_end + prefetch)` are never released, and nothing is
+   * dropped on the side a finite read in flight extends. Scrolling back over released
+   * pages reads them again, backward from the first page held. 0 (the default): no bound.
+   *
+   * The acquisitions the loader holds at once (not yet passed to `release`) are at most:
+   * - max(`max_pages`, the pages overlapping the window ± prefetch) pages of the view;
+   * - plus the pages a running repair or full read has staged: with full pages at most
+   *   ceil((window_len + 2 * prefetch) / page_size) + 2;
+   * - plus one finite page in flight (read and not yet committed);
+   * - plus the pages of repairs an invalidation overtook, held until the next commit
+   *   retires them. This last term is not bounded: under invalidations that keep
+   *   overtaking every repair, it grows until one commits.
+   *
+   * Empty pages are released at once and hold nothing.
    */
   uint32_t max_pages;
   /**
@@ -421,6 +467,28 @@ typedef struct loader_config {
    * the loader lets it go, as `loader_abandon` would. Default 10000; 0 never lets go.
    */
   uint64_t read_timeout_ms;
+  /**
+   * A starting point: with `initial_cursor_len > 0` or `initial_position > 0`, `loader_new`
+   * jumps there (as `loader_jump` does) before it returns, so the view is first loaded
+   * around the item just after this cursor, which gets position `initial_position` (the
+   * end of a log, a bookmarked row). NULL with `initial_cursor_len` 0 is the source's
+   * start. The bytes are copied: the pointer need only be valid during `loader_new`. NULL
+   * with a length other than 0 is `LOADER_RESULT_NULL_CURSOR`; longer than
+   * `LOADER_MAX_CURSOR_LEN` is `LOADER_RESULT_CURSOR_TOO_LONG`. `loader_new` runs no
+   * callback: the starting point's reads are issued by the loader's first event call
+   * (`loader_set_window`, `loader_tick`, ...), before that call's own.
+   * Default NULL.
+   */
+  const uint8_t *initial_cursor;
+  /**
+   * The length of `initial_cursor` in bytes. Default 0.
+   */
+  size_t initial_cursor_len;
+  /**
+   * The position the item after `initial_cursor` gets, and where the window starts.
+   * Default 0.
+   */
+  uint64_t initial_position;
 } loader_config;
 
 /**
@@ -634,6 +702,12 @@ typedef struct loader_snapshot {
    * loader to settle down (a test, a batch job) waits for this.
    */
   bool quiescent;
+  /**
+   * The first page held starts at the source's start (nothing before it): the view's
+   * positions are then the source's own (item `n` of the source is at `n`). Otherwise
+   * they are anchored (see `loader_page.start`).
+   */
+  bool start_of_source;
 } loader_snapshot;
 
 /**
@@ -692,6 +766,24 @@ typedef struct loader_counts {
    * Cancellation hints sent.
    */
   uint64_t cancels;
+  /**
+   * Reads issued with `LOADER_DIRECTION_BACKWARD` (also counted by kind above).
+   */
+  uint64_t issued_backward;
+  /**
+   * Items the accepted answers held, in both directions: what the loader made the host
+   * read.
+   */
+  uint64_t items_read;
+  /**
+   * Times the view's positions were renumbered, and the window moved with them (see
+   * `loader_page.start`).
+   */
+  uint64_t renumbered;
+  /**
+   * Calls to `loader_jump` that succeeded (an `initial_cursor` start counts as one).
+   */
+  uint64_t jumps;
 } loader_counts;
 
 /**
@@ -737,11 +829,19 @@ typedef struct loader_page {
    */
   uint64_t epoch;
   /**
-   * Where the page's first item sits in the items the loader has counted from the source's
-   * start. It is the item's offset in the source while the view holds every page from the
-   * start; once pages before the window were dropped (`drop_margin`), rows inserted or
-   * deleted before the first held page move the true offset without the loader seeing it,
-   * until a repair reads from the source's start again.
+   * The position of the page's first item. Positions are consecutive across the view:
+   * each page starts where the one before it ends.
+   *
+   * While the view reaches the source's start (`loader_snapshot.start_of_source`), they
+   * are the source's own numbers: item `n` of the source is at `n`. Otherwise they are
+   * anchored: a repair keeps the number of the item at the window's start, `loader_jump`
+   * uses the position the host gave, and pages read backward take the numbers before.
+   * Rows inserted or deleted before the first page held move the true offsets without the
+   * loader seeing it. When numbers would go below 0 (rows inserted above), or a backward
+   * read reaches the source's start and its first item is not at 0, the loader renumbers
+   * the whole view AND the window by the same amount (`loader_counts.renumbered`), so the
+   * window stays on the same items: after `changed`, read `window_start` back
+   * (`loader_state`) instead of assuming the one last set.
    */
   uint64_t start;
 } loader_page;
@@ -769,8 +869,13 @@ enum loader_result loader_config_default(struct loader_config *out);
  * returns `LOADER_RESULT_NULL_POINTER`; a bad setting returns the code naming it. The
  * caller owns the handle and must pass it to `loader_free`.
  *
+ * A starting point in `config` (`initial_cursor`, `initial_position`) is applied as
+ * `loader_jump` would; its cursor is copied, and need only be valid during this call. No
+ * callback runs here: the starting point's reads are issued by the loader's first event call.
+ *
  * # Safety
- * Each pointer is NULL or valid for its type; the callbacks follow their documented contract.
+ * Each pointer is NULL or valid for its type; `config->initial_cursor` is NULL or valid for
+ * `config->initial_cursor_len` bytes; the callbacks follow their documented contract.
  */
 enum loader_result loader_new(const struct loader_config *config,
                               const struct loader_callbacks *callbacks,
@@ -886,6 +991,33 @@ enum loader_result loader_retry(loader_handle handle, bool *out_started);
  * recorded it retries. `LOADER_RESULT_WINDOW_OVERFLOW` if `start + len` overflows.
  */
 enum loader_result loader_set_window(loader_handle handle, uint64_t start, uint64_t len);
+
+/**
+ * Rebuilds the view around `cursor` (a position between items, as a `next_cursor`; empty:
+ * the source's start): the item just after it gets position `position`, and the window
+ * moves to start there, its length kept. Use it to go to a search hit, a bookmark, or the
+ * end of a log without reading what lies between.
+ *
+ * On a loader that holds nothing and has nothing in flight, the view moves at once, with no
+ * invalidation. Otherwise this is an invalidation whose repair starts at `cursor`: the old
+ * view stays shown (`revalidating`) until the new one commits. Either way the loader reads
+ * about the window plus prefetch on each side around `cursor` (forward first, then
+ * backward), whatever the distance from the old view. Positions are the host's from then on
+ * (anchored; see `loader_page.start`): read `window_start` back after `changed`, as a
+ * backward read that reaches the source's start renumbers them to the source's own.
+ *
+ * `cursor` is copied; it may be NULL only when `cursor_len` is 0. Errors change nothing:
+ * `LOADER_RESULT_NULL_CURSOR` (NULL with a length), `LOADER_RESULT_CURSOR_TOO_LONG`,
+ * `LOADER_RESULT_WINDOW_OVERFLOW` (`position + window_len` overflows),
+ * `LOADER_RESULT_EPOCH_OVERFLOW` / `LOADER_RESULT_ID_OVERFLOW`, and the handle's codes.
+ *
+ * # Safety
+ * `cursor` is NULL or valid for `cursor_len` bytes.
+ */
+enum loader_result loader_jump(loader_handle handle,
+                               const uint8_t *cursor,
+                               size_t cursor_len,
+                               uint64_t position);
 
 /**
  * Tells the loader the host's time, in ms on any monotonic clock; fires a due backoff retry.

@@ -10,7 +10,7 @@
 //
 // Exceptions. No exception ever passes through the C library. Each callback runs inside a
 //   trampoline that catches whatever it throws and stashes it for the calling thread; the
-//   thread's outermost wrapper call (settle, fail, invalidate, retry, set_window, tick, close,
+//   thread's outermost wrapper call (settle, fail, invalidate, retry, set_window, jump, tick, close,
 //   PinnedView::release) rethrows the first one after the C call has returned, so the
 //   library's state change is complete and every other callback of that call was still made:
 //   a `release` that throws never costs another acquisition its release. The others thrown during the same call are in
@@ -98,7 +98,10 @@ inline void check(loader_result r) {
 }
 
 // A read the loader asks the host to perform. It owns its cursor: keep it, answer it later,
-// from any thread.
+// from any thread. Cursors are positions between items: a forward read answers up to `limit`
+// items just after `cursor`, a backward read those just before it, in source order either
+// way, with the cursor just before the first item returned as `next_cursor` and
+// `end_of_source` meaning the source's START (see `loader_direction` in loader.h).
 struct Read {
     std::uint64_t read_id = 0;
     std::uint64_t request_id = 0;
@@ -107,6 +110,7 @@ struct Read {
     std::uint32_t step = 0;
     std::string cursor{};  // opaque bytes; empty: the source's start
     std::uint32_t limit = 0;
+    loader_direction direction = LOADER_DIRECTION_FORWARD;
 };
 
 // The host's callbacks. `issue` and `release` are required; the others may stay empty, and a
@@ -137,8 +141,15 @@ struct Config {
     std::optional<std::uint32_t> max_auto_retries{};
     std::optional<std::uint64_t> jitter_seed{};
     std::optional<bool> recheck_full{};
+    // The most pages the view holds (0: no bound); loader.h gives the exact bound.
+    std::optional<std::uint32_t> max_pages{};
+    // A starting point: the loader opens around the item just after `initial_cursor`, which
+    // gets position `initial_position` (as `Loader::jump` would; loader_config in loader.h).
+    std::optional<std::string> initial_cursor{};
+    std::optional<std::uint64_t> initial_position{};
 
-    // The C settings: the defaults, with every field set here applied.
+    // The C settings: the defaults, with every field set here applied. The C config's
+    // `initial_cursor` points into this Config's string: use it while this Config lives.
     loader_config to_c() const {
         loader_config c = default_config();
         if (page_size) c.page_size = *page_size;
@@ -150,6 +161,12 @@ struct Config {
         if (max_auto_retries) c.max_auto_retries = *max_auto_retries;
         if (jitter_seed) c.jitter_seed = *jitter_seed;
         if (recheck_full) c.recheck_full = *recheck_full ? 1 : 0;
+        if (max_pages) c.max_pages = *max_pages;
+        if (initial_cursor && !initial_cursor->empty()) {
+            c.initial_cursor = reinterpret_cast<const std::uint8_t *>(initial_cursor->data());
+            c.initial_cursor_len = initial_cursor->size();
+        }
+        if (initial_position) c.initial_position = *initial_position;
         return c;
     }
 };
@@ -468,6 +485,17 @@ public:
     }
     void set_window(std::uint64_t start, std::uint64_t len) { run([&] { return loader_set_window(handle_, start, len); }); }
     void tick(std::uint64_t now_ms) { run([&] { return loader_tick(handle_, now_ms); }); }
+    // Rebuilds the view around `cursor` (a position between items; empty: the source's
+    // start): the item just after it gets `position`, and the window moves there, its length
+    // kept (loader_jump in loader.h). Throws `Error` if refused; a refusal changes nothing.
+    void jump(std::string_view cursor, std::uint64_t position) {
+        jump_bytes(reinterpret_cast<const std::uint8_t *>(cursor.data()), cursor.size(), position);
+    }
+#ifdef LOADER_HPP_SPAN
+    void jump(std::span<const std::uint8_t> cursor, std::uint64_t position) {
+        jump_bytes(cursor.data(), cursor.size(), position);
+    }
+#endif
 
     // When to call `tick` next, if a backoff retry is armed.
     std::optional<std::uint64_t> next_deadline() const {
@@ -545,6 +573,10 @@ private:
         return a;
     }
 
+    void jump_bytes(const std::uint8_t *cursor, std::size_t cursor_len, std::uint64_t position) {
+        run([&] { return loader_jump(handle_, cursor_len ? cursor : nullptr, cursor_len, position); });
+    }
+
     static void on_issue(void *ud, const loader_read *r) {
         detail::trampoline([&] {
             Read read;
@@ -555,6 +587,7 @@ private:
             read.step = r->step;
             if (r->cursor != nullptr) read.cursor.assign(reinterpret_cast<const char *>(r->cursor), r->cursor_len);
             read.limit = r->limit;
+            read.direction = r->direction;
             static_cast<detail::Host *>(ud)->cb.issue(read);
         });
     }

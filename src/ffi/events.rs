@@ -123,6 +123,41 @@ pub extern "C-unwind" fn loader_set_window(
     code(event(handle, |l| l.set_window(start, len)))
 }
 
+/// Rebuilds the view around `cursor` (a position between items, as a `next_cursor`; empty:
+/// the source's start): the item just after it gets position `position`, and the window
+/// moves to start there, its length kept. Use it to go to a search hit, a bookmark, or the
+/// end of a log without reading what lies between.
+///
+/// On a loader that holds nothing and has nothing in flight, the view moves at once, with no
+/// invalidation. Otherwise this is an invalidation whose repair starts at `cursor`: the old
+/// view stays shown (`revalidating`) until the new one commits. Either way the loader reads
+/// about the window plus prefetch on each side around `cursor` (forward first, then
+/// backward), whatever the distance from the old view. Positions are the host's from then on
+/// (anchored; see `loader_page.start`): read `window_start` back after `changed`, as a
+/// backward read that reaches the source's start renumbers them to the source's own.
+///
+/// `cursor` is copied; it may be NULL only when `cursor_len` is 0. Errors change nothing:
+/// `LOADER_RESULT_NULL_CURSOR` (NULL with a length), `LOADER_RESULT_CURSOR_TOO_LONG`,
+/// `LOADER_RESULT_WINDOW_OVERFLOW` (`position + window_len` overflows),
+/// `LOADER_RESULT_EPOCH_OVERFLOW` / `LOADER_RESULT_ID_OVERFLOW`, and the handle's codes.
+///
+/// # Safety
+/// `cursor` is NULL or valid for `cursor_len` bytes.
+#[no_mangle]
+pub unsafe extern "C-unwind" fn loader_jump(
+    handle: loader_handle,
+    cursor: *const u8,
+    cursor_len: usize,
+    position: u64,
+) -> loader_result {
+    // SAFETY: by this function's contract. Checked before the call, so a bad cursor changes
+    // nothing.
+    let at = boundary(Err(loader_result::Panic), || unsafe {
+        super::pointer::cursor(cursor, cursor_len)
+    });
+    code(at.and_then(|at| event(handle, |l| l.jump(at, position))))
+}
+
 /// Tells the loader the host's time, in ms on any monotonic clock; fires a due backoff retry.
 #[no_mangle]
 pub extern "C-unwind" fn loader_tick(handle: loader_handle, now_ms: u64) -> loader_result {

@@ -41,6 +41,7 @@ pub(super) fn snapshot(l: &Loader) -> loader_snapshot {
             && !l.revalidating()
             && s.failure == crate::ledger::Failure::None
             && l.outstanding_reads() == 0,
+        start_of_source: l.start_of_source(),
     }
 }
 

@@ -3,17 +3,18 @@
 use super::delivery::{run, withdraw};
 use super::instance::{loader_handle, register, unregister};
 use super::panic::boundary;
-use super::pointer::{finish, try_ref, Out};
+use super::pointer::{cursor, finish, try_ref, Out};
 use super::result::{self, loader_result};
 use super::types::{loader_callbacks, loader_config};
 use crate::loader::{Config, Effect, Loader, LoaderError};
 use std::ffi::c_char;
 
-/// Checks a config and callbacks, creates a loader from them with `make`, and writes its
-/// handle to `*out_handle`.
+/// Checks a config and callbacks, creates a loader from them with `make`, jumps to the
+/// config's starting point if it has one, and writes its handle to `*out_handle`.
 ///
 /// # Safety
-/// Each pointer is NULL or valid for reads (writes, for `out_handle`) of its type.
+/// Each pointer is NULL or valid for reads (writes, for `out_handle`) of its type;
+/// `config->initial_cursor` is NULL or valid for `config->initial_cursor_len` bytes.
 pub(crate) unsafe fn create(
     config: *const loader_config,
     callbacks: *const loader_callbacks,
@@ -36,11 +37,24 @@ pub(crate) unsafe fn create(
         if callbacks.issue.is_none() || callbacks.release.is_none() {
             return loader_result::MissingCallback;
         }
+        // SAFETY: by this function's contract, `config` (valid) says its cursor is NULL or
+        // valid for its length during this call; the loader copies the bytes.
+        let start = match unsafe { cursor(config.initial_cursor, config.initial_cursor_len) } {
+            Ok(start) => start,
+            Err(e) => return e,
+        };
+        let position = config.initial_position;
         let handle = make(config.into())
-            .map(|mut loader| {
+            .and_then(|mut loader| {
                 // Without a `cancel` callback the host is told of no cancel hint.
                 loader.set_cancel_hints_heard(callbacks.cancel.is_some());
-                loader
+                // A starting point. Its effects (the first reads, `changed`) stay queued in
+                // the loader: no callback runs before the host has the handle, and the first
+                // event call delivers them before its own.
+                if !start.is_empty() || position > 0 {
+                    loader.jump(start, position)?;
+                }
+                Ok(loader)
             })
             .map_err(loader_result::from)
             .and_then(|loader| register(loader, callbacks));
@@ -73,8 +87,13 @@ pub unsafe extern "C" fn loader_config_default(out: *mut loader_config) -> loade
 /// returns `LOADER_RESULT_NULL_POINTER`; a bad setting returns the code naming it. The
 /// caller owns the handle and must pass it to `loader_free`.
 ///
+/// A starting point in `config` (`initial_cursor`, `initial_position`) is applied as
+/// `loader_jump` would; its cursor is copied, and need only be valid during this call. No
+/// callback runs here: the starting point's reads are issued by the loader's first event call.
+///
 /// # Safety
-/// Each pointer is NULL or valid for its type; the callbacks follow their documented contract.
+/// Each pointer is NULL or valid for its type; `config->initial_cursor` is NULL or valid for
+/// `config->initial_cursor_len` bytes; the callbacks follow their documented contract.
 #[no_mangle]
 pub unsafe extern "C" fn loader_new(
     config: *const loader_config,
@@ -113,8 +132,11 @@ pub extern "C-unwind" fn loader_free(handle: loader_handle) -> loader_result {
             // first, then the close's; all of them now, so userdata may go once this returns.
             let mut mine = withdraw(&inst);
             // A read whose `issue` was still queued never reached the host: no cancel for it.
+            // That includes the reads of a starting point `loader_new` queued in the loader
+            // and no event delivered yet (closing hands them over with its own effects).
             let unissued: Vec<u64> = mine
                 .iter()
+                .chain(closing.iter())
                 .filter_map(|e| match e {
                     Effect::Issue(r) => Some(r.read_id),
                     _ => None,

@@ -31,16 +31,49 @@ impl From<ledger::Kind> for loader_kind {
     }
 }
 
-/// Which way a read goes from its cursor. Cursors are positions *between* items.
+/// Which way a read goes from its cursor (`loader_read.direction`).
+///
+/// Cursors are positions *between* items: a cursor names the gap just after some item, and
+/// the empty cursor (length 0) is the gap before the source's first item. Whatever the
+/// direction, the host answers with `loader_settle`: `count` items in source order, the
+/// `next_cursor` where the next read in the same direction continues, and `end_of_source`.
+///
+/// With keyset pagination over `ORDER BY k, id`, a cursor holding the key `(k, id)` of the
+/// last item it passed (the position just after that item; empty: before every row), the two
+/// reads are (`:limit` is `loader_read.limit`):
+///
+/// ```sql
+/// -- LOADER_DIRECTION_FORWARD from cursor (:k, :id); an empty cursor drops the WHERE clause.
+/// SELECT k, id, ... FROM items WHERE (k, id) > (:k, :id) ORDER BY k, id LIMIT :limit;
+/// -- count = the rows returned; next_cursor = the last row's key (the cursor itself when
+/// -- there is none); end_of_source = fewer than :limit rows came back (or, unknown, false).
+///
+/// -- LOADER_DIRECTION_BACKWARD from cursor (:k, :id); never asked from the empty cursor.
+/// SELECT k, id, ... FROM items WHERE (k, id) <= (:k, :id)
+///     ORDER BY k DESC, id DESC LIMIT :limit + 1;
+/// -- The first :limit rows, reversed into source order, are the answer. If a (:limit+1)-th
+/// -- row came back, next_cursor = ITS key (the position just after it, which is just
+/// -- before the first row returned) and end_of_source = false; otherwise next_cursor is
+/// -- empty (the source's start) and end_of_source = true.
+/// ```
+///
+/// A host with other cursors (log offsets, API page tokens) keeps the same meaning: a
+/// backward read returns the items just before its cursor, and its `next_cursor` is the
+/// position just before the first item returned, so a forward read from it returns those
+/// items first. An answer whose `next_cursor` equals the read's own cursor is a stall in
+/// either direction (see `loader_settle`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum loader_direction {
     /// Up to `limit` items just after the cursor, in source order. `next_cursor` is the
-    /// position after the last one; `end_of_source` says the source's end was reached.
+    /// position after the last item the host looked at; `end_of_source` says the source's
+    /// end was reached.
     Forward = 0,
-    /// Up to `limit` items just before the cursor, in source order. `next_cursor` is the
-    /// position before the first one (a forward read from it returns these items first);
-    /// `end_of_source` says the source's start was reached.
+    /// Up to `limit` items just before the cursor, in source order (the answer's first item
+    /// is the farthest from the cursor). `next_cursor` is the position just before the first
+    /// item returned (a forward read from it returns these items first; empty at the source's
+    /// start); `end_of_source` says the source's START was reached: nothing lies before
+    /// `next_cursor`.
     Backward = 1,
 }
 
@@ -217,13 +250,42 @@ pub struct loader_config {
     /// Non-zero (the default): repair an invalidation that overtook a full read. Zero restores
     /// the model's exact `unifiedMin`, which loses it.
     pub recheck_full: u8,
-    /// The most pages the view holds, on both sides of the window; the pages farthest from
-    /// the window go first, and pages the window plus prefetch needs are never released.
-    /// 0 (the default): no bound.
+    /// The most pages the view holds, on both sides of the window. Over it, the pages
+    /// farthest from the window are released first (before or after it); pages overlapping
+    /// `[window_start - prefetch, window_end + prefetch)` are never released, and nothing is
+    /// dropped on the side a finite read in flight extends. Scrolling back over released
+    /// pages reads them again, backward from the first page held. 0 (the default): no bound.
+    ///
+    /// The acquisitions the loader holds at once (not yet passed to `release`) are at most:
+    /// - max(`max_pages`, the pages overlapping the window ± prefetch) pages of the view;
+    /// - plus the pages a running repair or full read has staged: with full pages at most
+    ///   ceil((window_len + 2 * prefetch) / page_size) + 2;
+    /// - plus one finite page in flight (read and not yet committed);
+    /// - plus the pages of repairs an invalidation overtook, held until the next commit
+    ///   retires them. This last term is not bounded: under invalidations that keep
+    ///   overtaking every repair, it grows until one commits.
+    ///
+    /// Empty pages are released at once and hold nothing.
     pub max_pages: u32,
     /// How long (ms of the `loader_tick` clock) a superseded read's answer is awaited before
     /// the loader lets it go, as `loader_abandon` would. Default 10000; 0 never lets go.
     pub read_timeout_ms: u64,
+    /// A starting point: with `initial_cursor_len > 0` or `initial_position > 0`, `loader_new`
+    /// jumps there (as `loader_jump` does) before it returns, so the view is first loaded
+    /// around the item just after this cursor, which gets position `initial_position` (the
+    /// end of a log, a bookmarked row). NULL with `initial_cursor_len` 0 is the source's
+    /// start. The bytes are copied: the pointer need only be valid during `loader_new`. NULL
+    /// with a length other than 0 is `LOADER_RESULT_NULL_CURSOR`; longer than
+    /// `LOADER_MAX_CURSOR_LEN` is `LOADER_RESULT_CURSOR_TOO_LONG`. `loader_new` runs no
+    /// callback: the starting point's reads are issued by the loader's first event call
+    /// (`loader_set_window`, `loader_tick`, ...), before that call's own.
+    /// Default NULL.
+    pub initial_cursor: *const u8,
+    /// The length of `initial_cursor` in bytes. Default 0.
+    pub initial_cursor_len: usize,
+    /// The position the item after `initial_cursor` gets, and where the window starts.
+    /// Default 0.
+    pub initial_position: u64,
 }
 
 impl From<loader::Config> for loader_config {
@@ -240,6 +302,9 @@ impl From<loader::Config> for loader_config {
             recheck_full: u8::from(c.recheck_full),
             max_pages: c.max_pages,
             read_timeout_ms: c.read_timeout_ms,
+            initial_cursor: std::ptr::null(),
+            initial_cursor_len: 0,
+            initial_position: 0,
         }
     }
 }
@@ -398,6 +463,10 @@ pub struct loader_snapshot {
     /// ledger quiescent (phase idle, no debt, nothing in flight). A host that waits for the
     /// loader to settle down (a test, a batch job) waits for this.
     pub quiescent: bool,
+    /// The first page held starts at the source's start (nothing before it): the view's
+    /// positions are then the source's own (item `n` of the source is at `n`). Otherwise
+    /// they are anchored (see `loader_page.start`).
+    pub start_of_source: bool,
 }
 
 /// Counters since the loader was created, for reports and monitoring.
@@ -430,6 +499,16 @@ pub struct loader_counts {
     pub released: u64,
     /// Cancellation hints sent.
     pub cancels: u64,
+    /// Reads issued with `LOADER_DIRECTION_BACKWARD` (also counted by kind above).
+    pub issued_backward: u64,
+    /// Items the accepted answers held, in both directions: what the loader made the host
+    /// read.
+    pub items_read: u64,
+    /// Times the view's positions were renumbered, and the window moved with them (see
+    /// `loader_page.start`).
+    pub renumbered: u64,
+    /// Calls to `loader_jump` that succeeded (an `initial_cursor` start counts as one).
+    pub jumps: u64,
 }
 
 impl From<crate::loader::Stats> for loader_counts {
@@ -448,6 +527,10 @@ impl From<crate::loader::Stats> for loader_counts {
             accepted: s.accepted,
             released: s.released,
             cancels: s.cancels,
+            issued_backward: s.issued_backward,
+            items_read: s.items_read,
+            renumbered: s.renumbered,
+            jumps: s.jumps,
         }
     }
 }
@@ -478,10 +561,18 @@ pub struct loader_page {
     pub count: u32,
     /// The epoch of the request that loaded it.
     pub epoch: u64,
-    /// Where the page's first item sits in the items the loader has counted from the source's
-    /// start. It is the item's offset in the source while the view holds every page from the
-    /// start; once pages before the window were dropped (`drop_margin`), rows inserted or
-    /// deleted before the first held page move the true offset without the loader seeing it,
-    /// until a repair reads from the source's start again.
+    /// The position of the page's first item. Positions are consecutive across the view:
+    /// each page starts where the one before it ends.
+    ///
+    /// While the view reaches the source's start (`loader_snapshot.start_of_source`), they
+    /// are the source's own numbers: item `n` of the source is at `n`. Otherwise they are
+    /// anchored: a repair keeps the number of the item at the window's start, `loader_jump`
+    /// uses the position the host gave, and pages read backward take the numbers before.
+    /// Rows inserted or deleted before the first page held move the true offsets without the
+    /// loader seeing it. When numbers would go below 0 (rows inserted above), or a backward
+    /// read reaches the source's start and its first item is not at 0, the loader renumbers
+    /// the whole view AND the window by the same amount (`loader_counts.renumbered`), so the
+    /// window stays on the same items: after `changed`, read `window_start` back
+    /// (`loader_state`) instead of assuming the one last set.
     pub start: u64,
 }

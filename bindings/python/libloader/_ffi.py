@@ -60,6 +60,9 @@ class loader_config(Structure):
         ("recheck_full", c_uint8),
         ("max_pages", c_uint32),
         ("read_timeout_ms", c_uint64),
+        ("initial_cursor", POINTER(c_uint8)),
+        ("initial_cursor_len", c_size_t),
+        ("initial_position", c_uint64),
     ]
 
 
@@ -129,6 +132,7 @@ class loader_snapshot(Structure):
         ("accepted", c_uint64),
         ("released", c_uint64),
         ("quiescent", c_bool),
+        ("start_of_source", c_bool),
     ]
 
 
@@ -147,6 +151,10 @@ class loader_counts(Structure):
         ("accepted", c_uint64),
         ("released", c_uint64),
         ("cancels", c_uint64),
+        ("issued_backward", c_uint64),
+        ("items_read", c_uint64),
+        ("renumbered", c_uint64),
+        ("jumps", c_uint64),
     ]
 
 

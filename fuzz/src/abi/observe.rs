@@ -31,6 +31,7 @@ pub(super) fn blank_snapshot() -> loader_snapshot {
         accepted: 0,
         released: 0,
         quiescent: false,
+        start_of_source: false,
     }
 }
 
@@ -101,6 +102,7 @@ impl Obs {
             s.accepted,
             s.released,
             s.quiescent as u64,
+            s.start_of_source as u64,
             self.revalidating as u64,
             self.deadline.is_some() as u64,
             self.deadline.unwrap_or(0),
