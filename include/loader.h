@@ -967,7 +967,9 @@ enum loader_result loader_settle(loader_handle handle,
 /**
  * Answers read `read_id` with a failure; `code` is the host's own, kept for its records.
  * `*out_answer` (if not NULL) is `LOADER_ANSWER_CURRENT` for an own failure (it waits for a
- * retry) or `LOADER_ANSWER_STALE` for a superseded read's (it blocks nothing).
+ * retry) or `LOADER_ANSWER_STALE` for a superseded read's (it blocks nothing). Failing a
+ * read after its `cancel` hint is how a host lets it go: as `loader_abandon`, it costs no
+ * debt and no re-read.
  *
  * # Safety
  * `out_answer` is NULL or valid for a write.
@@ -1020,13 +1022,37 @@ enum loader_result loader_jump(loader_handle handle,
                                uint64_t position);
 
 /**
- * Tells the loader the host's time, in ms on any monotonic clock; fires a due backoff retry.
+ * The host gives up on read `read_id` and will not answer it (a worker was stopped, a
+ * request was aborted). For a read the loader no longer needs (it sent a `cancel` hint for
+ * it, or would have, to a host without a `cancel` callback) this costs nothing: no debt, no
+ * re-read, and the reads it blocked may start; `*out_answer` is `LOADER_ANSWER_STALE`. For a
+ * read still needed it is a failure, as `loader_fail` (`LOADER_ANSWER_CURRENT`: it waits
+ * for a retry). Either way the read is no longer outstanding. If its answer arrives later
+ * anyway, `loader_settle` accepts it as `LOADER_ANSWER_STALE` and `release` runs for its
+ * acquisition before the outermost libloader call on this thread returns; a late
+ * `loader_fail` is `LOADER_ANSWER_STALE`. (The loader remembers the last 4096 reads let go
+ * of; an answer to an older one is `LOADER_RESULT_ALREADY_ANSWERED`.)
+ *
+ * A read the loader superseded and the host never answers is let go of the same way after
+ * `read_timeout_ms` of `loader_tick` time (`loader_next_deadline` includes that deadline).
+ *
+ * # Safety
+ * `out_answer` is NULL or valid for a write.
+ */
+enum loader_result loader_abandon(loader_handle handle,
+                                  uint64_t read_id,
+                                  enum loader_answer *out_answer);
+
+/**
+ * Tells the loader the host's time, in ms on any monotonic clock; fires a due backoff retry
+ * and lets go of superseded reads that timed out (`read_timeout_ms`).
  */
 enum loader_result loader_tick(loader_handle handle, uint64_t now_ms);
 
 /**
  * When to call `loader_tick` next: `*out_armed` is true and `*out_deadline_ms` the time if a
- * backoff retry is armed; false (and the deadline 0) otherwise. Both pointers are required.
+ * backoff retry is armed or a superseded read will time out (`read_timeout_ms`); false (and
+ * the deadline 0) otherwise. Both pointers are required.
  *
  * The deadline is on the clock the host gives `loader_tick`, counted from the latest time a
  * tick gave (0 before the first): tick once with the current time when the loader is made,

@@ -79,7 +79,9 @@ pub unsafe extern "C-unwind" fn loader_settle(
 
 /// Answers read `read_id` with a failure; `code` is the host's own, kept for its records.
 /// `*out_answer` (if not NULL) is `LOADER_ANSWER_CURRENT` for an own failure (it waits for a
-/// retry) or `LOADER_ANSWER_STALE` for a superseded read's (it blocks nothing).
+/// retry) or `LOADER_ANSWER_STALE` for a superseded read's (it blocks nothing). Failing a
+/// read after its `cancel` hint is how a host lets it go: as `loader_abandon`, it costs no
+/// debt and no re-read.
 ///
 /// # Safety
 /// `out_answer` is NULL or valid for a write.
@@ -158,14 +160,45 @@ pub unsafe extern "C-unwind" fn loader_jump(
     code(at.and_then(|at| event(handle, |l| l.jump(at, position))))
 }
 
-/// Tells the loader the host's time, in ms on any monotonic clock; fires a due backoff retry.
+/// The host gives up on read `read_id` and will not answer it (a worker was stopped, a
+/// request was aborted). For a read the loader no longer needs (it sent a `cancel` hint for
+/// it, or would have, to a host without a `cancel` callback) this costs nothing: no debt, no
+/// re-read, and the reads it blocked may start; `*out_answer` is `LOADER_ANSWER_STALE`. For a
+/// read still needed it is a failure, as `loader_fail` (`LOADER_ANSWER_CURRENT`: it waits
+/// for a retry). Either way the read is no longer outstanding. If its answer arrives later
+/// anyway, `loader_settle` accepts it as `LOADER_ANSWER_STALE` and `release` runs for its
+/// acquisition before the outermost libloader call on this thread returns; a late
+/// `loader_fail` is `LOADER_ANSWER_STALE`. (The loader remembers the last 4096 reads let go
+/// of; an answer to an older one is `LOADER_RESULT_ALREADY_ANSWERED`.)
+///
+/// A read the loader superseded and the host never answers is let go of the same way after
+/// `read_timeout_ms` of `loader_tick` time (`loader_next_deadline` includes that deadline).
+///
+/// # Safety
+/// `out_answer` is NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C-unwind" fn loader_abandon(
+    handle: loader_handle,
+    read_id: u64,
+    out_answer: *mut loader_answer,
+) -> loader_result {
+    let r = event(handle, |l| l.abandon(read_id));
+    // SAFETY: by this function's contract.
+    finish(r.map(loader_answer::from), unsafe {
+        Out::optional(out_answer)
+    })
+}
+
+/// Tells the loader the host's time, in ms on any monotonic clock; fires a due backoff retry
+/// and lets go of superseded reads that timed out (`read_timeout_ms`).
 #[no_mangle]
 pub extern "C-unwind" fn loader_tick(handle: loader_handle, now_ms: u64) -> loader_result {
     code(event(handle, |l| l.tick(now_ms)))
 }
 
 /// When to call `loader_tick` next: `*out_armed` is true and `*out_deadline_ms` the time if a
-/// backoff retry is armed; false (and the deadline 0) otherwise. Both pointers are required.
+/// backoff retry is armed or a superseded read will time out (`read_timeout_ms`); false (and
+/// the deadline 0) otherwise. Both pointers are required.
 ///
 /// The deadline is on the clock the host gives `loader_tick`, counted from the latest time a
 /// tick gave (0 before the first): tick once with the current time when the loader is made,
