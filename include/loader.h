@@ -784,6 +784,24 @@ typedef struct loader_counts {
    * Calls to `loader_jump` that succeeded (an `initial_cursor` start counts as one).
    */
   uint64_t jumps;
+  /**
+   * Retries that resumed a failed repair or full read at its failed read, keeping the
+   * reads that succeeded at the same epoch.
+   */
+  uint64_t resumed;
+  /**
+   * Reads let go of: `loader_abandon`, `loader_fail` after a cancel hint, or
+   * `read_timeout_ms`.
+   */
+  uint64_t abandoned;
+  /**
+   * Of those, the ones `read_timeout_ms` let go of.
+   */
+  uint64_t timed_out;
+  /**
+   * Answers to reads already let go of: stale, their acquisitions released at once.
+   */
+  uint64_t late_answers;
 } loader_counts;
 
 /**

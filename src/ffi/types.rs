@@ -509,6 +509,16 @@ pub struct loader_counts {
     pub renumbered: u64,
     /// Calls to `loader_jump` that succeeded (an `initial_cursor` start counts as one).
     pub jumps: u64,
+    /// Retries that resumed a failed repair or full read at its failed read, keeping the
+    /// reads that succeeded at the same epoch.
+    pub resumed: u64,
+    /// Reads let go of: `loader_abandon`, `loader_fail` after a cancel hint, or
+    /// `read_timeout_ms`.
+    pub abandoned: u64,
+    /// Of those, the ones `read_timeout_ms` let go of.
+    pub timed_out: u64,
+    /// Answers to reads already let go of: stale, their acquisitions released at once.
+    pub late_answers: u64,
 }
 
 impl From<crate::loader::Stats> for loader_counts {
@@ -531,6 +541,10 @@ impl From<crate::loader::Stats> for loader_counts {
             items_read: s.items_read,
             renumbered: s.renumbered,
             jumps: s.jumps,
+            resumed: s.resumed,
+            abandoned: s.abandoned,
+            timed_out: s.timed_out,
+            late_answers: s.late_answers,
         }
     }
 }

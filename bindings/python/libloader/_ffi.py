@@ -155,6 +155,10 @@ class loader_counts(Structure):
         ("items_read", c_uint64),
         ("renumbered", c_uint64),
         ("jumps", c_uint64),
+        ("resumed", c_uint64),
+        ("abandoned", c_uint64),
+        ("timed_out", c_uint64),
+        ("late_answers", c_uint64),
     ]
 
 
@@ -238,12 +242,12 @@ FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
                                       POINTER(c_size_t)]),
     "loader_view_state": (c_enum, [POINTER(loader_view_snapshot), POINTER(loader_snapshot)]),
     "loader_view_release": (c_enum, [POINTER(loader_view_snapshot)]),
+    "loader_jump": (c_enum, [loader_handle, _u8p, c_size_t, c_uint64]),
+    "loader_abandon": (c_enum, [loader_handle, c_uint64, POINTER(c_enum)]),
 }
 """Every function of the public ABI: name -> (restype, argtypes)."""
 
-ADDED_FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
-    "loader_jump": (c_enum, [loader_handle, _u8p, c_size_t, c_uint64]),
-}
+ADDED_FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {}
 """Public functions newer than some builds of the library: declared when the loaded library
 exports them; the method that needs one raises NotImplementedError otherwise."""
 

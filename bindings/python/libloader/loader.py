@@ -496,10 +496,25 @@ class Loader(Generic[T]):
         """Answers ``read`` with a failure; ``code`` is the host's own. Returns
         :attr:`Answer.CURRENT` for an own failure (it waits for a retry: :meth:`retry`, a
         window move, or the backoff timer through :meth:`tick`) or :attr:`Answer.STALE` for
-        a superseded read's (it blocks nothing)."""
+        a superseded read's (it blocks nothing). Failing a read after its ``on_cancel`` hint
+        is how a host lets it go: as :meth:`abandon`, it costs nothing."""
         read_id = self._read_id(read)
         out = _ffi.c_enum(0)
         self._call("loader_fail", read_id, _signed("code", code, 32), out)
+        return _answer(out.value)
+
+    def abandon(self, read: ReadRef) -> Answer:
+        """The host gives up on ``read`` and will not answer it (a worker stopped, a request
+        aborted). For a read the loader no longer needed (it was hinted through
+        ``on_cancel``) this costs nothing: no debt, no re-read, and :attr:`Answer.STALE` is
+        returned. For a read still needed it is a failure, as :meth:`fail`
+        (:attr:`Answer.CURRENT`: it waits for a retry). If the answer arrives later anyway,
+        :meth:`settle` accepts it as :attr:`Answer.STALE` and ``on_release`` runs for it at
+        once. A superseded read never answered is let go of the same way after
+        ``Config.read_timeout_ms`` of :meth:`tick` time."""
+        read_id = self._read_id(read)
+        out = _ffi.c_enum(0)
+        self._call("loader_abandon", read_id, out)
         return _answer(out.value)
 
     def retry(self) -> bool:
@@ -526,24 +541,19 @@ class Loader(Generic[T]):
         ``position`` a non-negative int (TypeError, ValueError). The library refuses a cursor
         over ``MAX_CURSOR_LEN`` (:class:`~libloader.errors.CursorTooLongError`) and a
         ``position`` whose window would overflow
-        (:class:`~libloader.errors.WindowOverflowError`). Needs a library that exports
-        ``loader_jump`` (NotImplementedError otherwise)."""
+        (:class:`~libloader.errors.WindowOverflowError`)."""
         raw = _cursor("cursor", cursor)
         pos = _unsigned("position", position, 64)
-        fn = getattr(self._lib, "loader_jump", None)
-        if fn is None:
-            raise NotImplementedError(f"{_ffi.library_path()} does not export loader_jump")
         ptr, length = _ffi.cursor_arg(raw)
-        rc = self._invoke("loader_jump", fn, (ptr, length, pos))
-        if rc != Result.OK:
-            raise error_for(rc, result_message, "loader_jump")
+        self._call("loader_jump", ptr, length, pos)
 
     def tick(self, now_ms: int) -> None:
         """Tells the loader the time (ms, any monotonic clock); fires a due backoff retry."""
         self._call("loader_tick", _unsigned("now_ms", now_ms, 64))
 
     def next_deadline(self) -> Optional[int]:
-        """When to call :meth:`tick` next (ms), or None if no backoff retry is armed."""
+        """When to call :meth:`tick` next (ms): a backoff retry is armed or a superseded read
+        will time out; None if neither."""
         armed = ctypes.c_bool(False)
         deadline = ctypes.c_uint64(0)
         self._call("loader_next_deadline", armed, deadline)

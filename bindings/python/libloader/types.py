@@ -279,6 +279,9 @@ class Snapshot:
     """Nothing left to do until the host calls again: no read outstanding, not revalidating,
     no failure recorded, the ledger idle with no debt and nothing in flight. Read from the
     library (``loader_snapshot.quiescent``); a Snapshot built by hand defaults to False."""
+    start_of_source: bool = False
+    """The first held page starts at the source's start: positions are the source's own
+    (``loader_snapshot.start_of_source``)."""
 
     @classmethod
     def from_c(cls, s: _ffi.loader_snapshot) -> "Snapshot":
@@ -320,7 +323,24 @@ class Counts:
     released: int
     """Acquisitions released."""
     cancels: int
-    """Cancellation hints sent."""
+    """Cancellation hints sent (at most one per read)."""
+    issued_backward: int = 0
+    """Reads issued backward (also counted by kind)."""
+    items_read: int = 0
+    """Items the accepted answers held: what the loader made the host read."""
+    renumbered: int = 0
+    """Times the view's positions were renumbered, the window moving with them."""
+    jumps: int = 0
+    """Jumps (:meth:`Loader.jump`, or a starting point in the config)."""
+    resumed: int = 0
+    """Retries that resumed a failed repair at its failed read."""
+    abandoned: int = 0
+    """Reads let go of: :meth:`Loader.abandon`, a failure after a cancel hint, or the read
+    timeout."""
+    timed_out: int = 0
+    """Of those, the ones ``read_timeout_ms`` let go of."""
+    late_answers: int = 0
+    """Answers to reads already let go of: stale, released at once."""
 
     @classmethod
     def from_c(cls, c: _ffi.loader_counts) -> "Counts":

@@ -13,10 +13,6 @@ import libloader as L
 from libloader import Config, Direction, Kind
 from hosts import CountingHost, span
 
-HAS_JUMP = hasattr(L._ffi.lib(), "loader_jump")
-needs_jump = pytest.mark.skipif(not HAS_JUMP, reason="the loaded libloader does not export "
-                                "loader_jump (added with the jump ABI)")
-
 
 def at(n: int) -> bytes:
     return n.to_bytes(8, "big")
@@ -115,18 +111,10 @@ def test_jump_checks_its_arguments(cursor: object, position: object,
     h.loader.close()
 
 
-@pytest.mark.skipif(HAS_JUMP, reason="the loaded libloader exports loader_jump")
-def test_jump_without_the_export_says_so() -> None:
-    with CountingHost(10, 100).loader as ld, pytest.raises(NotImplementedError,
-                                                          match="loader_jump"):
-        ld.jump(at(5), 5)
-
-
-@needs_jump
 def test_jump_starts_a_fresh_loader_there_and_repairs_a_held_view() -> None:
     h = CountingHost(10, 1_000, prefetch_distance=10)
     h.loader.jump(at(500), 500)                  # nothing held: a starting point
-    assert h.loader.state.window_start == 500 and h.issues == 0
+    assert h.loader.state.window_start == 500   # its prefetch may already be read
     h.loader.set_window(500, 20)
     h.drain()
     s = check_view(h)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Callable, List
 
+import pytest
+
 import libloader as L
 from libloader import Answer, Kind, Read
 from hosts import CountingHost
@@ -171,3 +173,53 @@ def test_a_host_without_on_cancel_gets_the_same_classification_and_releases() ->
         assert ld.stats().cancels == 1      # counted even with no callback to run
     # Both acquisitions came back exactly once, the stale one included.
     assert sorted(released) == [("a",) * 4, ("b",) * 4]
+
+
+def test_abandoning_a_hinted_read_costs_nothing_and_its_late_answer_is_released() -> None:
+    h = make_hinted(4, 100)
+    read = supersede_one(h)
+    settle_repair(h)
+    assert h.loader.abandon(read) is Answer.STALE
+    s = h.loader.state
+    assert s.failure is L.Failure.NONE and s.debt is L.Debt.NONE and s.quiescent
+    acq = h.make_acq((0, 1, 2, 3))
+    h.ledger.accepted[acq.n] = acq
+    assert h.loader.settle(read, acq, count=4, next_cursor=(8).to_bytes(8, "big")) \
+        is Answer.STALE
+    assert h.ledger.released.get(acq.n) == 1        # released before settle returned
+    c = h.loader.stats()
+    assert (c.abandoned, c.late_answers) == (1, 1)
+    with pytest.raises(L.LoaderError):
+        h.loader.abandon(read)                      # answered already
+    h.loader.close()
+    assert h.ledger.released_exactly_once() and h.ledger.held() == 0
+
+
+def test_abandoning_a_read_still_needed_is_a_failure() -> None:
+    h = make_hinted(4, 100)
+    h.loader.set_window(0, 8)
+    read = h.take()
+    assert h.loader.abandon(read) is Answer.CURRENT
+    assert h.loader.state.failure is L.Failure.OWN
+    assert h.loader.next_deadline() is not None
+    h.loader.close()
+    assert h.ledger.released_exactly_once()
+
+
+def test_a_superseded_read_never_answered_times_out_on_tick() -> None:
+    h = HintedHost(4, 100, read_timeout_ms=500)
+    h.loader.set_window(0, 4)
+    h.drain()
+    supersede_one(h)                                # dropped: never answered
+    settle_repair(h)
+    h.loader.set_window(0, 16)
+    assert not h.pending, "the unanswered read blocks new finite reads"
+    assert h.loader.next_deadline() == 500
+    h.loader.tick(499)
+    assert not h.pending
+    h.loader.tick(500)
+    assert h.pending and h.pending[0].kind is Kind.FINITE
+    h.drain()
+    assert h.loader.state.covered_end >= 16 and h.loader.stats().timed_out == 1
+    h.loader.close()
+    assert h.ledger.released_exactly_once()
