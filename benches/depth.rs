@@ -23,8 +23,9 @@
 //! and at most one item per item scrolled, holding at most max(max_pages, the pages the
 //! window plus prefetch overlaps) + 1 acquisitions (the page just accepted, before the
 //! loader trims). After every case the view must be the source's slice around the window,
-//! with true positions. It prints a table and one JSON line, and exits non-zero when a
-//! target is missed or a view is wrong, so it is a check: `make bench-depth`.
+//! with true positions, and the loader must hold exactly the acquisitions it shows. It
+//! prints a table and one JSON line, and exits non-zero when a target is missed or a view is
+//! wrong, so it is a check: `make bench-depth`.
 
 #[path = "common/harness.rs"]
 mod harness;
@@ -168,6 +169,14 @@ impl Host {
         let l = &self.loader;
         if l.revalidating() || l.outstanding_reads() > 0 {
             return Err(format!("{case}: not quiescent"));
+        }
+        // Quiet, the loader holds exactly what it shows: every other acquisition went back.
+        if self.held.len() != l.page_count() {
+            return Err(format!(
+                "{case}: {} acquisitions held, {} pages shown",
+                self.held.len(),
+                l.page_count()
+            ));
         }
         let (ws, wl) = l.window();
         let mut at = None;
