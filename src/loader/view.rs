@@ -18,10 +18,12 @@ pub struct Page {
     pub count: u32,
     /// The epoch of the request that read it.
     pub epoch: u64,
-    /// Its first item's position in the items counted from the source's start: the true
-    /// offset while every page from the start is held, possibly off after pages before the
-    /// window were dropped and rows changed above them (see `loader_page.start` in the
-    /// header).
+    /// Its first item's position. Positions are consecutive across the view: the source's
+    /// own (item 0 is its first) whenever the view reaches the source's start
+    /// ([`Loader::start_of_source`](super::Loader::start_of_source)); otherwise anchored: a
+    /// repair keeps the anchor item's number, a jump uses the host's, pages read backward get
+    /// the numbers before. When the numbers are corrected, the whole view and the window move
+    /// together ([`Loader::window`](super::Loader::window)).
     pub start: u64,
     pub(super) end_cursor: Cursor,
     /// The request whose acquisition it is, and where in that request's list.
