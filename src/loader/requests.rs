@@ -122,6 +122,7 @@ impl Work {
             end_cursor,
             request,
             slot,
+            dirty: false,
         });
         self.staged_items += count as u64;
     }
@@ -138,6 +139,7 @@ impl Work {
             end_cursor: self.back_cursor.clone(),
             request,
             slot,
+            dirty: false,
         });
         self.staged_back_items += count as u64;
     }

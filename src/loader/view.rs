@@ -29,6 +29,8 @@ pub struct Page {
     /// The request whose acquisition it is, and where in that request's list.
     pub(super) request: u64,
     pub(super) slot: u32,
+    /// A ranged invalidation covered it: the next repair re-reads it.
+    pub(super) dirty: bool,
 }
 
 impl Page {
@@ -54,6 +56,19 @@ pub(super) struct Origin {
     pub(super) cursor: Cursor,
     /// It starts at a jump's cursor.
     pub(super) jump: bool,
+    /// A ranged repair: the held pages it re-reads (the first and the last, by identity),
+    /// and where its reads stop (`until`: the start of the first page kept after them). A
+    /// ranged repair with no run re-reads nothing.
+    pub(super) ranged: Option<Option<Run>>,
+    pub(super) until: Option<Cursor>,
+}
+
+/// A run of held pages a ranged repair replaces, named by the first's and the last's
+/// `(request, slot)`: indices move when pages are dropped or added meanwhile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Run {
+    pub(super) first: (u64, u32),
+    pub(super) last: (u64, u32),
 }
 
 /// The items a view should cover: `[start, end)` in positions, the window widened by the
@@ -95,6 +110,9 @@ pub(super) struct View {
     jump: Option<(u64, Cursor)>,
     /// The renumbering applied since the host last looked (see [`View::take_shift`]).
     shift: i128,
+    /// A whole invalidation (or one whose range is unknown) is owed: the next repair is
+    /// anchored and replaces every page. Otherwise a repair re-reads only the dirty pages.
+    whole: bool,
     /// Changed since the last announcement.
     changed: bool,
 }
@@ -111,6 +129,7 @@ impl Default for View {
             start_of_source: true,
             jump: None,
             shift: 0,
+            whole: false,
             changed: false,
         }
     }
@@ -225,6 +244,8 @@ impl View {
                 back_target: 0,
                 cursor: self.end_cursor().clone(),
                 jump: false,
+                ranged: None,
+                until: None,
             },
             (Kind::Finite, Direction::Backward) => Origin {
                 direction,
@@ -234,7 +255,10 @@ impl View {
                 back_target: 0,
                 cursor: self.base_cursor.clone(),
                 jump: false,
+                ranged: None,
+                until: None,
             },
+            (Kind::Chain, _) if !self.whole && self.jump.is_none() => self.ranged_origin(),
             _ => {
                 let (at, cursor, jump) = match &self.jump {
                     Some((at, cursor)) => (*at, cursor, true),
@@ -257,9 +281,184 @@ impl View {
                     back_target,
                     cursor: cursor.clone(),
                     jump,
+                    ranged: None,
+                    until: None,
                 }
             }
         }
+    }
+
+    /// A ranged repair's origin: from the first dirty page's start, until the last dirty
+    /// page's end (the start of the first page kept after it), re-reading the pages between.
+    /// With no dirty page, it re-reads nothing.
+    fn ranged_origin(&self) -> Origin {
+        let first = self.pages.iter().position(|p| p.dirty);
+        let last = self.pages.iter().rposition(|p| p.dirty);
+        let (Some(first), Some(last)) = (first, last) else {
+            return Origin {
+                direction: Direction::Forward,
+                base_offset: self.base_offset,
+                base_cursor: self.base_cursor.clone(),
+                target: 0,
+                back_target: 0,
+                cursor: self.base_cursor.clone(),
+                jump: false,
+                ranged: Some(None),
+                until: None,
+            };
+        };
+        let (f, l) = (&self.pages[first], &self.pages[last]);
+        let cursor = self.start_cursor_of(first).clone();
+        Origin {
+            direction: Direction::Forward,
+            base_offset: f.start,
+            base_cursor: cursor.clone(),
+            target: u64::MAX,
+            back_target: 0,
+            cursor,
+            jump: false,
+            ranged: Some(Some(Run {
+                first: (f.request, f.slot),
+                last: (l.request, l.slot),
+            })),
+            until: Some(l.end_cursor.clone()),
+        }
+    }
+
+    /// A whole invalidation: the next repair replaces every page.
+    pub(super) fn owe_whole(&mut self) {
+        self.whole = true;
+    }
+
+    /// A whole repair committed with nothing owed since: ranged repairs may follow again.
+    pub(super) fn whole_repaired(&mut self) {
+        self.whole = false;
+    }
+
+    /// Marks dirty every held page that may hold a changed item, for changes at positions
+    /// in `[from, to]` (`from` empty: the source's start; `to` `None`: its end), ordered by
+    /// `cmp`. An item lies in a page when it comes after the page's start cursor and at or
+    /// before its end cursor. A change after the last page of a view that reached the
+    /// source's end means it reaches no longer. Returns how many pages were marked.
+    pub(super) fn mark_range(
+        &mut self,
+        from: &[u8],
+        to: Option<&[u8]>,
+        cmp: &mut dyn FnMut(&[u8], &[u8]) -> std::cmp::Ordering,
+    ) -> usize {
+        use std::cmp::Ordering::*;
+        // a <= b, with the empty cursor the source's start (before everything else).
+        let mut le = |a: &[u8], b: &[u8]| match (a.is_empty(), b.is_empty()) {
+            (true, _) => true,
+            (false, true) => false,
+            (false, false) => cmp(a, b) != Greater,
+        };
+        let mut marked = 0;
+        let n = self.pages.len();
+        for i in 0..n {
+            let start = self.start_cursor_of(i).clone();
+            let end = self.pages[i].end_cursor.clone();
+            // Some item k with start < k <= end and from <= k <= to.
+            let after_from = le(from, &end);
+            let before_to = to.is_none_or(|t| !le(t, &start));
+            if after_from && before_to {
+                self.pages[i].dirty = true;
+                marked += 1;
+            }
+        }
+        if self.end_of_source {
+            let last_end = self.end_cursor().clone();
+            if to.is_none_or(|t| !le(t, &last_end)) {
+                self.end_of_source = false;
+                self.changed = true;
+            }
+        }
+        marked
+    }
+
+    /// Whether any held page is dirty.
+    pub(super) fn any_dirty(&self) -> bool {
+        self.pages.iter().any(|p| p.dirty)
+    }
+
+    /// A ranged repair committed: `request`'s staged pages replace the run they re-read,
+    /// the pages before and after it are kept (adopted by `request`, so retiring the older
+    /// requests releases only what left the view), and the pages after the run move by the
+    /// net change in items. Returns that change and the run's old end position, or `None`
+    /// when the run is no longer held whole (pages were dropped meanwhile): nothing changed
+    /// then, and the caller owes a whole repair.
+    pub(super) fn commit_run(
+        &mut self,
+        request: u64,
+        run: Option<Run>,
+        requests: &mut Requests,
+        cursors: &mut CursorPool,
+        out: &mut Outbox,
+    ) -> Option<(i128, u64)> {
+        let at = |v: &VecDeque<Page>, key: (u64, u32)| {
+            v.iter().position(|p| (p.request, p.slot) == key)
+        };
+        let range = match run {
+            None => None,
+            Some(r) => {
+                let (Some(i), Some(j)) = (at(&self.pages, r.first), at(&self.pages, r.last)) else {
+                    return None;
+                };
+                if j < i {
+                    return None;
+                }
+                Some((i, j))
+            }
+        };
+        let w = requests.live(request);
+        let mut staged = std::mem::take(&mut w.staged);
+        let new_items = w.staged_items;
+        let (net, old_end) = match range {
+            None => (0, self.covered_end),
+            Some((i, j)) => {
+                let from = self.pages[i].start;
+                let old_end = self.pages[j].start + u64::from(self.pages[j].count);
+                let net = new_items as i128 - (old_end - from) as i128;
+                let mut pos = from;
+                for p in staged.iter_mut() {
+                    p.start = pos;
+                    pos += u64::from(p.count);
+                }
+                let removed: Vec<Page> = self.pages.drain(i..=j).collect();
+                for p in removed {
+                    requests.drop_page(&p, out);
+                    cursors.recycle(p.end_cursor);
+                }
+                let placed = staged.len();
+                for (k, p) in staged.drain(..).enumerate() {
+                    self.pages.insert(i + k, p);
+                }
+                // Pages after the run move by the net change.
+                for p in self.pages.iter_mut().skip(i + placed) {
+                    p.start = (p.start as i128 + net) as u64;
+                }
+                self.covered_end = (self.covered_end as i128 + net) as u64;
+                (net, old_end)
+            }
+        };
+        requests.live(request).staged = staged;
+        // Every page kept joins `request`, so that retiring older requests keeps them.
+        for p in self.pages.iter_mut() {
+            if p.request != request {
+                let acq = requests.take_for(p.request, p.slot);
+                let w = requests.live(request);
+                p.slot = w.acqs.len() as u32;
+                w.acqs.push(acq);
+                w.in_view += 1;
+                p.request = request;
+            } else {
+                p.dirty = false;
+            }
+        }
+        let w = requests.live(request);
+        w.in_view = self.pages.len() as u32;
+        self.changed = true;
+        Some((net, old_end))
     }
 
     /// A forward finite read's page joins the end of the view.
@@ -281,6 +480,7 @@ impl View {
             end_cursor,
             request,
             slot,
+            dirty: false,
         });
         self.covered_end += count as u64;
         self.tail_cursor = None;
@@ -316,6 +516,7 @@ impl View {
                 end_cursor,
                 request,
                 slot,
+                dirty: false,
             });
         }
         self.start_of_source = start_of_source || self.base_cursor.is_empty();
