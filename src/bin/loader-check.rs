@@ -24,7 +24,7 @@ const USAGE: &str =
                       the first start state with a path over the bound)
   --json              print one JSON object instead of text
   --impl              check the production ledger against the model (refinement); with no
-                      --rules, for both settings of the lost-invalidation fix
+                      --rules, for every setting of recheck_full and commit_overtaken
   --list-rules        print one rule variant name per line
   --progress          progress under churn: with an Invalidate after every system step (any
                       action but Invalidate and Fail), coverEpoch rises within B system steps
@@ -157,24 +157,27 @@ fn main() -> ExitCode {
 }
 
 fn run_impl(args: &Args) -> ExitCode {
-    let settings: Vec<bool> = match args.rules {
-        None => vec![true, false],
-        Some(Rules::UnifiedMinRecheck) => vec![true],
-        Some(Rules::UnifiedMin) => vec![false],
+    // (recheck_full, commit_overtaken): every combination the loader accepts.
+    let settings: Vec<(bool, bool)> = match args.rules {
+        None => vec![(true, true), (true, false), (false, true), (false, false)],
+        Some(Rules::UnifiedMinChurn) => vec![(true, true)],
+        Some(Rules::UnifiedMinRecheck) => vec![(true, false)],
+        Some(Rules::UnifiedMin) => vec![(false, true), (false, false)],
         Some(r) => {
             eprintln!(
-                "loader-check: --impl checks the ledger against unifiedMinRecheck (fix on) or unifiedMin (fix off), not {r}"
+                "loader-check: --impl checks the ledger against unifiedMinChurn (both fixes on), unifiedMinRecheck (commit_overtaken off) or unifiedMin (recheck_full off), not {r}"
             );
             return ExitCode::from(2);
         }
     };
     let mut ok = true;
     let mut objects = Vec::new();
-    for recheck_full in settings {
+    for (recheck_full, commit_overtaken) in settings {
         let b = RefineBounds {
             max_epoch: args.max_epoch,
             ids: args.ids,
             recheck_full,
+            commit_overtaken,
         };
         let t = Instant::now();
         let result = refinement::check(b);
@@ -183,12 +186,12 @@ fn run_impl(args: &Args) -> ExitCode {
             Ok(r) => {
                 if args.json {
                     objects.push(format!(
-                        "{{\"rules\": \"{}\", \"recheck_full\": {}, \"max_epoch\": {}, \"ids\": {}, \"refines\": true, \"ledger_states\": {}, \"model_states\": {}, \"events\": {}, \"refused\": {}, \"pruned\": {}}}",
-                        b.rules(), recheck_full, b.max_epoch, b.ids, r.states, r.model_states, r.events, r.refused, r.pruned
+                        "{{\"rules\": \"{}\", \"recheck_full\": {}, \"commit_overtaken\": {}, \"max_epoch\": {}, \"ids\": {}, \"refines\": true, \"ledger_states\": {}, \"model_states\": {}, \"events\": {}, \"refused\": {}, \"pruned\": {}}}",
+                        b.rules(), recheck_full, commit_overtaken, b.max_epoch, b.ids, r.states, r.model_states, r.events, r.refused, r.pruned
                     ));
                 } else {
                     println!(
-                        "ledger (recheck_full = {recheck_full}) refines {}: MaxEpoch={} Ids={}: {} ledger states ({} model states), {} events, {} refused answers checked, {} paths pruned at the id bound, {:.2}s",
+                        "ledger (recheck_full = {recheck_full}, commit_overtaken = {commit_overtaken}) refines {}: MaxEpoch={} Ids={}: {} ledger states ({} model states), {} events, {} refused answers checked, {} paths pruned at the id bound, {:.2}s",
                         b.rules(), b.max_epoch, b.ids, r.states, r.model_states, r.events, r.refused, r.pruned, secs
                     );
                 }
@@ -197,14 +200,15 @@ fn run_impl(args: &Args) -> ExitCode {
                 ok = false;
                 if args.json {
                     objects.push(format!(
-                        "{{\"rules\": \"{}\", \"recheck_full\": {}, \"refines\": false, \"error\": {}}}",
+                        "{{\"rules\": \"{}\", \"recheck_full\": {}, \"commit_overtaken\": {}, \"refines\": false, \"error\": {}}}",
                         b.rules(),
                         recheck_full,
+                        commit_overtaken,
                         quote(&e)
                     ));
                 } else {
                     println!(
-                        "ledger (recheck_full = {recheck_full}) does NOT refine {}:\n{e}",
+                        "ledger (recheck_full = {recheck_full}, commit_overtaken = {commit_overtaken}) does NOT refine {}:\n{e}",
                         b.rules()
                     );
                 }

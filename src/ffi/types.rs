@@ -221,6 +221,10 @@ pub struct loader_config {
     /// the window go first, and pages the window plus prefetch needs are never released.
     /// 0 (the default): no bound.
     pub max_pages: u32,
+    /// Non-zero (the default): a repair an invalidation overtook runs to its end and commits,
+    /// and a new repair starts at once, so the view keeps refreshing under any rate of
+    /// changes. Zero settles it stale and starts a replacement. Needs `recheck_full`.
+    pub commit_overtaken: u8,
 }
 
 impl From<loader::Config> for loader_config {
@@ -236,6 +240,7 @@ impl From<loader::Config> for loader_config {
             jitter_seed: c.jitter_seed,
             recheck_full: u8::from(c.recheck_full),
             max_pages: c.max_pages,
+            commit_overtaken: u8::from(c.commit_overtaken),
         }
     }
 }
@@ -253,6 +258,7 @@ impl From<&loader_config> for loader::Config {
             jitter_seed: c.jitter_seed,
             recheck_full: c.recheck_full != 0,
             max_pages: c.max_pages,
+            commit_overtaken: c.commit_overtaken != 0,
         }
     }
 }

@@ -58,6 +58,9 @@ class loader_config(Structure):
         ("max_auto_retries", c_uint32),
         ("jitter_seed", c_uint64),
         ("recheck_full", c_uint8),
+        # Laid out as the C struct, so loader_config_default writes inside it.
+        ("max_pages", c_uint32),
+        ("commit_overtaken", c_uint8),
     ]
 
 
