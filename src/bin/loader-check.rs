@@ -279,13 +279,13 @@ fn progress_text(r: &ProgressReport) -> String {
             prefix.len() - 1
         );
         s += &steps_text(&model, prefix, 0);
-        let system = path
-            .iter()
-            .filter(|st| st.action != Some(loader::model::Action::Invalidate))
-            .count();
+        let tail = match r.worst_from_witness {
+            Some(w) => format!("; it rises only at system step {w}"),
+            None => "; it never rises (something is owed and no system step is enabled)".into(),
+        };
         s += &format!(
-            "Then, with an Invalidate after every system step, {system} system steps and coverEpoch has not risen{}:\n",
-            if (system as u32) <= r.bound { " (the path ends here, something still owed)" } else { "" }
+            "Then, with an Invalidate after every system step, coverEpoch has not risen after {} system steps{tail}:\n",
+            r.bound
         );
         let start = prefix.last().expect("Init").state;
         let mut whole = vec![loader::model::explore::Step {

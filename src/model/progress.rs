@@ -53,8 +53,11 @@ pub struct ProgressReport {
     /// worst found so far.
     pub complete: bool,
     /// When the check fails: the shortest path from `Init` to the start state, then the
-    /// adversary's path from it, `bound + 1` system steps (or up to its deadlock) with no rise.
+    /// adversary's longest path from it, up to the rise (past the bound), or `bound + 1`
+    /// system steps or up to its deadlock when it never rises.
     pub counterexample: Option<(Vec<Step>, Vec<Step>)>,
+    /// The system steps the counterexample's path takes to rise; `None` if it never does.
+    pub worst_from_witness: Option<u32>,
     /// Wall-clock time of the run.
     pub elapsed: Duration,
 }
@@ -139,7 +142,7 @@ impl Search<'_> {
     }
 
     /// The adversary's path from `s` that takes longest to rise: at most `steps` system steps,
-    /// each followed by its `Invalidate`.
+    /// each followed by its `Invalidate`, ending at the rise if it comes within them.
     fn longest_path(&mut self, s: &State, steps: u32) -> Vec<Step> {
         let mut path = Vec::new();
         let mut s = *s;
@@ -230,6 +233,7 @@ pub fn check_progress(
     }
     let complete = !(stop_at_first && witness.is_some());
     let worst = (worst != NEVER).then_some(worst as u32);
+    let mut worst_from_witness = None;
     let counterexample = match witness {
         Some((w, c0)) => {
             let prefix = trace_to(&model, &packer, w, u32::MAX);
@@ -241,7 +245,15 @@ pub fn check_progress(
                 cut: 0,
             };
             let s = packer.unpack(w).expect("stored states decode");
-            let path = search.longest_path(&s, bound + 1);
+            // Up to the rise, or past the bound when there is none.
+            let steps = match search.worst(&s) {
+                NEVER => bound + 1,
+                v => {
+                    worst_from_witness = Some(v as u32);
+                    v as u32
+                }
+            };
+            let path = search.longest_path(&s, steps);
             Some((prefix, path))
         }
         _ => None,
@@ -256,6 +268,7 @@ pub fn check_progress(
         worst,
         complete,
         counterexample,
+        worst_from_witness,
         elapsed: start.elapsed(),
     })
 }
