@@ -135,7 +135,7 @@ impl Search<'_> {
                     break;
                 }
             }
-            v.min(NEVER)
+            v
         };
         self.memo.insert(w, v);
         v
