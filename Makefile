@@ -75,6 +75,17 @@ check: test-lib
 	./$(TEST_DIR)/loader-check --rules current --stop-at-first > /dev/null; test $$? -eq 1
 	./$(TEST_DIR)/loader-check --rules unifiedMinRecheck --no-model-bounds
 	./$(TEST_DIR)/loader-check --rules unifiedMinRecheck --max-epoch 3 --ids 5 --no-model-bounds
+	./$(TEST_DIR)/loader-check --rules unifiedMinChurn
+	./$(TEST_DIR)/loader-check --rules unifiedMinChurn --no-model-bounds
+	./$(TEST_DIR)/loader-check --rules unifiedMinChurn --max-epoch 3 --ids 5
+	./$(TEST_DIR)/loader-check --rules unifiedMinChurn --max-epoch 3 --ids 5 --no-model-bounds
+	# Progress under churn: an Invalidate after every system step; coverEpoch rises within 3
+	# system steps under unifiedMinChurn, and the seed's rules and unifiedMinRecheck fail.
+	./$(TEST_DIR)/loader-check --progress --rules unifiedMinChurn --max-epoch 4 --ids 5 --no-model-bounds
+	for r in current unifiedMin unifiedMinRecheck; do \
+	    ./$(TEST_DIR)/loader-check --progress --rules $$r --max-epoch 4 --ids 5 --no-model-bounds --stop-at-first > /dev/null; \
+	    test $$? -eq 1 || exit 1; \
+	done
 	./$(TEST_DIR)/loader-check --impl --max-epoch 3 --ids 6
 
 # ---- benchmarks (see benches/; each prints its ns/event table and met/missed lines) ----

@@ -489,6 +489,12 @@ typedef struct loader_config {
    * Default 0.
    */
   uint64_t initial_position;
+  /**
+   * Non-zero (the default): a repair an invalidation overtook runs to its end and commits,
+   * and a new repair starts at once, so the view keeps refreshing under any rate of
+   * changes. Zero settles it stale and starts a replacement. Needs `recheck_full`.
+   */
+  uint8_t commit_overtaken;
 } loader_config;
 
 /**

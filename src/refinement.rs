@@ -26,18 +26,29 @@ pub struct RefineBounds {
     pub max_epoch: u8,
     /// How many requests may be issued along one path (the model's `Ids`).
     pub ids: usize,
-    /// The ledger's `recheck_full`: on is checked against `unifiedMinRecheck`, off against
-    /// the module's exact `unifiedMin`.
+    /// The ledger's `recheck_full`: on is checked against `unifiedMinRecheck` (or
+    /// `unifiedMinChurn`), off against the module's exact `unifiedMin`.
     pub recheck_full: bool,
+    /// The ledger's `commit_overtaken`: with `recheck_full` on, on is checked against
+    /// `unifiedMinChurn` and off against `unifiedMinRecheck`; with it off it has no effect.
+    pub commit_overtaken: bool,
 }
 
 impl RefineBounds {
     /// The model's rule variant these bounds are checked against.
     pub fn rules(&self) -> Rules {
-        if self.recheck_full {
-            Rules::UnifiedMinRecheck
-        } else {
-            Rules::UnifiedMin
+        match (self.recheck_full, self.commit_overtaken) {
+            (true, true) => Rules::UnifiedMinChurn,
+            (true, false) => Rules::UnifiedMinRecheck,
+            (false, _) => Rules::UnifiedMin,
+        }
+    }
+
+    /// The ledger settings these bounds check.
+    pub fn config(&self) -> Config {
+        Config {
+            recheck_full: self.recheck_full,
+            commit_overtaken: self.commit_overtaken,
         }
     }
 
@@ -263,9 +274,7 @@ pub fn check(bounds: RefineBounds) -> Result<RefineReport, String> {
         path: Vec::new(),
     };
     let h = Harness {
-        ledger: Ledger::new(Config {
-            recheck_full: bounds.recheck_full,
-        }),
+        ledger: Ledger::new(bounds.config()),
         slots: Vec::new(),
     };
     if h.map(&c.model) != c.model.init() {

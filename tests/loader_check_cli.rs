@@ -76,10 +76,11 @@ fn list_rules_prints_every_variant_one_per_line() {
         "oldLeak",
         "oldRecover",
         "unifiedMinRecheck",
+        "unifiedMinChurn",
     ] {
         assert!(names.contains(&name), "{name} missing from {names:?}");
     }
-    assert_eq!(names.len(), 9);
+    assert_eq!(names.len(), 10);
 }
 
 #[test]
@@ -96,10 +97,43 @@ fn impl_checks_both_settings() {
     assert_eq!(code, 0, "{out}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let runs = v.as_array().unwrap();
-    assert_eq!(runs.len(), 2);
+    assert_eq!(runs.len(), 4);
     assert!(runs.iter().all(|r| r["refines"] == true));
-    assert_eq!(runs[0]["rules"], "unifiedMinRecheck");
-    assert_eq!(runs[1]["rules"], "unifiedMin");
+    let rules: Vec<&str> = runs.iter().map(|r| r["rules"].as_str().unwrap()).collect();
+    assert_eq!(
+        rules,
+        [
+            "unifiedMinChurn",
+            "unifiedMinRecheck",
+            "unifiedMin",
+            "unifiedMin"
+        ]
+    );
+}
+
+#[test]
+fn progress_passes_under_the_churn_variant_and_fails_under_the_seed() {
+    let args = [
+        "--progress",
+        "--max-epoch",
+        "3",
+        "--ids",
+        "4",
+        "--no-model-bounds",
+        "--rules",
+    ];
+    let (code, out) = run(&[&args[..], &["unifiedMinChurn"]].concat());
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("ProgressUnderChurn       holds"), "{out}");
+    let (code, out) = run(&[&args[..], &["unifiedMin", "--stop-at-first"]].concat());
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("Progress under churn is violated"), "{out}");
+    assert!(out.contains("SettleChain(3, new 4)"), "{out}");
+    let (code, out) = run(&[&args[..], &["current", "--json"]].concat());
+    assert_eq!(code, 1, "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["progress"], false);
+    assert_eq!(v["bound"], 3);
 }
 
 #[test]

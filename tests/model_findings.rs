@@ -1,9 +1,11 @@
 //! The model's findings, derived from the explorer: the seed's bug under `current`, the
 //! refactor that removes it, the controls each breaking what they were built to break, and the
-//! lost invalidation that every seed variant has and `unifiedMinRecheck` does not.
+//! lost invalidation that every seed variant has and `unifiedMinRecheck` does not, and the
+//! progress under churn that only `unifiedMinChurn` has.
 
 use loader::model::explore::{explore, Options, Report};
-use loader::model::{Bounds, Invariant, Rules};
+use loader::model::progress::{check_progress, ProgressReport, DEFAULT_BOUND};
+use loader::model::{Action, Bounds, Invariant, Rules};
 
 const MODULE_INVARIANTS: [Invariant; 4] = [
     Invariant::TypeOK,
@@ -108,6 +110,61 @@ fn the_recheck_variant_keeps_all_five_invariants() {
         for inv in Invariant::ALL {
             assert!(r.holds(inv), "{inv} (model bounds {model_bounds})");
         }
+    }
+}
+
+#[test]
+fn the_churn_variant_keeps_all_five_invariants() {
+    for model_bounds in [true, false] {
+        let r = run(Rules::UnifiedMinChurn, model_bounds);
+        assert!(r.complete);
+        for inv in Invariant::ALL {
+            assert!(r.holds(inv), "{inv} (model bounds {model_bounds})");
+        }
+    }
+}
+
+fn progress(rules: Rules, max_epoch: u8) -> ProgressReport {
+    let bounds = Bounds {
+        max_epoch,
+        ids: 4,
+        rules,
+        model_bounds: false,
+    };
+    check_progress(bounds, DEFAULT_BOUND, false).unwrap()
+}
+
+#[test]
+fn under_churn_only_the_churn_variant_commits_within_the_bound() {
+    // The churn variant's worst case does not grow with the number of invalidations.
+    for max_epoch in [2, 3] {
+        let r = progress(Rules::UnifiedMinChurn, max_epoch);
+        assert!(r.holds(), "{r:?}");
+        assert_eq!(r.worst, Some(DEFAULT_BOUND), "MaxEpoch {max_epoch}");
+        assert!(r.starts > 1000 && r.cut > 0, "{r:?}");
+    }
+    for rules in [Rules::Current, Rules::UnifiedMin, Rules::UnifiedMinRecheck] {
+        let r = progress(rules, 3);
+        assert!(!r.holds(), "{rules}");
+        let (_, path) = r.counterexample.as_ref().expect("a counterexample");
+        // The trace: every answer of the repair is overtaken and replaced.
+        let replaced = path
+            .iter()
+            .filter(|s| matches!(s.action, Some(Action::SettleChain { k: Some(_), .. })))
+            .count();
+        assert!(replaced >= 2, "{rules}: {path:?}");
+        let system = path
+            .iter()
+            .filter(|s| s.action != Some(Action::Invalidate))
+            .count();
+        assert_eq!(system as u32, DEFAULT_BOUND + 1, "{rules}");
+    }
+    // Their worst case grows with the churn.
+    for rules in [Rules::Current, Rules::UnifiedMin] {
+        assert!(
+            progress(rules, 3).worst > progress(rules, 2).worst,
+            "{rules}"
+        );
     }
 }
 

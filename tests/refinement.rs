@@ -1,4 +1,5 @@
-//! The production ledger refines the model: for both settings of the lost-invalidation fix,
+//! The production ledger refines the model: for every setting of the lost-invalidation fix
+//! and the churn rule,
 //! every host-event sequence within the bounds is a path of model transitions that keeps every
 //! invariant and can always reach quiescence.
 
@@ -7,11 +8,12 @@
 
 use loader::refinement::{check, RefineBounds};
 
-fn refines(max_epoch: u8, ids: usize, recheck_full: bool) {
+fn refines(max_epoch: u8, ids: usize, recheck_full: bool, commit_overtaken: bool) {
     let report = check(RefineBounds {
         max_epoch,
         ids,
         recheck_full,
+        commit_overtaken,
     })
     .unwrap_or_else(|e| panic!("{e}"));
     // The exploration really branched: every answer, refusal and bound was exercised.
@@ -21,13 +23,21 @@ fn refines(max_epoch: u8, ids: usize, recheck_full: bool) {
 }
 
 #[test]
+fn ledger_with_both_fixes_refines_unified_min_churn() {
+    refines(2, 4, true, true);
+    refines(3, 5, true, true);
+}
+
+#[test]
 fn ledger_with_the_fix_refines_unified_min_recheck() {
-    refines(2, 4, true);
-    refines(3, 5, true);
+    refines(2, 4, true, false);
+    refines(3, 5, true, false);
 }
 
 #[test]
 fn ledger_without_the_fix_refines_unified_min() {
-    refines(2, 4, false);
-    refines(3, 5, false);
+    for commit_overtaken in [true, false] {
+        refines(2, 4, false, commit_overtaken);
+        refines(3, 5, false, commit_overtaken);
+    }
 }

@@ -70,9 +70,12 @@ struct Host {
 impl Host {
     /// A loader showing the whole source, read by finite reads.
     fn new() -> Host {
+        // Overtaken chains settled and replaced at their first step (the module's P5): with
+        // `commit_overtaken` on they read on to their commit instead.
         let config = Config {
             page_size: PAGE,
             prefetch_distance: 0,
+            commit_overtaken: false,
             ..Config::default()
         };
         let mut h = Host {

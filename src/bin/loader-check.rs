@@ -1,10 +1,11 @@
-//! `loader-check`: explores the LoaderLedger model exhaustively, or checks the production
-//! ledger against it (`--impl`).
+//! `loader-check`: explores the LoaderLedger model exhaustively, checks its progress under
+//! churn (`--progress`), or checks the production ledger against it (`--impl`).
 //!
-//! Exit status: 0 when every invariant holds (or the refinement check passes), 1 when one is
-//! violated (or refinement fails), 2 on a usage error.
+//! Exit status: 0 when every invariant holds (or the progress or refinement check passes), 1
+//! when one is violated (or the check fails), 2 on a usage error.
 
 use loader::model::explore::{explore, Options, Report};
+use loader::model::progress::{check_progress, ProgressReport, DEFAULT_BOUND};
 use loader::model::{Bounds, Model, Rules};
 use loader::refinement::{self, RefineBounds};
 use std::process::ExitCode;
@@ -13,16 +14,22 @@ use std::time::Instant;
 const USAGE: &str =
     "usage: loader-check [--rules NAME] [--max-epoch N] [--ids N] [--no-model-bounds]
                     [--stop-at-first] [--json] [--impl] [--list-rules]
+                    [--progress [--progress-bound B]]
 
   --rules NAME        rule variant (default unifiedMin; see --list-rules)
   --max-epoch N       the module's MaxEpoch (default 2)
   --ids N             the number of request ids (default 4)
   --no-model-bounds   drop the coverage # \"full\" guards on IssueFinite and Invalidate
-  --stop-at-first     stop at the first violated invariant, as TLC does
+  --stop-at-first     stop at the first violated invariant, as TLC does (with --progress, at
+                      the first start state with a path over the bound)
   --json              print one JSON object instead of text
   --impl              check the production ledger against the model (refinement); with no
-                      --rules, for both settings of the lost-invalidation fix
-  --list-rules        print one rule variant name per line";
+                      --rules, for every setting of recheck_full and commit_overtaken
+  --list-rules        print one rule variant name per line
+  --progress          progress under churn: with an Invalidate after every system step (any
+                      action but Invalidate and Fail), coverEpoch rises within B system steps
+                      from every reachable state with coverEpoch < epoch and failure = none
+  --progress-bound B  the bound B for --progress (default 3)";
 
 struct Args {
     rules: Option<Rules>,
@@ -33,6 +40,8 @@ struct Args {
     json: bool,
     implementation: bool,
     list_rules: bool,
+    progress: bool,
+    progress_bound: u32,
 }
 
 fn parse() -> Result<Args, String> {
@@ -45,6 +54,8 @@ fn parse() -> Result<Args, String> {
         json: false,
         implementation: false,
         list_rules: false,
+        progress: false,
+        progress_bound: DEFAULT_BOUND,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -77,6 +88,15 @@ fn parse() -> Result<Args, String> {
             "--json" => a.json = true,
             "--impl" => a.implementation = true,
             "--list-rules" => a.list_rules = true,
+            "--progress" => a.progress = true,
+            "--progress-bound" => {
+                let v = value("--progress-bound")?;
+                a.progress_bound = v
+                    .parse()
+                    .ok()
+                    .filter(|&n: &u32| n <= 200)
+                    .ok_or_else(|| format!("--progress-bound takes 0..=200, not {v:?}"))?;
+            }
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -110,6 +130,9 @@ fn main() -> ExitCode {
         rules: args.rules.unwrap_or(Rules::UnifiedMin),
         model_bounds: args.model_bounds,
     };
+    if args.progress {
+        return run_progress(bounds, &args);
+    }
     let options = Options {
         stop_at_first: args.stop_at_first,
         progress: true,
@@ -134,24 +157,27 @@ fn main() -> ExitCode {
 }
 
 fn run_impl(args: &Args) -> ExitCode {
-    let settings: Vec<bool> = match args.rules {
-        None => vec![true, false],
-        Some(Rules::UnifiedMinRecheck) => vec![true],
-        Some(Rules::UnifiedMin) => vec![false],
+    // (recheck_full, commit_overtaken): every combination the loader accepts.
+    let settings: Vec<(bool, bool)> = match args.rules {
+        None => vec![(true, true), (true, false), (false, true), (false, false)],
+        Some(Rules::UnifiedMinChurn) => vec![(true, true)],
+        Some(Rules::UnifiedMinRecheck) => vec![(true, false)],
+        Some(Rules::UnifiedMin) => vec![(false, true), (false, false)],
         Some(r) => {
             eprintln!(
-                "loader-check: --impl checks the ledger against unifiedMinRecheck (fix on) or unifiedMin (fix off), not {r}"
+                "loader-check: --impl checks the ledger against unifiedMinChurn (both fixes on), unifiedMinRecheck (commit_overtaken off) or unifiedMin (recheck_full off), not {r}"
             );
             return ExitCode::from(2);
         }
     };
     let mut ok = true;
     let mut objects = Vec::new();
-    for recheck_full in settings {
+    for (recheck_full, commit_overtaken) in settings {
         let b = RefineBounds {
             max_epoch: args.max_epoch,
             ids: args.ids,
             recheck_full,
+            commit_overtaken,
         };
         let t = Instant::now();
         let result = refinement::check(b);
@@ -160,12 +186,12 @@ fn run_impl(args: &Args) -> ExitCode {
             Ok(r) => {
                 if args.json {
                     objects.push(format!(
-                        "{{\"rules\": \"{}\", \"recheck_full\": {}, \"max_epoch\": {}, \"ids\": {}, \"refines\": true, \"ledger_states\": {}, \"model_states\": {}, \"events\": {}, \"refused\": {}, \"pruned\": {}}}",
-                        b.rules(), recheck_full, b.max_epoch, b.ids, r.states, r.model_states, r.events, r.refused, r.pruned
+                        "{{\"rules\": \"{}\", \"recheck_full\": {}, \"commit_overtaken\": {}, \"max_epoch\": {}, \"ids\": {}, \"refines\": true, \"ledger_states\": {}, \"model_states\": {}, \"events\": {}, \"refused\": {}, \"pruned\": {}}}",
+                        b.rules(), recheck_full, commit_overtaken, b.max_epoch, b.ids, r.states, r.model_states, r.events, r.refused, r.pruned
                     ));
                 } else {
                     println!(
-                        "ledger (recheck_full = {recheck_full}) refines {}: MaxEpoch={} Ids={}: {} ledger states ({} model states), {} events, {} refused answers checked, {} paths pruned at the id bound, {:.2}s",
+                        "ledger (recheck_full = {recheck_full}, commit_overtaken = {commit_overtaken}) refines {}: MaxEpoch={} Ids={}: {} ledger states ({} model states), {} events, {} refused answers checked, {} paths pruned at the id bound, {:.2}s",
                         b.rules(), b.max_epoch, b.ids, r.states, r.model_states, r.events, r.refused, r.pruned, secs
                     );
                 }
@@ -174,14 +200,15 @@ fn run_impl(args: &Args) -> ExitCode {
                 ok = false;
                 if args.json {
                     objects.push(format!(
-                        "{{\"rules\": \"{}\", \"recheck_full\": {}, \"refines\": false, \"error\": {}}}",
+                        "{{\"rules\": \"{}\", \"recheck_full\": {}, \"commit_overtaken\": {}, \"refines\": false, \"error\": {}}}",
                         b.rules(),
                         recheck_full,
+                        commit_overtaken,
                         quote(&e)
                     ));
                 } else {
                     println!(
-                        "ledger (recheck_full = {recheck_full}) does NOT refine {}:\n{e}",
+                        "ledger (recheck_full = {recheck_full}, commit_overtaken = {commit_overtaken}) does NOT refine {}:\n{e}",
                         b.rules()
                     );
                 }
@@ -196,6 +223,139 @@ fn run_impl(args: &Args) -> ExitCode {
     } else {
         ExitCode::from(1)
     }
+}
+
+fn run_progress(bounds: Bounds, args: &Args) -> ExitCode {
+    let report = match check_progress(bounds, args.progress_bound, args.stop_at_first) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("loader-check: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if args.json {
+        println!("{}", progress_json(&report));
+    } else {
+        print!("{}", progress_text(&report));
+    }
+    if report.holds() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn progress_text(r: &ProgressReport) -> String {
+    let b = r.bounds;
+    let model = Model::new(b);
+    let mut s = format!(
+        "loader-check --progress: LoaderLedger with Rules = {}, MaxEpoch = {}, Ids = {}, model bounds {}\n",
+        b.rules,
+        b.max_epoch,
+        b.ids,
+        if b.model_bounds { "kept" } else { "dropped" }
+    );
+    s += &format!(
+        "{} reachable states, {} start states, {} adversary states visited, {} paths cut at the Ids bound, {:.2}s\n",
+        r.reachable,
+        r.starts,
+        r.visited,
+        r.cut,
+        r.elapsed.as_secs_f64()
+    );
+    let worst = match r.worst {
+        Some(w) if !r.complete => format!("{w} system steps before the stop"),
+        Some(w) => format!("{w} system steps"),
+        None => "never (a deadlock with something owed, or a cycle)".into(),
+    };
+    s += &format!(
+        "  ProgressUnderChurn       {} (worst: coverEpoch rises within {worst}; bound {})\n",
+        if r.holds() { "holds" } else { "violated" },
+        r.bound
+    );
+    if let Some((prefix, path)) = &r.counterexample {
+        s += &format!(
+            "\nProgress under churn is violated. Shortest trace to the start state, {} steps:\n",
+            prefix.len() - 1
+        );
+        s += &steps_text(&model, prefix, 0);
+        let tail = match r.worst_from_witness {
+            Some(w) => format!("; it rises only at system step {w}"),
+            None => "; it never rises (something is owed and no system step is enabled)".into(),
+        };
+        s += &format!(
+            "Then, with an Invalidate after every system step, coverEpoch has not risen after {} system steps{tail}:\n",
+            r.bound
+        );
+        let start = prefix.last().expect("Init").state;
+        let mut whole = vec![loader::model::explore::Step {
+            action: None,
+            state: start,
+        }];
+        whole.extend(path.iter().cloned());
+        s += &steps_text(&model, &whole, prefix.len() - 1);
+    }
+    s
+}
+
+/// The steps of `trace` after its first, numbered from `offset + 1`; the first is printed in
+/// full only when it is `Init` (`offset` 0).
+fn steps_text(model: &Model, trace: &[loader::model::explore::Step], offset: usize) -> String {
+    let mut s = String::new();
+    for (n, step) in trace.iter().enumerate() {
+        match step.action {
+            None if offset == 0 => {
+                s += &format!("  0. Init\n       {}\n", model.show(&step.state).join(", "));
+            }
+            None => {}
+            Some(a) => {
+                let prev = &trace[n - 1].state;
+                s += &format!(
+                    "  {}. {a}\n       {}\n",
+                    n + offset,
+                    model.diff(prev, &step.state).join("; ")
+                );
+            }
+        }
+    }
+    s
+}
+
+fn progress_json(r: &ProgressReport) -> String {
+    let b = r.bounds;
+    let trace = match &r.counterexample {
+        None => String::new(),
+        Some((prefix, path)) => {
+            let names = |t: &[loader::model::explore::Step]| {
+                t.iter()
+                    .filter_map(|s| s.action)
+                    .map(|a| quote(&a.to_string()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            format!(
+                ", \"prefix\": [{}], \"churn\": [{}]",
+                names(prefix),
+                names(path)
+            )
+        }
+    };
+    format!(
+        "{{\"rules\": {}, \"max_epoch\": {}, \"ids\": {}, \"model_bounds\": {}, \"progress\": {}, \"complete\": {}, \"bound\": {}, \"worst\": {}, \"reachable\": {}, \"starts\": {}, \"visited\": {}, \"cut\": {}, \"seconds\": {:.3}{trace}}}",
+        quote(b.rules.name()),
+        b.max_epoch,
+        b.ids,
+        b.model_bounds,
+        r.holds(),
+        r.complete,
+        r.bound,
+        r.worst.map_or("null".into(), |w| w.to_string()),
+        r.reachable,
+        r.starts,
+        r.visited,
+        r.cut,
+        r.elapsed.as_secs_f64()
+    )
 }
 
 fn text(r: &Report) -> String {

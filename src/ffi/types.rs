@@ -286,6 +286,10 @@ pub struct loader_config {
     /// The position the item after `initial_cursor` gets, and where the window starts.
     /// Default 0.
     pub initial_position: u64,
+    /// Non-zero (the default): a repair an invalidation overtook runs to its end and commits,
+    /// and a new repair starts at once, so the view keeps refreshing under any rate of
+    /// changes. Zero settles it stale and starts a replacement. Needs `recheck_full`.
+    pub commit_overtaken: u8,
 }
 
 impl From<loader::Config> for loader_config {
@@ -305,6 +309,7 @@ impl From<loader::Config> for loader_config {
             initial_cursor: std::ptr::null(),
             initial_cursor_len: 0,
             initial_position: 0,
+            commit_overtaken: u8::from(c.commit_overtaken),
         }
     }
 }
@@ -323,6 +328,7 @@ impl From<&loader_config> for loader::Config {
             recheck_full: c.recheck_full != 0,
             max_pages: c.max_pages,
             read_timeout_ms: c.read_timeout_ms,
+            commit_overtaken: c.commit_overtaken != 0,
         }
     }
 }

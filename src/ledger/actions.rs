@@ -140,7 +140,10 @@ impl Ledger {
         }
     }
 
-    /// `SettleChain(i)`: the chain is replaced, abandoned for a full read, or commits.
+    /// `SettleChain(i)`: the chain is replaced, abandoned for a full read, or commits. With
+    /// [`Config::churn_rules`] (`spec/LoaderLedgerChurn.tla`), a chain an invalidation overtook
+    /// commits at its own epoch and a new chain starts, or, owing a full read, is abandoned
+    /// for one.
     fn settle_chain(
         &mut self,
         id: u64,
@@ -149,12 +152,26 @@ impl Ledger {
     ) -> Result<Settled, LedgerError> {
         self.leave_inflight(id, r.kind);
         self.mark_settled(id, r);
-        if self.chain_epoch != self.epoch {
+        let owes_full = self.failure != Failure::None || self.debt == Debt::Full;
+        let overtaken = self.chain_epoch != self.epoch;
+        let commit_overtaken = self.config.churn_rules();
+        if overtaken && commit_overtaken && !owes_full {
+            // Its data is newer than the view's: the view switches to it, stamped with the
+            // chain's epoch, and the next chain repairs the invalidations since.
+            let ce = self.chain_epoch;
+            self.normalize(Phase::Idle, Debt::None, ce, out);
+            self.coverage = Coverage::Chain;
+            self.settled_once = true;
+            self.cover_epoch = ce;
+            let next = self.start(Kind::Chain, out)?;
+            self.chain_epoch = self.epoch;
+            Ok(Settled::ChainOvertakenCommitted { next })
+        } else if overtaken && !commit_overtaken {
             // A newer invalidation: start the replacement chain (P5).
             let next = self.start(Kind::Chain, out)?;
             self.chain_epoch = self.epoch;
             Ok(Settled::ChainReplaced { next })
-        } else if self.failure != Failure::None || self.debt == Debt::Full {
+        } else if owes_full {
             // Abandon and start the full-source read the overlap replaced.
             let full = self.start(Kind::Full, out)?;
             self.phase = Phase::FullHeld;

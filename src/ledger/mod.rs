@@ -8,7 +8,10 @@
 //!   enabled, and `IssueFinite` when the caller says the window wants more
 //!   ([`Ledger::issue_finite`]);
 //! - with [`Config::recheck_full`] on (the default), a full read that an invalidation overtook
-//!   leaves bounded debt, so no invalidation is lost (the model's `unifiedMinRecheck`).
+//!   leaves bounded debt, so no invalidation is lost (the model's `unifiedMinRecheck`);
+//! - with [`Config::commit_overtaken`] on as well (the default), a repair an invalidation
+//!   overtook commits at its own epoch and a new repair starts at once, so the view keeps
+//!   committing under any rate of invalidations (the model's `unifiedMinChurn`).
 //!
 //! It owns no pages, cursors, clocks or I/O. Events go in; [`Effect`]s come out into a buffer
 //! the caller owns. Each event costs O(1) amortised plus O(k) for the k requests it retires:
@@ -105,6 +108,12 @@ pub enum Settled {
     },
     /// A chain that finished its repair: its data is the view.
     ChainCommitted,
+    /// A chain an invalidation overtook, with `commit_overtaken` on: its data is the view,
+    /// stamped with the chain's epoch, and `next` repairs the invalidations since.
+    ChainOvertakenCommitted {
+        /// The chain that repairs the invalidations that overtook this one.
+        next: u64,
+    },
     /// A full read that settled: its data is the view. With `recheck`, an invalidation overtook
     /// it and a repair follows.
     FullCommitted {
@@ -148,11 +157,29 @@ pub struct Config {
     /// A full read that settles with `ep < epoch` leaves bounded debt, so the invalidation that
     /// overtook it is repaired. Off restores the module's exact `unifiedMin`, which loses it.
     pub recheck_full: bool,
+    /// A chain that settles with `chainEpoch # epoch` commits at its own epoch and a new
+    /// chain starts at once, so an invalidation rate faster than a repair still lets the view
+    /// commit. Off settles it stale and starts a replacement (the module's P5), under which
+    /// the view can wait for the invalidations to stop. Taken with `recheck_full` on (the
+    /// model's `unifiedMinChurn`); with `recheck_full` off it has no effect, so that off
+    /// restores the module's exact `unifiedMin` whatever this says.
+    pub commit_overtaken: bool,
+}
+
+impl Config {
+    /// Whether the model's `unifiedMinChurn` rules are in force: `commit_overtaken` on top of
+    /// `recheck_full`.
+    pub fn churn_rules(&self) -> bool {
+        self.recheck_full && self.commit_overtaken
+    }
 }
 
 impl Default for Config {
     fn default() -> Config {
-        Config { recheck_full: true }
+        Config {
+            recheck_full: true,
+            commit_overtaken: true,
+        }
     }
 }
 

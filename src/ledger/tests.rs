@@ -73,7 +73,10 @@ fn seed_scenario_superseded_failure_after_its_repair_blocks_nothing() {
 #[test]
 fn lost_invalidation_is_repaired_with_the_fix_and_lost_without() {
     for recheck_full in [true, false] {
-        let mut l = Ledger::new(Config { recheck_full });
+        let mut l = Ledger::new(Config {
+            recheck_full,
+            commit_overtaken: true,
+        });
         let mut out = Vec::new();
         l.invalidate(&mut out).unwrap();
         let (full, kind) = starts(&out)[0];

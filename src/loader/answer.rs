@@ -112,8 +112,10 @@ impl Loader {
         let slot = w.accept(acquisition, count);
         let kind = w.kind;
         // The epoch moved at a step boundary, or a superseded failure raised the debt to full
-        // so the chain will be abandoned anyway: settle now rather than read on.
-        let overtaken = kind == Kind::Chain && (w.epoch != epoch_now || debt_full);
+        // so the chain will be abandoned anyway: settle now rather than read on. Under the
+        // churn rules an overtaken chain still commits, so it reads on to its end.
+        let epoch_moved = w.epoch != epoch_now && !self.ledger.config().churn_rules();
+        let overtaken = kind == Kind::Chain && (epoch_moved || debt_full);
         if stalled {
             self.fail_request(request)?;
             // A tie the host's cursors cannot break: a chain escalates to a full read at once.
@@ -180,7 +182,9 @@ impl Loader {
         }
         let tail = std::mem::take(&mut w.tail);
         let answer = match self.ledger.settle(request, &mut self.scratch)? {
-            Settled::ChainCommitted | Settled::FullCommitted { .. } => {
+            Settled::ChainCommitted
+            | Settled::ChainOvertakenCommitted { .. }
+            | Settled::FullCommitted { .. } => {
                 self.view
                     .commit(request, &mut self.requests, &mut self.pools.cursors);
                 // The forward reads may have ended on empty pages: the next finite read

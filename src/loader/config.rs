@@ -46,6 +46,12 @@ pub struct Config {
     /// A full read an invalidation overtook is followed by a repair, so no invalidation is
     /// lost. Default on; off restores the model's exact `unifiedMin` rules, which lose it.
     pub recheck_full: bool,
+    /// A repair an invalidation overtook runs to its end and commits, since its data is newer
+    /// than the view's, and a new repair starts at once; so the view keeps committing however
+    /// often the source changes. Default on; off settles an overtaken repair stale and starts
+    /// a replacement, so under invalidations faster than a repair the view never refreshes.
+    /// Takes effect with `recheck_full` on (the model's `unifiedMinChurn`).
+    pub commit_overtaken: bool,
 }
 
 impl Default for Config {
@@ -62,6 +68,7 @@ impl Default for Config {
             jitter_seed: 0,
             read_timeout_ms: 10_000,
             recheck_full: true,
+            commit_overtaken: true,
         }
     }
 }

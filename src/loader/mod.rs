@@ -136,6 +136,7 @@ impl Loader {
     fn ledger_config(config: &Config) -> ledger::Config {
         ledger::Config {
             recheck_full: config.recheck_full,
+            commit_overtaken: config.commit_overtaken,
         }
     }
 

@@ -170,7 +170,7 @@ impl Visited {
 }
 
 /// A shortest path from `Init` to `target`, which a breadth-first search reached at `depth`.
-fn trace_to(model: &Model, packer: &Packer, target: u64, depth: u32) -> Vec<Step> {
+pub(super) fn trace_to(model: &Model, packer: &Packer, target: u64, depth: u32) -> Vec<Step> {
     use std::collections::HashMap;
     let init = packer.pack(&model.init());
     let mut parent: HashMap<u64, (u64, Action)> = HashMap::new();
@@ -212,6 +212,30 @@ fn trace_to(model: &Model, packer: &Packer, target: u64, depth: u32) -> Vec<Step
     });
     steps.reverse();
     steps
+}
+
+/// Every state reachable from `Init`, packed, in breadth-first order (so the first of them to
+/// satisfy a predicate is one nearest `Init`).
+pub(super) fn reachable(model: &Model, packer: &Packer) -> Vec<u64> {
+    let mut visited = Visited::new();
+    let init = packer.pack(&model.init());
+    visited.insert(init);
+    let mut all = vec![init];
+    let mut done = 0;
+    while done < all.len() {
+        let end = all.len();
+        for n in done..end {
+            let s = packer.unpack(all[n]).expect("stored states decode");
+            model.next(&s, |_, t| {
+                let tw = packer.pack(&t);
+                if visited.insert(tw) {
+                    all.push(tw);
+                }
+            });
+        }
+        done = end;
+    }
+    all
 }
 
 /// Frontier states whose successors are generated before any is inserted.

@@ -1,5 +1,6 @@
-//! An executable transcription of `spec/LoaderLedger.tla` and its variant
-//! `spec/LoaderLedgerRecheck.tla`: the model, its constants and the module's operators.
+//! An executable transcription of `spec/LoaderLedger.tla` and its variants
+//! `spec/LoaderLedgerRecheck.tla` and `spec/LoaderLedgerChurn.tla`: the model, its constants
+//! and the module's operators.
 //!
 //! Every variable, operator, action and invariant of the module appears here under its own
 //! name, so the TLA+ text and this code can be read side by side. The module's constants are
@@ -8,7 +9,8 @@
 //!
 //! The files follow the module's parts: [`Rules`] (rules.rs), the state (state.rs), [`Action`]
 //! (action.rs), `Next` and its actions in the module's order (next.rs), the invariants
-//! (invariants.rs), and the printing of states (show.rs).
+//! (invariants.rs), the printing of states (show.rs), and the progress-under-churn check
+//! (progress.rs).
 //!
 //! This layer knows nothing of the production ledger; `crate::refinement` relates the two. The
 //! values both share live in [`crate::vocab`].
@@ -18,6 +20,7 @@ pub mod explore;
 mod invariants;
 mod next;
 mod pack;
+pub mod progress;
 mod rules;
 mod show;
 mod state;

@@ -160,13 +160,43 @@ impl Model {
     }
 
     /// `SettleChain(i)`: a chain answered; it is replaced, abandoned for a full read, or commits.
+    /// Under `unifiedMinChurn` (`spec/LoaderLedgerChurn.tla`) an overtaken chain commits at its
+    /// own epoch and a new chain starts, or, owing a full read, is abandoned for one.
     pub fn settle_chain(&self, s: &State, i: usize, emit: &mut impl FnMut(Action, State)) {
         let r = s.req[i];
         if !(r.st == St::Inflight && r.kind == Kind::Chain) {
             return;
         }
         let rules = self.rules();
-        if s.chain_epoch != s.epoch {
+        let owes_full = s.failure != Failure::None || s.debt == Debt::Full;
+        if s.chain_epoch != s.epoch && rules.commits_overtaken() {
+            for k in self.free(s) {
+                let mut t = *s;
+                t.req[i].st = St::Settled;
+                if owes_full {
+                    // Its pages cannot repair full debt: abandon it for the full read.
+                    t.req[k] = Self::new_req(s, Kind::Full);
+                    t.phase = Phase::FullHeld;
+                    t.debt = Debt::Full;
+                } else {
+                    // Overtaken, but newer than the view: commit at the chain's own epoch and
+                    // start the chain that covers the invalidations since.
+                    self.normalize(&mut t.req, Phase::Idle, Debt::None, s.chain_epoch);
+                    t.req[k] = Self::new_req(s, Kind::Chain);
+                    t.coverage = Coverage::Chain;
+                    t.cover_epoch = s.chain_epoch;
+                    t.settled_once = true;
+                    t.chain_epoch = s.epoch;
+                }
+                emit(
+                    Action::SettleChain {
+                        i: i as u8,
+                        k: Some(k as u8),
+                    },
+                    t,
+                );
+            }
+        } else if s.chain_epoch != s.epoch {
             // A newer invalidation: start the replacement chain (P5).
             for k in self.free(s) {
                 let mut t = *s;
@@ -251,7 +281,7 @@ impl Model {
         }
         t.phase = Phase::Idle;
         // The fix: a full read an invalidation overtook leaves bounded debt behind it.
-        t.debt = if self.rules() == Rules::UnifiedMinRecheck && r.ep < s.epoch {
+        t.debt = if self.rules().rechecks_full() && r.ep < s.epoch {
             Debt::Bounded
         } else {
             Debt::None

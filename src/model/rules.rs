@@ -1,8 +1,9 @@
-//! The module's `Rules` constant: which rule variant the model runs.
+//! The module's `Rules` constant: which rule variant the model runs, this project's two
+//! variant modules included.
 
 use std::fmt;
 
-/// The module's `Rules` constant, plus this project's variant.
+/// The module's `Rules` constant, plus this project's variants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Rules {
     /// The code's patched case rules: the module's finding.
@@ -25,11 +26,16 @@ pub enum Rules {
     /// `debt = "bounded"`, so a repair runs at once and no invalidation is lost
     /// (`spec/LoaderLedgerRecheck.tla`).
     UnifiedMinRecheck,
+    /// `UnifiedMinRecheck` plus progress under churn: a repair an invalidation overtook commits
+    /// at its own epoch and a new chain starts at once; an overtaken chain with full debt is
+    /// abandoned for a full read (`spec/LoaderLedgerChurn.tla`).
+    UnifiedMinChurn,
 }
 
 impl Rules {
-    /// Every variant, the module's eight first, in the order the module names them.
-    pub const ALL: [Rules; 9] = [
+    /// Every variant, the module's eight first, in the order the module names them, then this
+    /// project's.
+    pub const ALL: [Rules; 10] = [
         Rules::Current,
         Rules::Unified,
         Rules::UnifiedNoNorm,
@@ -39,14 +45,15 @@ impl Rules {
         Rules::OldLeak,
         Rules::OldRecover,
         Rules::UnifiedMinRecheck,
+        Rules::UnifiedMinChurn,
     ];
 
-    /// The module's own variants (everything but this project's addition).
+    /// The module's own variants (everything but this project's additions).
     pub fn is_seed(self) -> bool {
-        self != Rules::UnifiedMinRecheck
+        !matches!(self, Rules::UnifiedMinRecheck | Rules::UnifiedMinChurn)
     }
 
-    /// The variant's value of `Rules` (this project's variant has its own module instead).
+    /// The variant's value of `Rules` (this project's variants have their own modules instead).
     pub fn name(self) -> &'static str {
         match self {
             Rules::Current => "current",
@@ -58,6 +65,7 @@ impl Rules {
             Rules::OldLeak => "oldLeak",
             Rules::OldRecover => "oldRecover",
             Rules::UnifiedMinRecheck => "unifiedMinRecheck",
+            Rules::UnifiedMinChurn => "unifiedMinChurn",
         }
     }
 
@@ -70,7 +78,7 @@ impl Rules {
     pub(super) fn normalizes(self) -> bool {
         matches!(
             self,
-            Rules::Unified | Rules::UnifiedMin | Rules::UnifiedMinRecheck
+            Rules::Unified | Rules::UnifiedMin | Rules::UnifiedMinRecheck | Rules::UnifiedMinChurn
         )
     }
 
@@ -83,6 +91,7 @@ impl Rules {
                 | Rules::UnifiedMin
                 | Rules::UnifiedMinNoNorm
                 | Rules::UnifiedMinRecheck
+                | Rules::UnifiedMinChurn
         )
     }
 
@@ -90,8 +99,21 @@ impl Rules {
     pub(super) fn min_family(self) -> bool {
         matches!(
             self,
-            Rules::UnifiedMin | Rules::UnifiedMinNoNorm | Rules::UnifiedMinRecheck
+            Rules::UnifiedMin
+                | Rules::UnifiedMinNoNorm
+                | Rules::UnifiedMinRecheck
+                | Rules::UnifiedMinChurn
         )
+    }
+
+    /// `spec/LoaderLedgerRecheck.tla`'s `SettleFull`: an overtaken full read leaves bounded debt.
+    pub(super) fn rechecks_full(self) -> bool {
+        matches!(self, Rules::UnifiedMinRecheck | Rules::UnifiedMinChurn)
+    }
+
+    /// `spec/LoaderLedgerChurn.tla`'s `SettleChain`: an overtaken repair commits.
+    pub(super) fn commits_overtaken(self) -> bool {
+        self == Rules::UnifiedMinChurn
     }
 }
 

@@ -63,6 +63,7 @@ class loader_config(Structure):
         ("initial_cursor", POINTER(c_uint8)),
         ("initial_cursor_len", c_size_t),
         ("initial_position", c_uint64),
+        ("commit_overtaken", c_uint8),
     ]
 
 

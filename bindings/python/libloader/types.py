@@ -65,6 +65,10 @@ class Config:
     """The most pages the view holds, on both sides of the window (default 0: no bound).
     Over it, the pages farthest from the window are released first; pages the window plus
     prefetch needs are never released. Scrolling back over released pages reads backward."""
+    commit_overtaken: Optional[bool] = None
+    """A repair an invalidation overtook runs to its end and commits, and a new one starts at
+    once, so the view keeps refreshing under any rate of changes (default True; needs
+    ``recheck_full``)."""
     read_timeout_ms: Optional[int] = None
     """How long, in ms of the ``tick`` clock, a superseded read's answer is awaited before the
     loader lets it go as :meth:`Loader.abandon` would (default 10000; 0 never)."""
@@ -78,9 +82,10 @@ class Config:
         if m is not None and (isinstance(m, bool) or not isinstance(m, numbers.Real)):
             raise TypeError("Config.backoff_multiplier must be a real number (float), "
                             f"not {type(m).__name__}")
-        r = self.recheck_full
-        if r is not None and not isinstance(r, bool):
-            raise TypeError(f"Config.recheck_full must be a bool, not {type(r).__name__}")
+        for flag in ("recheck_full", "commit_overtaken"):
+            r = getattr(self, flag)
+            if r is not None and not isinstance(r, bool):
+                raise TypeError(f"Config.{flag} must be a bool, not {type(r).__name__}")
 
     def to_c(self) -> _ffi.loader_config:
         """The C struct: the library's defaults with this config's fields laid over them."""
@@ -92,8 +97,8 @@ class Config:
             v = getattr(self, f.name)
             if v is None:
                 continue
-            if f.name == "recheck_full":
-                c.recheck_full = 1 if v else 0
+            if f.name in ("recheck_full", "commit_overtaken"):
+                setattr(c, f.name, 1 if v else 0)
             elif f.name == "backoff_multiplier":
                 c.backoff_multiplier = float(v)
             else:
@@ -120,6 +125,7 @@ class Config:
             recheck_full=bool(c.recheck_full),
             max_pages=c.max_pages,
             read_timeout_ms=c.read_timeout_ms,
+            commit_overtaken=bool(c.commit_overtaken),
         )
 
 

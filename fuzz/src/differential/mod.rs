@@ -82,6 +82,7 @@ impl Run {
             side: Side {
                 ledger: Ledger::new(Config {
                     recheck_full: recheck,
+                    commit_overtaken: false,
                 }),
                 slots: Vec::new(),
             },

@@ -45,7 +45,12 @@ fn chain_refill_keeps_the_last_items_after_an_insert_near_the_top() {
 
 #[test]
 fn chain_step_after_the_epoch_moved_settles_stale_and_a_replacement_starts() {
-    let mut h = host(small(), 20);
+    // The module's P5: the churn rule off.
+    let config = Config {
+        commit_overtaken: false,
+        ..small()
+    };
+    let mut h = host(config, 20);
     h.apply(Op::Window { start: 0, len: 8 }).unwrap();
     drain(&mut h);
     h.apply(Op::Insert { key: 1 }).unwrap();
@@ -60,6 +65,33 @@ fn chain_step_after_the_epoch_moved_settles_stale_and_a_replacement_starts() {
     assert_ne!(replacement.request_id, step0.request_id);
     assert_eq!(replacement.step, 0);
     assert!(replacement.cursor.is_empty());
+    drain(&mut h);
+    assert_eq!(view(&h), h.source.items()[..8]);
+}
+
+#[test]
+fn overtaken_chain_reads_to_its_end_commits_and_a_new_chain_starts() {
+    let mut h = host(small(), 20);
+    h.apply(Op::Window { start: 0, len: 8 }).unwrap();
+    drain(&mut h);
+    h.apply(Op::Insert { key: 1 }).unwrap();
+    let step0 = only_read(&h);
+    h.apply(Op::Insert { key: 2 }).unwrap();
+    let stale = h.loader.stats().answered_stale;
+    deliver(&mut h, step0.read_id);
+    // Overtaken, but its data is newer than the view's: it reads on.
+    let step1 = only_read(&h);
+    assert_eq!((step1.request_id, step1.step), (step0.request_id, 1));
+    let cover_before = h.loader.ledger().cover_epoch();
+    deliver(&mut h, step1.read_id);
+    assert_eq!(h.loader.stats().answered_stale, stale);
+    assert!(
+        h.loader.ledger().cover_epoch() > cover_before,
+        "it committed"
+    );
+    let next = only_read(&h);
+    assert_eq!((next.kind, next.step), (Kind::Chain, 0));
+    assert_ne!(next.request_id, step0.request_id);
     drain(&mut h);
     assert_eq!(view(&h), h.source.items()[..8]);
 }

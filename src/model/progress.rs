@@ -1,0 +1,274 @@
+//! Progress under churn: a bounded `AF` check over the graph a churn adversary leaves.
+//!
+//! The adversary invalidates after every system step, while `epoch < MaxEpoch`. A system step
+//! is any enabled action but `Invalidate` and `Fail`: the loader's own moves and successful
+//! answers. From every reachable state with `coverEpoch < epoch` and `failure = "none"`, every
+//! path of that graph must raise `coverEpoch` above its start value within `bound` system
+//! steps. A path may also end early: in a state with nothing owed (`phase = "idle"`,
+//! `debt = "none"`), which passes, or in a state with something owed and no system step, a
+//! deadlock, which fails. A path that ends only because every request slot is used (the
+//! model's `Ids` bound) is cut there: what it did up to the cut is judged, nothing after.
+//!
+//! The graph is finite and, since every step advances some request or the epoch, acyclic; a
+//! cycle would be found and would fail. The worst number of system steps to a rise is
+//! computed exactly, by a depth-first search memoised per state, once per start value of
+//! `coverEpoch`.
+
+use super::explore::{reachable, trace_to, Step};
+use super::{Action, Bounds, Debt, Failure, Model, Packer, Phase, State};
+
+use rustc_hash::FxHashMap as HashMap;
+use std::time::{Duration, Instant};
+
+/// The bound `make check` uses: the worst case of `unifiedMinChurn`, the same at every
+/// `MaxEpoch` checked (2 to 4). The longest paths start a full read or a repair, answer the
+/// finite read it superseded, then answer the full read or chain, which commits at its own
+/// epoch although an invalidation overtook it.
+pub const DEFAULT_BOUND: u32 = 3;
+
+/// A path that deadlocks with something owed, or cycles, never rises.
+const NEVER: u8 = u8::MAX;
+/// On the search's stack: reaching it again closes a cycle.
+const ON_STACK: u8 = u8::MAX - 1;
+
+/// What the progress check found.
+#[derive(Clone, Debug)]
+pub struct ProgressReport {
+    /// The constants explored.
+    pub bounds: Bounds,
+    /// The bound checked.
+    pub bound: u32,
+    /// Distinct states reachable under `Next`.
+    pub reachable: u64,
+    /// Start states: reachable, `coverEpoch < epoch`, `failure = "none"`.
+    pub starts: u64,
+    /// States of the adversary's graph visited, summed over the start values of `coverEpoch`.
+    pub visited: u64,
+    /// Paths cut at the `Ids` bound (counted once per state that ends them).
+    pub cut: u64,
+    /// The most system steps any path takes to raise `coverEpoch`; `None` when some path
+    /// never does (a deadlock with something owed, or a cycle).
+    pub worst: Option<u32>,
+    /// False when `stop_at_first` ended the run at the first violation: `worst` is then the
+    /// worst found so far.
+    pub complete: bool,
+    /// When the check fails: the shortest path from `Init` to the start state, then the
+    /// adversary's longest path from it, up to the rise (past the bound), or `bound + 1`
+    /// system steps or up to its deadlock when it never rises.
+    pub counterexample: Option<(Vec<Step>, Vec<Step>)>,
+    /// The system steps the counterexample's path takes to rise; `None` if it never does.
+    pub worst_from_witness: Option<u32>,
+    /// Wall-clock time of the run.
+    pub elapsed: Duration,
+}
+
+impl ProgressReport {
+    /// Every path rises within the bound.
+    pub fn holds(&self) -> bool {
+        self.worst.is_some_and(|w| w <= self.bound)
+    }
+}
+
+struct Search<'a> {
+    model: &'a Model,
+    packer: &'a Packer,
+    /// The start value of `coverEpoch` being judged.
+    c0: u8,
+    memo: HashMap<u64, u8>,
+    cut: u64,
+}
+
+impl Model {
+    /// Whether something is still owed: a read in progress or debt.
+    fn owes(&self, s: &State) -> bool {
+        s.phase != Phase::Idle || s.debt != Debt::None
+    }
+
+    /// The adversary's successors of `s`: a system step, then an `Invalidate` if one is
+    /// enabled. Each comes with the actions taken.
+    pub fn churn_successors(&self, s: &State) -> Vec<(Action, Option<State>, State)> {
+        let mut out = Vec::new();
+        self.next(s, |a, t| {
+            if matches!(a, Action::Invalidate | Action::Fail { .. }) {
+                return;
+            }
+            let mut after = None;
+            self.invalidate(&t, &mut |_, u| after = Some(u));
+            match after {
+                Some(u) => out.push((a, Some(t), u)),
+                None => out.push((a, None, t)),
+            }
+        });
+        out
+    }
+}
+
+impl Search<'_> {
+    /// The most system steps from `s` until `coverEpoch > c0`, or [`NEVER`].
+    fn worst(&mut self, s: &State) -> u8 {
+        if s.cover_epoch > self.c0 {
+            return 0;
+        }
+        let w = self.packer.pack(s);
+        match self.memo.get(&w) {
+            Some(&ON_STACK) => return NEVER,
+            Some(&v) => return v,
+            None => {}
+        }
+        self.memo.insert(w, ON_STACK);
+        let succ = self.model.churn_successors(s);
+        let v = if succ.is_empty() {
+            if self.model.free(s).next().is_none() {
+                self.cut += 1;
+                0
+            } else if self.model.owes(s) {
+                NEVER
+            } else {
+                0
+            }
+        } else {
+            let mut v = 0u8;
+            for (_, _, t) in &succ {
+                let x = self.worst(t);
+                v = if x >= ON_STACK { NEVER } else { v.max(x + 1) };
+                if v == NEVER {
+                    break;
+                }
+            }
+            v
+        };
+        self.memo.insert(w, v);
+        v
+    }
+
+    /// The adversary's path from `s` that takes longest to rise: at most `steps` system steps,
+    /// each followed by its `Invalidate`, ending at the rise if it comes within them.
+    fn longest_path(&mut self, s: &State, steps: u32) -> Vec<Step> {
+        let mut path = Vec::new();
+        let mut s = *s;
+        for _ in 0..steps {
+            if s.cover_epoch > self.c0 {
+                break;
+            }
+            let here = self.worst(&s);
+            let pick = self
+                .model
+                .churn_successors(&s)
+                .into_iter()
+                .find(|(_, _, t)| {
+                    let x = self.worst(t);
+                    if here == NEVER {
+                        x == NEVER
+                    } else {
+                        x + 1 == here
+                    }
+                });
+            let Some((a, mid, t)) = pick else { break };
+            if let Some(m) = mid {
+                path.push(Step {
+                    action: Some(a),
+                    state: m,
+                });
+                path.push(Step {
+                    action: Some(Action::Invalidate),
+                    state: t,
+                });
+            } else {
+                path.push(Step {
+                    action: Some(a),
+                    state: t,
+                });
+            }
+            s = t;
+        }
+        path
+    }
+}
+
+/// Checks progress under churn under `bounds` with the given `bound` on system steps. With
+/// `stop_at_first`, the search stops at the first start state (nearest `Init`, for the
+/// smallest start value of `coverEpoch`) that has a path exceeding the bound.
+pub fn check_progress(
+    bounds: Bounds,
+    bound: u32,
+    stop_at_first: bool,
+) -> Result<ProgressReport, String> {
+    let packer = Packer::new(&bounds)?;
+    let model = Model::new(bounds);
+    let start = Instant::now();
+    let all = reachable(&model, &packer);
+    let mut starts = 0u64;
+    let mut visited = 0u64;
+    let mut cut = 0u64;
+    let mut worst = 0u8;
+    // The first start (in breadth-first order: nearest `Init`) with a path over the bound.
+    let mut witness: Option<(u64, u8)> = None;
+    'passes: for c0 in 0..bounds.max_epoch {
+        let mut search = Search {
+            model: &model,
+            packer: &packer,
+            c0,
+            memo: HashMap::default(),
+            cut: 0,
+        };
+        for &w in &all {
+            let s = packer.unpack(w).expect("stored states decode");
+            if !(s.cover_epoch == c0 && s.cover_epoch < s.epoch && s.failure == Failure::None) {
+                continue;
+            }
+            starts += 1;
+            let v = search.worst(&s);
+            worst = worst.max(v);
+            if witness.is_none() && (v == NEVER || v as u32 > bound) {
+                witness = Some((w, c0));
+                if stop_at_first {
+                    visited += search.memo.len() as u64;
+                    cut += search.cut;
+                    break 'passes;
+                }
+            }
+        }
+        visited += search.memo.len() as u64;
+        cut += search.cut;
+    }
+    let complete = !(stop_at_first && witness.is_some());
+    let worst = (worst != NEVER).then_some(worst as u32);
+    let mut worst_from_witness = None;
+    let counterexample = match witness {
+        Some((w, c0)) => {
+            let prefix = trace_to(&model, &packer, w, u32::MAX);
+            let mut search = Search {
+                model: &model,
+                packer: &packer,
+                c0,
+                memo: HashMap::default(),
+                cut: 0,
+            };
+            let s = packer.unpack(w).expect("stored states decode");
+            // Up to the rise, or past the bound when there is none.
+            let steps = match search.worst(&s) {
+                NEVER => bound + 1,
+                v => {
+                    worst_from_witness = Some(v as u32);
+                    v as u32
+                }
+            };
+            let path = search.longest_path(&s, steps);
+            Some((prefix, path))
+        }
+        _ => None,
+    };
+    Ok(ProgressReport {
+        bounds,
+        bound,
+        reachable: all.len() as u64,
+        starts,
+        visited,
+        cut,
+        worst,
+        complete,
+        counterexample,
+        worst_from_witness,
+        elapsed: start.elapsed(),
+    })
+}
