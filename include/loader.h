@@ -203,6 +203,14 @@ typedef enum loader_result {
    * No more loaders can be created in this process.
    */
   LOADER_RESULT_TOO_MANY_HANDLES = 20,
+  /**
+   * A ranged invalidation needs the `compare` callback, which the loader was not given.
+   */
+  LOADER_RESULT_NO_COMPARE = 21,
+  /**
+   * A ranged invalidation's end comes before its start.
+   */
+  LOADER_RESULT_RANGE_REVERSED = 22,
 } loader_result;
 
 /**

@@ -98,18 +98,21 @@ impl Source {
         self.items.is_empty()
     }
 
-    /// Inserts a new item with `key`, in order.
-    pub fn insert(&mut self, key: u32) {
+    /// Inserts a new item with `key`, in order; returns it.
+    pub fn insert(&mut self, key: u32) -> Item {
         let item = (key, self.next_id);
         self.next_id += 1;
         let at = self.items.partition_point(|&x| x < item);
         self.items.insert(at, item);
+        item
     }
 
-    /// Deletes the item at `index` (modulo the length); nothing when empty.
-    pub fn delete(&mut self, index: usize) {
-        if !self.items.is_empty() {
-            self.items.remove(index % self.items.len());
+    /// Deletes the item at `index` (modulo the length); nothing when empty. Returns it.
+    pub fn delete(&mut self, index: usize) -> Option<Item> {
+        if self.items.is_empty() {
+            None
+        } else {
+            Some(self.items.remove(index % self.items.len()))
         }
     }
 
@@ -130,11 +133,43 @@ impl Source {
         }
     }
 
-    /// Answers `read` in its direction.
+    /// Answers `read` in its direction (and within its bound).
     pub fn answer(&self, read: &Read) -> Answer {
-        match read.direction {
-            Direction::Forward => self.read(&read.cursor, read.limit),
-            Direction::Backward => self.read_backward(&read.cursor, read.limit),
+        match (read.direction, &read.until) {
+            (Direction::Forward, Some(until)) => self.read_until(&read.cursor, until, read.limit),
+            (Direction::Forward, None) => self.read(&read.cursor, read.limit),
+            (Direction::Backward, _) => self.read_backward(&read.cursor, read.limit),
+        }
+    }
+
+    /// Orders two cursors as the source does (by item; both non-empty).
+    pub fn compare(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+        decode_cursor(a).cmp(&decode_cursor(b))
+    }
+
+    /// A bounded read: the visible items after `cursor` and at or before `until` (the position
+    /// after an item), at most `limit` of them, scanning past filtered items; fewer than
+    /// `limit` means it reached `until` or the source's end.
+    pub fn read_until(&self, cursor: &[u8], until: &[u8], limit: u32) -> Answer {
+        let at = self.position(cursor);
+        let stop = self.position(until);
+        let mut items = Vec::new();
+        let mut scanned = at;
+        while scanned < stop.min(self.items.len()) && items.len() < limit as usize {
+            let item = self.items[scanned];
+            if self.visible(&item) {
+                items.push(item);
+            }
+            scanned += 1;
+        }
+        Answer {
+            items,
+            next_cursor: if scanned == at {
+                cursor.to_vec()
+            } else {
+                encode_cursor(self.items[scanned - 1])
+            },
+            end_of_source: scanned == self.items.len(),
         }
     }
 
@@ -237,6 +272,21 @@ pub enum Op {
         /// The keys to hide.
         mask: u8,
     },
+    /// Insert an item with this key, then invalidate exactly the range it changed.
+    InsertRanged {
+        /// The new item's key (modulo 16).
+        key: u8,
+    },
+    /// Delete an item, then invalidate exactly the range it changed.
+    DeleteRanged {
+        /// Which item.
+        index: u16,
+    },
+    /// A host that lies: delete an item, then invalidate a range that misses it.
+    DeleteLying {
+        /// Which item.
+        index: u16,
+    },
     /// The host gives up on a pending read (`Loader::abandon`) but answers it later anyway.
     Abandon {
         /// Which pending read.
@@ -295,6 +345,9 @@ pub struct Host {
     pub now: u64,
     /// Ops applied so far.
     pub steps: u64,
+    /// A ranged invalidation lied (named a range that missed the change): the view may
+    /// differ from the source until a whole invalidation.
+    pub lied: bool,
 }
 
 /// What a run found wrong.
@@ -313,6 +366,7 @@ impl Host {
             released: 0,
             now: 0,
             steps: 0,
+            lied: false,
         }
     }
 
@@ -358,10 +412,12 @@ impl Host {
             }
             Op::Insert { key } => {
                 self.source.insert(key as u32 % 16);
+                self.lied = false;
                 self.loader.invalidate()
             }
             Op::Delete { index } => {
                 self.source.delete(index as usize);
+                self.lied = false;
                 self.loader.invalidate()
             }
             Op::Window { start, len } => self.loader.set_window(start as u64, len as u64),
@@ -370,11 +426,40 @@ impl Host {
                 self.loader.tick(self.now)
             }
             Op::Retry => self.loader.retry().map(|_| ()),
-            Op::Invalidate => self.loader.invalidate(),
+            Op::Invalidate => {
+                self.lied = false;
+                self.loader.invalidate()
+            }
             Op::Hide { mask } => {
+                self.lied = false;
                 self.source.hidden_keys = u32::from(mask);
                 self.loader.invalidate()
             }
+            Op::InsertRanged { key } => {
+                let item = self.source.insert(key as u32 % 16);
+                let at = encode_cursor(item);
+                self.loader
+                    .invalidate_range(&at, Some(&at), &mut Source::compare)
+            }
+            Op::DeleteRanged { index } => match self.source.delete(index as usize) {
+                Some(item) => {
+                    let at = encode_cursor(item);
+                    self.loader
+                        .invalidate_range(&at, Some(&at), &mut Source::compare)
+                }
+                None => Ok(()),
+            },
+            Op::DeleteLying { index } => match self.source.delete(index as usize) {
+                Some(item) => {
+                    // The range names the item after the deleted one: too narrow.
+                    self.lied = true;
+                    let next = (item.0, item.1.wrapping_add(1_000_000));
+                    let at = encode_cursor(next);
+                    self.loader
+                        .invalidate_range(&at, Some(&at), &mut Source::compare)
+                }
+                None => Ok(()),
+            },
             Op::Abandon { index } => {
                 let open: Vec<usize> = (0..self.pending.len())
                     .filter(|&i| !self.pending[i].abandoned)
@@ -401,6 +486,7 @@ impl Host {
                 let position =
                     self.source.visible_from(0).count() - self.source.visible_from(at).count();
                 let cursor = self.source.cursor_before(at);
+                self.lied = false;
                 self.loader.jump(&cursor, position as u64)
             }
         };
@@ -525,7 +611,8 @@ impl Host {
         }
         self.check_bound().map_err(at)?;
         let l = self.loader.ledger();
-        if !self.loader.revalidating() && l.failure() == crate::ledger::Failure::None {
+        if !self.loader.revalidating() && l.failure() == crate::ledger::Failure::None && !self.lied
+        {
             // Quiet: the view is the source's content for the covered range, from the first
             // held page's start cursor.
             let from = self.source.position(self.loader.base_cursor());
@@ -683,15 +770,18 @@ pub fn random_ops(seed: u64, n: usize, failures: bool) -> Vec<Op> {
                 47 => Op::Abandon { index: a },
                 48..=49 => Op::Drop { index: a },
                 50..=57 if failures => Op::Fail { index: a },
-                50..=64 => Op::Insert { key: a as u8 },
-                65..=74 => Op::Delete { index: a },
+                50..=61 => Op::InsertRanged { key: a as u8 },
+                62..=64 => Op::Insert { key: a as u8 },
+                65..=70 => Op::DeleteRanged { index: a },
+                71..=74 => Op::Delete { index: a },
                 75..=86 => Op::Window {
                     start: a % 120,
                     len: 1 + b % 60,
                 },
                 87..=93 => Op::Tick { ms: a % 6000 },
                 94..=96 => Op::Retry,
-                97..=98 => Op::Invalidate,
+                97 => Op::Invalidate,
+                98 => Op::DeleteLying { index: a },
                 _ => Op::Jump { index: a },
             }
         })

@@ -36,8 +36,15 @@ fn op(failures: bool, stalls: bool) -> impl Strategy<Value = Op> {
         10 => (any::<u16>(), any::<bool>()).prop_map(|(index, fresh)| Op::Deliver { index, fresh }),
         fail_weight => any::<u16>().prop_map(|index| Op::Fail { index }),
         stall_weight => any::<u16>().prop_map(|index| Op::Stall { index }),
-        3 => any::<u8>().prop_map(|key| Op::Insert { key }),
-        2 => any::<u16>().prop_map(|index| Op::Delete { index }),
+        3 => prop_oneof![
+            any::<u8>().prop_map(|key| Op::Insert { key }),
+            any::<u8>().prop_map(|key| Op::InsertRanged { key }),
+        ],
+        2 => prop_oneof![
+            any::<u16>().prop_map(|index| Op::Delete { index }),
+            any::<u16>().prop_map(|index| Op::DeleteRanged { index }),
+            any::<u16>().prop_map(|index| Op::DeleteLying { index }),
+        ],
         2 => (0u16..100, 1u16..50).prop_map(|(start, len)| Op::Window { start, len }),
         1 => (0u16..3000).prop_map(|ms| Op::Tick { ms }),
         1 => Just(Op::Retry),
@@ -172,6 +179,8 @@ fn seeded_runs_pass_and_reach_every_path() {
         total.abandoned += st.abandoned;
         total.late_answers += st.late_answers;
         total.timed_out += st.timed_out;
+        total.ranged_invalidations += st.ranged_invalidations;
+        total.ranged_repairs += st.ranged_repairs;
     }
     let reached = [
         ("finite reads", total.issued[Kind::Finite as usize]),
@@ -183,6 +192,8 @@ fn seeded_runs_pass_and_reach_every_path() {
         ("late answers to them", total.late_answers),
         ("resumed retries", total.resumed),
         ("timed-out reads", total.timed_out),
+        ("ranged invalidations", total.ranged_invalidations),
+        ("ranged repairs", total.ranged_repairs),
         ("automatic retries", total.retries_auto),
         ("explicit retries", total.retries_explicit),
         ("releases before close", total.released),

@@ -55,11 +55,15 @@ pub enum loader_result {
     MissingCallback = 19,
     /// No more loaders can be created in this process.
     TooManyHandles = 20,
+    /// A ranged invalidation needs the `compare` callback, which the loader was not given.
+    NoCompare = 21,
+    /// A ranged invalidation's end comes before its start.
+    RangeReversed = 22,
 }
 
 impl loader_result {
     /// Every code, in value order.
-    pub(crate) const ALL: [loader_result; 21] = [
+    pub(crate) const ALL: [loader_result; 23] = [
         loader_result::Ok,
         loader_result::NullPointer,
         loader_result::InvalidHandle,
@@ -81,6 +85,8 @@ impl loader_result {
         loader_result::InvalidBackoffMultiplier,
         loader_result::MissingCallback,
         loader_result::TooManyHandles,
+        loader_result::NoCompare,
+        loader_result::RangeReversed,
     ];
 
     /// The code's stable value, as C sees it.
@@ -124,6 +130,10 @@ impl loader_result {
             }
             loader_result::MissingCallback => b"the issue and release callbacks are required\0",
             loader_result::TooManyHandles => b"no more loaders can be created in this process\0",
+            loader_result::NoCompare => {
+                b"a ranged invalidation needs the compare callback, which the loader lacks\0"
+            }
+            loader_result::RangeReversed => b"the range's end comes before its start\0",
         }
     }
 }
@@ -136,6 +146,7 @@ impl From<LoaderError> for loader_result {
             LoaderError::CountOverLimit { .. } => loader_result::CountOverLimit,
             LoaderError::CursorTooLong(_) => loader_result::CursorTooLong,
             LoaderError::WindowOverflow => loader_result::WindowOverflow,
+            LoaderError::RangeReversed => loader_result::RangeReversed,
             // A closed loader's handle is already gone from the table.
             LoaderError::Closed => loader_result::StaleHandle,
             LoaderError::Ledger(ledger::LedgerError::EpochOverflow) => loader_result::EpochOverflow,

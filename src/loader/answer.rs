@@ -132,6 +132,22 @@ impl Loader {
             return Ok(Answer::Stale);
         }
         let limit = self.config.page_size;
+        if w.ranged.is_some() {
+            // A ranged repair reads forward until its bound: a short page, the bound itself,
+            // or the source's end.
+            let next = self.pools.cursors.make(next_cursor);
+            if count > 0 {
+                w.stage(request, slot, acquisition, count, next.clone());
+            }
+            let at_bound = w.until.as_deref() == Some(next_cursor);
+            if !(end_of_source || count < limit || at_bound) {
+                w.step += 1;
+                self.reads.issue(request, w, next, limit, &mut self.out);
+                return Ok(Answer::Current);
+            }
+            self.pools.cursors.recycle(next);
+            return self.settle_ranged(request, end_of_source);
+        }
         let next = self.pools.cursors.make(next_cursor);
         if let (Some(n), true) = (items_before, count > 0) {
             // Where the anchor item is, by the host's count.
@@ -181,12 +197,21 @@ impl Loader {
             }
         }
         let tail = std::mem::take(&mut w.tail);
+        let current = w.epoch == self.ledger.epoch();
         let answer = match self.ledger.settle(request, &mut self.scratch)? {
             Settled::ChainCommitted
             | Settled::ChainOvertakenCommitted { .. }
             | Settled::FullCommitted { .. } => {
                 self.view
                     .commit(request, &mut self.requests, &mut self.pools.cursors);
+                // Every page was replaced: what ranged invalidations marked is gone with the
+                // old pages. One that arrived meanwhile may have changed what was just read,
+                // so an overtaken read owes a whole repair still.
+                if current {
+                    self.view.whole_repaired();
+                } else {
+                    self.view.owe_whole();
+                }
                 // The forward reads may have ended on empty pages: the next finite read
                 // continues after them.
                 self.view.skip_to(&tail, &mut self.pools.cursors);
@@ -202,6 +227,57 @@ impl Loader {
         };
         self.pools.cursors.recycle(tail);
         Ok(answer)
+    }
+
+    /// A ranged repair read up to its bound (or has nothing to read): settles it, and if the
+    /// ledger commits it, its pages replace the run it re-read, rejoining the pages kept
+    /// around it. The window moves by the net change when it lies after the run.
+    pub(super) fn settle_ranged(
+        &mut self,
+        request: u64,
+        end_of_source: bool,
+    ) -> Result<Answer, LoaderError> {
+        let w = self.requests.live(request);
+        let current = w.epoch == self.ledger.epoch();
+        let run = w.ranged.flatten();
+        match self.ledger.settle(request, &mut self.scratch)? {
+            Settled::ChainCommitted | Settled::ChainOvertakenCommitted { .. } => {
+                let committed = self.view.commit_run(
+                    request,
+                    run,
+                    end_of_source,
+                    !current,
+                    &mut self.requests,
+                    &mut self.pools.cursors,
+                    &mut self.out,
+                );
+                match committed {
+                    Some((net, old_end)) => {
+                        if net != 0 && self.window.start >= old_end {
+                            self.window.shift(net);
+                        }
+                        self.out.stats.ranged_repairs += 1;
+                    }
+                    None => {
+                        // The pages it was to replace were dropped meanwhile: it cannot
+                        // rejoin. Nothing changed; a whole repair follows.
+                        self.requests
+                            .live(request)
+                            .clear_staged(&mut self.pools.cursors);
+                        self.view.owe_whole();
+                        self.ledger.invalidate(&mut self.scratch)?;
+                    }
+                }
+                self.backoff.reset();
+                Ok(Answer::Current)
+            }
+            _ => {
+                self.requests
+                    .live(request)
+                    .clear_staged(&mut self.pools.cursors);
+                Ok(Answer::Stale)
+            }
+        }
     }
 
     /// Fails a request in the ledger and does the loader's part: a failed finite request is

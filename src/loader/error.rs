@@ -27,6 +27,9 @@ pub enum LoaderError {
     /// A window whose end does not fit in a `u64`.
     #[error("window start plus length overflows")]
     WindowOverflow,
+    /// A ranged invalidation whose end comes before its start.
+    #[error("the range's end comes before its start")]
+    RangeReversed,
     /// The loader was closed.
     #[error("the loader is closed")]
     Closed,

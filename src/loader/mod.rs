@@ -265,9 +265,60 @@ impl Loader {
 
     // ---- host events ----
 
-    /// The source changed.
+    /// The source changed, anywhere: the next repair re-reads the window around the anchor
+    /// and replaces every page.
     pub fn invalidate(&mut self) -> Result<(), LoaderError> {
         self.open()?;
+        self.ledger.invalidate(&mut self.scratch)?;
+        self.view.owe_whole();
+        self.pump();
+        Ok(())
+    }
+
+    /// The source changed, but only at positions in `[from, to]`: `from` empty is the
+    /// source's start, `to` `None` its end; `cmp` orders two (non-empty) cursors as the source
+    /// does. The next repair re-reads only the held pages that may hold a changed item (an
+    /// item lies in a page when it comes after the page's start cursor and at or before its
+    /// end cursor), from the first such page's start cursor, with reads bounded (`Read::until`)
+    /// by the start of the first page kept after them, and rejoins there: the pages before
+    /// and after are kept, not re-read, not released and not reordered. The pages it replaces
+    /// are released when it commits, and the pages after it move by the net change. A change
+    /// outside the held pages re-reads nothing: the repair commits at once. Several ranged
+    /// invalidations before a commit merge; a whole one ([`Loader::invalidate`]) subsumes them.
+    ///
+    /// A range too narrow (a change outside it) is a host bug: the view may then be wrong
+    /// outside what was re-read, until the next invalidation that covers it; nothing leaks.
+    pub fn invalidate_range(
+        &mut self,
+        from: &[u8],
+        to: Option<&[u8]>,
+        cmp: &mut dyn FnMut(&[u8], &[u8]) -> std::cmp::Ordering,
+    ) -> Result<(), LoaderError> {
+        self.open()?;
+        let longest = from.len().max(to.map_or(0, <[u8]>::len));
+        if longest > MAX_CURSOR_LEN {
+            return Err(LoaderError::CursorTooLong(longest));
+        }
+        if let Some(t) = to {
+            let reversed = match (from.is_empty(), t.is_empty()) {
+                (_, true) => !from.is_empty(),
+                (true, false) => false,
+                (false, false) => cmp(from, t) == std::cmp::Ordering::Greater,
+            };
+            if reversed {
+                return Err(LoaderError::RangeReversed);
+            }
+        }
+        // Refuse before marking anything: the invalidation takes an epoch and may start a
+        // repair.
+        if self.ledger.epoch() == u64::MAX {
+            return Err(LedgerError::EpochOverflow.into());
+        }
+        if self.ledger.next_id() == u64::MAX {
+            return Err(LedgerError::IdOverflow.into());
+        }
+        self.view.mark_range(from, to, cmp);
+        self.out.stats.ranged_invalidations += 1;
         self.ledger.invalidate(&mut self.scratch)?;
         self.pump();
         Ok(())
@@ -503,9 +554,12 @@ impl Loader {
         if read.kind == Kind::Finite {
             self.pools.cursors.recycle(read.cursor);
         } else {
-            // A retry at this epoch resumes here, with the steps that succeeded.
+            // A retry at this epoch resumes here, with the steps that succeeded. Not a ranged
+            // repair's: the retry is a full read, which replaces every page.
             let w = self.requests.live(read.request);
-            if let Some(old) = w.resume_at.replace(read.cursor) {
+            if w.ranged.is_some() {
+                self.pools.cursors.recycle(read.cursor);
+            } else if let Some(old) = w.resume_at.replace(read.cursor) {
                 self.pools.cursors.recycle(old);
             }
         }

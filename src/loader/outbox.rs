@@ -67,6 +67,11 @@ pub struct Stats {
     pub timed_out: u64,
     /// Answers to reads already let go of: stale, their acquisitions released at once.
     pub late_answers: u64,
+    /// Ranged invalidations (`Loader::invalidate_range`).
+    pub ranged_invalidations: u64,
+    /// Ranged repairs that committed, rejoining the pages kept around what they re-read
+    /// (those that re-read nothing included).
+    pub ranged_repairs: u64,
 }
 
 /// The effects queued for the host, the counters, and what was last announced.

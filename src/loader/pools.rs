@@ -102,6 +102,10 @@ impl Pools {
         w.reached_start = false;
         w.jump = false;
         w.counted = None;
+        w.ranged = None;
+        if let Some(c) = w.until.take() {
+            self.cursors.recycle(c);
+        }
         if let Some(c) = w.resume_at.take() {
             self.cursors.recycle(c);
         }

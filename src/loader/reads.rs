@@ -38,6 +38,10 @@ pub struct Read {
     pub limit: u32,
     /// Which way from `cursor`.
     pub direction: Direction,
+    /// A bounded read (a ranged repair's): only the items before this position, at most
+    /// `limit` of them; fewer than `limit` means it reached `until` or the source's end.
+    /// `None`: unbounded.
+    pub until: Option<Cursor>,
 }
 
 /// What the loader keeps of an issued read until it is answered.
@@ -131,6 +135,7 @@ impl Reads {
             cursor,
             limit,
             direction: w.direction,
+            until: w.until.clone(),
         });
     }
 

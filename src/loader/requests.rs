@@ -57,6 +57,10 @@ pub(super) struct Work {
     /// Chain and full reads that failed: where the failed read started, so that a retry at
     /// the same epoch resumes there with the pages read so far (see `Loader::retire`).
     pub(super) resume_at: Option<Cursor>,
+    /// A ranged repair: the run of held pages it replaces (`Some(None)`: nothing to re-read),
+    /// and where its reads stop.
+    pub(super) ranged: Option<Option<super::view::Run>>,
+    pub(super) until: Option<Cursor>,
     /// Chain and full reads: the anchor item's position by the host's count
     /// (`Loader::settle_counted`), if it gave one.
     pub(super) counted: Option<u64>,
@@ -87,6 +91,8 @@ impl Work {
             reached_start: false,
             jump: false,
             resume_at: None,
+            ranged: None,
+            until: None,
             counted: None,
         }
     }
@@ -210,6 +216,14 @@ impl Requests {
                 out.release(acq);
             }
         }
+    }
+
+    /// Takes the acquisition in `slot` of `request`'s list for a page that moves to another
+    /// request (a ranged repair adopting the pages it keeps); `None` if it is gone.
+    pub(super) fn take_for(&mut self, request: u64, slot: u32) -> Option<u64> {
+        let w = self.map.get_mut(&request)?;
+        w.in_view = w.in_view.saturating_sub(1);
+        w.acqs.get_mut(slot as usize).and_then(Option::take)
     }
 
     /// Hands back every acquisition, request by request in id order, and forgets the records.

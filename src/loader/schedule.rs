@@ -42,15 +42,22 @@ impl Loader {
         loop {
             self.follow_shift();
             let want = self.window.want(self.config.prefetch_distance);
-            let mut out = std::mem::take(&mut self.scratch);
-            for e in out.drain(..) {
-                match e {
-                    ledger::Effect::Start { id, kind, epoch } => self.start(id, kind, epoch, &want),
-                    ledger::Effect::Release { id } => self.retire(id),
-                    ledger::Effect::Superseded { id } => self.supersede(id),
+            // An effect may cause more (a repair with nothing to read settles at once): carry
+            // them out too, in order.
+            while !self.scratch.is_empty() {
+                let mut out = std::mem::take(&mut self.scratch);
+                for e in out.drain(..) {
+                    match e {
+                        ledger::Effect::Start { id, kind, epoch } => {
+                            self.start(id, kind, epoch, &want)
+                        }
+                        ledger::Effect::Release { id } => self.retire(id),
+                        ledger::Effect::Superseded { id } => self.supersede(id),
+                    }
                 }
+                let more = std::mem::replace(&mut self.scratch, out);
+                self.scratch.extend(more);
             }
-            self.scratch = out;
             self.finite_direction = if self.view.short_after(&want) {
                 Direction::Forward
             } else if self.view.short_before(&want) {
@@ -120,7 +127,17 @@ impl Loader {
         w.back_cursor = origin.base_cursor.clone();
         w.base_cursor = origin.base_cursor;
         w.jump = origin.jump;
+        w.ranged = origin.ranged;
+        w.until = origin.until;
         self.requests.insert(id, w);
+        if origin.ranged == Some(None) {
+            // Nothing held changed: the repair reads nothing and commits now, keeping every
+            // page (the view is current again).
+            self.pools.cursors.recycle(origin.cursor);
+            // Its only refusal is for want of request ids, when no call can do anything.
+            let _ = self.settle_ranged(id, false);
+            return;
+        }
         let w = self.requests.live(id);
         let limit = self.config.page_size;
         self.reads.issue(id, w, origin.cursor, limit, &mut self.out);

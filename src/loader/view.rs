@@ -376,21 +376,19 @@ impl View {
         marked
     }
 
-    /// Whether any held page is dirty.
-    pub(super) fn any_dirty(&self) -> bool {
-        self.pages.iter().any(|p| p.dirty)
-    }
-
     /// A ranged repair committed: `request`'s staged pages replace the run they re-read,
     /// the pages before and after it are kept (adopted by `request`, so retiring the older
     /// requests releases only what left the view), and the pages after the run move by the
     /// net change in items. Returns that change and the run's old end position, or `None`
     /// when the run is no longer held whole (pages were dropped meanwhile): nothing changed
-    /// then, and the caller owes a whole repair.
+    /// then, and the caller owes a whole repair. With `stale` (an invalidation overtook the
+    /// repair) the pages it read are marked dirty for the next one.
     pub(super) fn commit_run(
         &mut self,
         request: u64,
         run: Option<Run>,
+        end_of_source: bool,
+        stale: bool,
         requests: &mut Requests,
         cursors: &mut CursorPool,
         out: &mut Outbox,
@@ -430,7 +428,12 @@ impl View {
                     cursors.recycle(p.end_cursor);
                 }
                 let placed = staged.len();
-                for (k, p) in staged.drain(..).enumerate() {
+                if j + 1 == self.pages.len() && end_of_source {
+                    self.end_of_source = true;
+                }
+                for (k, mut p) in staged.drain(..).enumerate() {
+                    // An invalidation overtook the repair: what it read may be stale too.
+                    p.dirty = stale;
                     self.pages.insert(i + k, p);
                 }
                 // Pages after the run move by the net change.
@@ -451,8 +454,6 @@ impl View {
                 w.acqs.push(acq);
                 w.in_view += 1;
                 p.request = request;
-            } else {
-                p.dirty = false;
             }
         }
         let w = requests.live(request);
