@@ -13,12 +13,14 @@
 //!   `R` answers, since a failed step is resumed and not read again; each of its answers
 //!   may be preceded by one finite answer (one finite read is in flight at a time) and by a
 //!   late answer, and an own failure of a finite read costs one full read (`R` more).
-//!   Checked here with the source changing only when the view is current (no invalidation
-//!   bursts); under invalidations that arrive faster than a repair, see the ignored test.
+//!   Checked with the source changing only when the view is current, and again under an
+//!   invalidation every 2 answers: an overtaken repair runs to its end and commits
+//!   (`Config::commit_overtaken`), and a retry resumes a failed repair even across
+//!   invalidations (a repair then follows its commit), so every read that succeeds counts.
 //! - **Memory.** After every event the view keeps the `max_pages` bound (`Host::check_bound`,
 //!   run by `Host::apply`). The acquisitions held outside the view should be at most two
-//!   repairs' staged pages plus one finite page, `2·R + 1`: that check is written, and
-//!   ignored, because it fails on this code (see the test).
+//!   repairs' staged pages plus one finite page, `2·R + 1` (the pages a commit replaces are
+//!   released by the commit).
 //! - **Quiescence.** Once failures stop (not before) and the source is left alone, the
 //!   loader is quiescent within `2·R + 2 + ⌈(window + WANDER + 2·prefetch) / page⌉ + 1` reads: the
 //!   two reads in flight, a retry's full read and the repair that follows it, and the finite
@@ -338,11 +340,9 @@ fn the_view_commits_within_k_answers_while_failures_continue() {
 
 /// The acquisitions held outside the view (staged by repairs, or just accepted) stay under
 /// two repairs' staged pages plus one finite page, after every event.
-// Fails on this branch (seed 29): a full read whose retries resume it at the epoch the view
-// already covers commits with 28 pages shown and 107 acquisitions held; the 79 others stay
-// held while the loader is quiescent, until the next commit. Ignored until that is fixed.
+// Seed 29 once found the pages a commit replaced held until the next commit: a commit now
+// releases them.
 #[test]
-#[ignore = "acquisitions outside the view exceed 2·R + 1 after a resumed full read (seed 29)"]
 fn held_acquisitions_outside_the_view_stay_bounded() {
     for seed in 0..seeds() {
         run(seed, Churn::WhenCurrent, 400, false, true)
@@ -351,12 +351,9 @@ fn held_acquisitions_outside_the_view_stay_bounded() {
 }
 
 /// The same property under invalidations arriving faster than a repair: every 2 answers.
-// TODO(commit_overtaken): this fails until the ledger rule that lets an overtaken repair run
-// to its end and commit (`Config.commit_overtaken`, default on) is on this branch: without it
-// the view never commits, and the acquisitions of overtaken repairs are never released.
-// Remove the `#[ignore]` when it lands.
+// Without `commit_overtaken` the view never commits here, and without resuming across
+// invalidations a full read of many small pages rarely gets through 20% failures.
 #[test]
-#[ignore = "TODO(commit_overtaken): needs the rule that lets an overtaken repair commit"]
 fn the_view_commits_within_k_answers_under_churn() {
     for seed in 0..seeds() {
         run(seed, Churn::Every(2), 400, true, true).unwrap_or_else(|e| panic!("seed {seed}: {e}"));

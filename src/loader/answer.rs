@@ -181,16 +181,29 @@ impl Loader {
             }
         }
         let tail = std::mem::take(&mut w.tail);
+        let resumed_stale = w.resumed_stale;
         let answer = match self.ledger.settle(request, &mut self.scratch)? {
             Settled::ChainCommitted
             | Settled::ChainOvertakenCommitted { .. }
             | Settled::FullCommitted { .. } => {
-                self.view
-                    .commit(request, &mut self.requests, &mut self.pools.cursors);
+                self.view.commit(
+                    request,
+                    &mut self.requests,
+                    &mut self.pools.cursors,
+                    &mut self.out,
+                );
                 // The forward reads may have ended on empty pages: the next finite read
                 // continues after them.
                 self.view.skip_to(&tail, &mut self.pools.cursors);
                 self.backoff.reset();
+                // Some pages predate invalidations that came before the retry: repair. (With the
+                // epoch or the ids exhausted no call can do anything; the view stays.)
+                if resumed_stale
+                    && self.ledger.epoch() < u64::MAX
+                    && self.ledger.next_id() < u64::MAX
+                {
+                    self.ledger.invalidate(&mut self.scratch)?;
+                }
                 Answer::Current
             }
             _ => {
