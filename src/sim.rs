@@ -65,6 +65,18 @@ impl Source {
         s
     }
 
+    /// A source of `n` items in order, four to a key (so ties abound), built in one pass:
+    /// for long sources, where [`Source::with_items`] (one sorted insert per item) is
+    /// quadratic.
+    pub fn numbered(n: usize) -> Source {
+        let items: Vec<Item> = (0..n as u32).map(|i| (i / 4, i)).collect();
+        Source {
+            items,
+            next_id: n as u32,
+            hidden_keys: 0,
+        }
+    }
+
     /// Filters out every item whose key has its bit set in `mask` (keys 0..32).
     pub fn with_hidden_keys(mut self, mask: u32) -> Source {
         self.hidden_keys = mask;
@@ -378,6 +390,15 @@ impl Host {
     /// The reads issued and not yet answered, in the order [`Op`] indices count them.
     pub fn pending_reads(&self) -> Vec<Read> {
         self.pending.iter().map(|p| p.read.clone()).collect()
+    }
+
+    /// The pending reads with what the host knows of each: whether the loader hinted that
+    /// it no longer needs it (`Effect::Cancel`), and whether the host abandoned it.
+    pub fn pending_flags(&self) -> Vec<(u64, bool, bool)> {
+        self.pending
+            .iter()
+            .map(|p| (p.read.read_id, p.cancelled, p.abandoned))
+            .collect()
     }
 
     /// The [`Op`] index of a pending read.

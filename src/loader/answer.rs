@@ -198,12 +198,17 @@ impl Loader {
         }
         let tail = std::mem::take(&mut w.tail);
         let current = w.epoch == self.ledger.epoch();
+        let resumed_stale = w.resumed_stale;
         let answer = match self.ledger.settle(request, &mut self.scratch)? {
             Settled::ChainCommitted
             | Settled::ChainOvertakenCommitted { .. }
             | Settled::FullCommitted { .. } => {
-                self.view
-                    .commit(request, &mut self.requests, &mut self.pools.cursors);
+                self.view.commit(
+                    request,
+                    &mut self.requests,
+                    &mut self.pools.cursors,
+                    &mut self.out,
+                );
                 // Every page was replaced: what ranged invalidations marked is gone with the
                 // old pages. One that arrived meanwhile may have changed what was just read,
                 // so an overtaken read owes a whole repair still.
@@ -216,6 +221,15 @@ impl Loader {
                 // continues after them.
                 self.view.skip_to(&tail, &mut self.pools.cursors);
                 self.backoff.reset();
+                // Some pages predate invalidations that came before the retry: repair. (With the
+                // epoch or the ids exhausted no call can do anything; the view stays.)
+                if resumed_stale
+                    && self.ledger.epoch() < u64::MAX
+                    && self.ledger.next_id() < u64::MAX
+                {
+                    self.view.owe_whole();
+                    self.ledger.invalidate(&mut self.scratch)?;
+                }
                 Answer::Current
             }
             _ => {

@@ -111,7 +111,7 @@ pub struct Loader {
     /// Which way the next finite request reads (the pump decides before it asks the ledger).
     finite_direction: Direction,
     /// A chain or full read that failed, kept when the ledger released it, for the retry
-    /// that follows at the same epoch to adopt (see `Loader::retire`).
+    /// that follows to adopt (see `Loader::retire`).
     resume: Option<requests::Work>,
     /// Reads let go of (abandoned, or timed out), newest last: a late answer to one is stale
     /// and its acquisition goes back at once. Bounded: the oldest are forgotten (an answer
@@ -554,8 +554,8 @@ impl Loader {
         if read.kind == Kind::Finite {
             self.pools.cursors.recycle(read.cursor);
         } else {
-            // A retry at this epoch resumes here, with the steps that succeeded. Not a ranged
-            // repair's: the retry is a full read, which replaces every page.
+            // The retry resumes here, with the steps that succeeded. Not a ranged repair's:
+            // the retry is a full read, which replaces every page.
             let w = self.requests.live(read.request);
             if w.ranged.is_some() {
                 self.pools.cursors.recycle(read.cursor);

@@ -101,6 +101,7 @@ impl Pools {
         w.reached_end = false;
         w.reached_start = false;
         w.jump = false;
+        w.resumed_stale = false;
         w.counted = None;
         w.ranged = None;
         if let Some(c) = w.until.take() {

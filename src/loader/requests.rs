@@ -61,6 +61,8 @@ pub(super) struct Work {
     /// and where its reads stop.
     pub(super) ranged: Option<Option<super::view::Run>>,
     pub(super) until: Option<Cursor>,
+    /// It resumed pages read at an older epoch: its commit is followed by an invalidation.
+    pub(super) resumed_stale: bool,
     /// Chain and full reads: the anchor item's position by the host's count
     /// (`Loader::settle_counted`), if it gave one.
     pub(super) counted: Option<u64>,
@@ -93,6 +95,7 @@ impl Work {
             resume_at: None,
             ranged: None,
             until: None,
+            resumed_stale: false,
             counted: None,
         }
     }
@@ -198,11 +201,22 @@ impl Requests {
         self.map.remove(&request)
     }
 
-    /// `pages` of `request`'s pages left the view.
+    /// The pages in `slots` of `request` left the view: their acquisitions are handed back
+    /// now (nothing shows them), not when the request retires.
     #[inline]
-    pub(super) fn leave_view(&mut self, request: u64, pages: u32) {
+    pub(super) fn release_pages(
+        &mut self,
+        request: u64,
+        slots: impl Iterator<Item = u32>,
+        out: &mut Outbox,
+    ) {
         if let Some(w) = self.map.get_mut(&request) {
-            w.in_view -= pages;
+            for slot in slots {
+                w.in_view -= 1;
+                if let Some(acq) = w.acqs[slot as usize].take() {
+                    out.release(acq);
+                }
+            }
         }
     }
 

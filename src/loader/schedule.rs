@@ -110,11 +110,10 @@ impl Loader {
     #[inline]
     fn start(&mut self, id: u64, kind: Kind, epoch: u64, want: &Want) {
         if let Some(w) = self.resume.take() {
-            if kind != Kind::Finite && w.epoch == epoch {
-                self.resume_into(id, kind, w);
+            if kind != Kind::Finite {
+                self.resume_into(id, kind, epoch, w);
                 return;
             }
-            // An invalidation came between the failure and the retry: nothing to adopt.
             self.out.release_all(&w.acqs);
             self.pools.recycle_work(w);
         }
@@ -143,12 +142,17 @@ impl Loader {
         self.reads.issue(id, w, origin.cursor, limit, &mut self.out);
     }
 
-    /// Request `id` adopts the failed request `w` of the same epoch: its staged pages and
+    /// Request `id` (at `epoch`) adopts the failed request `w`: its staged pages and
     /// acquisitions, its targets and anchor, and the read that failed, which it issues again.
     /// In the model's terms the new full request is fresh; only the loader's pages carry
-    /// over, and they were read at this same epoch, so they are as current as a re-read.
-    fn resume_into(&mut self, id: u64, kind: Kind, mut w: requests::Work) {
+    /// over. Read at the same epoch, they are as current as a re-read. Read at an older one
+    /// (invalidations came between the failure and the retry), they may miss those changes:
+    /// the request still resumes, so that every read that succeeded counts, but when it
+    /// commits the loader invalidates once more, and a repair follows at once.
+    fn resume_into(&mut self, id: u64, kind: Kind, epoch: u64, mut w: requests::Work) {
         let from = w.resume_at.take().expect("a resumable record");
+        w.resumed_stale |= w.epoch != epoch;
+        w.epoch = epoch;
         w.kind = kind;
         for p in w.staged.iter_mut().chain(w.staged_back.iter_mut()) {
             p.request = id;
@@ -162,13 +166,13 @@ impl Loader {
     }
 
     /// The ledger retired a request: hand back everything it acquired. A chain or full read
-    /// that failed at the current epoch is kept instead, for the retry to resume.
+    /// that failed is kept instead, for the retry to resume.
     #[inline]
     fn retire(&mut self, id: u64) {
         let Some(w) = self.requests.remove(id) else {
             return;
         };
-        if w.resume_at.is_some() && w.epoch == self.ledger.epoch() {
+        if w.resume_at.is_some() {
             if let Some(old) = self.resume.replace(w) {
                 self.out.release_all(&old.acqs);
                 self.pools.recycle_work(old);

@@ -606,6 +606,7 @@ impl View {
         request: u64,
         requests: &mut Requests,
         cursors: &mut CursorPool,
+        out: &mut Outbox,
     ) {
         let w = requests.live(request);
         let mut staged = std::mem::take(&mut w.staged);
@@ -653,21 +654,19 @@ impl View {
             }
         }
         let mut old: Vec<Page> = std::mem::replace(&mut self.pages, staged.into()).into();
-        // Pages come in runs of one request: one map lookup per run, not per page.
-        let mut run: Option<(u64, u32)> = None;
-        for p in old.drain(..) {
-            match &mut run {
-                Some((r, n)) if *r == p.request => *n += 1,
-                _ => {
-                    if let Some((r, n)) = run.replace((p.request, 1)) {
-                        requests.leave_view(r, n);
-                    }
-                }
-            }
-            cursors.recycle(p.end_cursor);
+        // The old pages leave the view: nothing shows or reads them any more, so their
+        // acquisitions go back now rather than when their requests retire (a request at the
+        // epoch just committed may stay settled until the next commit). Pages come in runs of
+        // one request: one map lookup per run, not per page.
+        let mut from = 0;
+        while from < old.len() {
+            let r = old[from].request;
+            let to = from + old[from..].iter().take_while(|p| p.request == r).count();
+            requests.release_pages(r, old[from..to].iter().map(|p| p.slot), out);
+            from = to;
         }
-        if let Some((r, n)) = run {
-            requests.leave_view(r, n);
+        for p in old.drain(..) {
+            cursors.recycle(p.end_cursor);
         }
         requests.live(request).staged = old;
         self.changed = true;
