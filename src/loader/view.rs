@@ -366,12 +366,15 @@ impl View {
                 marked += 1;
             }
         }
-        if self.end_of_source {
-            let last_end = self.end_cursor().clone();
-            if to.is_none_or(|t| !le(t, &last_end)) {
+        // A change after the last page: what the view knew past it (the source's end, empty
+        // pages skipped) no longer holds.
+        let last_end = self.last_page_end().clone();
+        if to.is_none_or(|t| !le(t, &last_end)) {
+            if self.end_of_source {
                 self.end_of_source = false;
                 self.changed = true;
             }
+            self.tail_cursor = None;
         }
         marked
     }
@@ -422,19 +425,39 @@ impl View {
                     p.start = pos;
                     pos += u64::from(p.count);
                 }
+                let at_end = j + 1 == self.pages.len();
                 let removed: Vec<Page> = self.pages.drain(i..=j).collect();
                 for p in removed {
                     requests.drop_page(&p, out);
                     cursors.recycle(p.end_cursor);
                 }
                 let placed = staged.len();
-                if j + 1 == self.pages.len() && end_of_source {
-                    self.end_of_source = true;
+                if at_end {
+                    // Past the run, only what its last read said holds; an overtaken read's
+                    // word is not trusted: the next finite read looks again.
+                    self.end_of_source = end_of_source && !stale;
+                    if let Some(old) = self.tail_cursor.take() {
+                        cursors.recycle(old);
+                    }
                 }
                 for (k, mut p) in staged.drain(..).enumerate() {
                     // An invalidation overtook the repair: what it read may be stale too.
                     p.dirty = stale;
                     self.pages.insert(i + k, p);
+                }
+                if stale {
+                    // Its reads may have stopped short of the changes that overtook it: the
+                    // page after the seam is suspect too, and with nothing read, the page
+                    // before it carries the marks; with no page left, a whole repair.
+                    if placed == 0 && i > 0 {
+                        self.pages[i - 1].dirty = true;
+                    }
+                    if let Some(p) = self.pages.get_mut(i + placed) {
+                        p.dirty = true;
+                    }
+                    if self.pages.is_empty() {
+                        self.whole = true;
+                    }
                 }
                 // Pages after the run move by the net change.
                 for p in self.pages.iter_mut().skip(i + placed) {
