@@ -17,6 +17,8 @@ pub struct Read {
     pub cursor: Vec<u8>,
     /// The most items the answer may hold.
     pub limit: u32,
+    /// Which way the read goes from its cursor.
+    pub direction: loader_direction,
 }
 
 /// What the host has seen of its loader, kept by the callbacks and the booked calls.
@@ -80,7 +82,7 @@ pub struct Host {
     /// What the host has seen.
     pub books: RefCell<Books>,
     /// The host's source: items `0..source_len`; a cursor's first 8 bytes are the big-endian
-    /// position of the next item.
+    /// position between items it names (the number of items before it).
     pub source_len: u64,
     /// The config's page size: every read's limit.
     pub page_size: u32,
@@ -130,13 +132,26 @@ impl Host {
         self.tag | n
     }
 
-    /// The good answer to `read`: how many items, the next position, end of source.
+    /// The good answer to `read`: how many items, the next position, and whether the read
+    /// reached the source's end (forward) or its start (backward). A backward read returns
+    /// the items just before its cursor (a cursor past the source's end stands for the end),
+    /// and its next position is just before the first of them.
     pub fn good_answer(&self, read: &Read) -> (u32, u64, bool) {
         let at = position(&read.cursor);
-        let left = self.source_len.saturating_sub(at);
-        let count = left.min(u64::from(read.limit)) as u32;
-        let next = at.saturating_add(u64::from(count));
-        (count, next, next >= self.source_len)
+        match read.direction {
+            loader_direction::Forward => {
+                let left = self.source_len.saturating_sub(at);
+                let count = left.min(u64::from(read.limit)) as u32;
+                let next = at.saturating_add(u64::from(count));
+                (count, next, next >= self.source_len)
+            }
+            loader_direction::Backward => {
+                let end = at.min(self.source_len);
+                let count = end.min(u64::from(read.limit)) as u32;
+                let next = end - u64::from(count);
+                (count, next, next == 0)
+            }
+        }
     }
 
     /// Takes a pending read out of the books, so that a callback run by its own answer never
