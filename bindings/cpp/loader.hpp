@@ -107,6 +107,7 @@ struct Read {
     std::uint32_t step = 0;
     std::string cursor{};  // opaque bytes; empty: the source's start
     std::uint32_t limit = 0;
+    loader_direction direction = LOADER_DIRECTION_FORWARD;
 };
 
 // The host's callbacks. `issue` and `release` are required; the others may stay empty, and a
@@ -555,6 +556,7 @@ private:
             read.step = r->step;
             if (r->cursor != nullptr) read.cursor.assign(reinterpret_cast<const char *>(r->cursor), r->cursor_len);
             read.limit = r->limit;
+            read.direction = r->direction;
             static_cast<detail::Host *>(ud)->cb.issue(read);
         });
     }
