@@ -98,8 +98,11 @@ pub struct Host {
     pub has_changed: bool,
     /// Whether the loader was given `cancel` (see `has_changed`).
     pub has_cancel: bool,
-    /// The window of the last accepted `loader_set_window`.
+    /// The window of the last accepted `loader_set_window`, or as last read back.
     pub window: Cell<(u64, u64)>,
+    /// The `changed` count when `window` was booked or read back. A renumbering moves the
+    /// window with the view and runs `changed`, after which a host reads the window back.
+    pub window_read_at: Cell<u64>,
 }
 
 impl Host {
@@ -117,6 +120,7 @@ impl Host {
             has_changed: true,
             has_cancel: true,
             window: Cell::new((0, 0)),
+            window_read_at: Cell::new(0),
         }
     }
 
