@@ -72,6 +72,7 @@ typedef struct {
     uint64_t read_id, epoch, pos;
     loader_kind kind;
     uint32_t step, limit;
+    loader_direction direction;
     int cancelled;
 } pending;
 
@@ -120,6 +121,7 @@ static void cb_issue(void *u, const loader_read *r) {
     p->step = r->step;
     p->pos = r->cursor_len ? get_be64(r->cursor) : 0;
     p->limit = r->limit;
+    p->direction = r->direction;
     p->cancelled = 0;
 }
 static void cb_release(void *u, size_t acq) {
@@ -157,13 +159,24 @@ static inline pending take(stream *s, size_t i) { /* Vec::swap_remove */
     return p;
 }
 
+/* The never-ending source (benches/common/stream.rs, `page`): a forward read gets a full page;
+ * a backward read gets the page just before its cursor, cut short, and ending the read, at
+ * the source's start. */
 static int answer(stream *s, size_t i) {
     pending p = take(s, i);
+    uint32_t count = p.limit;
+    uint64_t at = p.pos + p.limit;
+    bool end = false;
+    if (p.direction == LOADER_DIRECTION_BACKWARD) {
+        count = p.pos < p.limit ? (uint32_t)p.pos : p.limit;
+        at = p.pos - count;
+        end = at == 0;
+    }
     uint8_t next[8];
-    put_be64(next, p.pos + p.limit);
+    put_be64(next, at);
     uint64_t acq = s->next_acq++;
     loader_answer a;
-    CALL(loader_settle(s->h, p.read_id, (size_t)acq, p.limit, next, 8, false, &a));
+    CALL(loader_settle(s->h, p.read_id, (size_t)acq, count, next, 8, end, &a));
     s->accepted++;
     return a == LOADER_ANSWER_CURRENT ? CURRENT : STALE;
 }

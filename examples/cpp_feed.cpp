@@ -1,14 +1,16 @@
 // cpp_feed.cpp: a threaded C++ host over an in-memory ordered source, through the header-only
 // wrapper bindings/cpp/loader.hpp.
 //
-// The source is a keyset-paginated table (key -> text); a cursor is the key of the last row a
-// read looked at. The loader's `issue` callback queues each read; four worker threads take
-// reads in random order, sleep a little, read the table, and answer from their own thread, so
-// answers arrive out of order. Some reads fail (a simulated timeout) and are retried on the
-// loader's backoff, which the main thread drives with `tick`. The main thread moves the
-// window, changes the table and invalidates (once while reads are in flight, so some answers
-// come back stale), and after each step waits until the loader is quiet, then checks that the
-// view it reads equals the table. At the end it frees the loader
+// The source is a keyset-paginated table (key -> text); a cursor is a position between rows,
+// named by the key of the row just before it (empty: the source's start). A forward read
+// returns the rows after it, a backward read those up to and including that row. The
+// loader's `issue` callback queues each read; four worker threads take reads in random order,
+// sleep a little, read the table, and answer from their own thread, so answers arrive out of
+// order. Some reads fail (a simulated timeout) and are retried on the loader's backoff, which
+// the main thread drives with `tick`. The main thread moves the window, changes the table and
+// invalidates (once while reads are in flight, so some answers come back stale), and after
+// each step waits until the loader is quiet, then checks that the view it reads is a run of
+// the table's rows covering the window. At the end it frees the loader
 // and checks that every page it handed over was released exactly once.
 //
 //   make cpp-example       builds and runs it (under ASan+UBSan)
@@ -21,6 +23,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -64,6 +67,19 @@ public:
         std::vector<Row> out;
         for (; it != rows_.end() && out.size() < limit; ++it) out.push_back(*it);
         *end = it == rows_.end();
+        return out;
+    }
+    // Up to `limit` rows just before `cursor`, in key order; `*next` is the cursor just before
+    // the first of them, and `*start` says it is the source's start (then `*next` is empty).
+    std::vector<Row> read_backward(const std::string &cursor, std::uint32_t limit, std::string *next,
+                                   bool *start) const {
+        std::lock_guard<std::mutex> g(m_);
+        auto it = cursor.empty() ? rows_.begin() : rows_.upper_bound(cursor_key(cursor));
+        std::vector<Row> out;
+        for (; it != rows_.begin() && out.size() < limit;) out.push_back(*--it);
+        std::reverse(out.begin(), out.end());
+        *start = it == rows_.begin();
+        *next = *start ? std::string() : key_cursor(std::prev(it)->first);
         return out;
     }
     std::vector<Row> all() const {
@@ -184,9 +200,14 @@ private:
             }
             bool end = false;
             auto page = std::make_unique<Page>();
-            page->rows = table_.read(r.cursor, r.limit, &end);
-            // The cursor after the last row looked at; unchanged for an empty page at the end.
-            std::string next = page->rows.empty() ? r.cursor : key_cursor(page->rows.back().first);
+            std::string next;
+            if (r.direction == LOADER_DIRECTION_BACKWARD) {
+                page->rows = table_.read_backward(r.cursor, r.limit, &next, &end);
+            } else {
+                page->rows = table_.read(r.cursor, r.limit, &end);
+                // The cursor after the last row looked at; unchanged for an empty page at the end.
+                next = page->rows.empty() ? r.cursor : key_cursor(page->rows.back().first);
+            }
             std::uint32_t count = std::uint32_t(page->rows.size());
             {
                 std::lock_guard<std::mutex> g(m_);
@@ -240,10 +261,13 @@ bool wait_quiet(loader::Loader &l, Host &host) {
     }
 }
 
-// Reads the view and checks it is the table's rows over the covered range. The view is
-// pinned: no page it lists is released (its Page deleted) until it goes, whichever thread's
-// call lets go of one, so reading the pages is safe at any time; comparing them with the
-// table needs the loader quiescent.
+// Reads the view and checks it is a run of the table's consecutive rows, one per position of
+// the covered range, and covers the window. Positions are anchored: a repair keeps the
+// numbers the view had, so rows inserted or deleted above the view do not move it, and the
+// run need not start at the table's row `covered_start`. The view is pinned: no page it lists
+// is released (its Page deleted) until it goes, whichever thread's call lets go of one, so
+// reading the pages is safe at any time; comparing them with the table needs the loader
+// quiescent.
 bool view_matches(const loader::Loader &l, const Table &table, const char *step) {
     loader::PinnedView v = l.pin_view();
     const loader_snapshot &s = v.state();
@@ -254,10 +278,14 @@ bool view_matches(const loader::Loader &l, const Table &table, const char *step)
         shown.insert(shown.end(), page->rows.begin(), page->rows.end());
     }
     std::vector<Row> rows = table.all();
-    bool ok = s.covered_end <= rows.size() && shown.size() == s.covered_end - s.covered_start &&
-              std::equal(shown.begin(), shown.end(), rows.begin() + std::ptrdiff_t(s.covered_start));
-    std::printf("%-26s %zu pages, rows [%llu, %llu), epoch %llu: %s\n", step, v.pages().size(),
-                (unsigned long long)s.covered_start, (unsigned long long)s.covered_end, (unsigned long long)s.epoch,
+    auto first = shown.empty() ? rows.begin() : std::find(rows.begin(), rows.end(), shown.front());
+    bool ok = shown.size() == s.covered_end - s.covered_start &&
+              std::size_t(rows.end() - first) >= shown.size() && std::equal(shown.begin(), shown.end(), first) &&
+              s.covered_start <= s.window_start &&
+              (s.end_of_source || s.covered_end >= s.window_start + s.window_len);
+    std::printf("%-26s %zu pages, positions [%llu, %llu), table rows from %lld, epoch %llu: %s\n", step,
+                v.pages().size(), (unsigned long long)s.covered_start, (unsigned long long)s.covered_end,
+                (long long)(first - rows.begin()), (unsigned long long)s.epoch,
                 ok ? "equals the table" : "DIFFERS from the table");
     if (!shown.empty())
         std::printf("%-26s first %llu \"%s\", last %llu \"%s\"\n", "", (unsigned long long)shown.front().first,

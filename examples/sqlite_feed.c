@@ -2,13 +2,16 @@
  * examples/sqlite_feed.py.
  *
  * The source is a table of events ordered by (key, id), about ten rows to a key, read with
- * keyset pagination: a cursor is the (key, id) of the last row read, 16 bytes big-endian, and
- * an empty cursor is the start. Three worker threads answer the reads the loader asks for, out
- * of order, each with its own SQLite connection, and fail a fraction of them. A writer thread
- * inserts and deletes rows where the window scrolls and calls loader_invalidate after each
- * commit. The main thread scrolls the window down, reads the view through a pinned snapshot
- * while the workers run, and drives the backoff clock with loader_next_deadline and
- * loader_tick.
+ * keyset pagination: a cursor is the position just after a row, named by that row's (key, id),
+ * 16 bytes big-endian, and an empty cursor is the start. A forward read returns the rows after
+ * its cursor; a backward read (the loader reads back from the page holding the window's start)
+ * the rows up to and including the cursor's row, in (key, id) order, and its next cursor is
+ * the position just before the first of them. Three worker threads answer the reads the
+ * loader asks for, out of order, each with its own SQLite connection, and fail a fraction of
+ * them. A writer thread inserts and deletes rows where the window scrolls and calls
+ * loader_invalidate after each commit. The main thread scrolls the window down, reads the view
+ * through a pinned snapshot while the workers run, and drives the backoff clock with
+ * loader_next_deadline and loader_tick.
  *
  * At the end the writer stops while failures stay on, and the loader is left to settle; then
  * the final view must equal a direct SQL query over the same key range, and after loader_free
@@ -87,9 +90,13 @@ static row decode(const uint8_t cursor[CURSOR_LEN]) {
     return (row){(int64_t)key, (int64_t)id};
 }
 
-/* An acquisition: the rows one read returned, and where the read started. */
+/* An acquisition: the rows one read returned, and the cursors around them: `start` just before
+ * the first (where a forward read started, where a backward read stopped) and `end` where the
+ * next page starts (where a forward read stopped, where a backward read started). The loader
+ * reads each page from its neighbour's cursor, so in a view one page's `end` is the next
+ * one's `start`, even when rows were deleted between the two reads. */
 typedef struct {
-    row start;
+    row start, end;
     uint32_t count;
     row rows[];
 } page;
@@ -99,6 +106,7 @@ typedef struct {
 typedef struct {
     uint64_t read_id;
     uint32_t limit;
+    loader_direction direction;
     size_t cursor_len;
     uint8_t cursor[CURSOR_LEN];
 } job;
@@ -230,7 +238,7 @@ static void create_db(host *h) {
 static page *read_page(sqlite3_stmt *query, row after, uint32_t limit, bool *end_of_source) {
     page *p = malloc(sizeof *p + ((size_t)limit + 1) * sizeof(row));
     if (p == NULL) abort();
-    p->start = after;
+    p->start = p->end = after;
     p->count = 0;
     sqlite3_bind_int64(query, 1, after.key);
     sqlite3_bind_int64(query, 2, after.id);
@@ -243,6 +251,38 @@ static page *read_page(sqlite3_stmt *query, row after, uint32_t limit, bool *end
     sqlite3_reset(query);
     *end_of_source = p->count <= limit;
     if (p->count > limit) p->count = limit;
+    if (p->count > 0) p->end = p->rows[p->count - 1];
+    return p;
+}
+
+/* Keyset pagination backward: up to `limit` rows up to and including `upto` (the cursor names
+ * the position just after that row), newest first in SQL, returned in (key, id) order. One
+ * row more is asked for: if it exists, the page starts just after it (the next backward read
+ * continues there) and the source's start is not reached; otherwise the page starts at the
+ * source's start. */
+static page *read_page_backward(sqlite3_stmt *query, row upto, uint32_t limit,
+                                bool *start_of_source) {
+    page *p = malloc(sizeof *p + ((size_t)limit + 1) * sizeof(row));
+    if (p == NULL) abort();
+    p->start = BEFORE_ALL;
+    p->end = upto;
+    p->count = 0;
+    sqlite3_bind_int64(query, 1, upto.key);
+    sqlite3_bind_int64(query, 2, upto.id);
+    sqlite3_bind_int64(query, 3, (int64_t)limit + 1);
+    int rc;
+    while ((rc = sqlite3_step(query)) == SQLITE_ROW) {
+        p->rows[p->count++] = (row){sqlite3_column_int64(query, 0), sqlite3_column_int64(query, 1)};
+    }
+    if (rc != SQLITE_DONE) sql_fatal(sqlite3_db_handle(query), "select");
+    sqlite3_reset(query);
+    *start_of_source = p->count <= limit;
+    if (p->count > limit) p->start = p->rows[--p->count];
+    for (uint32_t i = 0, k = p->count; i + 1 < k; i++, k--) { /* to (key, id) order */
+        row r = p->rows[i];
+        p->rows[i] = p->rows[k - 1];
+        p->rows[k - 1] = r;
+    }
     return p;
 }
 
@@ -250,7 +290,7 @@ static page *read_page(sqlite3_stmt *query, row after, uint32_t limit, bool *end
 
 static void on_issue(void *userdata, const loader_read *read) {
     host *h = userdata;
-    job j = {read->read_id, read->limit, read->cursor_len, {0}};
+    job j = {read->read_id, read->limit, read->direction, read->cursor_len, {0}};
     if (read->cursor_len != 0 && read->cursor_len != CURSOR_LEN) {
         note_error(h, "read %" PRIu64 " has a cursor this host never made", read->read_id);
         expect_ok(h, loader_fail(h->loader, read->read_id, 400, NULL), "loader_fail");
@@ -297,7 +337,11 @@ static bool take_job(host *h, uint64_t *rng, job *out) {
 static void settle(host *h, const job *j, page *p, bool end_of_source) {
     uint8_t next[CURSOR_LEN];
     size_t next_len = CURSOR_LEN;
-    if (p->count > 0) {
+    if (j->direction == LOADER_DIRECTION_BACKWARD) {
+        /* the next backward read continues just before the first row; the start is empty */
+        if (end_of_source) next_len = 0;
+        else encode(p->start, next);
+    } else if (p->count > 0) {
         encode(p->rows[p->count - 1], next); /* the next read continues after the last row */
     } else {
         memcpy(next, j->cursor, CURSOR_LEN); /* nothing read: the end, at the read's cursor */
@@ -334,6 +378,8 @@ static void *worker(void *arg) {
     sqlite3 *db = open_db(h, SQLITE_OPEN_READONLY);
     sqlite3_stmt *query = prepare(db, "SELECT key, id FROM events WHERE (key, id) > (?1, ?2) "
                                       "ORDER BY key, id LIMIT ?3");
+    sqlite3_stmt *back = prepare(db, "SELECT key, id FROM events WHERE (key, id) <= (?1, ?2) "
+                                     "ORDER BY key DESC, id DESC LIMIT ?3");
     job j;
     while (take_job(h, &rng, &j)) {
         sleep_ms(below(&rng, 3)); /* until the query runs */
@@ -343,12 +389,15 @@ static void *worker(void *arg) {
             continue;
         }
         bool end_of_source;
-        row after = j.cursor_len ? decode(j.cursor) : BEFORE_ALL;
-        page *p = read_page(query, after, j.limit, &end_of_source);
+        row at = j.cursor_len ? decode(j.cursor) : BEFORE_ALL;
+        page *p = j.direction == LOADER_DIRECTION_FORWARD
+                      ? read_page(query, at, j.limit, &end_of_source)
+                      : read_page_backward(back, at, j.limit, &end_of_source);
         sleep_ms(below(&rng, 3)); /* delivering the answer: a commit may overtake it */
         settle(h, &j, p, end_of_source);
     }
     sqlite3_finalize(query);
+    sqlite3_finalize(back);
     sqlite3_close(db);
     return NULL;
 }
@@ -412,12 +461,13 @@ typedef struct {
 /* Copies the view's rows out of a pinned snapshot. While the snapshot is held the loader
  * releases none of the pages it lists, so their rows are read without the host's lock (which
  * is taken only to look a token up: the slot array may grow). Checks the view's shape on the
- * way: positions contiguous, rows strictly ascending, each page read from the previous one's
- * last row. */
+ * way: positions contiguous, rows strictly ascending, each page starting where the page before
+ * it ends. */
 static void copy_view(host *h, view_copy *v) {
     loader_view_snapshot *snapshot;
     const loader_page *pages;
     size_t n, total = 0;
+    row at = BEFORE_ALL; /* where the page before ends */
     memset(v, 0, sizeof *v);
     if (loader_view_acquire(h->loader, &snapshot) != LOADER_RESULT_OK) {
         v->bad = "loader_view_acquire failed";
@@ -440,8 +490,9 @@ static void copy_view(host *h, view_copy *v) {
         if (i == 0) v->start = p->start;
         else if (pages[i].start != pages[i - 1].start + pages[i - 1].count)
             v->bad = "page positions are not contiguous";
-        else if (v->count == 0 || !row_equal(p->start, v->rows[v->count - 1]))
-            v->bad = "a page was not read from the previous page's last row";
+        else if (!row_equal(p->start, at))
+            v->bad = "a page does not start where the page before it ends";
+        at = p->end;
         for (uint32_t k = 0; k < p->count; k++) {
             if (v->count > 0 && !row_less(v->rows[v->count - 1], p->rows[k]))
                 v->bad = "rows are not in ascending (key, id) order";

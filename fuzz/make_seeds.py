@@ -57,6 +57,13 @@ abi = {
         + window(0, 40, 8) + settle() * 12 + window(0, 0, 8) + settle() * 6 + free(),
     "recheck-off": new(recheck=1) + invalidate() + window(0, 0, 4) + invalidate()
         + settle() * 4 + free(),
+    # recheck byte: low bits recheck_full, high bits (>> 5) max_pages [0, 0, 0, 0, 1, 2, 3, MAX].
+    # The settle counts are exact: a settle with no read outstanding decodes one byte fewer.
+    "bound-and-scroll-back": new(prefetch=1, drop=3, recheck=6 << 5, source=60)
+        + window(0, 0, 8) + settle() * 3 + window(0, 40, 8) + settle() * 10
+        + window(0, 0, 8) + settle() * 9 + invalidate() + settle() * 4 + free(),
+    "repair-from-the-anchor": new(prefetch=3, drop=3, source=60) + window(0, 29, 8)
+        + settle() * 10 + invalidate() + settle() * 4 + free(),
 }
 
 # ---- fuzz_differential: byte % 16 per event ----
@@ -73,6 +80,7 @@ differential = {
 
 # ---- fuzz_loader: config bytes, then op tags byte % 32 ----
 def cfg(page=3, prefetch=2, drop=0, retries=1, items=20, keys=4):
+    # the op tags: 0..=12 deliver, 13 jump, 23..=25 window (start, len)
     return [page - 1, prefetch, drop, retries, 0, 0, items, keys - 1]
 
 D = [0, 0, 0]          # deliver the first pending read, prepared
@@ -84,6 +92,11 @@ loader = {
     "stall-and-ties": cfg(keys=1) + D * 4 + [17, 0] + [29] + D * 6 + [18, 0] + D * 6,
     "drop-and-rewind": cfg(drop=2) + D * 4 + [23, 60, 10] + D * 12 + [23, 0, 10] + D * 10,
     "out-of-order": cfg(page=2) + [23, 0, 40] + [0, 3, 1, 0, 1, 0] * 8 + [30] + D * 10,
+    # drop byte: low bits drop_margin, high bits (>> 5) max_pages [0, 0, 0, 0, 1, 2, 3, 6]
+    "jump-bound-and-scroll-back": cfg(drop=2 | 5 << 5, items=45) + D * 6 + [13, 40] + D * 10
+        + [23, 0, 10] + D * 10 + [13, 3] + D * 8,
+    "tightest-bound": cfg(page=2, prefetch=1, drop=4 << 5, items=30) + D * 8 + [23, 20, 6]
+        + D * 8 + [23, 0, 6] + D * 8 + [30] + D * 8,
 }
 
 for target, seeds in (("fuzz_abi", abi), ("fuzz_differential", differential),

@@ -1,8 +1,10 @@
 //! The deterministic host that drives workloads 1 and 2 (issue 6) against a real `Loader`.
 //!
 //! The host owns a virtual source that never ends and never stores an item: a cursor is the
-//! 8-byte big-endian position of the next item, so answering a read costs the host nothing
-//! beyond its bookkeeping, and what is measured is the loader.
+//! 8-byte big-endian position between items it names (the number of items before it), so
+//! answering a read costs the host nothing beyond its bookkeeping, and what is measured is
+//! the loader. A forward read gets a full page; a backward read gets the page just before its
+//! cursor, cut short (and ending the read) at the source's start.
 //!
 //! # The mix, and what the ledger allows of it
 //!
@@ -42,7 +44,7 @@
 
 use crate::arrivals::Arrivals;
 use loader::ledger::{Debt, Phase};
-use loader::loader::{Answer, Config, Effect, Kind, Loader};
+use loader::loader::{Answer, Config, Direction, Effect, Kind, Loader};
 
 /// Items per read.
 pub const PAGE: u32 = 50;
@@ -68,7 +70,21 @@ struct Pending {
     step: u32,
     pos: u64,
     limit: u32,
+    direction: Direction,
     cancelled: bool,
+}
+
+/// The answer of the never-ending source to a read of up to `limit` items from position
+/// `pos`: how many items, the next position, and whether the read reached the source's
+/// start (a backward read; the source has no end).
+pub fn page(direction: Direction, pos: u64, limit: u32) -> (u32, u64, bool) {
+    match direction {
+        Direction::Forward => (limit, pos + u64::from(limit), false),
+        Direction::Backward => {
+            let count = pos.min(u64::from(limit));
+            (count as u32, pos - count, pos == count)
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -106,12 +122,13 @@ pub enum Call {
     Fail {
         read_id: u64,
     },
-    /// `settle(read_id, acquisition, count, &next.to_be_bytes(), false)`.
+    /// `settle(read_id, acquisition, count, &next.to_be_bytes(), end)`.
     Settle {
         read_id: u64,
         acquisition: u64,
         count: u32,
         next: u64,
+        end: bool,
     },
 }
 
@@ -345,21 +362,23 @@ impl Stream {
         }
     }
 
-    /// Answers pending read `i` with a full page; returns the category the loader gave it.
+    /// Answers pending read `i` with what the source holds there (see [`page`]); returns the
+    /// category the loader gave it.
     fn answer(&mut self, i: usize) -> usize {
         let p = self.pending.swap_remove(i);
-        let next = (p.pos + p.limit as u64).to_be_bytes();
+        let (count, next, end) = page(p.direction, p.pos, p.limit);
         let acq = self.next_acq;
         self.next_acq += 1;
         let a = self
             .loader
-            .settle(p.read_id, acq, p.limit, &next, false)
+            .settle(p.read_id, acq, count, &next.to_be_bytes(), end)
             .expect("settle");
         self.traced(Call::Settle {
             read_id: p.read_id,
             acquisition: acq,
-            count: p.limit,
-            next: p.pos + p.limit as u64,
+            count,
+            next,
+            end,
         });
         self.accepted += 1;
         match a {
@@ -384,6 +403,7 @@ impl Stream {
                         step: r.step,
                         pos,
                         limit: r.limit,
+                        direction: r.direction,
                         cancelled: false,
                     });
                 }
@@ -469,9 +489,10 @@ impl Replay {
                     acquisition,
                     count,
                     next,
+                    end,
                 } => {
                     self.loader
-                        .settle(read_id, acquisition, count, &next.to_be_bytes(), false)
+                        .settle(read_id, acquisition, count, &next.to_be_bytes(), end)
                         .expect("settle");
                 }
             }

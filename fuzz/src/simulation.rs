@@ -3,7 +3,10 @@
 //! The input picks a config, a source (size and how many distinct keys, so ties abound), and a
 //! list of [`Op`]s: answers in any order (fresh or as prepared at issue time), failures,
 //! stalled cursors (on pages with items and on empty ones), filters that hide keys (so empty
-//! pages with advancing cursors abound), inserts, deletes, window moves, time, retries and bare invalidations.
+//! pages with advancing cursors abound), inserts, deletes, window moves, jumps, time, retries
+//! and bare invalidations. Reads go both ways (repairs read backward from the anchor, and
+//! scrolling back over released pages reads backward); the config's `max_pages` bound, when
+//! set, is checked after every op.
 //! `sim::run` applies them one by one, checking after every op that the ledger keeps its
 //! invariants, that every view page is still held, and that a quiet view equals the source;
 //! then answers everything (`settle_down`: the loader must reach quiescence with the window
@@ -21,10 +24,16 @@ pub const MAX_OPS: usize = 400;
 
 pub fn decode(data: &[u8]) -> (Config, Source, Vec<Op>) {
     let mut input = Input::new(data);
+    let page_size = 1 + input.below(8) as u32;
+    let prefetch_distance = input.below(6) as u64;
+    // One byte for both memory knobs: its low bits pick `drop_margin`, its high bits
+    // `max_pages`, so that small bytes (the committed seeds) keep the bound off.
+    let memory = input.byte();
     let config = Config {
-        page_size: 1 + input.below(8) as u32,
-        prefetch_distance: input.below(6) as u64,
-        drop_margin: [0, 0, 3, 15][input.below(4)],
+        page_size,
+        prefetch_distance,
+        drop_margin: [0, 0, 3, 15][usize::from(memory % 4)],
+        max_pages: [0, 0, 0, 0, 1, 2, 3, 6][usize::from(memory >> 5)],
         max_auto_retries: input.below(4) as u32,
         jitter_seed: u64::from(input.u16()),
         backoff_initial_ms: 50,
@@ -41,9 +50,12 @@ pub fn decode(data: &[u8]) -> (Config, Source, Vec<Op>) {
 
 fn op(input: &mut Input) -> Op {
     match input.byte() % 32 {
-        0..=13 => Op::Deliver {
+        0..=12 => Op::Deliver {
             index: u16::from(input.byte()),
             fresh: input.bool(),
+        },
+        13 => Op::Jump {
+            index: u16::from(input.byte()),
         },
         14..=16 => Op::Fail {
             index: u16::from(input.byte()),
@@ -99,6 +111,39 @@ mod tests {
             assert!(config.validate().is_ok());
             assert!(config.recheck_full);
         }
+    }
+
+    #[test]
+    fn the_bound_and_jumps_are_reachable() {
+        // page 3, prefetch 1, drop_margin 3 and max_pages 2, no retries, jitter 0, 30 items of
+        // 4 keys;
+        // then a jump to item 25 and a delivery.
+        let (config, source, ops) = decode(&[2, 1, 2 | (5 << 5), 0, 0, 0, 30, 3, 13, 25, 0, 0, 0]);
+        assert_eq!((config.drop_margin, config.max_pages), (3, 2));
+        assert_eq!(source.len(), 30);
+        assert_eq!(ops[0], Op::Jump { index: 25 });
+        let (small, _, _) = decode(&[2, 1, 3]);
+        assert_eq!((small.drop_margin, small.max_pages), (15, 0));
+    }
+
+    #[test]
+    fn a_bounded_run_with_jumps_and_a_move_back_passes() {
+        // max_pages 1 (the tightest bound): deliveries, a jump near the end, a window far
+        // below it (read backward from the first held page), deliveries.
+        let d = [0u8, 0, 0];
+        let mut data = vec![1, 1, 1 | (4 << 5), 1, 0, 0, 40, 2];
+        data.extend(d.repeat(6));
+        data.extend([13, 35]);
+        data.extend(d.repeat(8));
+        data.extend([23, 2, 6]);
+        data.extend(d.repeat(10));
+        let (config, source, ops) = decode(&data);
+        assert_eq!(config.max_pages, 1);
+        assert!(ops.contains(&Op::Jump { index: 35 }));
+        let ended = sim::run(config, source, &ops).unwrap_or_else(|v| panic!("{v}"));
+        let stats = ended.loader.stats();
+        assert_eq!(stats.jumps, 1);
+        assert!(stats.issued_backward > 0, "{stats:?}");
     }
 
     #[test]

@@ -74,7 +74,7 @@ unsafe extern "C-unwind" fn on_issue(userdata: *mut c_void, read: *const loader_
     let host: &Host = unsafe { calls::host_of(userdata) };
     // SAFETY: `read` is the pointer passed to this running `issue` callback.
     let (r, cursor) = unsafe { calls::read_in_callback(read) };
-    host.enter(&format!("issue(read {})", r.read_id));
+    host.enter(&format!("issue(read {}, {:?})", r.read_id, r.direction));
     let Some(cursor) = cursor else {
         host.violation(format!(
             "read {} has a NULL cursor of length {}",
@@ -104,11 +104,13 @@ unsafe extern "C-unwind" fn on_issue(userdata: *mut c_void, read: *const loader_
                 cursor.len()
             ));
         }
+        super::report::tally("issue direction", r.direction);
         b.max_read = b.max_read.max(r.read_id);
         b.pending.push(Read {
             id: r.read_id,
             cursor: cursor.to_vec(),
             limit: r.limit,
+            direction: r.direction,
         });
     }
     host.leave(Ctx::Issue(r.read_id));

@@ -63,6 +63,7 @@ impl World {
         let old = match t {
             Target::Live(i) => {
                 let host = self.slots[i].as_ref().expect("live");
+                host.window_read_at.set(host.books.borrow().changes);
                 Some((i, host.window.replace((start, len))))
             }
             _ => None,

@@ -17,6 +17,8 @@ pub struct Read {
     pub cursor: Vec<u8>,
     /// The most items the answer may hold.
     pub limit: u32,
+    /// Which way the read goes from its cursor.
+    pub direction: loader_direction,
 }
 
 /// What the host has seen of its loader, kept by the callbacks and the booked calls.
@@ -80,7 +82,7 @@ pub struct Host {
     /// What the host has seen.
     pub books: RefCell<Books>,
     /// The host's source: items `0..source_len`; a cursor's first 8 bytes are the big-endian
-    /// position of the next item.
+    /// position between items it names (the number of items before it).
     pub source_len: u64,
     /// The config's page size: every read's limit.
     pub page_size: u32,
@@ -96,8 +98,11 @@ pub struct Host {
     pub has_changed: bool,
     /// Whether the loader was given `cancel` (see `has_changed`).
     pub has_cancel: bool,
-    /// The window of the last accepted `loader_set_window`.
+    /// The window of the last accepted `loader_set_window`, or as last read back.
     pub window: Cell<(u64, u64)>,
+    /// The `changed` count when `window` was booked or read back. A renumbering moves the
+    /// window with the view and runs `changed`, after which a host reads the window back.
+    pub window_read_at: Cell<u64>,
 }
 
 impl Host {
@@ -115,6 +120,7 @@ impl Host {
             has_changed: true,
             has_cancel: true,
             window: Cell::new((0, 0)),
+            window_read_at: Cell::new(0),
         }
     }
 
@@ -130,13 +136,26 @@ impl Host {
         self.tag | n
     }
 
-    /// The good answer to `read`: how many items, the next position, end of source.
+    /// The good answer to `read`: how many items, the next position, and whether the read
+    /// reached the source's end (forward) or its start (backward). A backward read returns
+    /// the items just before its cursor (a cursor past the source's end stands for the end),
+    /// and its next position is just before the first of them.
     pub fn good_answer(&self, read: &Read) -> (u32, u64, bool) {
         let at = position(&read.cursor);
-        let left = self.source_len.saturating_sub(at);
-        let count = left.min(u64::from(read.limit)) as u32;
-        let next = at.saturating_add(u64::from(count));
-        (count, next, next >= self.source_len)
+        match read.direction {
+            loader_direction::Forward => {
+                let left = self.source_len.saturating_sub(at);
+                let count = left.min(u64::from(read.limit)) as u32;
+                let next = at.saturating_add(u64::from(count));
+                (count, next, next >= self.source_len)
+            }
+            loader_direction::Backward => {
+                let end = at.min(self.source_len);
+                let count = end.min(u64::from(read.limit)) as u32;
+                let next = end - u64::from(count);
+                (count, next, next == 0)
+            }
+        }
     }
 
     /// Takes a pending read out of the books, so that a callback run by its own answer never

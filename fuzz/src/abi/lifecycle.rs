@@ -65,7 +65,11 @@ impl World {
             [2.0, 1.0, 16.0, 0.5, f64::NAN, f64::INFINITY, 16.5, 1.5][input.below(8)];
         cfg.max_auto_retries = input.below(4) as u32;
         cfg.jitter_seed = u64::from(input.u16());
-        cfg.recheck_full = [1, 0, 2, 255][input.below(4)];
+        // One byte for two knobs: its low bits pick `recheck_full`, its high bits `max_pages`
+        // (0 for small bytes, so the committed seeds and regressions keep the bound off).
+        let knobs = input.byte();
+        cfg.recheck_full = [1, 0, 2, 255][usize::from(knobs % 4)];
+        cfg.max_pages = [0, 0, 0, 0, 1, 2, 3, u32::MAX][usize::from(knobs >> 5)];
         let counters = match input.byte() % 16 {
             0..=9 => None,
             10 => Some((0, 0)),
@@ -107,8 +111,8 @@ impl World {
         let mut out: loader_handle = 0xdead;
         let r = calls::new(Some(&cfg), Some(&cbs), counters, Some(&mut out));
         self.log(format!(
-            "new(slot {slot}, page {}, prefetch {}, drop {}, recheck {}, counters {counters:?}, source {source_len}) -> {r:?} {out:#x}",
-            cfg.page_size, cfg.prefetch_distance, cfg.drop_margin, cfg.recheck_full
+            "new(slot {slot}, page {}, prefetch {}, drop {}, max_pages {}, recheck {}, counters {counters:?}, source {source_len}) -> {r:?} {out:#x}",
+            cfg.page_size, cfg.prefetch_distance, cfg.drop_margin, cfg.max_pages, cfg.recheck_full
         ));
         tally("loader_new", r);
         if r != want {

@@ -94,8 +94,18 @@ pub(super) fn books_disagree(o: &Obs, host: &Host) -> Vec<String> {
             b.accepted.len()
         ));
     }
-    if (s.window_start, s.window_len) != host.window.get() {
-        problems.push("the window is not the last one set".into());
+    let (start, len) = host.window.get();
+    if (s.window_start, s.window_len) != (start, len) {
+        // Renumbered positions (a backward read reached the source's start away from 0)
+        // move the window's start and run `changed`; the host reads the window back then (a
+        // host without `changed` reads it whenever it looks).
+        let told = b.changes > host.window_read_at.get() || !host.has_changed;
+        if s.window_len == len && told {
+            host.window.set((s.window_start, len));
+            host.window_read_at.set(b.changes);
+        } else {
+            problems.push("the window is not the last one set".into());
+        }
     }
     for p in &o.pages {
         if !b.accepted.contains(&p.acquisition) || b.released.contains_key(&p.acquisition) {

@@ -97,6 +97,7 @@ impl Host {
             8 => {
                 let len = u64::from(self.books.borrow_mut().script.pop_front().unwrap_or(0));
                 // Booked before the call: its own callbacks may move the window again.
+                self.window_read_at.set(self.books.borrow().changes);
                 let old = self.window.replace((0, len));
                 let r = loader_set_window(h, 0, len);
                 if r != loader_result::Ok {
