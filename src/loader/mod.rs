@@ -575,15 +575,16 @@ impl Loader {
     /// longer needed (it was superseded: `Effect::Cancel` hinted it, if the host hears
     /// hints) this costs nothing: no debt, no re-read, and the reads it blocked may start.
     /// For a read still needed it is a failure, as [`Loader::fail`]. An answer that arrives
-    /// later anyway is classified stale, and its acquisition is released at once. A read the
-    /// loader already let go of (its timeout came first) is stale, and nothing changes.
+    /// later anyway is classified stale, and its acquisition is released at once. Abandoning a
+    /// read the loader already let go of (its timeout came first) is stale and changes
+    /// nothing.
     pub fn abandon(&mut self, read_id: u64) -> Result<Answer, LoaderError> {
         self.open()?;
         let at = match self.reads.find(read_id) {
             Ok(at) => at,
-            // Already let go of (its timeout came first): nothing more to do, and no late
-            // answer is expected any more.
-            Err(_) if self.forget_abandoned(read_id) => return Ok(Answer::Stale),
+            // Already let go of (its timeout came first): nothing more to do; a late answer
+            // is still stale.
+            Err(_) if self.abandoned.contains(&read_id) => return Ok(Answer::Stale),
             Err(e) => return Err(e),
         };
         if !self.reads.get(at).superseded {
