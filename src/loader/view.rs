@@ -386,6 +386,7 @@ impl View {
     /// when the run is no longer held whole (pages were dropped meanwhile): nothing changed
     /// then, and the caller owes a whole repair. With `stale` (an invalidation overtook the
     /// repair) the pages it read are marked dirty for the next one.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn commit_run(
         &mut self,
         request: u64,
@@ -396,9 +397,8 @@ impl View {
         cursors: &mut CursorPool,
         out: &mut Outbox,
     ) -> Option<(i128, u64)> {
-        let at = |v: &VecDeque<Page>, key: (u64, u32)| {
-            v.iter().position(|p| (p.request, p.slot) == key)
-        };
+        let at =
+            |v: &VecDeque<Page>, key: (u64, u32)| v.iter().position(|p| (p.request, p.slot) == key);
         let range = match run {
             None => None,
             Some(r) => {

@@ -6,6 +6,7 @@ mod anchored;
 mod contract;
 mod failure;
 mod finite;
+mod ranged;
 mod repair;
 mod window;
 
