@@ -547,6 +547,21 @@ typedef struct loader_read {
    * Which way from `cursor`: after it (forward) or before it (backward).
    */
   enum loader_direction direction;
+  /**
+   * NULL: an unbounded read. Otherwise a bounded read (only a ranged repair issues them,
+   * always forward): the host returns only the items after `cursor` and at or before
+   * `until` (with keyset cursors, `cursor < key <= until`), at most `limit` of them.
+   * FEWER than `limit` items means the host reached `until` or the source's end, so a
+   * filtering host keeps scanning past filtered-out rows until it has `limit` items or
+   * reaches `until`. `next_cursor` is, as always, the position after the last row scanned
+   * (`until` itself once the scan reached it). Owned by the loader and valid only during
+   * the `issue` callback, like `cursor`: copy it if it is needed later.
+   */
+  const uint8_t *until;
+  /**
+   * The length of `until` in bytes; 0 when `until` is NULL.
+   */
+  size_t until_len;
 } loader_read;
 
 /**
@@ -583,8 +598,30 @@ typedef void (*loader_changed_fn)(void *userdata);
 typedef void (*loader_cancel_fn)(void *userdata, uint64_t read_id);
 
 /**
- * The host's callbacks. `issue` and `release` are required; `changed` and `cancel` may be
- * NULL. Each receives `userdata` first, unchanged.
+ * Orders two positions of the source (cursors, as the host returns them in `next_cursor`):
+ * negative if `a` comes before `b`, 0 if they are the same position, positive if after. Only
+ * `loader_invalidate_range` calls it, on the calling thread, and only with non-empty cursors
+ * (the loader orders the empty cursor, the source's start, itself); `a` and `b` are valid
+ * only during the call.
+ *
+ * It runs INSIDE the loader's state change, with the loader's lock held. So it must be a
+ * pure function of its arguments (and of data that does not change during the call): it must
+ * not call any libloader function (a call on the same loader deadlocks, and one on another
+ * loader may run that loader's callbacks inside this one), must not block on a thread that
+ * calls into the loader, and must return normally (no exception or `longjmp` out of it, no
+ * thread exit: the process aborts). It must be a consistent total order, the one the source
+ * is sorted by; an inconsistent one cannot break the library's memory safety or its
+ * accounting, but the view may then be wrong, as with a range that is too narrow.
+ */
+typedef int32_t (*loader_compare_fn)(void *userdata,
+                                     const uint8_t *a,
+                                     size_t a_len,
+                                     const uint8_t *b,
+                                     size_t b_len);
+
+/**
+ * The host's callbacks. `issue` and `release` are required; `changed`, `cancel` and
+ * `compare` may be NULL. Each receives `userdata` first, unchanged.
  */
 typedef struct loader_callbacks {
   /**
@@ -609,6 +646,11 @@ typedef struct loader_callbacks {
    * May be NULL.
    */
   loader_cancel_fn cancel;
+  /**
+   * May be NULL: then `loader_invalidate_range` returns `LOADER_RESULT_NO_COMPARE` and
+   * changes nothing. See `loader_compare_fn` for what it may and may not do.
+   */
+  loader_compare_fn compare;
 } loader_callbacks;
 
 /**
@@ -816,6 +858,15 @@ typedef struct loader_counts {
    * Answers to reads already let go of: stale, their acquisitions released at once.
    */
   uint64_t late_answers;
+  /**
+   * Calls to `loader_invalidate_range` that succeeded.
+   */
+  uint64_t ranged_invalidations;
+  /**
+   * Ranged repairs that committed: the view current again after re-reading only the
+   * pages a ranged invalidation marked (or none, for a change outside the held pages).
+   */
+  uint64_t ranged_repairs;
 } loader_counts;
 
 /**
@@ -951,6 +1002,61 @@ const char *loader_result_str(int32_t code);
  * The source changed. Starts a repair or full read as the rules say (through `issue`).
  */
 enum loader_result loader_invalidate(loader_handle handle);
+
+/**
+ * The source changed, but only between two positions: every item inserted, deleted or
+ * updated lies at or after `from` and at or before `to`. Needs the `compare` callback.
+ *
+ * Positions are cursors, as the host returns them in `next_cursor`: each names the gap just
+ * after some item, and an item "lies at" the cursor just after it (its key, with keyset
+ * cursors). Name the source's start with an empty `from` (`from_len` 0; `from` may be NULL)
+ * and the source's end with `to` NULL (`to_len` 0). A host that inserted, deleted or updated
+ * one row names that row's cursor (its key) as both `from` and `to`; `from` empty and `to`
+ * NULL is the whole source, and costs what `loader_invalidate` costs.
+ *
+ * The next repair re-reads only the held pages that may hold a changed item (a page holds
+ * the items after its start cursor and at or before its end cursor): from the first such
+ * page's start cursor, with bounded reads (`loader_read.until` = the last such page's end
+ * cursor), and rejoins the view there. The pages before and after are kept (not re-read, not
+ * released, not reordered); the pages it replaces are released when it commits, atomically
+ * as for any repair; positions after the re-read run move by the net change (the window too
+ * when it starts after the run: read `window_start` back after `changed`). A change outside
+ * the held pages re-reads nothing: the repair commits at once and the view is current again
+ * (`loader_counts.ranged_repairs`). Several ranged invalidations before a commit merge;
+ * `loader_invalidate` subsumes them.
+ *
+ * A range that is too narrow (a change outside it) is a host bug. The library stays memory
+ * safe and releases every acquisition exactly once, but the view may be wrong (stale, with
+ * duplicated or missing items) outside what the repair re-read, until a later invalidation
+ * covers that part.
+ *
+ * `compare` runs during this call, on this thread, inside the state change (see
+ * `loader_compare_fn`). The cursors are copied; they need only be valid during the call.
+ * Errors change nothing: `LOADER_RESULT_NULL_CURSOR` (NULL with a non-zero length),
+ * `LOADER_RESULT_CURSOR_TOO_LONG`, both checked before the handle; then the handle's codes,
+ * `LOADER_RESULT_NO_COMPARE` (the loader has no `compare` callback),
+ * `LOADER_RESULT_RANGE_REVERSED` (`to` comes before `from`), `LOADER_RESULT_EPOCH_OVERFLOW` /
+ * `LOADER_RESULT_ID_OVERFLOW`.
+ *
+ * With keyset cursors over `ORDER BY k, id` (the cursor holds the key `(k, id)` of the item
+ * just before it), the bounded read of the repair is:
+ *
+ * ```sql
+ * -- From cursor (:k0, :id0) (an empty cursor drops that condition) until (:k1, :id1).
+ * SELECT k, id, ... FROM items WHERE (k, id) > (:k0, :id0) AND (k, id) <= (:k1, :id1)
+ *     ORDER BY k, id LIMIT :limit;
+ * -- count = the rows returned; next_cursor = the last row's key, or (:k1, :id1) when
+ * -- fewer than :limit rows came back; end_of_source = as for an unbounded read.
+ * ```
+ *
+ * # Safety
+ * `from` is NULL or valid for `from_len` bytes; `to` is NULL or valid for `to_len` bytes.
+ */
+enum loader_result loader_invalidate_range(loader_handle handle,
+                                           const uint8_t *from,
+                                           size_t from_len,
+                                           const uint8_t *to,
+                                           size_t to_len);
 
 /**
  * Answers read `read_id` with `count` items held by `acquisition`, and the cursor after them.

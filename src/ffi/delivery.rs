@@ -166,10 +166,12 @@ pub(crate) fn run(inst: &Instance, effect: Effect) {
                 cursor_len: read.cursor.len(),
                 limit: read.limit,
                 direction: read.direction.into(),
+                until: read.until.as_ref().map_or(std::ptr::null(), |u| u.as_ptr()),
+                until_len: read.until.as_ref().map_or(0, |u| u.len()),
             };
             if let Some(issue) = cb.issue {
                 // SAFETY: `issue` is the host's function for this signature; `r` and the
-                // cursor bytes it points to live until the call returns.
+                // cursor and `until` bytes it points to live until the call returns.
                 unsafe { issue(cb.userdata, &r) };
             }
         }

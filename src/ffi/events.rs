@@ -16,6 +16,91 @@ pub extern "C-unwind" fn loader_invalidate(handle: loader_handle) -> loader_resu
     code(event(handle, |l| l.invalidate()))
 }
 
+/// The source changed, but only between two positions: every item inserted, deleted or
+/// updated lies at or after `from` and at or before `to`. Needs the `compare` callback.
+///
+/// Positions are cursors, as the host returns them in `next_cursor`: each names the gap just
+/// after some item, and an item "lies at" the cursor just after it (its key, with keyset
+/// cursors). Name the source's start with an empty `from` (`from_len` 0; `from` may be NULL)
+/// and the source's end with `to` NULL (`to_len` 0). A host that inserted, deleted or updated
+/// one row names that row's cursor (its key) as both `from` and `to`; `from` empty and `to`
+/// NULL is the whole source, and costs what `loader_invalidate` costs.
+///
+/// The next repair re-reads only the held pages that may hold a changed item (a page holds
+/// the items after its start cursor and at or before its end cursor): from the first such
+/// page's start cursor, with bounded reads (`loader_read.until` = the last such page's end
+/// cursor), and rejoins the view there. The pages before and after are kept (not re-read, not
+/// released, not reordered); the pages it replaces are released when it commits, atomically
+/// as for any repair; positions after the re-read run move by the net change (the window too
+/// when it starts after the run: read `window_start` back after `changed`). A change outside
+/// the held pages re-reads nothing: the repair commits at once and the view is current again
+/// (`loader_counts.ranged_repairs`). Several ranged invalidations before a commit merge;
+/// `loader_invalidate` subsumes them.
+///
+/// A range that is too narrow (a change outside it) is a host bug. The library stays memory
+/// safe and releases every acquisition exactly once, but the view may be wrong (stale, with
+/// duplicated or missing items) outside what the repair re-read, until a later invalidation
+/// covers that part.
+///
+/// `compare` runs during this call, on this thread, inside the state change (see
+/// `loader_compare_fn`). The cursors are copied; they need only be valid during the call.
+/// Errors change nothing: `LOADER_RESULT_NULL_CURSOR` (NULL with a non-zero length),
+/// `LOADER_RESULT_CURSOR_TOO_LONG`, both checked before the handle; then the handle's codes,
+/// `LOADER_RESULT_NO_COMPARE` (the loader has no `compare` callback),
+/// `LOADER_RESULT_RANGE_REVERSED` (`to` comes before `from`), `LOADER_RESULT_EPOCH_OVERFLOW` /
+/// `LOADER_RESULT_ID_OVERFLOW`.
+///
+/// With keyset cursors over `ORDER BY k, id` (the cursor holds the key `(k, id)` of the item
+/// just before it), the bounded read of the repair is:
+///
+/// ```sql
+/// -- From cursor (:k0, :id0) (an empty cursor drops that condition) until (:k1, :id1).
+/// SELECT k, id, ... FROM items WHERE (k, id) > (:k0, :id0) AND (k, id) <= (:k1, :id1)
+///     ORDER BY k, id LIMIT :limit;
+/// -- count = the rows returned; next_cursor = the last row's key, or (:k1, :id1) when
+/// -- fewer than :limit rows came back; end_of_source = as for an unbounded read.
+/// ```
+///
+/// # Safety
+/// `from` is NULL or valid for `from_len` bytes; `to` is NULL or valid for `to_len` bytes.
+#[no_mangle]
+pub unsafe extern "C-unwind" fn loader_invalidate_range(
+    handle: loader_handle,
+    from: *const u8,
+    from_len: usize,
+    to: *const u8,
+    to_len: usize,
+) -> loader_result {
+    // SAFETY: by this function's contract. Checked before the call, so a bad cursor changes
+    // nothing. `to` NULL with length 0 is the source's end, not the empty cursor.
+    let range = boundary(Err(loader_result::Panic), || unsafe {
+        let from = cursor(from, from_len)?;
+        let to = if to.is_null() && to_len == 0 {
+            None
+        } else {
+            Some(cursor(to, to_len)?)
+        };
+        Ok((from, to))
+    });
+    let compare = range.and_then(|range| {
+        let inst = boundary(Err(loader_result::Panic), || lookup(handle))?;
+        let cb = inst.callbacks();
+        let compare = cb.compare.ok_or(loader_result::NoCompare)?;
+        Ok((range, cb.userdata, compare))
+    });
+    code(compare.and_then(|((from, to), userdata, compare)| {
+        event(handle, |l| {
+            l.invalidate_range(from, to, &mut |a: &[u8], b: &[u8]| {
+                // SAFETY: `compare` is the host's function for this signature; `a` and `b`
+                // are live slices for the call. It is `extern "C"`: it cannot unwind into
+                // the loader's state change.
+                let c = unsafe { compare(userdata, a.as_ptr(), a.len(), b.as_ptr(), b.len()) };
+                c.cmp(&0)
+            })
+        })
+    }))
+}
+
 /// Answers read `read_id` with `count` items held by `acquisition`, and the cursor after them.
 ///
 /// On `LOADER_RESULT_OK` the loader owns `acquisition` and will pass it to `release` exactly

@@ -357,6 +357,17 @@ pub struct loader_read {
     pub limit: u32,
     /// Which way from `cursor`: after it (forward) or before it (backward).
     pub direction: loader_direction,
+    /// NULL: an unbounded read. Otherwise a bounded read (only a ranged repair issues them,
+    /// always forward): the host returns only the items after `cursor` and at or before
+    /// `until` (with keyset cursors, `cursor < key <= until`), at most `limit` of them.
+    /// FEWER than `limit` items means the host reached `until` or the source's end, so a
+    /// filtering host keeps scanning past filtered-out rows until it has `limit` items or
+    /// reaches `until`. `next_cursor` is, as always, the position after the last row scanned
+    /// (`until` itself once the scan reached it). Owned by the loader and valid only during
+    /// the `issue` callback, like `cursor`: copy it if it is needed later.
+    pub until: *const u8,
+    /// The length of `until` in bytes; 0 when `until` is NULL.
+    pub until_len: usize,
 }
 
 /// The host's pointer-sized token for whatever holds one answer's items (a buffer, a row set,
@@ -395,9 +406,32 @@ pub type loader_changed_fn = Option<unsafe extern "C-unwind" fn(userdata: *mut c
 /// `loader_free` no answer is needed (it would return `LOADER_RESULT_STALE_HANDLE`).
 pub type loader_cancel_fn =
     Option<unsafe extern "C-unwind" fn(userdata: *mut c_void, read_id: u64)>;
+/// Orders two positions of the source (cursors, as the host returns them in `next_cursor`):
+/// negative if `a` comes before `b`, 0 if they are the same position, positive if after. Only
+/// `loader_invalidate_range` calls it, on the calling thread, and only with non-empty cursors
+/// (the loader orders the empty cursor, the source's start, itself); `a` and `b` are valid
+/// only during the call.
+///
+/// It runs INSIDE the loader's state change, with the loader's lock held. So it must be a
+/// pure function of its arguments (and of data that does not change during the call): it must
+/// not call any libloader function (a call on the same loader deadlocks, and one on another
+/// loader may run that loader's callbacks inside this one), must not block on a thread that
+/// calls into the loader, and must return normally (no exception or `longjmp` out of it, no
+/// thread exit: the process aborts). It must be a consistent total order, the one the source
+/// is sorted by; an inconsistent one cannot break the library's memory safety or its
+/// accounting, but the view may then be wrong, as with a range that is too narrow.
+pub type loader_compare_fn = Option<
+    unsafe extern "C" fn(
+        userdata: *mut c_void,
+        a: *const u8,
+        a_len: usize,
+        b: *const u8,
+        b_len: usize,
+    ) -> i32,
+>;
 
-/// The host's callbacks. `issue` and `release` are required; `changed` and `cancel` may be
-/// NULL. Each receives `userdata` first, unchanged.
+/// The host's callbacks. `issue` and `release` are required; `changed`, `cancel` and
+/// `compare` may be NULL. Each receives `userdata` first, unchanged.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct loader_callbacks {
@@ -413,6 +447,9 @@ pub struct loader_callbacks {
     pub changed: loader_changed_fn,
     /// May be NULL.
     pub cancel: loader_cancel_fn,
+    /// May be NULL: then `loader_invalidate_range` returns `LOADER_RESULT_NO_COMPARE` and
+    /// changes nothing. See `loader_compare_fn` for what it may and may not do.
+    pub compare: loader_compare_fn,
 }
 
 /// The spec's abstract state, plus the loader's counts.
@@ -525,6 +562,11 @@ pub struct loader_counts {
     pub timed_out: u64,
     /// Answers to reads already let go of: stale, their acquisitions released at once.
     pub late_answers: u64,
+    /// Calls to `loader_invalidate_range` that succeeded.
+    pub ranged_invalidations: u64,
+    /// Ranged repairs that committed: the view current again after re-reading only the
+    /// pages a ranged invalidation marked (or none, for a change outside the held pages).
+    pub ranged_repairs: u64,
 }
 
 impl From<crate::loader::Stats> for loader_counts {
@@ -551,6 +593,8 @@ impl From<crate::loader::Stats> for loader_counts {
             abandoned: s.abandoned,
             timed_out: s.timed_out,
             late_answers: s.late_answers,
+            ranged_invalidations: s.ranged_invalidations,
+            ranged_repairs: s.ranged_repairs,
         }
     }
 }

@@ -78,6 +78,8 @@ class loader_read(Structure):
         ("cursor_len", c_size_t),
         ("limit", c_uint32),
         ("direction", c_enum),
+        ("until", POINTER(c_uint8)),
+        ("until_len", c_size_t),
     ]
 
 
@@ -96,6 +98,8 @@ not build a pointer object per call (cast to :data:`loader_issue_fn` for the str
 loader_release_fn = CFUNCTYPE(None, c_void_p, c_size_t)
 loader_changed_fn = CFUNCTYPE(None, c_void_p)
 loader_cancel_fn = CFUNCTYPE(None, c_void_p, c_uint64)
+loader_compare_fn = CFUNCTYPE(c_int32, c_void_p, POINTER(c_uint8), c_size_t, POINTER(c_uint8),
+                              c_size_t)
 
 
 class loader_callbacks(Structure):
@@ -105,6 +109,7 @@ class loader_callbacks(Structure):
         ("release", loader_release_fn),
         ("changed", loader_changed_fn),
         ("cancel", loader_cancel_fn),
+        ("compare", loader_compare_fn),
     ]
 
 
@@ -160,6 +165,8 @@ class loader_counts(Structure):
         ("abandoned", c_uint64),
         ("timed_out", c_uint64),
         ("late_answers", c_uint64),
+        ("ranged_invalidations", c_uint64),
+        ("ranged_repairs", c_uint64),
     ]
 
 
@@ -206,6 +213,7 @@ CALLBACK_TYPES: Dict[str, Any] = {
     "loader_release_fn": loader_release_fn,
     "loader_changed_fn": loader_changed_fn,
     "loader_cancel_fn": loader_cancel_fn,
+    "loader_compare_fn": loader_compare_fn,
 }
 """Every callback typedef of the header."""
 
@@ -220,6 +228,7 @@ FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
     "loader_version": (c_char_p, []),
     "loader_result_str": (c_char_p, [c_int32]),
     "loader_invalidate": (c_enum, [loader_handle]),
+    "loader_invalidate_range": (c_enum, [loader_handle, _u8p, c_size_t, _u8p, c_size_t]),
     "loader_settle": (c_enum, [loader_handle, c_uint64, c_size_t, c_uint32, _u8p, c_size_t,
                                c_bool, _enum_p]),
     "loader_fail": (c_enum, [loader_handle, c_uint64, c_int32, _enum_p]),
