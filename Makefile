@@ -28,7 +28,7 @@ RPATH := -Ltarget/release -lloader -Wl,-rpath,$(CURDIR)/target/release
 TEST_RPATH := -L$(TEST_DIR) -lloader -Wl,-rpath,$(CURDIR)/$(TEST_DIR)
 
 .PHONY: all build test-lib test tsan-lib rust-test doc lint check check-header bench bench-quick bench-abi bench-py bench-depth bench-liveness c-test c-test-asan c-test-valgrind \
-        c-test-tsan c-test-stress c-test-empty c-test-anchored cpp-test cpp-example cpp-pkgconfig-test header-test symbols-test install pkgconfig-test \
+        c-test-tsan c-test-stress c-test-empty c-test-anchored c-test-ranged cpp-test cpp-example cpp-pkgconfig-test header-test symbols-test install pkgconfig-test \
         readme-c-example clean
 
 all: build
@@ -126,7 +126,7 @@ bench-quick: $(ABI_BENCH) venv
 
 # ---- C and C++ ----
 
-c-test: header-test symbols-test c-test-asan c-test-valgrind c-test-empty c-test-anchored c-test-tsan c-test-hostile c-test-hostile-tsan cpp-test pkgconfig-test readme-c-example
+c-test: header-test symbols-test c-test-asan c-test-valgrind c-test-empty c-test-anchored c-test-ranged c-test-tsan c-test-hostile c-test-hostile-tsan cpp-test pkgconfig-test readme-c-example
 
 $(OUT):
 	mkdir -p $(OUT)
@@ -245,6 +245,17 @@ c-test-anchored: test-lib | $(OUT)
 	$(CC) $(CTEST_FLAGS) c-tests/anchored.c $(TEST_RPATH) -o $(OUT)/anchored_plain
 	RUST_BACKTRACE=0 valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,possible \
 	    $(OUT)/anchored_plain
+
+# Ranged invalidation through the C ABI over a keyed source (one insert or delete re-reads
+# its page with bounded reads and keeps the rest; a change outside the view reads nothing;
+# refusals change nothing), under ASan+UBSan and valgrind.
+c-test-ranged: test-lib | $(OUT)
+	$(CC) $(CTEST_FLAGS) -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all \
+	    c-tests/ranged.c $(TEST_RPATH) -o $(OUT)/ranged_asan
+	RUST_BACKTRACE=0 $(OUT)/ranged_asan
+	$(CC) $(CTEST_FLAGS) c-tests/ranged.c $(TEST_RPATH) -o $(OUT)/ranged_plain
+	RUST_BACKTRACE=0 valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,possible \
+	    $(OUT)/ranged_plain
 
 # The C++ wrapper (bindings/cpp/loader.hpp): its API test and its callback-boundary test, as
 # C++17 and C++20, under ASan+UBSan against the test library; then the example and the

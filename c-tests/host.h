@@ -2,7 +2,9 @@
  * reads, and a counter per acquisition so exactly-once release can be checked.
  * A cursor is the 8-byte big-endian index of the next item; empty is the source's start.
  * Cursors are positions between items: a forward read returns the items after its cursor, a
- * backward read those before it (see read_span). */
+ * backward read those before it (see read_span), and a bounded read (`until`) only those
+ * before its `until` cursor. Such cursors are offsets, not stable under inserts: the ranged
+ * tests (ranged.c) answer from a keyed source instead, with this file's queue. */
 #ifndef LOADER_TEST_HOST_H
 #define LOADER_TEST_HOST_H
 
@@ -60,6 +62,10 @@ typedef struct pending_read {
     size_t cursor_len;
     uint32_t limit;
     loader_direction direction;
+    /* A bounded read: `until` (copied) is valid; otherwise unbounded. */
+    bool bounded;
+    uint8_t until[LOADER_MAX_CURSOR_LEN];
+    size_t until_len;
 } pending_read;
 
 typedef struct host host;
@@ -138,6 +144,9 @@ static void cb_issue(void *userdata, const loader_read *read) {
         if (read->cursor_len) memcpy(p->cursor, read->cursor, read->cursor_len);
         p->limit = read->limit;
         p->direction = read->direction;
+        p->bounded = read->until != NULL;
+        p->until_len = read->until_len;
+        if (read->until && read->until_len) memcpy(p->until, read->until, read->until_len);
     }
     if (h->on_issue && !h->in_hook) {
         h->in_hook = 1;
@@ -220,6 +229,13 @@ static inline int find_pending(host *h, loader_kind kind) {
 static loader_result answer(host *h, const pending_read *p) {
     uint64_t at = p->cursor_len == 8 ? get_be64(p->cursor) : 0;
     read_span s = span_of(at, p->limit, p->direction, h->source_len);
+    if (p->bounded && p->direction == LOADER_DIRECTION_FORWARD) {
+        /* Only the items before `until`: fewer than limit says it was reached. */
+        uint64_t until = p->until_len == 8 ? get_be64(p->until) : 0;
+        if (s.to > until) s.to = until > s.from ? until : s.from;
+        s.next = s.to;
+        s.reached_end = s.to == h->source_len;
+    }
     uint8_t next[8];
     size_t next_len = cursor_for(next, s.next, p->direction);
     uint64_t acq = h->next_acq++;
