@@ -308,7 +308,7 @@ static void stream_init(stream *s, uint64_t pages) {
     CALL(loader_config_default(&cfg));
     cfg.page_size = PAGE;
     cfg.prefetch_distance = 0;
-    loader_callbacks cb = {s, cb_issue, cb_release, cb_changed, cb_cancel};
+    loader_callbacks cb = {s, cb_issue, cb_release, cb_changed, cb_cancel, NULL};
     CALL(loader_new(&cfg, &cb, &s->h));
     CALL(loader_set_window(s->h, 0, pages * (uint64_t)PAGE));
     for (;;) {

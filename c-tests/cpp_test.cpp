@@ -42,12 +42,13 @@ static uint64_t from_be64(const std::string &c) {
 }
 
 // Answers `r` from a source of `len` items in its direction: forward, the items after the
-// cursor; backward, those before it, with the cursor just before them next (empty at the
+// cursor (and before `until`, for a bounded read); backward, those before it, with the cursor just before them next (empty at the
 // source's start, which `end_of_source` then reports).
 static loader_answer settle_from(loader::Loader &l, const loader::Read &r, loader::Acquisition acq, uint64_t len) {
     uint64_t at = from_be64(r.cursor);
     bool back = r.direction == LOADER_DIRECTION_BACKWARD;
     uint64_t to = back ? std::min(at, len) : std::min<uint64_t>(at + r.limit, len);
+    if (r.until && !back) to = std::max(at, std::min(to, from_be64(*r.until)));  // a bounded read
     uint64_t from = back ? (to > r.limit ? to - r.limit : 0) : at;
     std::string next = back ? (from == 0 ? std::string() : be64(from)) : be64(to);
     return l.settle(r.read_id, acq, uint32_t(to - from), next, back ? from == 0 : to == len);
@@ -309,6 +310,69 @@ int main() {
         l.close();
         for (auto &kv : rel) EXPECT(kv.second == 1);
         EXPECT(rel.size() == acq - 1);
+    }
+
+    // Ranged invalidation: with `compare`, a range inside one page re-reads that page alone,
+    // with a bounded read; without it, invalidate_range is refused; what `compare` throws
+    // comes back out of invalidate_range.
+    {
+        std::deque<loader::Read> rs;
+        std::map<loader::Acquisition, int> rel;
+        loader::Acquisition acq = 1;
+        bool throw_in_compare = false;
+        int compares = 0;
+        loader::Callbacks cb{[&](const loader::Read &r) { rs.push_back(r); }, [&](loader::Acquisition a) { rel[a]++; }};
+        cb.compare = [&](std::string_view a, std::string_view b) {
+            compares++;
+            if (throw_in_compare) throw std::runtime_error("compare");
+            return a.compare(b);  // big-endian offsets order as bytes
+        };
+        loader::Config cfg;
+        cfg.page_size = 4;
+        cfg.prefetch_distance = 0;
+        loader::Loader l(std::move(cb), cfg);
+        l.set_window(0, 12);
+        answer_all(l, rs, acq, source_len);
+        EXPECT(l.view().pages.size() == 3);
+        l.invalidate_range(be64(5), be64(5));  // an item in the page (be64(4), be64(8)]
+        EXPECT(compares > 0);
+        EXPECT(rs.size() == 1 && rs.front().kind == LOADER_KIND_CHAIN && rs.front().until.has_value());
+        EXPECT(rs.size() == 1 && rs.front().cursor == be64(4) && rs.front().until == be64(8));
+        answer_all(l, rs, acq, source_len);
+        loader_counts st = l.stats();
+        EXPECT(st.ranged_invalidations == 1 && st.ranged_repairs == 1);
+        EXPECT(rel.size() == 1 && rel.count(2) == 1);  // only the middle page was replaced
+        EXPECT(l.state().quiescent && l.view().pages.size() == 3);
+        // Past the held pages: nothing to read, the view is current at once.
+        l.invalidate_range(be64(20), std::nullopt);
+        EXPECT(rs.empty() && l.state().quiescent && l.stats().ranged_repairs == 2);
+        try {
+            l.invalidate_range(be64(9), be64(2));
+            EXPECT(false);
+        } catch (const loader::Error &e) {
+            EXPECT(e.code() == LOADER_RESULT_RANGE_REVERSED && !e.in_callback());
+        }
+        throw_in_compare = true;
+        try {
+            l.invalidate_range(be64(1), be64(2));
+            EXPECT(false);
+        } catch (const std::runtime_error &) {
+            EXPECT(true);
+        }
+        answer_all(l, rs, acq, source_len);
+        l.close();
+        for (auto &kv : rel) EXPECT(kv.second == 1);
+        EXPECT(rel.size() == acq - 1);
+    }
+    {
+        std::deque<loader::Read> rs;
+        loader::Loader l({[&](const loader::Read &r) { rs.push_back(r); }, [&](loader::Acquisition) {}});
+        try {
+            l.invalidate_range("", std::nullopt);
+            EXPECT(false);
+        } catch (const loader::Error &e) {
+            EXPECT(e.code() == LOADER_RESULT_NO_COMPARE);
+        }
     }
 
 #ifdef LOADER_HPP_SPAN

@@ -699,7 +699,7 @@ int main(int argc, char **argv) {
     config.backoff_max_ms = 500;
     config.jitter_seed = h.opt.seed;
     /* No cancel callback: a superseded read is answered anyway, and classified stale. */
-    loader_callbacks callbacks = {&h, on_issue, on_release, on_changed, NULL};
+    loader_callbacks callbacks = {&h, on_issue, on_release, on_changed, NULL, NULL};
     if (loader_new(&config, &callbacks, &h.loader) != LOADER_RESULT_OK) return 1;
 
     pthread_t workers[WORKERS], writer_thread;

@@ -10,7 +10,7 @@
 //
 // Exceptions. No exception ever passes through the C library. Each callback runs inside a
 //   trampoline that catches whatever it throws and stashes it for the calling thread; the
-//   thread's outermost wrapper call (settle, fail, invalidate, retry, set_window, jump, tick, close,
+//   thread's outermost wrapper call (settle, fail, invalidate, invalidate_range, retry, set_window, jump, tick, close,
 //   PinnedView::release) rethrows the first one after the C call has returned, so the
 //   library's state change is complete and every other callback of that call was still made:
 //   a `release` that throws never costs another acquisition its release. The others thrown during the same call are in
@@ -111,6 +111,10 @@ struct Read {
     std::string cursor{};  // opaque bytes; empty: the source's start
     std::uint32_t limit = 0;
     loader_direction direction = LOADER_DIRECTION_FORWARD;
+    // A bounded read (a ranged repair's, always forward): answer only the items after
+    // `cursor` and at or before `*until`, at most `limit`; fewer than `limit` says `until`
+    // or the source's end was reached (loader_read.until in loader.h). Empty: unbounded.
+    std::optional<std::string> until{};
 };
 
 // The host's callbacks. `issue` and `release` are required; the others may stay empty, and a
@@ -120,6 +124,13 @@ struct Callbacks {
     std::function<void(Acquisition)> release{};
     std::function<void()> changed{};
     std::function<void(std::uint64_t)> cancel{};
+    // Orders two non-empty cursors as the source does: negative, 0 or positive. Only
+    // `invalidate_range` needs it (without it, that throws `Error` with
+    // LOADER_RESULT_NO_COMPARE). It runs inside the library's state change, under its lock:
+    // a pure function that calls no Loader member (loader_compare_fn in loader.h). What it
+    // throws is rethrown by `invalidate_range`, and the comparison counts as equal, so the
+    // invalidation may then have marked too little: call `invalidate()` to be sure.
+    std::function<int(std::string_view, std::string_view)> compare{};
 };
 
 // The library's default settings (`loader_config_default`).
@@ -477,6 +488,22 @@ public:
         return a;
     }
     void invalidate() { run([&] { return loader_invalidate(handle_); }); }
+    // The source changed only between the positions `from` (empty: the source's start) and
+    // `to` (nullopt: the source's end), both included; one changed row is `from == to == its
+    // cursor`. Only the held pages that may hold a changed item are re-read, with bounded reads
+    // (`Read::until`); the rest of the view is kept (loader_invalidate_range in loader.h).
+    // Needs `Callbacks::compare`. Throws `Error` if refused; a refusal changes nothing.
+    void invalidate_range(std::string_view from, std::optional<std::string_view> to = std::nullopt) {
+        static const std::uint8_t empty = 0;  // a non-NULL `to` of length 0: the source's start
+        const auto *f = reinterpret_cast<const std::uint8_t *>(from.data());
+        const std::uint8_t *t = nullptr;
+        std::size_t t_len = 0;
+        if (to) {
+            t = to->empty() ? &empty : reinterpret_cast<const std::uint8_t *>(to->data());
+            t_len = to->size();
+        }
+        run([&] { return loader_invalidate_range(handle_, from.empty() ? nullptr : f, from.size(), t, t_len); });
+    }
     // Retries a recorded own failure now; returns whether a read started.
     bool retry() {
         bool started = false;
@@ -552,6 +579,7 @@ private:
         c.release = &on_release;
         c.changed = host->cb.changed ? &on_changed : nullptr;
         c.cancel = host->cb.cancel ? &on_cancel : nullptr;
+        c.compare = host->cb.compare ? &on_compare : nullptr;
         check(loader_new(&config, &c, &handle_));
     }
 
@@ -588,6 +616,7 @@ private:
             if (r->cursor != nullptr) read.cursor.assign(reinterpret_cast<const char *>(r->cursor), r->cursor_len);
             read.limit = r->limit;
             read.direction = r->direction;
+            if (r->until != nullptr) read.until.emplace(reinterpret_cast<const char *>(r->until), r->until_len);
             static_cast<detail::Host *>(ud)->cb.issue(read);
         });
     }
@@ -599,6 +628,18 @@ private:
     }
     static void on_cancel(void *ud, std::uint64_t read_id) {
         detail::trampoline([&] { static_cast<detail::Host *>(ud)->cb.cancel(read_id); });
+    }
+    // Nothing may unwind out of it (the library would abort): what `compare` throws is
+    // stashed like a callback's, and the comparison counts as equal.
+    static std::int32_t on_compare(void *ud, const std::uint8_t *a, std::size_t a_len, const std::uint8_t *b,
+                                   std::size_t b_len) noexcept {
+        int r = 0;
+        detail::trampoline([&] {
+            r = static_cast<detail::Host *>(ud)->cb.compare(
+                std::string_view(reinterpret_cast<const char *>(a), a_len),
+                std::string_view(reinterpret_cast<const char *>(b), b_len));
+        });
+        return r < 0 ? -1 : r > 0 ? 1 : 0;
     }
 
     // Calls a capacity/out_len listing function until the buffer fits.
