@@ -1,4 +1,4 @@
-//! The four `extern "C"` callbacks a [`Host`] gives its loader, and the checks each makes.
+//! The callbacks a [`Host`] gives its loader, and the checks each makes.
 //!
 //! Read ids are consecutive, a cancel names an outstanding read, a release an accepted
 //! acquisition; no callback runs nested inside another or after `loader_free` returned.
@@ -34,6 +34,11 @@ impl Host {
             },
             cancel: if self.has_cancel {
                 Some(on_cancel)
+            } else {
+                None
+            },
+            compare: if self.has_compare {
+                Some(on_compare)
             } else {
                 None
             },
@@ -74,6 +79,8 @@ unsafe extern "C-unwind" fn on_issue(userdata: *mut c_void, read: *const loader_
     let host: &Host = unsafe { calls::host_of(userdata) };
     // SAFETY: `read` is the pointer passed to this running `issue` callback.
     let (r, cursor) = unsafe { calls::read_in_callback(read) };
+    // SAFETY: as above.
+    let until = unsafe { calls::until_in_callback(r) };
     host.enter(&format!("issue(read {}, {:?})", r.read_id, r.direction));
     let Some(cursor) = cursor else {
         host.violation(format!(
@@ -104,6 +111,27 @@ unsafe extern "C-unwind" fn on_issue(userdata: *mut c_void, read: *const loader_
                 cursor.len()
             ));
         }
+        if let Some(u) = until {
+            // Only a ranged repair bounds its reads, and it reads forward.
+            if r.direction != loader_direction::Forward
+                || r.kind != loader_kind::Chain
+                || u.len() > LOADER_MAX_CURSOR_LEN
+            {
+                b.violations.push(format!(
+                    "read {}: bounded ({} bytes) but {:?} {:?}",
+                    r.read_id,
+                    u.len(),
+                    r.kind,
+                    r.direction
+                ));
+            }
+        } else if r.until_len != 0 {
+            b.violations.push(format!(
+                "read {}: NULL until of length {}",
+                r.read_id, r.until_len
+            ));
+        }
+        super::report::tally("issue bounded", until.is_some());
         super::report::tally("issue direction", r.direction);
         b.max_read = b.max_read.max(r.read_id);
         b.pending.push(Read {
@@ -111,6 +139,7 @@ unsafe extern "C-unwind" fn on_issue(userdata: *mut c_void, read: *const loader_
             cursor: cursor.to_vec(),
             limit: r.limit,
             direction: r.direction,
+            until: until.map(<[u8]>::to_vec),
         });
     }
     host.leave(Ctx::Issue(r.read_id));
@@ -178,4 +207,28 @@ unsafe extern "C-unwind" fn on_cancel(userdata: *mut c_void, read_id: u64) {
         }
     }
     host.leave(Ctx::Cancel(read_id));
+}
+
+/// Orders cursors as bytes (big-endian positions order so). Runs inside the loader's state
+/// change: it records what it finds wrong and calls nothing; it is no callback in the books'
+/// count (a refused `loader_invalidate_range` may have run it).
+unsafe extern "C" fn on_compare(
+    userdata: *mut c_void,
+    a: *const u8,
+    a_len: usize,
+    b: *const u8,
+    b_len: usize,
+) -> i32 {
+    // SAFETY: as in `on_issue`.
+    let host: &Host = unsafe { calls::host_of(userdata) };
+    // SAFETY: the library passes two cursors valid for their lengths during the call.
+    match unsafe { calls::compared(a, a_len, b, b_len) } {
+        Some((a, b)) if !a.is_empty() && !b.is_empty() => a.cmp(b) as i32,
+        _ => {
+            host.violation(format!(
+                "compare called with an empty or NULL cursor ({a_len}, {b_len})"
+            ));
+            0
+        }
+    }
 }

@@ -89,6 +89,29 @@ pub fn settle(
     }
 }
 
+/// The pointer and length a [`Cursor`] passes.
+fn raw(cursor: Cursor) -> (*const u8, usize) {
+    match cursor {
+        Cursor::Bytes(b) => (b.as_ptr(), b.len()),
+        Cursor::Null(len) => (std::ptr::null(), len),
+    }
+}
+
+/// `loader_invalidate_range`, with each cursor passed as it says (`Null(0)` for `to` is the
+/// source's end).
+pub fn invalidate_range(handle: loader_handle, from: Cursor, to: Cursor) -> loader_result {
+    let ((f, f_len), (t, t_len)) = (raw(from), raw(to));
+    // SAFETY: each pointer is NULL or valid for its length for the whole call.
+    unsafe { loader_invalidate_range(handle, f, f_len, t, t_len) }
+}
+
+/// `loader_jump`, with the cursor passed as `cursor` says.
+pub fn jump(handle: loader_handle, cursor: Cursor, position: u64) -> loader_result {
+    let (p, len) = raw(cursor);
+    // SAFETY: `p` is NULL or valid for `len` bytes for the whole call.
+    unsafe { loader_jump(handle, p, len, position) }
+}
+
 /// `loader_fail`.
 pub fn fail(
     handle: loader_handle,
@@ -193,6 +216,41 @@ pub unsafe fn read_in_callback<'a>(
         Some(unsafe { std::slice::from_raw_parts(r.cursor, r.cursor_len) })
     };
     (r, cursor)
+}
+
+/// The `until` bytes of a read passed to `issue`: `None` for an unbounded read.
+///
+/// # Safety
+/// `r` is the read the library passed to the `issue` callback that is running now.
+pub unsafe fn until_in_callback(r: &loader_read) -> Option<&[u8]> {
+    if r.until.is_null() {
+        return None;
+    }
+    // SAFETY: the header promises `until_len` readable bytes at a non-NULL `until` during the
+    // call.
+    Some(unsafe { std::slice::from_raw_parts(r.until, r.until_len) })
+}
+
+/// Two cursors a `compare` callback was given.
+///
+/// # Safety
+/// Each pointer is valid for its length: the library passes them to the running `compare`.
+pub unsafe fn compared<'a>(
+    a: *const u8,
+    a_len: usize,
+    b: *const u8,
+    b_len: usize,
+) -> Option<(&'a [u8], &'a [u8])> {
+    if a.is_null() || b.is_null() {
+        return None;
+    }
+    // SAFETY: by this function's contract.
+    Some(unsafe {
+        (
+            std::slice::from_raw_parts(a, a_len),
+            std::slice::from_raw_parts(b, b_len),
+        )
+    })
 }
 
 /// The `Host` a callback's userdata names.

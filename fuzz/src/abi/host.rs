@@ -19,6 +19,8 @@ pub struct Read {
     pub limit: u32,
     /// Which way the read goes from its cursor.
     pub direction: loader_direction,
+    /// A bounded read's `until` (a ranged repair's): only the items before that position.
+    pub until: Option<Vec<u8>>,
 }
 
 /// What the host has seen of its loader, kept by the callbacks and the booked calls.
@@ -98,6 +100,9 @@ pub struct Host {
     pub has_changed: bool,
     /// Whether the loader was given `cancel` (see `has_changed`).
     pub has_cancel: bool,
+    /// Whether the loader was given `compare`: without it `loader_invalidate_range` is
+    /// refused with `NO_COMPARE`.
+    pub has_compare: bool,
     /// The window of the last accepted `loader_set_window`, or as last read back.
     pub window: Cell<(u64, u64)>,
     /// The `changed` count when `window` was booked or read back. A renumbering moves the
@@ -119,6 +124,7 @@ impl Host {
             poisoned: Cell::new(false),
             has_changed: true,
             has_cancel: true,
+            has_compare: true,
             window: Cell::new((0, 0)),
             window_read_at: Cell::new(0),
         }
@@ -139,12 +145,17 @@ impl Host {
     /// The good answer to `read`: how many items, the next position, and whether the read
     /// reached the source's end (forward) or its start (backward). A backward read returns
     /// the items just before its cursor (a cursor past the source's end stands for the end),
-    /// and its next position is just before the first of them.
+    /// and its next position is just before the first of them. A bounded forward read stops
+    /// at its `until` position: fewer than `limit` items then say it was reached.
     pub fn good_answer(&self, read: &Read) -> (u32, u64, bool) {
         let at = position(&read.cursor);
         match read.direction {
             loader_direction::Forward => {
-                let left = self.source_len.saturating_sub(at);
+                let end = read
+                    .until
+                    .as_deref()
+                    .map_or(self.source_len, |u| position(u).min(self.source_len));
+                let left = end.saturating_sub(at);
                 let count = left.min(u64::from(read.limit)) as u32;
                 let next = at.saturating_add(u64::from(count));
                 (count, next, next >= self.source_len)

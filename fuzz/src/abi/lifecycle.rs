@@ -88,6 +88,7 @@ impl World {
         let optional = input.byte();
         host.has_changed = optional & 1 == 0;
         host.has_cancel = optional & 2 == 0;
+        host.has_compare = optional & 4 == 0;
         let script = input.below(24);
         host.books
             .borrow_mut()

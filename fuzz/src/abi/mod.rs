@@ -24,7 +24,7 @@
 //! `LOADER_FUZZ_TRACE=1` prints every call and callback as it happens.
 //!
 //! Files: `world.rs` (slots, hosts, handle choice), `ops.rs` (the op byte), one file per kind
-//! of call (`lifecycle.rs`, `events.rs`, `answers.rs`, `pointers.rs`), `observe.rs`,
+//! of call (`lifecycle.rs`, `events.rs`, `positions.rs`, `answers.rs`, `pointers.rs`), `observe.rs`,
 //! `oracle.rs` and `sweep.rs` (the checks), `host.rs`, `callbacks.rs` and `script.rs` (the
 //! host), `calls.rs` (the only `unsafe`), `report.rs` (trace, failure, tally).
 
@@ -38,6 +38,7 @@ mod observe;
 mod ops;
 mod oracle;
 mod pointers;
+mod positions;
 mod report;
 mod script;
 mod sweep;

@@ -14,7 +14,8 @@ impl World {
     pub(super) fn op(&mut self, input: &mut Input) {
         match input.byte() % 32 {
             0 | 1 => self.op_lifecycle(input),
-            2..=4 => self.op_invalidate(input),
+            2 | 3 => self.op_invalidate(input),
+            4 => self.op_positions(input),
             5..=7 => self.op_window(input),
             8 => self.op_tick(input),
             9 => self.op_retry(input),
@@ -69,7 +70,7 @@ impl World {
             _ => i32::from(input.byte() % 24) - 1,
         };
         let msg = calls::result_str(code);
-        let known = (0..=20).contains(&code);
+        let known = (0..=22).contains(&code);
         if known == (msg == "unknown result code") || msg.is_empty() {
             self.fail(format!("loader_result_str({code}) = {msg:?}"));
         }
