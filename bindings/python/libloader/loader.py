@@ -255,7 +255,8 @@ _CHANGED = _ffi.loader_changed_fn(_changed_thunk)
 _CANCEL = _ffi.loader_cancel_fn(_cancel_thunk)
 _NO_CHANGED = _ffi.loader_changed_fn()  # NULL
 _NO_CANCEL = _ffi.loader_cancel_fn()  # NULL
-_COMPARE_FIELD: Any = dict(_ffi.loader_callbacks._fields_).get("compare")
+_COMPARE_FIELD: Any = next((f[1] for f in _ffi.loader_callbacks._fields_
+                           if f[0] == "compare"), None)
 """The type of ``loader_callbacks.compare``, or None for a library without ranged
 invalidation: then no loader has a compare callback, and invalidate_range is unavailable."""
 _COMPARE_BY_ADDRESS = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
