@@ -449,7 +449,7 @@ class Demo:
                              self.recovery_rows / max(self.recoveries, 1), 1)},
             "ranged": {
                 "mode": mode,
-                "fallback": ("this libloader has no loader_invalidate_range: whole "
+                "fallback": ("no loader_invalidate_range in this libloader: whole "
                              "invalidations instead") if self.ranged_missing else None,
                 "ranged_invalidations": st.ranged_invalidations,
                 "ranged_repairs": st.ranged_repairs,
@@ -539,8 +539,8 @@ def ranged_lines(rg: Dict[str, Any]) -> List[str]:
     whole = rg["whole_invalidation_rows_by_formula"]
     if rg["mode"] != "ranged":
         why = rg["fallback"] or "--invalidate whole: the control run"
-        return [f"  invalidation  whole ({why});",
-                "                rows loaded per recovery above measure what it re-reads"]
+        return ["  invalidation  whole, each commit: rows loaded per recovery measure it",
+                f"                ({why})"]
     per = rg["rows_per_ranged_repair"]
     saved = 100 * (1 - per / whole) if whole else 0.0
     return [
