@@ -26,9 +26,15 @@
 //! with true positions, and the loader must hold exactly the acquisitions it shows. It
 //! prints a table and one JSON line, and exits non-zero when a target is missed or a view is
 //! wrong, so it is a check: `make bench-depth`.
+//!
+//! Issue 14's rows (what one repair reads after one row changes in a held view of 10^4
+//! pages, ranged against whole) are measured over a keyed source in `depth/ranged.rs`, and
+//! printed in a second table; the JSON line carries them under `ranged`.
 
 #[path = "common/harness.rs"]
 mod harness;
+#[path = "depth/ranged.rs"]
+mod ranged;
 
 use loader::loader::{Config, Direction, Effect, Loader, Read};
 use std::collections::{HashMap, VecDeque};
@@ -397,7 +403,36 @@ fn main() -> ExitCode {
             harness::verdict(r.met)
         );
     }
-    let all = rows.iter().all(|r| r.met);
+    println!(
+        "\n== issue 14: items read per repair after one change in a held view of {} pages \
+         (page {PAGE}, prefetch {PREFETCH}, max_pages 0; {} changes per case) ==",
+        ranged::PAGES,
+        ranged::TRIALS
+    );
+    let ranged_rows = match ranged::rows() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("ranged: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!(
+        "{:<19} {:>7} {:>9} {:>9} {:>11}  {:<36} verdict",
+        "case", "repairs", "items", "host", "max/repair", "target"
+    );
+    for r in &ranged_rows {
+        println!(
+            "{:<19} {:>7} {:>9} {:>9} {:>11}  {:<36} {}",
+            r.case,
+            r.repairs,
+            r.items,
+            r.served,
+            r.max,
+            r.target,
+            harness::verdict(r.met)
+        );
+    }
+    let all = rows.iter().all(|r| r.met) && ranged_rows.iter().all(|r| r.met);
     let json = serde_json::json!({
         "bench": "depth",
         "page_size": PAGE,
@@ -415,6 +450,19 @@ fn main() -> ExitCode {
             "scrolled": r.scrolled,
             "met": r.met,
         })).collect::<Vec<_>>(),
+        "ranged": {
+            "pages_held": ranged::PAGES,
+            "changes_per_case": ranged::TRIALS,
+            "target_items_per_ranged_repair": ranged::TARGET,
+            "rows": ranged_rows.iter().map(|r| serde_json::json!({
+                "case": r.case,
+                "repairs": r.repairs,
+                "items_read": r.items,
+                "host_items": r.served,
+                "max_items_per_repair": r.max,
+                "met": r.met,
+            })).collect::<Vec<_>>(),
+        },
         "all_met": all,
     });
     println!("{json}");

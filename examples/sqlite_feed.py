@@ -10,10 +10,16 @@ released) the rows before it, in source order. The host is one function, ``load`
 the Feed runs it on a pool of reader threads, out of order, with random latency and an
 injected failure rate, answers the loader with what it returns (or fails the read when it
 raises), cancels loads the loader no longer needs and retries failures on the backoff timer.
-A writer thread inserts and deletes rows and invalidates after each commit; the main thread
-scrolls the window, mostly down, sometimes back. The report gives the rows loaded per
-recovery (while the view was refreshing) beside the window's size, and the share of samples
-in which the view was fresh.
+A writer thread inserts and deletes rows (half of them among the rows on screen) and, after
+each commit, reports every changed row with a ranged invalidation naming that row's cursor
+(``invalidate_range(key, key)``): the repair re-reads only the page holding it, with bounded
+loads (``WHERE (ts, id) > cursor AND (ts, id) <= until``), and a change off screen re-reads
+nothing. ``--invalidate whole`` makes it invalidate everything instead, a control run; a
+libloader without ranged invalidation falls back to that too, and the report says so. The
+main thread scrolls the window, mostly down, sometimes back. The report gives the rows
+re-read per ranged repair beside what a whole invalidation re-reads (window + 2 x prefetch,
+by formula; the control run measures it as rows loaded per recovery), and the share of
+samples in which the view was fresh.
 
 At the end the writer stops and the feed settles, failures still injected: every read
 answered, failed reads retried. The demo checks that the final view equals a direct SQL query
@@ -22,6 +28,7 @@ the spec's invariants held at every sample. Exit status 1 if any check fails.
 
     python3 examples/sqlite_feed.py --duration 10
     python3 examples/sqlite_feed.py --seed 7 --fail-rate 0.2 --json
+    python3 examples/sqlite_feed.py --invalidate whole
 """
 
 from __future__ import annotations
@@ -105,6 +112,35 @@ def rows_before(conn: sqlite3.Connection, cursor: bytes, limit: int) -> List[Row
     return list(conn.execute(q, (before[0], before[0], before[1], limit)))
 
 
+def rows_bounded(conn: sqlite3.Connection, cursor: bytes, until: bytes,
+                 limit: int) -> Tuple[List[Row], bool]:
+    """A bounded read: the rows after ``cursor`` and at or before ``until``, at most
+    ``limit``, and whether the source ends with them (asked only of a short page: fewer than
+    ``limit`` rows means ``until`` or the end was reached, and the loader needs to know which
+    only for the view's end)."""
+    last = decode(until)
+    assert last is not None, "a bounded read ends at a row's cursor"
+    after = decode(cursor)
+    lower = "" if after is None else "(ts, id) > (?, ?) AND "
+    q = (f"SELECT ts, id, payload FROM events WHERE {lower}(ts, id) <= (?, ?) "
+         "ORDER BY ts, id LIMIT ?")
+    rows = list(conn.execute(q, (*(after or ()), *last, limit)))
+    end = False
+    if len(rows) < limit:
+        tail = rows[-1][:2] if rows else after
+        q = ("SELECT 1 FROM events" + ("" if tail is None else " WHERE (ts, id) > (?, ?)")
+             + " LIMIT 1")
+        end = conn.execute(q, tail or ()).fetchone() is None
+    return rows, end
+
+
+def compare(a: bytes, b: bytes) -> int:
+    """Orders two cursors as the table's (ts, id) index does, for ranged invalidation."""
+    x, y = decode(a), decode(b)
+    assert x is not None and y is not None
+    return (x > y) - (x < y)
+
+
 def rows_between(conn: sqlite3.Connection, after: bytes, last: Tuple[int, int]) -> List[Row]:
     """Every row after ``after`` up to and including ``last``: one key range, straight SQL."""
     lo = decode(after)
@@ -148,14 +184,20 @@ class Demo:
         self.conns: List[sqlite3.Connection] = []
         self.reader_seeds = itertools.count(args.seed * 1000)
         self.start = time.monotonic()
+        self.ranged = args.invalidate == "ranged"
+        """Changes are reported by range; False for a control run, or once the library turned
+        out to lack ranged invalidation."""
+        self.ranged_missing = False
         self.feed: Feed[Row] = Feed(
-            self.load, max_workers=args.readers, on_release=self.on_release,
+            self.load, max_workers=args.readers, on_release=self.on_release, compare=compare,
             config=Config(page_size=args.page_size, prefetch_distance=args.page_size * 2,
                           drop_margin=args.window, backoff_initial_ms=20, backoff_max_ms=500,
                           jitter_seed=args.seed, max_pages=args.max_pages))
 
-    def load(self, cursor: bytes, limit: int, direction: Direction) -> LoadResult[Row]:
-        """The host's whole part of a read; runs on one of the Feed's reader threads."""
+    def load(self, cursor: bytes, limit: int, direction: Direction,
+             until: Optional[bytes] = None) -> LoadResult[Row]:
+        """The host's whole part of a read; runs on one of the Feed's reader threads.
+        ``until`` bounds the reads of a ranged repair."""
         if not hasattr(self.local, "conn"):
             self.local.conn = connect(self.db)
             self.local.rng = random.Random(next(self.reader_seeds))
@@ -167,7 +209,12 @@ class Demo:
             with self.lock:
                 self.counts["failed_injected"] += 1
             raise OSError("injected failure")
-        if direction is Direction.BACKWARD:
+        if until is not None:
+            # A ranged repair's read: only the rows up to `until`. Fewer than `limit` rows
+            # tells the loader the range (or the table) ended.
+            rows, start = rows_bounded(self.local.conn, cursor, until, limit)
+            nxt = encode(rows[-1][0], rows[-1][1]) if rows else cursor
+        elif direction is Direction.BACKWARD:
             # The rows just before the cursor, in source order; the next cursor is the one
             # before them: the key of the row before the first (a (limit+1)-th row), or
             # empty at the source's start.
@@ -186,6 +233,9 @@ class Demo:
             self.made[id(result)] = result
             self.loaded += len(rows)
             self.counts[f"reads_{direction.name.lower()}"] += 1
+            if until is not None:
+                self.counts["bounded_loads"] += 1
+                self.counts["bounded_rows"] += len(rows)
         return result
 
     def on_release(self, result: LoadResult[Row]) -> None:
@@ -212,25 +262,56 @@ class Demo:
                     return
                 inserts = rng.randrange(1, 4)
                 deletes = rng.randrange(0, 3)
+                # Half the changes hit rows on screen (a live feed's readers look where the
+                # writes are), half land anywhere in the table.
+                shown = [row[:2] for row in self.feed.items()]
+                changed: List[Tuple[int, int]] = []
                 conn.execute("BEGIN IMMEDIATE")
-                conn.executemany("INSERT INTO events (ts, payload) VALUES (?, ?)",
-                                 [(rng.randrange(self.args.ts_range), "late event")
-                                  for _ in range(inserts)])
+                for _ in range(inserts):
+                    ts = (rng.choice(shown)[0] if shown and rng.random() < 0.5
+                          else rng.randrange(self.args.ts_range))
+                    cur = conn.execute("INSERT INTO events (ts, payload) VALUES (?, ?)",
+                                       (ts, "late event"))
+                    changed.append((ts, cur.lastrowid or 0))
                 top = conn.execute("SELECT max(id) FROM events").fetchone()[0] or 1
                 for _ in range(deletes):
-                    conn.execute("DELETE FROM events WHERE id = (SELECT id FROM events "
-                                 "WHERE id >= ? ORDER BY id LIMIT 1)", (rng.randrange(top),))
+                    if shown and rng.random() < 0.5:
+                        victim = conn.execute("SELECT ts, id FROM events WHERE id = ?",
+                                              (rng.choice(shown)[1],)).fetchone()
+                    else:
+                        victim = conn.execute("SELECT ts, id FROM events WHERE id >= ? "
+                                              "ORDER BY id LIMIT 1",
+                                              (rng.randrange(top),)).fetchone()
+                    if victim is not None:
+                        conn.execute("DELETE FROM events WHERE id = ?", (victim[1],))
+                        changed.append(victim)
                 conn.execute("COMMIT")
-                self.feed.invalidate()            # after the commit, as the contract says
+                # After the commit, as the contract says.
+                reported = self.report_changes(changed)
                 with self.lock:
                     self.counts["inserted"] += inserts
-                    self.counts["deleted"] += deletes
-                    self.counts["invalidations"] += 1
+                    self.counts["deleted"] += len(changed) - inserts
+                    self.counts["invalidations"] += reported
         except BaseException as e:  # pragma: no cover - reported in the checks
             with self.lock:
                 self.errors.append(f"writer: {type(e).__name__}: {e}")
         finally:
             conn.close()
+
+    def report_changes(self, changed: List[Tuple[int, int]]) -> int:
+        """Tells the feed which rows changed: each row's own cursor as a one-row range, or
+        one whole invalidation. Returns the invalidations made."""
+        if self.ranged:
+            try:
+                for ts, id_ in changed:
+                    key = encode(ts, id_)
+                    self.feed.invalidate_range(key, key)
+                return len(changed)
+            except NotImplementedError:
+                # This libloader has no loader_invalidate_range: invalidate everything.
+                self.ranged, self.ranged_missing = False, True
+        self.feed.invalidate()
+        return 1
 
     # ---- the main thread ----
 
@@ -346,6 +427,9 @@ class Demo:
             conn.close()
         st = self.feed.stats()
         c = dict(self.counts)
+        prefetch = self.args.page_size * 2
+        mode = ("ranged" if self.args.invalidate == "ranged" and not self.ranged_missing
+                else "whole")
         return {
             "seed": self.args.seed,
             "duration_s": self.args.duration,
@@ -363,6 +447,18 @@ class Demo:
                          "recoveries": self.recoveries,
                          "rows_loaded_per_recovery": round(
                              self.recovery_rows / max(self.recoveries, 1), 1)},
+            "ranged": {
+                "mode": mode,
+                "fallback": ("no loader_invalidate_range in this libloader: whole "
+                             "invalidations instead") if self.ranged_missing else None,
+                "ranged_invalidations": st.ranged_invalidations,
+                "ranged_repairs": st.ranged_repairs,
+                "bounded_loads": c.get("bounded_loads", 0),
+                "rows_reread": c.get("bounded_rows", 0),
+                "rows_per_ranged_repair": round(
+                    c.get("bounded_rows", 0) / max(st.ranged_repairs, 1), 1),
+                "whole_invalidation_rows_by_formula": self.args.window + 2 * prefetch,
+            },
             "answers": {"current": st.answered_current, "stale": st.answered_stale,
                         "cursor_stalled": st.cursor_stalls, "cancel_hints": st.cancels},
             "failures": {"injected": c.get("failed_injected", 0),
@@ -413,6 +509,7 @@ def print_report(r: Dict[str, Any]) -> None:
         f"({rec['recoveries']}), window {rec['window']}",
         f"                (+ prefetch {rec['prefetch']} each side, pages of "
         f"{rec['page_size']}); view fresh in {100 * r['fresh_fraction']:.0f}%",
+        *ranged_lines(r["ranged"]),
         f"  answers       {ans['current']} current, {ans['stale']} stale (late or cancelled)",
         f"                {ans['cancel_hints']} superseded loads cancelled, "
         f"{ans['cursor_stalled']} cursor stalls",
@@ -436,6 +533,24 @@ def print_report(r: Dict[str, Any]) -> None:
     lines.append("  result        " + ("all checks passed" if r["ok"]
                                        else "SOME CHECKS FAILED"))
     print("\n".join(lines))
+
+
+def ranged_lines(rg: Dict[str, Any]) -> List[str]:
+    whole = rg["whole_invalidation_rows_by_formula"]
+    if rg["mode"] != "ranged":
+        why = rg["fallback"] or "--invalidate whole: the control run"
+        return ["  invalidation  whole, each commit: rows loaded per recovery measure it",
+                f"                ({why})"]
+    per = rg["rows_per_ranged_repair"]
+    saved = 100 * (1 - per / whole) if whole else 0.0
+    return [
+        f"  ranged        {rg['ranged_invalidations']} one-row ranges, "
+        f"{rg['ranged_repairs']} ranged repairs: {per} rows re-read",
+        f"                per repair ({rg['rows_reread']} rows in {rg['bounded_loads']} "
+        "bounded loads), against",
+        f"                window + 2 x prefetch = {whole} for a whole invalidation "
+        f"(formula): {saved:.0f}% saved",
+    ]
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -464,6 +579,10 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                    help="mean read latency, each way (default 3)")
     p.add_argument("--write-interval-ms", type=float, default=250.0,
                    help="mean time between bursts of writes (default 250)")
+    p.add_argument("--invalidate", choices=("ranged", "whole"), default="ranged",
+                   help="how the writer reports its changes: one ranged invalidation per "
+                        "changed row (default), or a whole invalidation per commit (the "
+                        "control run)")
     args = p.parse_args(argv)
     if not 0.0 <= args.fail_rate < 1.0:
         p.error("--fail-rate must be in [0, 1)")

@@ -80,7 +80,8 @@ differential = {
 
 # ---- fuzz_loader: config bytes, then op tags byte % 32 ----
 def cfg(page=3, prefetch=2, drop=0, retries=1, items=20, keys=4):
-    # the op tags: 0..=12 deliver, 13 jump, 23..=25 window (start, len)
+    # the op tags: 0..=11 deliver, 12 lying delete, 13 jump, 19 ranged insert, 22 ranged
+    # delete, 23..=25 window (start, len)
     return [page - 1, prefetch, drop, retries, 0, 0, items, keys - 1]
 
 D = [0, 0, 0]          # deliver the first pending read, prepared
@@ -97,6 +98,10 @@ loader = {
         + [23, 0, 10] + D * 10 + [13, 3] + D * 8,
     "tightest-bound": cfg(page=2, prefetch=1, drop=4 << 5, items=30) + D * 8 + [23, 20, 6]
         + D * 8 + [23, 0, 6] + D * 8 + [30] + D * 8,
+    # an insert and a delete reported with their exact ranges (bounded repairs that rejoin),
+    # then a host that lies about a delete: the same bytes as the decoder's test
+    "ranged-and-lying": cfg(page=3, prefetch=1, retries=0, items=40, keys=6) + [23, 0, 30]
+        + D * 14 + [19, 7] + D * 6 + [22, 10] + D * 6 + [12, 5] + D * 6,
 }
 
 for target, seeds in (("fuzz_abi", abi), ("fuzz_differential", differential),

@@ -3,8 +3,10 @@
 //! The input picks a config, a source (size and how many distinct keys, so ties abound), and a
 //! list of [`Op`]s: answers in any order (fresh or as prepared at issue time), failures,
 //! stalled cursors (on pages with items and on empty ones), filters that hide keys (so empty
-//! pages with advancing cursors abound), inserts, deletes, window moves, jumps, time, retries
-//! and bare invalidations. Reads go both ways (repairs read backward from the anchor, and
+//! pages with advancing cursors abound), inserts and deletes (reported whole, reported with
+//! the exact range they changed, or, by a lying host, with a range that misses the change),
+//! window moves, jumps, time, retries and bare invalidations. Ranged reports make the loader
+//! repair with bounded reads and rejoin the pages it kept. Reads go both ways (repairs read backward from the anchor, and
 //! scrolling back over released pages reads backward); the config's `max_pages` bound, when
 //! set, is checked after every op.
 //! `sim::run` applies them one by one, checking after every op that the ledger keeps its
@@ -48,11 +50,17 @@ pub fn decode(data: &[u8]) -> (Config, Source, Vec<Op>) {
     (config, source, ops)
 }
 
+/// Tags added after seeds were committed take values those seeds never use as tags (they
+/// deliver with 0, insert with 18 and delete with 21), so every committed seed decodes as it
+/// did: `Jump` took 13 from the deliveries, the ranged ops take 12, 19 and 22.
 fn op(input: &mut Input) -> Op {
     match input.byte() % 32 {
-        0..=12 => Op::Deliver {
+        0..=11 => Op::Deliver {
             index: u16::from(input.byte()),
             fresh: input.bool(),
+        },
+        12 => Op::DeleteLying {
+            index: u16::from(input.byte()),
         },
         13 => Op::Jump {
             index: u16::from(input.byte()),
@@ -68,8 +76,12 @@ fn op(input: &mut Input) -> Op {
                 Op::Stall { index }
             }
         }
-        18..=20 => Op::Insert { key: input.byte() },
-        21 | 22 => Op::Delete {
+        18 | 20 => Op::Insert { key: input.byte() },
+        19 => Op::InsertRanged { key: input.byte() },
+        21 => Op::Delete {
+            index: u16::from(input.byte()),
+        },
+        22 => Op::DeleteRanged {
             index: u16::from(input.byte()),
         },
         23..=25 => Op::Window {
@@ -144,6 +156,30 @@ mod tests {
         let stats = ended.loader.stats();
         assert_eq!(stats.jumps, 1);
         assert!(stats.issued_backward > 0, "{stats:?}");
+    }
+
+    #[test]
+    fn ranged_reports_reach_ranged_repairs() {
+        // page 3, prefetch 1, no bound, 40 items of 6 keys; the window over 30 items, loaded;
+        // then an insert and a delete reported with their exact ranges, and a lying delete,
+        // each followed by deliveries. The same bytes are the seed `ranged-and-lying`.
+        let d = [0u8, 0, 0];
+        let mut data = vec![2, 1, 0, 0, 0, 0, 40, 5, 23, 0, 30];
+        data.extend(d.repeat(14));
+        data.extend([19, 7]);
+        data.extend(d.repeat(6));
+        data.extend([22, 10]);
+        data.extend(d.repeat(6));
+        data.extend([12, 5]);
+        data.extend(d.repeat(6));
+        let (config, source, ops) = decode(&data);
+        assert!(ops.contains(&Op::InsertRanged { key: 7 }));
+        assert!(ops.contains(&Op::DeleteRanged { index: 10 }));
+        assert!(ops.contains(&Op::DeleteLying { index: 5 }));
+        let ended = sim::run(config, source, &ops).unwrap_or_else(|v| panic!("{v}"));
+        let stats = ended.loader.stats();
+        assert_eq!(stats.ranged_invalidations, 3, "{stats:?}");
+        assert!(stats.ranged_repairs > 0, "{stats:?}");
     }
 
     #[test]

@@ -106,8 +106,9 @@ pub unsafe extern "C" fn loader_new(
 
 /// Frees a loader. Before it returns, `release` has been called exactly once for every
 /// acquisition the loader still held that no pinned view lists, and `cancel` (if set) for
-/// every read still outstanding that the host was told about (a free from inside a callback
-/// drops the `issue` callbacks still queued, and sends no cancel for those reads);
+/// every read still outstanding that the host was told about and that was not hinted before
+/// (each read gets one hint; a free from inside a callback drops the `issue` callbacks still
+/// queued, and sends no cancel for those reads);
 /// no `issue` or `changed` callback runs for this loader afterwards. Answers to its reads then
 /// return `LOADER_RESULT_STALE_HANDLE`: no read needs an answer after the free.
 ///

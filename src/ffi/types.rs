@@ -393,17 +393,21 @@ pub type loader_issue_fn =
 /// view is released.
 pub type loader_release_fn =
     Option<unsafe extern "C-unwind" fn(userdata: *mut c_void, acquisition: loader_acquisition)>;
-/// Called after a call changed the view or the ledger state, once per call at most, after
-/// the call's `issue`, `release` and `cancel` callbacks (a nested call from a callback has its
-/// own). `loader_state` and `loader_view_acquire` then see the new state.
+/// Called after a call changed the view (its pages, or their positions and the window when
+/// the view is renumbered) or the ledger state, once per call at most, after the call's
+/// `issue`, `release` and `cancel` callbacks (a nested call from a callback has its own).
+/// `loader_state` and `loader_view_acquire` then see the new state; check
+/// `loader_snapshot.quiescent` there to know whether anything is left to do.
 pub type loader_changed_fn = Option<unsafe extern "C-unwind" fn(userdata: *mut c_void)>;
-/// A hint that a read's answer is no longer needed: sent when the read's request is
-/// superseded, and again by `loader_free` if the read is still outstanding then (so a read may
-/// get two). The read stays outstanding: until it is answered with `loader_settle` or
-/// `loader_fail`, the loader counts it in `outstanding_reads` and its request stays in flight,
-/// which can hold back the next read of its kind. A host that aborts the read must still
-/// answer it, with `loader_fail` (any code); an answer is classified stale. After
-/// `loader_free` no answer is needed (it would return `LOADER_RESULT_STALE_HANDLE`).
+/// A hint that a read's answer is no longer needed, sent at most once per read: when the
+/// read's request is superseded, or, for a read never hinted, by `loader_free`. The read
+/// stays outstanding (in `outstanding_reads`, its request in flight, which can hold back the
+/// next read of its kind) until the host does one of: answers it with `loader_settle`
+/// (classified stale), fails it with `loader_fail` (any code; this lets it go at no cost, no
+/// debt and no re-read), or calls `loader_abandon`. A host that does none of these loses
+/// nothing: after `read_timeout_ms` of `loader_tick` time the loader lets the read go itself.
+/// An answer after the read was let go of is stale, and its acquisition is released at once.
+/// After `loader_free` no answer is needed (it would return `LOADER_RESULT_STALE_HANDLE`).
 pub type loader_cancel_fn =
     Option<unsafe extern "C-unwind" fn(userdata: *mut c_void, read_id: u64)>;
 /// Orders two positions of the source (cursors, as the host returns them in `next_cursor`):

@@ -228,7 +228,6 @@ FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
     "loader_version": (c_char_p, []),
     "loader_result_str": (c_char_p, [c_int32]),
     "loader_invalidate": (c_enum, [loader_handle]),
-    "loader_invalidate_range": (c_enum, [loader_handle, _u8p, c_size_t, _u8p, c_size_t]),
     "loader_settle": (c_enum, [loader_handle, c_uint64, c_size_t, c_uint32, _u8p, c_size_t,
                                c_bool, _enum_p]),
     "loader_fail": (c_enum, [loader_handle, c_uint64, c_int32, _enum_p]),
@@ -257,7 +256,9 @@ FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
 }
 """Every function of the public ABI: name -> (restype, argtypes)."""
 
-ADDED_FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {}
+ADDED_FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
+    "loader_invalidate_range": (c_enum, [loader_handle, _u8p, c_size_t, _u8p, c_size_t]),
+}
 """Public functions newer than some builds of the library: declared when the loaded library
 exports them; the method that needs one raises NotImplementedError otherwise."""
 

@@ -23,7 +23,8 @@ __all__ = ["Feed", "Direction", "FeedPage", "FeedSnapshot", "LoadResult"]
 
 
 class Feed(_FeedCore[T]):
-    """A loader that runs ``await load(cursor, limit, direction)`` as asyncio tasks.
+    """A loader that runs ``await load(cursor, limit, direction)`` (with ``until=`` if it
+    takes it: see :mod:`libloader.feed`) as asyncio tasks.
 
     ``load`` is an ``async def`` (a plain function returning a :class:`LoadResult` works
     too, but blocks the loop); it returns at most ``limit`` items after ``cursor`` (before
@@ -35,18 +36,22 @@ class Feed(_FeedCore[T]):
     Create it inside the event loop and call it from the loop's thread only (from another
     thread: ``loop.call_soon_threadsafe(feed.invalidate)``). ``async with Feed(load) as
     feed:`` closes it on exit.
+
+    ``compare(a, b)`` orders two non-empty cursors as the source does (negative, 0,
+    positive); with a load that accepts ``until=`` it enables :meth:`invalidate_range`.
     """
 
-    def __init__(self, load: Callable[[bytes, int, Direction], Any], *,
+    def __init__(self, load: Callable[..., Any], *,
                  config: Optional[Config] = None,
-                 on_release: Optional[Callable[[LoadResult[T]], Any]] = None) -> None:
+                 on_release: Optional[Callable[[LoadResult[T]], Any]] = None,
+                 compare: Optional[Callable[[bytes, bytes], int]] = None) -> None:
         self._loop = asyncio.get_running_loop()
         self._t0 = self._loop.time()
         self._event = asyncio.Event()
         self._timer: Optional[asyncio.TimerHandle] = None
         self._timer_at: Optional[int] = None
         self._rearm_pending = False
-        super().__init__(load, config, on_release)
+        super().__init__(load, config, on_release, compare)
 
     async def __aenter__(self) -> "Feed[T]":
         return self
@@ -55,7 +60,7 @@ class Feed(_FeedCore[T]):
         await self.close()
 
     async def _run(self, read: Read) -> Any:
-        result = self._load(read.cursor, read.limit, read.direction)
+        result = self._call_load(read)
         if inspect.isawaitable(result):
             result = await result
         return result

@@ -33,6 +33,8 @@ class Result(IntEnum):
     INVALID_BACKOFF_MULTIPLIER = 18
     MISSING_CALLBACK = 19
     TOO_MANY_HANDLES = 20
+    NO_COMPARE = 21
+    RANGE_REVERSED = 22
 
 
 class Kind(IntEnum):

@@ -108,6 +108,15 @@ class TooManyHandlesError(LoaderError):
     """No more loaders can be created in this process."""
 
 
+class NoCompareError(LoaderError):
+    """A ranged invalidation needs the ``compare`` callback, which the loader was not given
+    (``Loader(..., compare=...)``). Nothing changed: call ``invalidate()`` instead."""
+
+
+class RangeReversedError(LoaderError):
+    """A ranged invalidation's end comes before its start. Nothing changed."""
+
+
 ERRORS: Dict[Result, Type[LoaderError]] = {
     Result.NULL_POINTER: NullPointerError,
     Result.INVALID_HANDLE: InvalidHandleError,
@@ -129,6 +138,8 @@ ERRORS: Dict[Result, Type[LoaderError]] = {
     Result.INVALID_BACKOFF_MULTIPLIER: InvalidBackoffMultiplierError,
     Result.MISSING_CALLBACK: MissingCallbackError,
     Result.TOO_MANY_HANDLES: TooManyHandlesError,
+    Result.NO_COMPARE: NoCompareError,
+    Result.RANGE_REVERSED: RangeReversedError,
 }
 """The exception class for each error code."""
 

@@ -18,6 +18,16 @@ What a load returns, by direction (:class:`~libloader.Direction`; cursors are po
   forward load from it returns these items first); ``end_of_source`` when the source's
   *start* was reached, and then ``next_cursor`` is ``b""``. A deep window's repairs, pages
   released by ``Config.max_pages`` and :meth:`~_FeedCore.jump` make backward reads.
+* Bounded (``until`` not ``None``, always forward): the repair after
+  :meth:`~_FeedCore.invalidate_range`. Return the items after ``cursor`` and at or before
+  ``until`` (keyset: ``cursor < key <= until``), at most ``limit``; fewer than ``limit``
+  means ``until`` or the source's end was reached (a load that filters rows keeps scanning
+  until it has ``limit`` or reaches ``until``). ``next_cursor`` as for any forward load.
+
+The feed passes ``until=`` (``None`` for an unbounded read) only to a load function that
+accepts it (a parameter named ``until``, or ``**kwargs``), seen once from its signature:
+``def load(cursor, limit, direction, until=None)``. Ranged invalidation needs such a load
+and a ``compare(a, b)`` that orders two non-empty cursors as the source does.
 
 :mod:`libloader.aio` has the same feed for asyncio; both share :class:`_FeedCore`, which owns
 the reads, the answers and the gate that ``close`` shuts. The low-level loader is unchanged.
@@ -27,6 +37,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
+import inspect
 import logging
 import threading
 import time
@@ -147,9 +158,14 @@ class _FeedCore(Generic[T]):
     released to the user)."""
 
     def __init__(self, load: Callable[..., Any], config: Optional[Config],
-                 on_release: Optional[Callable[[LoadResult[T]], Any]]) -> None:
+                 on_release: Optional[Callable[[LoadResult[T]], Any]],
+                 compare: Optional[Callable[[bytes, bytes], int]] = None) -> None:
         if not callable(load):
             raise TypeError("load must be callable")
+        if compare is not None and not callable(compare):
+            raise TypeError("compare must be callable or None")
+        self._takes_until = _accepts_until(load)
+        self._compare = compare
         if on_release is not None and not callable(on_release):
             raise TypeError("on_release must be callable or None")
         self._load = load
@@ -171,7 +187,7 @@ class _FeedCore(Generic[T]):
         """The exception that failed the latest failed read (a load raised, or returned
         something that is not a valid :class:`LoadResult`)."""
         self._loader = Loader(self._on_issue, self._on_release, on_change=self._on_change,
-                              on_cancel=self._on_cancel, config=config)
+                              on_cancel=self._on_cancel, config=config, compare=compare)
 
     # ---- what each feed provides ----
 
@@ -187,6 +203,17 @@ class _FeedCore(Generic[T]):
         """Something happened (``changed``: the view or the state): wake the waiters and
         re-arm the backoff timer."""
         raise NotImplementedError
+
+    def _call_load(self, read: Read) -> Any:
+        """Runs the user's load for ``read``, passing ``until`` when the load accepts it."""
+        if self._takes_until:
+            return self._load(read.cursor, read.limit, read.direction, until=read.until)
+        if read.until is not None:
+            # Only a ranged repair reads bounded, and invalidate_range refuses such a load;
+            # answering unbounded would hand the loader items past the range.
+            raise TypeError("a bounded read (until) reached a load that does not accept "
+                            "until=")
+        return self._load(read.cursor, read.limit, read.direction)
 
     # ---- the gate ----
 
@@ -370,6 +397,27 @@ class _FeedCore(Generic[T]):
             loader.invalidate()
         self._signal(False)
 
+    def invalidate_range(self, from_cursor: bytes, to_cursor: Optional[bytes]) -> None:
+        """The source changed only between two positions: every changed row lies at a cursor
+        ``k`` (the cursor just after it: its key) with ``from_cursor <= k <= to_cursor``;
+        ``b""`` is the source's start, ``None`` its end. For one changed row, pass its cursor
+        as both. Re-reads only the held pages the range touches, with bounded loads, and
+        keeps the others (see :meth:`Loader.invalidate_range`, and the module documentation
+        for what a bounded load returns). Call it after the change is visible to new loads.
+
+        Needs ``compare=`` given to the feed and a load function that accepts ``until=``:
+        TypeError otherwise, before anything changes."""
+        if self._compare is None:
+            raise TypeError("invalidate_range needs compare= given to the feed (a function "
+                            "ordering two cursors as the source does)")
+        if not self._takes_until:
+            raise TypeError("invalidate_range needs a load function that accepts until= "
+                            "(def load(cursor, limit, direction, until=None)): the repair "
+                            "reads bounded")
+        with self._calling() as loader:
+            loader.invalidate_range(from_cursor, to_cursor)
+        self._signal(False)
+
     def retry(self) -> bool:
         """Retries a recorded failure now. Returns whether a read started."""
         with self._calling() as loader:
@@ -429,12 +477,27 @@ class _FeedCore(Generic[T]):
         return _quiet(self.state)
 
 
+def _accepts_until(load: Callable[..., Any]) -> bool:
+    """Whether ``load`` takes ``until`` as a keyword: a parameter of that name that is not
+    positional-only, or ``**kwargs``. A callable without a signature (some builtins) does
+    not."""
+    try:
+        params = inspect.signature(load).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD
+               or (p.name == "until" and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                                    inspect.Parameter.KEYWORD_ONLY))
+               for p in params)
+
+
 def _quiet(s: Snapshot) -> bool:
     return s.quiescent and not s.revalidating
 
 
 class Feed(_FeedCore[T]):
-    """A loader that runs ``load(cursor, limit, direction)`` on an executor.
+    """A loader that runs ``load(cursor, limit, direction)`` (with ``until=`` if it takes
+    it: see the module documentation) on an executor.
 
     ``load`` returns a :class:`LoadResult` (at most ``limit`` items after ``cursor``, or
     before it for :attr:`Direction.BACKWARD`: see the module documentation) or raises: the
@@ -449,14 +512,18 @@ class Feed(_FeedCore[T]):
     ``executor`` defaults to a pool of ``max_workers`` threads that the feed shuts down on
     close. Any thread may call any method, except :meth:`close` from inside a load or a
     callback. A context manager: ``with Feed(load) as feed:`` closes it on exit.
+
+    ``compare(a, b)`` orders two non-empty cursors as the source does (negative, 0,
+    positive); with a load that accepts ``until=`` it enables :meth:`invalidate_range`.
     """
 
-    def __init__(self, load: Callable[[bytes, int, Direction], LoadResult[T]], *,
+    def __init__(self, load: Callable[..., LoadResult[T]], *,
                  config: Optional[Config] = None,
                  executor: Optional[concurrent.futures.Executor] = None,
                  max_workers: int = 4,
                  on_release: Optional[Callable[[LoadResult[T]], Any]] = None,
-                 on_change: Optional[Callable[[], Any]] = None) -> None:
+                 on_change: Optional[Callable[[], Any]] = None,
+                 compare: Optional[Callable[[bytes, bytes], int]] = None) -> None:
         if on_change is not None and not callable(on_change):
             raise TypeError("on_change must be callable or None")
         self._user_change = on_change
@@ -466,7 +533,7 @@ class Feed(_FeedCore[T]):
         self._executor = executor or concurrent.futures.ThreadPoolExecutor(
             max_workers, thread_name_prefix="libloader-feed")
         try:
-            super().__init__(load, config, on_release)
+            super().__init__(load, config, on_release, compare)
         except BaseException:
             if self._owns_executor:
                 self._executor.shutdown(wait=False)
@@ -482,7 +549,7 @@ class Feed(_FeedCore[T]):
         self.close()
 
     def _start(self, read: Read) -> concurrent.futures.Future:  # type: ignore[type-arg]
-        job = self._executor.submit(self._load, read.cursor, read.limit, read.direction)
+        job = self._executor.submit(self._call_load, read)
         with self._lock:
             self._jobs.add(job)
         job.add_done_callback(functools.partial(self._job_done, read.read_id))

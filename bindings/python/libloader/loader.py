@@ -2,7 +2,7 @@
 
 How callbacks reach Python
 --------------------------
-Four module-level ctypes thunks serve every loader; the C ``userdata`` is a small integer
+Five module-level ctypes thunks serve every loader; the C ``userdata`` is a small integer
 naming the loader's :class:`_Host` (its callables and the acquisitions it lent the loader).
 The thunks live as long as the module, so closing a loader from inside its own callback never
 frees the code that is running.
@@ -65,6 +65,9 @@ ChangeCallback = Callable[[], object]
 """``on_change()``: the view or the state changed."""
 CancelCallback = Callable[[int], object]
 """``on_cancel(read_id)``: a read's answer is no longer needed."""
+CompareCallback = Callable[[bytes, bytes], int]
+"""``compare(a, b)``: orders two non-empty cursors as the source does: negative when ``a``
+comes first, 0 when they name the same position, positive when ``b`` does."""
 ReadRef = Union[Read, int]
 """A read as :meth:`Loader.settle` and :meth:`Loader.fail` take it: the :class:`Read` the
 loader issued, or its bare ``read_id``."""
@@ -122,11 +125,13 @@ class _Host(Generic[T]):
 
     def __init__(self, on_issue: IssueCallback, on_release: ReleaseCallback[T],
                  on_change: Optional[ChangeCallback],
-                 on_cancel: Optional[CancelCallback]) -> None:
+                 on_cancel: Optional[CancelCallback],
+                 compare: Optional[CompareCallback] = None) -> None:
         self.on_issue = on_issue
         self.on_release = on_release
         self.on_change = on_change
         self.on_cancel = on_cancel
+        self.compare = compare
         self.held: Dict[int, T] = {}
         self._tokens = itertools.count(1)
         self._lock = threading.Lock()
@@ -224,6 +229,25 @@ def _cancel_thunk(userdata: Optional[int], read_id: int) -> None:
         _capture(e, f"on_cancel({read_id})")
 
 
+def _compare_thunk(userdata: Optional[int], a: int, a_len: int, b: int, b_len: int) -> int:
+    # Runs only inside loader_invalidate_range, on its thread, with two non-empty cursors.
+    # An exception must not cross into C: it is re-raised by invalidate_range, and the
+    # library meanwhile takes the two cursors as equal.
+    left = right = b""
+    try:
+        host = _host_for(userdata)
+        left = _ffi.bytes_at(a, a_len) if a and a_len else b""
+        right = _ffi.bytes_at(b, b_len) if b and b_len else b""
+        assert host.compare is not None   # the library calls it only when it was given
+        r = host.compare(left, right)
+        if isinstance(r, bool) or not isinstance(r, int):
+            raise TypeError(f"compare must return an int, not {type(r).__name__}")
+        return -1 if r < 0 else (1 if r > 0 else 0)
+    except BaseException as e:
+        _capture(e, f"compare({left!r}, {right!r})")
+        return 0
+
+
 _ISSUE_BY_ADDRESS = _ffi.issue_address_fn(_issue_thunk)  # kept alive: _ISSUE points at it
 _ISSUE = ctypes.cast(_ISSUE_BY_ADDRESS, _ffi.loader_issue_fn)
 _RELEASE = _ffi.loader_release_fn(_release_thunk)
@@ -231,6 +255,18 @@ _CHANGED = _ffi.loader_changed_fn(_changed_thunk)
 _CANCEL = _ffi.loader_cancel_fn(_cancel_thunk)
 _NO_CHANGED = _ffi.loader_changed_fn()  # NULL
 _NO_CANCEL = _ffi.loader_cancel_fn()  # NULL
+_COMPARE_FIELD: Any = next((f[1] for f in _ffi.loader_callbacks._fields_
+                           if f[0] == "compare"), None)
+"""The type of ``loader_callbacks.compare``, or None for a library without ranged
+invalidation: then no loader has a compare callback, and invalidate_range is unavailable."""
+_COMPARE_BY_ADDRESS = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+                                       ctypes.c_size_t, ctypes.c_void_p,
+                                       ctypes.c_size_t)(_compare_thunk)
+"""The compare thunk taking the cursors by address (plain ints, read without a pointer
+object); kept alive: _COMPARE points at it."""
+_COMPARE = (ctypes.cast(_COMPARE_BY_ADDRESS, _COMPARE_FIELD) if _COMPARE_FIELD is not None
+            else None)
+_NO_COMPARE = _COMPARE_FIELD() if _COMPARE_FIELD is not None else None  # NULL
 
 
 def _raise_callback_errors(errors: List[Tuple[BaseException, str]], name: str,
@@ -270,6 +306,11 @@ class Loader(Generic[T]):
     ``fail`` costs a full re-read. A hint can arrive after the host answered the read (it was
     queued first): ignore ids you no longer hold.
 
+    ``compare(a, b)`` orders two non-empty cursors as the source does (negative, 0 or
+    positive, as ``a`` comes before, at or after ``b``); it is needed only by
+    :meth:`invalidate_range`, runs only inside it, on its thread, and must not call this
+    loader.
+
     ``T`` is what :meth:`settle` takes, ``on_release`` receives and :meth:`view` shows in each
     :class:`Page`; a type checker infers it from ``on_release``'s parameter, or it is given:
     ``Loader[list[int]](on_issue, on_release)``.
@@ -290,7 +331,8 @@ class Loader(Generic[T]):
                  on_change: Optional[ChangeCallback] = None,
                  on_cancel: Optional[CancelCallback] = None,
                  config: Optional[Config] = None,
-                 counters: Optional[Tuple[int, int]] = None) -> None:
+                 counters: Optional[Tuple[int, int]] = None,
+                 compare: Optional[CompareCallback] = None) -> None:
         """``config`` is a :class:`Config` or None (the library's defaults); a mapping is
         refused (TypeError): ``Config(**mapping)`` converts one and checks its fields.
         ``counters=(epoch, next_request_id)`` starts the counters there, for testing their
@@ -300,7 +342,8 @@ class Loader(Generic[T]):
         self._handle = 0
         if not callable(on_issue) or not callable(on_release):
             raise TypeError("on_issue and on_release must be callable")
-        for name, cb in (("on_change", on_change), ("on_cancel", on_cancel)):
+        for name, cb in (("on_change", on_change), ("on_cancel", on_cancel),
+                         ("compare", compare)):
             if cb is not None and not callable(cb):
                 raise TypeError(f"{name} must be callable or None")
         if config is not None and not isinstance(config, Config):
@@ -317,7 +360,7 @@ class Loader(Generic[T]):
             raise NotImplementedError("counters= needs libloader built with the testing "
                                       "feature (loader_new_with_counters)")
         c_config = (config or Config()).to_c()
-        host: _Host[T] = _Host(on_issue, on_release, on_change, on_cancel)
+        host: _Host[T] = _Host(on_issue, on_release, on_change, on_cancel, compare)
         with _keys_lock:
             host.key = next(_keys)
         self._host = host
@@ -329,6 +372,8 @@ class Loader(Generic[T]):
         callbacks = _ffi.loader_callbacks(host.key, _ISSUE, _RELEASE,
                                           _CHANGED if on_change is not None else _NO_CHANGED,
                                           _CANCEL if on_cancel is not None else _NO_CANCEL)
+        if _COMPARE_FIELD is not None:
+            callbacks.compare = _COMPARE if compare is not None else _NO_COMPARE
         out = _ffi.loader_handle(0)
         if start is None:
             rc = lib.loader_new(c_config, callbacks, ctypes.byref(out))
@@ -447,6 +492,42 @@ class Loader(Generic[T]):
     def invalidate(self) -> None:
         """The source changed: starts a repair or a full read as the rules say."""
         self._call("loader_invalidate")
+
+    def invalidate_range(self, from_cursor: bytes, to_cursor: Optional[bytes]) -> None:
+        """The source changed, but only between two positions. An item lies at the cursor
+        just after it (its key, in keyset terms); every changed item (inserted, deleted or
+        updated) lies at a cursor ``k`` with ``from_cursor <= k <= to_cursor``. ``b""`` is
+        the source's start, ``None`` (``to_cursor`` only) its end. A host reporting one
+        changed row passes that row's cursor as both.
+
+        The next repair re-reads only the held pages that may hold a changed item, with
+        bounded reads (:attr:`Read.until`), and rejoins the pages kept before and after them;
+        a change outside the held pages re-reads nothing. Several ranged invalidations before
+        a commit merge; :meth:`invalidate` subsumes them.
+
+        Needs ``compare=`` (else :class:`~libloader.errors.NoCompareError`, and nothing
+        changed). A range whose end comes before its start raises
+        :class:`~libloader.errors.RangeReversedError` (nothing changed); a cursor over
+        ``MAX_CURSOR_LEN`` :class:`~libloader.errors.CursorTooLongError`; a cursor that is
+        not bytes-like TypeError. An exception ``compare`` raised is re-raised here, after
+        the call completed with those two cursors taken as equal: the range may have been
+        marked wrongly, so follow it with :meth:`invalidate` to be safe. A range too narrow
+        (a change outside it) is a host bug: the view may be wrong outside what was re-read
+        until an invalidation covers it; nothing leaks. A library without the export
+        (``loader_invalidate_range``) raises NotImplementedError."""
+        start = _cursor("from_cursor", from_cursor)
+        end = None if to_cursor is None else _cursor("to_cursor", to_cursor)
+        if not hasattr(self._lib, "loader_invalidate_range") or _COMPARE_FIELD is None:
+            raise NotImplementedError("this libloader has no ranged invalidation "
+                                      "(loader_invalidate_range): call invalidate()")
+        from_ptr, from_len = _ffi.cursor_arg(start)
+        if end is None:
+            to_ptr, to_len = None, 0         # NULL: the source's end
+        elif end:
+            to_ptr, to_len = _ffi.cursor_arg(end)
+        else:
+            to_ptr, to_len = (ctypes.c_uint8 * 1)(), 0   # not NULL, empty: the source's start
+        self._call("loader_invalidate_range", from_ptr, from_len, to_ptr, to_len)
 
     def settle(self, read: ReadRef, acquisition: T, *, count: Optional[int] = None,
                next_cursor: bytes = b"", end_of_source: bool = False) -> Answer:

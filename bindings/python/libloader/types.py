@@ -4,6 +4,7 @@ and the view. All are frozen dataclasses; enum fields are :mod:`libloader.enums`
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import numbers
 from dataclasses import dataclass, field
@@ -182,6 +183,13 @@ class Read:
     (backward). Either way the answer lists its items in source order; a backward answer's
     ``next_cursor`` is the position before its first item, and its ``end_of_source`` says
     the source's start was reached."""
+    until: Optional[bytes] = None
+    """A bounded read's last cursor (``None``: unbounded). Answer with the items after
+    ``cursor`` and at or before ``until`` (in key terms ``cursor < key <= until``), at most
+    ``limit``: fewer than ``limit`` says ``until`` or the source's end was reached, so a
+    filtering host keeps scanning past filtered rows until it has ``limit`` or reaches
+    ``until``. Only the repair after :meth:`Loader.invalidate_range` reads bounded, always
+    forward."""
     loader_key: int = field(default=0, repr=False)
     """The issuing loader's key (unique in the process, never reused). 0 for a read made by
     hand, which any loader takes as its bare ``read_id``."""
@@ -198,8 +206,29 @@ class Read:
             cursor=_ffi.cursor_bytes(r.cursor, r.cursor_len),
             limit=r.limit,
             direction=Direction(r.direction),
+            until=_until(r),
             loader_key=loader_key,
         )
+
+
+_HAS_UNTIL = any(f[0] == "until" for f in _ffi.loader_read._fields_)
+"""The library's ``loader_read`` carries ``until`` (bounded reads)."""
+
+
+def _until(r: Any) -> Optional[bytes]:
+    """A read struct's ``until``: ``None`` when NULL (unbounded) or when the struct has no
+    such field. Reads the field however it is declared (a pointer object or an address)."""
+    if not _HAS_UNTIL:
+        return None
+    ptr = r.until
+    if ptr is None or isinstance(ptr, int):
+        address = ptr
+    else:
+        address = ctypes.cast(ptr, ctypes.c_void_p).value
+    if not address:
+        return None
+    n = r.until_len
+    return _ffi.bytes_at(address, n) if n else b""
 
 
 _KINDS = tuple(Kind(i) for i in range(len(Kind)))
@@ -227,6 +256,7 @@ def _read_from_c(address: int, loader_key: int) -> Read:
         limit=r.limit,
         direction=(_DIRECTIONS[direction] if 0 <= direction < len(_DIRECTIONS)
                    else Direction(direction)),
+        until=_until(r) if _HAS_UNTIL else None,
         loader_key=loader_key,
     )
     return read
@@ -347,6 +377,11 @@ class Counts:
     """Of those, the ones ``read_timeout_ms`` let go of."""
     late_answers: int = 0
     """Answers to reads already let go of: stale, released at once."""
+    ranged_invalidations: int = 0
+    """Ranged invalidations (:meth:`Loader.invalidate_range`) accepted."""
+    ranged_repairs: int = 0
+    """Repairs that re-read only the pages a ranged invalidation marked (none, for a change
+    outside the held pages) and rejoined the pages kept."""
 
     @classmethod
     def from_c(cls, c: _ffi.loader_counts) -> "Counts":

@@ -57,6 +57,21 @@ def test_the_demo_reports_every_check_passing() -> None:
     assert rec["window"] == 100 and rec["recoveries"] > 0
     assert 0 < rec["rows_loaded_per_recovery"] < r["source"]["rows_at_start"]
     assert 0 <= r["fresh_fraction"] <= 1
+    # The writer reports each changed row as a one-row range; a library without ranged
+    # invalidation falls back to whole invalidations, and the report says so.
+    rg = r["ranged"]
+    assert rg["whole_invalidation_rows_by_formula"] == 100 + 2 * rec["prefetch"]
+    if hasattr(libloader._ffi.lib(), "loader_invalidate_range"):
+        assert rg["mode"] == "ranged" and rg["fallback"] is None
+        changed = r["source"]["inserted"] + r["source"]["deleted"]
+        assert rg["ranged_invalidations"] == r["source"]["invalidations"] == changed
+        assert rg["ranged_repairs"] > 0 and rg["bounded_loads"] > 0
+        assert rg["rows_per_ranged_repair"] == round(
+            rg["rows_reread"] / rg["ranged_repairs"], 1)
+        assert rg["rows_per_ranged_repair"] < rg["whole_invalidation_rows_by_formula"]
+    else:
+        assert rg["mode"] == "whole" and "loader_invalidate_range" in rg["fallback"]
+        assert rg["ranged_invalidations"] == rg["bounded_loads"] == 0
     # Progress went to stderr as plain lines (not a TTY), each within 80 columns.
     lines = p.stderr.splitlines()
     assert lines and "\r" not in p.stderr
@@ -73,8 +88,19 @@ def test_the_human_report() -> None:
     for word in ("reads", "recovery", "rows loaded per recovery", "backward", "answers",
                  "failures", "retries", "acquisitions", "final view"):
         assert word in p.stdout
+    ranged = hasattr(libloader._ffi.lib(), "loader_invalidate_range")
+    assert ("rows re-read" in p.stdout and "(formula)" in p.stdout) if ranged else (
+        "no loader_invalidate_range" in p.stdout)
     assert "in flight" in p.stdout and "fresh" in p.stdout
     assert p.stdout.rstrip().endswith("all checks passed")   # the report comes last
+
+
+def test_the_control_run_invalidates_whole() -> None:
+    p = run_demo("--duration", "1", "--seed", "5", "--invalidate", "whole", "--json")
+    assert p.returncode == 0, p.stdout + p.stderr
+    r = json.loads(p.stdout)
+    assert r["ok"] is True and r["ranged"]["mode"] == "whole"
+    assert r["ranged"]["fallback"] is None and r["ranged"]["ranged_invalidations"] == 0
 
 
 def test_bad_flags_are_usage_errors() -> None:

@@ -195,7 +195,7 @@ unsafe extern "C-unwind" fn on_cancel(userdata: *mut c_void, read_id: u64) {
                 b.max_read
             ));
         }
-        // Documented: once when superseded, and once more if still outstanding at free
+        // Documented: once, when superseded or, if never superseded, at free
         // (`Host::free` checks that one).
         let freeing = b.free_started;
         let n = b.cancels.entry(read_id).or_insert(0);

@@ -225,8 +225,8 @@ impl Host {
     }
 
     /// `loader_free` of this host's own loader, checking what free promises before it returns:
-    /// every accepted acquisition released exactly once, and a cancel for every read still
-    /// outstanding.
+    /// every accepted acquisition released exactly once, and every read still outstanding
+    /// hinted exactly once in all.
     pub fn free(&self) -> loader_result {
         let (again, before): (bool, Vec<(u64, u32)>) = {
             let mut b = self.books.borrow_mut();
@@ -263,10 +263,10 @@ impl Host {
         let mut b = self.books.borrow_mut();
         b.freed = true;
         for (id, n) in before.into_iter().filter(|_| self.has_cancel) {
-            // One more at free; two if its supersede cancel was still queued when a callback
-            // freed the loader (free delivers the queue first).
+            // Each read is hinted once: when superseded (possibly still queued when a callback
+            // freed the loader: free delivers the queue first), or else at free.
             let now = b.cancels.get(&id).copied().unwrap_or(0);
-            if now <= n || now > 2 {
+            if now != 1 {
                 b.violations.push(format!(
                     "read {id} was outstanding at free: {n} cancels before, {now} after"
                 ));
