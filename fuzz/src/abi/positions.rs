@@ -58,7 +58,15 @@ impl World {
             9 => Arg::Bytes(u64::from(input.byte() % 64).to_be_bytes().to_vec()),
             10 => Arg::Bytes(Vec::new()),
             11 => Arg::Null(0),
-            12 => Arg::Null(1 + input.below(LOADER_MAX_CURSOR_LEN + 8)),
+            12 => Arg::Null(
+                [
+                    1,
+                    8,
+                    LOADER_MAX_CURSOR_LEN,
+                    LOADER_MAX_CURSOR_LEN + 1,
+                    usize::MAX,
+                ][input.below(5)],
+            ),
             13 => Arg::Bytes(vec![0xab; LOADER_MAX_CURSOR_LEN + 1]),
             14 => Arg::Bytes(vec![0x01; LOADER_MAX_CURSOR_LEN]),
             _ => {
