@@ -32,16 +32,20 @@ impl World {
         (id, if pending { host.take_pending(id) } else { None })
     }
 
-    /// The read-id check, for a live loader: unknown, already answered, or outstanding.
-    fn read_code(&self, b: Books, id: u64, read: &Option<Read>) -> Option<R> {
+    /// The read-id check, for a live loader: unknown, already answered, or outstanding. A
+    /// read the host let go of (failed after its hint) may be answered again, late: accepted
+    /// as stale, or refused once the loader no longer remembers it.
+    fn read_code(&self, b: Books, id: u64, read: &Option<Read>) -> Option<Vec<R>> {
         if read.is_some() {
             return None;
         }
-        let max = self.host(b).books.borrow().max_read;
-        Some(if id == 0 || id > max {
-            R::UnknownRead
+        let books = self.host(b).books.borrow();
+        Some(if id == 0 || id > books.max_read {
+            vec![R::UnknownRead]
+        } else if books.let_go.contains(&id) {
+            vec![R::AlreadyAnswered, R::Ok]
         } else {
-            R::AlreadyAnswered
+            vec![R::AlreadyAnswered]
         })
     }
 
@@ -112,7 +116,7 @@ impl World {
         } else {
             self.want(t, &before, |o| {
                 if let Some(c) = self.read_code(b, id, &read) {
-                    vec![c]
+                    c
                 } else if count > limit {
                     vec![R::CountOverLimit]
                 } else if o.ids_spent() {
@@ -176,7 +180,7 @@ impl World {
         let want_out = input.bool();
         let want = self.want(t, &before, |o| {
             if let Some(c) = self.read_code(b, id, &read) {
-                vec![c]
+                c
             } else if o.ids_spent() {
                 vec![R::IdOverflow]
             } else {

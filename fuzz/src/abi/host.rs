@@ -56,6 +56,10 @@ pub struct Books {
     pub script: VecDeque<u8>,
     /// What the callbacks found wrong, for the driver to raise after the call.
     pub violations: Vec<String>,
+    /// Reads the host failed after their cancel hint: that lets them go, as `loader_abandon`
+    /// does, and a later answer to one is accepted as a late one (stale) while the loader
+    /// remembers it.
+    pub let_go: HashSet<u64>,
     /// `loader_free` was called for this loader.
     pub free_started: bool,
     /// `loader_free` returned `OK`.
@@ -220,7 +224,12 @@ impl Host {
         out: Option<&mut loader_answer>,
     ) -> loader_result {
         let r = calls::fail(handle, read_id, code, out);
-        self.books.borrow_mut().book_answer(r, read_id, read);
+        let mut b = self.books.borrow_mut();
+        if r == loader_result::Ok && b.cancels.contains_key(&read_id) {
+            b.let_go.insert(read_id);
+        }
+        b.book_answer(r, read_id, read);
+        drop(b);
         r
     }
 
