@@ -78,7 +78,7 @@ impl World {
 
     /// `loader_invalidate_range` (most often) or `loader_jump`.
     pub(super) fn op_positions(&mut self, input: &mut Input) {
-        if input.byte() % 4 == 0 {
+        if input.byte().is_multiple_of(4) {
             self.op_jump(input);
         } else {
             self.op_invalidate_range(input);
