@@ -116,7 +116,7 @@ pub struct Loader {
     /// Reads let go of (abandoned, or timed out), newest last: a late answer to one is stale
     /// and its acquisition goes back at once. Bounded: the oldest are forgotten (an answer
     /// to a forgotten one is refused as already answered).
-    abandoned: std::collections::VecDeque<u64>,
+    abandoned: std::collections::VecDeque<(u64, u32)>,
     closed: bool,
 }
 
@@ -469,8 +469,17 @@ impl Loader {
         let at = match self.reads.find(read_id) {
             Ok(at) => at,
             Err(e) => {
+                // Let go of earlier: checked as any answer, then stale, and nothing keeps the
+                // acquisition.
+                if let Some(limit) = self.abandoned_limit(read_id) {
+                    if count > limit {
+                        return Err(LoaderError::CountOverLimit { count, limit });
+                    }
+                    if next_cursor.len() > MAX_CURSOR_LEN {
+                        return Err(LoaderError::CursorTooLong(next_cursor.len()));
+                    }
+                }
                 return if self.forget_abandoned(read_id) {
-                    // Let go of earlier: stale, and nothing keeps the acquisition.
                     self.out.stats.accepted += 1;
                     self.out.stats.answered_stale += 1;
                     self.out.stats.late_answers += 1;
@@ -584,12 +593,13 @@ impl Loader {
             Ok(at) => at,
             // Already let go of (its timeout came first): nothing more to do; a late answer
             // is still stale.
-            Err(_) if self.abandoned.contains(&read_id) => return Ok(Answer::Stale),
+            Err(_) if self.abandoned_limit(read_id).is_some() => return Ok(Answer::Stale),
             Err(e) => return Err(e),
         };
         if !self.reads.get(at).superseded {
+            let limit = self.reads.get(at).limit;
             let answer = self.fail(read_id, 0)?;
-            self.remember_abandoned(read_id);
+            self.remember_abandoned(read_id, limit);
             return Ok(answer);
         }
         if self.ledger.next_id() == u64::MAX {
@@ -613,21 +623,30 @@ impl Loader {
             self.fail_request(read.request)?;
         }
         self.out.stats.abandoned += 1;
-        self.remember_abandoned(read_id);
+        self.remember_abandoned(read_id, read.limit);
         Ok(())
     }
 
-    fn remember_abandoned(&mut self, read_id: u64) {
+    /// Remembers that read `read_id` (of `limit` items) was let go of.
+    fn remember_abandoned(&mut self, read_id: u64, limit: u32) {
         const KEEP: usize = 4096;
         if self.abandoned.len() == KEEP {
             self.abandoned.pop_front();
         }
-        self.abandoned.push_back(read_id);
+        self.abandoned.push_back((read_id, limit));
+    }
+
+    /// The limit of read `read_id` if it was let go of and not answered since.
+    fn abandoned_limit(&self, read_id: u64) -> Option<u32> {
+        self.abandoned
+            .iter()
+            .find(|&&(id, _)| id == read_id)
+            .map(|&(_, limit)| limit)
     }
 
     /// Whether `read_id` was let go of; forgets it (it is answered now).
     fn forget_abandoned(&mut self, read_id: u64) -> bool {
-        match self.abandoned.iter().position(|&id| id == read_id) {
+        match self.abandoned.iter().position(|&(id, _)| id == read_id) {
             Some(i) => {
                 self.abandoned.remove(i);
                 true

@@ -43,7 +43,8 @@ impl World {
         Some(if id == 0 || id > books.max_read {
             vec![R::UnknownRead]
         } else if books.let_go.contains(&id) {
-            vec![R::AlreadyAnswered, R::Ok]
+            // A late answer is checked as any answer is: its count against the read's limit.
+            vec![R::AlreadyAnswered, R::Ok, R::CountOverLimit]
         } else {
             vec![R::AlreadyAnswered]
         })

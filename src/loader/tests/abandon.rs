@@ -135,3 +135,25 @@ fn each_read_is_hinted_at_most_once_even_at_close() {
         "hinted when superseded, not again at close"
     );
 }
+
+#[test]
+fn a_late_answer_is_checked_like_any_answer() {
+    let (mut l, finite, _) = superseded_finite();
+    assert_eq!(l.abandon(finite.read_id), Ok(Answer::Stale));
+    assert_eq!(
+        l.settle(finite.read_id, 5, finite.limit + 1, &[8], false),
+        Err(LoaderError::CountOverLimit {
+            count: finite.limit + 1,
+            limit: finite.limit
+        })
+    );
+    assert_eq!(
+        l.settle(finite.read_id, 5, 1, &[0; MAX_CURSOR_LEN + 1], false),
+        Err(LoaderError::CursorTooLong(MAX_CURSOR_LEN + 1))
+    );
+    // Refused, it is still let go of: a good late answer is accepted, stale.
+    assert_eq!(
+        l.settle(finite.read_id, 5, 1, &[8], false),
+        Ok(Answer::Stale)
+    );
+}
