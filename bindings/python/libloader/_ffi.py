@@ -253,12 +253,11 @@ FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
     "loader_view_release": (c_enum, [POINTER(loader_view_snapshot)]),
     "loader_jump": (c_enum, [loader_handle, _u8p, c_size_t, c_uint64]),
     "loader_abandon": (c_enum, [loader_handle, c_uint64, POINTER(c_enum)]),
+    "loader_invalidate_range": (c_enum, [loader_handle, _u8p, c_size_t, _u8p, c_size_t]),
 }
 """Every function of the public ABI: name -> (restype, argtypes)."""
 
-ADDED_FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
-    "loader_invalidate_range": (c_enum, [loader_handle, _u8p, c_size_t, _u8p, c_size_t]),
-}
+ADDED_FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {}
 """Public functions newer than some builds of the library: declared when the loaded library
 exports them; the method that needs one raises NotImplementedError otherwise."""
 

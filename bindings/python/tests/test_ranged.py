@@ -258,15 +258,6 @@ def test_cursors_must_be_bytes() -> None:
     h.close()
 
 
-@pytest.mark.skipif(hasattr(_ffi.lib(), "loader_invalidate_range"),
-                    reason="the library has ranged invalidation")
-def test_a_library_without_the_export_says_so() -> None:
-    h = Host(Rows(10))
-    with pytest.raises(NotImplementedError, match="loader_invalidate_range"):
-        h.loader.invalidate_range(b"", None)
-    h.close()
-
-
 # ---- the feeds ----
 
 
