@@ -8,8 +8,11 @@
  * the rows up to and including the cursor's row, in (key, id) order, and its next cursor is
  * the position just before the first of them. Three worker threads answer the reads the
  * loader asks for, out of order, each with its own SQLite connection, and fail a fraction of
- * them. A writer thread inserts and deletes rows where the window scrolls and calls
- * loader_invalidate after each commit. The main thread scrolls the window down, reads the view
+ * them. A writer thread inserts and deletes rows where the window scrolls and, after each
+ * commit, calls loader_invalidate_range with the range of the rows it changed: only the held
+ * pages that may hold them are read again (bounded reads, `until`), and the repair rejoins
+ * the pages around them (a `compare` callback orders cursors). The main thread scrolls the
+ * window down, reads the view
  * through a pinned snapshot while the workers run, and drives the backoff clock with
  * loader_next_deadline and loader_tick.
  *
@@ -109,6 +112,8 @@ typedef struct {
     loader_direction direction;
     size_t cursor_len;
     uint8_t cursor[CURSOR_LEN];
+    bool bounded; /* a ranged repair's read: only rows up to and including `until` */
+    uint8_t until[CURSOR_LEN];
 } job;
 
 /* Acquisition tokens are indexes into the host's slots rather than page pointers, so that a
@@ -136,7 +141,7 @@ typedef struct {
 
     atomic_bool stop_writer;
     atomic_bool view_changed;
-    atomic_uint_fast64_t inserted, deleted, invalidations, injected, errors;
+    atomic_uint_fast64_t inserted, deleted, invalidations, injected, errors, bounded_reads;
 } host;
 
 /* ---- small helpers ---- */
@@ -255,6 +260,18 @@ static page *read_page(sqlite3_stmt *query, row after, uint32_t limit, bool *end
     return p;
 }
 
+/* A bounded read (a ranged repair's): the rows after `after` and up to and including `until`,
+ * at most `limit`. Fewer than `limit` rows means `until` (or the table's end) was reached. */
+static page *read_page_until(sqlite3_stmt *query, row after, row until, uint32_t limit,
+                             bool *end_of_source) {
+    sqlite3_bind_int64(query, 4, until.key);
+    sqlite3_bind_int64(query, 5, until.id);
+    page *p = read_page(query, after, limit, end_of_source);
+    /* read_page asked for one row more to find the end; here that row only says whether
+     * rows follow up to `until`, not whether the table ends. */
+    return p;
+}
+
 /* Keyset pagination backward: up to `limit` rows up to and including `upto` (the cursor names
  * the position just after that row), newest first in SQL, returned in (key, id) order. One
  * row more is asked for: if it exists, the page starts just after it (the next backward read
@@ -290,13 +307,17 @@ static page *read_page_backward(sqlite3_stmt *query, row upto, uint32_t limit,
 
 static void on_issue(void *userdata, const loader_read *read) {
     host *h = userdata;
-    job j = {read->read_id, read->limit, read->direction, read->cursor_len, {0}};
+    job j = {read->read_id, read->limit, read->direction, read->cursor_len, {0}, false, {0}};
     if (read->cursor_len != 0 && read->cursor_len != CURSOR_LEN) {
         note_error(h, "read %" PRIu64 " has a cursor this host never made", read->read_id);
         expect_ok(h, loader_fail(h->loader, read->read_id, 400, NULL), "loader_fail");
         return;
     }
     if (read->cursor_len > 0) memcpy(j.cursor, read->cursor, CURSOR_LEN);
+    if (read->until != NULL && read->until_len == CURSOR_LEN) {
+        j.bounded = true;
+        memcpy(j.until, read->until, CURSOR_LEN);
+    }
     pthread_mutex_lock(&h->lock);
     h->jobs = grow(h->jobs, &h->jobs_cap, h->njobs + 1, sizeof(job));
     h->jobs[h->njobs++] = j;
@@ -317,6 +338,16 @@ static void on_release(void *userdata, loader_acquisition token) {
 }
 
 static void on_changed(void *userdata) { atomic_store(&((host *)userdata)->view_changed, true); }
+
+/* Orders two cursors as the table does: by (key, id). Called only inside
+ * loader_invalidate_range, with cursors this host made. */
+static int32_t on_compare(void *userdata, const uint8_t *a, size_t a_len, const uint8_t *b,
+                          size_t b_len) {
+    (void)userdata;
+    if (a_len != CURSOR_LEN || b_len != CURSOR_LEN) return a_len < b_len ? -1 : a_len > b_len;
+    row x = decode(a), y = decode(b);
+    return row_less(x, y) ? -1 : row_less(y, x) ? 1 : 0;
+}
 
 /* ---- the workers: answer reads out of order ---- */
 
@@ -380,6 +411,8 @@ static void *worker(void *arg) {
                                       "ORDER BY key, id LIMIT ?3");
     sqlite3_stmt *back = prepare(db, "SELECT key, id FROM events WHERE (key, id) <= (?1, ?2) "
                                      "ORDER BY key DESC, id DESC LIMIT ?3");
+    sqlite3_stmt *bounded = prepare(db, "SELECT key, id FROM events WHERE (key, id) > (?1, ?2) "
+                                        "AND (key, id) <= (?4, ?5) ORDER BY key, id LIMIT ?3");
     job j;
     while (take_job(h, &rng, &j)) {
         sleep_ms(below(&rng, 3)); /* until the query runs */
@@ -390,14 +423,22 @@ static void *worker(void *arg) {
         }
         bool end_of_source;
         row at = j.cursor_len ? decode(j.cursor) : BEFORE_ALL;
-        page *p = j.direction == LOADER_DIRECTION_FORWARD
-                      ? read_page(query, at, j.limit, &end_of_source)
-                      : read_page_backward(back, at, j.limit, &end_of_source);
+        page *p;
+        if (j.bounded) {
+            atomic_fetch_add(&h->bounded_reads, 1);
+            p = read_page_until(bounded, at, decode(j.until), j.limit, &end_of_source);
+            end_of_source = false; /* it stopped at `until` (or short of it), not at the end */
+        } else if (j.direction == LOADER_DIRECTION_FORWARD) {
+            p = read_page(query, at, j.limit, &end_of_source);
+        } else {
+            p = read_page_backward(back, at, j.limit, &end_of_source);
+        }
         sleep_ms(below(&rng, 3)); /* delivering the answer: a commit may overtake it */
         settle(h, &j, p, end_of_source);
     }
     sqlite3_finalize(query);
     sqlite3_finalize(back);
+    sqlite3_finalize(bounded);
     sqlite3_close(db);
     return NULL;
 }
@@ -412,7 +453,8 @@ static void *writer(void *arg) {
     sqlite3 *db = open_db(h, SQLITE_OPEN_READWRITE);
     sqlite3_stmt *insert = prepare(db, "INSERT INTO events (key) VALUES (?1)");
     sqlite3_stmt *remove = prepare(db, "DELETE FROM events WHERE id = (SELECT id FROM events "
-                                       "WHERE key >= ?1 ORDER BY key, id LIMIT 1)");
+                                       "WHERE key >= ?1 ORDER BY key, id LIMIT 1) "
+                                       "RETURNING key, id");
     int burst = 0;
     while (!atomic_load(&h->stop_writer)) {
         /* Bursts of commits a few ms apart overtake reads in flight: their answers are stale. */
@@ -424,20 +466,38 @@ static void *writer(void *arg) {
             sleep_ms(25 + below(&rng, 50));
         }
         uint64_t inserts = 1 + below(&rng, 3), deletes = below(&rng, 3), deleted = 0;
+        /* Every row the transaction changed lies in [lo, hi]: the range to report. */
+        row lo = {INT64_MAX, INT64_MAX}, hi = BEFORE_ALL;
         exec(db, "BEGIN IMMEDIATE");
         for (uint64_t i = 0; i < inserts; i++) {
-            sqlite3_bind_int64(insert, 1, (int64_t)below(&rng, hot_keys));
+            int64_t key = (int64_t)below(&rng, hot_keys);
+            sqlite3_bind_int64(insert, 1, key);
             if (sqlite3_step(insert) != SQLITE_DONE) sql_fatal(db, "insert");
             sqlite3_reset(insert);
+            row r = {key, sqlite3_last_insert_rowid(db)};
+            if (row_less(r, lo)) lo = r;
+            if (row_less(hi, r)) hi = r;
         }
         for (uint64_t i = 0; i < deletes; i++) {
             sqlite3_bind_int64(remove, 1, (int64_t)below(&rng, hot_keys));
-            if (sqlite3_step(remove) != SQLITE_DONE) sql_fatal(db, "delete");
-            deleted += (uint64_t)sqlite3_changes(db);
+            int rc;
+            while ((rc = sqlite3_step(remove)) == SQLITE_ROW) {
+                row r = {sqlite3_column_int64(remove, 0), sqlite3_column_int64(remove, 1)};
+                if (row_less(r, lo)) lo = r;
+                if (row_less(hi, r)) hi = r;
+                deleted++;
+            }
+            if (rc != SQLITE_DONE) sql_fatal(db, "delete");
             sqlite3_reset(remove);
         }
         exec(db, "COMMIT");
-        expect_ok(h, loader_invalidate(h->loader), "loader_invalidate"); /* after the commit */
+        /* After the commit: only the held pages that may hold [lo, hi] are read again, and the
+         * repair rejoins the pages around them. */
+        uint8_t from[CURSOR_LEN], to[CURSOR_LEN];
+        encode(lo, from);
+        encode(hi, to);
+        expect_ok(h, loader_invalidate_range(h->loader, from, CURSOR_LEN, to, CURSOR_LEN),
+                  "loader_invalidate_range");
         atomic_fetch_add(&h->inserted, inserts);
         atomic_fetch_add(&h->deleted, deleted);
         atomic_fetch_add(&h->invalidations, 1);
@@ -699,7 +759,7 @@ int main(int argc, char **argv) {
     config.backoff_max_ms = 500;
     config.jitter_seed = h.opt.seed;
     /* No cancel callback: a superseded read is answered anyway, and classified stale. */
-    loader_callbacks callbacks = {&h, on_issue, on_release, on_changed, NULL, NULL};
+    loader_callbacks callbacks = {&h, on_issue, on_release, on_changed, NULL, on_compare};
     if (loader_new(&config, &callbacks, &h.loader) != LOADER_RESULT_OK) return 1;
 
     pthread_t workers[WORKERS], writer_thread;
@@ -736,7 +796,7 @@ int main(int argc, char **argv) {
     printf("\nlibloader SQLite feed (C): seed %" PRIu64 ", %.1f s, fail rate %.2f, %d workers\n",
            h.opt.seed, h.opt.duration_s, h.opt.fail_rate, WORKERS);
     printf("  source         %" PRId64 " -> %" PRId64 " rows: %" PRIuFAST64 " inserted, "
-           "%" PRIuFAST64 " deleted, %" PRIuFAST64 " invalidations\n",
+           "%" PRIuFAST64 " deleted, %" PRIuFAST64 " ranged invalidations\n",
            h.opt.rows, rows_now, atomic_load(&h.inserted), atomic_load(&h.deleted),
            atomic_load(&h.invalidations));
     printf("  reads          %" PRIu64 " finite, %" PRIu64 " chain, %" PRIu64 " full; %" PRIu64
@@ -744,6 +804,10 @@ int main(int argc, char **argv) {
            c.issued_finite, c.issued_chain, c.issued_full, c.cancels);
     printf("  answers        %" PRIu64 " current, %" PRIu64 " stale, %" PRIu64 " cursor stalls\n",
            c.answered_current, c.answered_stale, c.cursor_stalls);
+    printf("  ranged         %" PRIu64 " repairs rejoined the pages around them, %" PRIuFAST64
+           " bounded reads; %" PRIu64 " items read in all, %" PRIu64 " resumed retries, %" PRIu64
+           " reads let go of\n",
+           c.ranged_repairs, atomic_load(&h.bounded_reads), c.items_read, c.resumed, c.abandoned);
     printf("  failures       %" PRIuFAST64 " injected: %" PRIu64 " own, %" PRIu64 " superseded\n",
            atomic_load(&h.injected), c.failed_own, c.failed_stale);
     printf("  retries        %" PRIu64 " by the backoff timer, %" PRIu64
