@@ -12,9 +12,8 @@
  * commit, calls loader_invalidate_range with the range of the rows it changed: only the held
  * pages that may hold them are read again (bounded reads, `until`), and the repair rejoins
  * the pages around them (a `compare` callback orders cursors). The main thread scrolls the
- * window down, reads the view
- * through a pinned snapshot while the workers run, and drives the backoff clock with
- * loader_next_deadline and loader_tick.
+ * window down, reads the view through a pinned snapshot while the workers run, and drives
+ * the backoff clock with loader_next_deadline and loader_tick.
  *
  * At the end the writer stops while failures stay on, and the loader is left to settle; then
  * the final view must equal a direct SQL query over the same key range, and after loader_free
