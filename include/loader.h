@@ -110,6 +110,12 @@ typedef uintptr_t loader_acquisition;
 #define LOADER_MAX_CURSOR_LEN 4096
 
 /**
+ * The largest position `loader_jump` (or a config's `initial_position`) accepts, 2^62:
+ * positions count items on from there, so they keep room to grow.
+ */
+#define LOADER_MAX_POSITION 4611686018427387904
+
+/**
  * The largest `page_size` accepted.
  */
 #define LOADER_MAX_PAGE_SIZE 1048576
@@ -1153,7 +1159,8 @@ enum loader_result loader_set_window(loader_handle handle, uint64_t start, uint6
  *
  * `cursor` is copied; it may be NULL only when `cursor_len` is 0. Errors change nothing:
  * `LOADER_RESULT_NULL_CURSOR` (NULL with a length), `LOADER_RESULT_CURSOR_TOO_LONG`,
- * `LOADER_RESULT_WINDOW_OVERFLOW` (`position + window_len` overflows),
+ * `LOADER_RESULT_WINDOW_OVERFLOW` (`position` over `LOADER_MAX_POSITION`, or
+ * `position + window_len` overflows),
  * `LOADER_RESULT_EPOCH_OVERFLOW` / `LOADER_RESULT_ID_OVERFLOW`, and the handle's codes.
  *
  * # Safety

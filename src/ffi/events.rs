@@ -225,7 +225,8 @@ pub extern "C-unwind" fn loader_set_window(
 ///
 /// `cursor` is copied; it may be NULL only when `cursor_len` is 0. Errors change nothing:
 /// `LOADER_RESULT_NULL_CURSOR` (NULL with a length), `LOADER_RESULT_CURSOR_TOO_LONG`,
-/// `LOADER_RESULT_WINDOW_OVERFLOW` (`position + window_len` overflows),
+/// `LOADER_RESULT_WINDOW_OVERFLOW` (`position` over `LOADER_MAX_POSITION`, or
+/// `position + window_len` overflows),
 /// `LOADER_RESULT_EPOCH_OVERFLOW` / `LOADER_RESULT_ID_OVERFLOW`, and the handle's codes.
 ///
 /// # Safety

@@ -54,6 +54,10 @@ pub use view::*;
 
 /// The longest cursor accepted, in bytes.
 pub const LOADER_MAX_CURSOR_LEN: usize = 4096;
+
+/// The largest position `loader_jump` (or a config's `initial_position`) accepts, 2^62:
+/// positions count items on from there, so they keep room to grow.
+pub const LOADER_MAX_POSITION: u64 = 4_611_686_018_427_387_904;
 /// The largest `page_size` accepted.
 pub const LOADER_MAX_PAGE_SIZE: u32 = 1048576;
 
@@ -64,6 +68,7 @@ mod tests {
     #[test]
     fn constants_match_the_loader() {
         assert_eq!(LOADER_MAX_CURSOR_LEN, crate::loader::MAX_CURSOR_LEN);
+        assert_eq!(LOADER_MAX_POSITION, crate::loader::MAX_POSITION);
         assert_eq!(LOADER_MAX_PAGE_SIZE, crate::loader::MAX_PAGE_SIZE);
     }
 }

@@ -8,6 +8,10 @@ use thiserror::Error;
 /// token). The bound keeps a buggy host from making the loader copy unbounded data.
 pub const MAX_CURSOR_LEN: usize = 4096;
 
+/// The largest position a jump may give (2^62): positions count items on from there, so
+/// they keep room to grow without overflowing.
+pub const MAX_POSITION: u64 = 1 << 62;
+
 /// The largest `page_size` accepted.
 pub const MAX_PAGE_SIZE: u32 = 1 << 20;
 

@@ -75,7 +75,7 @@ mod view;
 
 pub use crate::ledger::Kind;
 pub use answer::Answer;
-pub use config::{Config, ConfigError, MAX_CURSOR_LEN, MAX_PAGE_SIZE};
+pub use config::{Config, ConfigError, MAX_CURSOR_LEN, MAX_PAGE_SIZE, MAX_POSITION};
 pub use cursor::Cursor;
 pub use error::LoaderError;
 pub use outbox::{Effect, Stats};
@@ -369,6 +369,10 @@ impl Loader {
         if cursor.len() > MAX_CURSOR_LEN {
             return Err(LoaderError::CursorTooLong(cursor.len()));
         }
+        // Positions count items from there on: leave them room to grow.
+        if position > MAX_POSITION {
+            return Err(LoaderError::WindowOverflow);
+        }
         position
             .checked_add(self.window.len)
             .ok_or(LoaderError::WindowOverflow)?;
@@ -455,7 +459,8 @@ impl Loader {
     /// the view (now, or when its repair commits), the view is renumbered so that the page
     /// starts at that position, and the window moves with it: the positions become the
     /// source's own without reading back to its start. A count that contradicts the view
-    /// (fewer items before the page than the view holds before it) is ignored.
+    /// (fewer items before the page than the view holds before it) is ignored, as is one over
+    /// [`MAX_POSITION`].
     pub fn settle_counted(
         &mut self,
         read_id: u64,
@@ -466,6 +471,7 @@ impl Loader {
         items_before: Option<u64>,
     ) -> Result<Answer, LoaderError> {
         self.open()?;
+        let items_before = items_before.filter(|&n| n <= MAX_POSITION);
         let at = match self.reads.find(read_id) {
             Ok(at) => at,
             Err(e) => {

@@ -38,6 +38,9 @@ from . import _library
 MAX_CURSOR_LEN = 4096
 """``LOADER_MAX_CURSOR_LEN``: the longest cursor accepted, in bytes."""
 
+MAX_POSITION = 4611686018427387904
+"""``LOADER_MAX_POSITION``: the largest position :meth:`Loader.jump` accepts (2^62)."""
+
 MAX_PAGE_SIZE = 1048576
 """``LOADER_MAX_PAGE_SIZE``: the largest ``page_size`` accepted."""
 

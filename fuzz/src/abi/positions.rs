@@ -161,7 +161,7 @@ impl World {
             Some(code) => vec![code],
             None => self.want(t, &before, |o| {
                 let s = &o.snap;
-                if position.checked_add(s.window_len).is_none() {
+                if position > 1 << 62 || position.checked_add(s.window_len).is_none() {
                     return vec![R::WindowOverflow];
                 }
                 let idle = s.pages == 0

@@ -347,3 +347,15 @@ fn a_retry_after_an_invalidation_resumes_and_a_repair_follows() {
     assert!(!h.loader.revalidating());
     h.check_view();
 }
+
+#[test]
+fn a_jump_past_the_largest_position_is_refused() {
+    let mut l = Loader::new(deep()).unwrap();
+    assert_eq!(
+        l.jump(&cursor(5), MAX_POSITION + 1),
+        Err(LoaderError::WindowOverflow)
+    );
+    assert_eq!(l.window(), (0, 0));
+    assert!(l.take_effects().is_empty());
+    assert_eq!(l.jump(&cursor(5), MAX_POSITION), Ok(()));
+}
