@@ -302,6 +302,7 @@ static void a_refused_jump_changes_nothing(void) {
     CHECK_CODE(loader_jump(h->handle, big, sizeof big, 500), LOADER_RESULT_CURSOR_TOO_LONG);
     CHECK_CODE(loader_jump(h->handle, NULL, SIZE_MAX, 500), LOADER_RESULT_CURSOR_TOO_LONG);
     CHECK_CODE(loader_jump(h->handle, cur, sizeof cur, UINT64_MAX - WINDOW), LOADER_RESULT_WINDOW_OVERFLOW);
+    CHECK_CODE(loader_jump(h->handle, cur, sizeof cur, LOADER_MAX_POSITION + 1), LOADER_RESULT_WINDOW_OVERFLOW);
     CHECK_CODE(loader_jump(0, cur, sizeof cur, 500), LOADER_RESULT_INVALID_HANDLE);
     CHECK_CODE(loader_jump(h->handle ^ 0xffff00000000ull, cur, sizeof cur, 500), LOADER_RESULT_INVALID_HANDLE);
 
@@ -311,9 +312,9 @@ static void a_refused_jump_changes_nothing(void) {
     CHECK(memcmp(&c0, &c1, sizeof c0) == 0);
     CHECK(h->npending == pending && h->issues == issues && h->changes == changes && h->cancels == cancels);
 
-    /* The largest position that fits: accepted. */
-    CHECK_CODE(loader_jump(h->handle, cur, sizeof cur, UINT64_MAX - (WINDOW + PAGE)), LOADER_RESULT_OK);
-    CHECK(state_of(h).window_start == UINT64_MAX - (WINDOW + PAGE));
+    /* The largest position: accepted. */
+    CHECK_CODE(loader_jump(h->handle, cur, sizeof cur, LOADER_MAX_POSITION), LOADER_RESULT_OK);
+    CHECK(state_of(h).window_start == LOADER_MAX_POSITION);
     CHECK(h->cancels == cancels + 1); /* the finite read in flight was superseded */
     drain_checked(h);
     CHECK(state_of(h).quiescent);
@@ -329,12 +330,46 @@ static void a_refused_jump_changes_nothing(void) {
     free_anchored(h);
 }
 
+/* A host that knows how many items come before each page answers with loader_settle_counted:
+ * a view numbered 10 by a jump to item 1000 is renumbered to the host's own numbers, the window
+ * moving with it, without reading back to the start. */
+static void a_host_that_counts_makes_positions_true(void) {
+    host *h = anchored_host(5000, 0);
+    uint8_t cur[8];
+    put_be64(cur, 1000);
+    CHECK_CODE(loader_jump(h->handle, cur, sizeof cur, 10), LOADER_RESULT_OK);
+    CHECK_CODE(loader_set_window(h->handle, 10, 100), LOADER_RESULT_OK);
+    for (int guard = 0; h->npending > 0 && guard < 1000; guard++) {
+        pending_read p = take(h, 0);
+        uint64_t at = p.cursor_len == 8 ? get_be64(p.cursor) : 0;
+        read_span sp = span_of(at, p.limit, p.direction, h->source_len);
+        uint8_t next[8];
+        size_t next_len = cursor_for(next, sp.next, p.direction);
+        uint64_t acq = h->next_acq++;
+        if (acq < MAX_ACQ) {
+            h->accepted[acq] = 1;
+            acq_from[acq] = sp.from;
+        }
+        CHECK_CODE(loader_settle_counted(h->handle, p.read_id, (loader_acquisition)acq,
+                                         (uint32_t)(sp.to - sp.from), next, next_len,
+                                         sp.reached_end, sp.from, NULL),
+                   LOADER_RESULT_OK);
+    }
+    loader_snapshot s = state_of(h);
+    CHECK(s.window_start == 1000 && !s.start_of_source);
+    CHECK(positions_are_the_hosts(h));
+    loader_counts c = counts_of(h);
+    CHECK(c.items_read <= 100 + 4 * PREFETCH && c.renumbered >= 1);
+    free_anchored(h);
+}
+
 int main(void) {
     RUN(a_deep_repair_reads_the_window_plus_prefetch);
     RUN(scrolling_back_over_released_pages_reads_backward);
     RUN(a_jump_costs_the_same_at_any_distance);
     RUN(a_starting_point_opens_a_loader_at_the_end_of_a_log);
     RUN(a_refused_jump_changes_nothing);
+    RUN(a_host_that_counts_makes_positions_true);
     printf("%d passed, %d failed\n", tests_passed, tests_failed);
     return tests_failed ? 1 : 0;
 }

@@ -1114,6 +1114,28 @@ enum loader_result loader_settle(loader_handle handle,
                                  enum loader_answer *out_answer);
 
 /**
+ * `loader_settle` from a host that knows how many items come before the page's first item
+ * (a count query, an offset its API returns): `items_before`. When the page enters the view
+ * (now, or when its repair commits), the view is renumbered so that the page starts at that
+ * position, and the window moves with it (read `window_start` back after `changed`): the
+ * positions become the source's own without reading back to its start. A count that
+ * contradicts the view (fewer items before the page than the view holds before it), or one
+ * over `LOADER_MAX_POSITION`, is ignored. Everything else is as `loader_settle`.
+ *
+ * # Safety
+ * As `loader_settle`.
+ */
+enum loader_result loader_settle_counted(loader_handle handle,
+                                         uint64_t read_id,
+                                         loader_acquisition acquisition,
+                                         uint32_t count,
+                                         const uint8_t *next_cursor,
+                                         size_t next_cursor_len,
+                                         bool end_of_source,
+                                         uint64_t items_before,
+                                         enum loader_answer *out_answer);
+
+/**
  * Answers read `read_id` with a failure; `code` is the host's own, kept for its records.
  * `*out_answer` (if not NULL) is `LOADER_ANSWER_CURRENT` for an own failure (it waits for a
  * retry) or `LOADER_ANSWER_STALE` for a superseded read's (it blocks nothing). Failing a

@@ -162,6 +162,52 @@ pub unsafe extern "C-unwind" fn loader_settle(
     })
 }
 
+/// `loader_settle` from a host that knows how many items come before the page's first item
+/// (a count query, an offset its API returns): `items_before`. When the page enters the view
+/// (now, or when its repair commits), the view is renumbered so that the page starts at that
+/// position, and the window moves with it (read `window_start` back after `changed`): the
+/// positions become the source's own without reading back to its start. A count that
+/// contradicts the view (fewer items before the page than the view holds before it), or one
+/// over `LOADER_MAX_POSITION`, is ignored. Everything else is as `loader_settle`.
+///
+/// # Safety
+/// As `loader_settle`.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C-unwind" fn loader_settle_counted(
+    handle: loader_handle,
+    read_id: u64,
+    acquisition: loader_acquisition,
+    count: u32,
+    next_cursor: *const u8,
+    next_cursor_len: usize,
+    end_of_source: bool,
+    items_before: u64,
+    out_answer: *mut loader_answer,
+) -> loader_result {
+    // SAFETY: by this function's contract. Checked before the call, so a bad cursor changes
+    // nothing.
+    let next = boundary(Err(loader_result::Panic), || unsafe {
+        cursor(next_cursor, next_cursor_len)
+    });
+    let r = next.and_then(|next| {
+        event(handle, |l| {
+            l.settle_counted(
+                read_id,
+                widen(acquisition),
+                count,
+                next,
+                end_of_source,
+                Some(items_before),
+            )
+        })
+    });
+    // SAFETY: by this function's contract.
+    finish(r.map(loader_answer::from), unsafe {
+        Out::optional(out_answer)
+    })
+}
+
 /// Answers read `read_id` with a failure; `code` is the host's own, kept for its records.
 /// `*out_answer` (if not NULL) is `LOADER_ANSWER_CURRENT` for an own failure (it waits for a
 /// retry) or `LOADER_ANSWER_STALE` for a superseded read's (it blocks nothing). Failing a

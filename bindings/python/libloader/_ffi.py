@@ -233,6 +233,8 @@ FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
     "loader_invalidate": (c_enum, [loader_handle]),
     "loader_settle": (c_enum, [loader_handle, c_uint64, c_size_t, c_uint32, _u8p, c_size_t,
                                c_bool, _enum_p]),
+    "loader_settle_counted": (c_enum, [loader_handle, c_uint64, c_size_t, c_uint32, _u8p,
+                                       c_size_t, c_bool, c_uint64, _enum_p]),
     "loader_fail": (c_enum, [loader_handle, c_uint64, c_int32, _enum_p]),
     "loader_retry": (c_enum, [loader_handle, POINTER(c_bool)]),
     "loader_set_window": (c_enum, [loader_handle, c_uint64, c_uint64]),

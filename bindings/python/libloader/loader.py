@@ -530,9 +530,15 @@ class Loader(Generic[T]):
         self._call("loader_invalidate_range", from_ptr, from_len, to_ptr, to_len)
 
     def settle(self, read: ReadRef, acquisition: T, *, count: Optional[int] = None,
-               next_cursor: bytes = b"", end_of_source: bool = False) -> Answer:
+               next_cursor: bytes = b"", end_of_source: bool = False,
+               items_before: Optional[int] = None) -> Answer:
         """Answers ``read`` with ``count`` items (default ``len(acquisition)``) held by
         ``acquisition``, and the cursor after them.
+
+        ``items_before`` (a host that knows it: a count query, an offset its API returns) is
+        how many items come before the page's first: when the page enters the view, the view
+        is renumbered so that it starts there, and the window moves with it
+        (``loader_settle_counted``). A count that contradicts the view is ignored.
 
         ``next_cursor`` is bytes-like (``bytes``, ``bytearray``, ``memoryview``); an int, a
         str or a list is refused. ``end_of_source`` is a bool.
@@ -563,12 +569,19 @@ class Loader(Generic[T]):
                                                                           next_cursor)
         if end_of_source is not True and end_of_source is not False:
             raise TypeError(f"end_of_source must be a bool, not {type(end_of_source).__name__}")
+        before = None if items_before is None else _unsigned("items_before", items_before, 64)
         token = host.lend(acquisition)
         out = _ffi.c_enum(0)
         # An empty cursor crosses as NULL with length 0, as the header documents.
-        rc = self._invoke("loader_settle", self._settle_fn,
-                          (read_id, token, n, cursor or None, len(cursor), end_of_source, out),
-                          token)
+        if before is None:
+            rc = self._invoke("loader_settle", self._settle_fn,
+                              (read_id, token, n, cursor or None, len(cursor), end_of_source,
+                               out), token)
+        else:
+            ptr, length = _ffi.cursor_arg(bytes(cursor))
+            rc = self._invoke("loader_settle_counted", self._lib.loader_settle_counted,
+                              (read_id, token, n, ptr, length, end_of_source, before, out),
+                              token)
         if rc != Result.OK:
             raise error_for(rc, result_message, "loader_settle")
         return _answer(out.value)

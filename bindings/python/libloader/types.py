@@ -27,6 +27,7 @@ _CONFIG_INT_BITS = {
     "jitter_seed": 64,
     "max_pages": 32,
     "read_timeout_ms": 64,
+    "initial_position": 64,
 }
 """The integer fields of :class:`Config`, by the width of their C field."""
 
@@ -70,6 +71,13 @@ class Config:
     """A repair an invalidation overtook runs to its end and commits, and a new one starts at
     once, so the view keeps refreshing under any rate of changes (default True; needs
     ``recheck_full``)."""
+    initial_cursor: Optional[bytes] = None
+    """A starting point: the loader first loads around the item just after this cursor (the
+    end of a log, a bookmarked row), numbered ``initial_position``, as :meth:`Loader.jump`
+    does on a fresh loader (default ``b""``, the source's start)."""
+    initial_position: Optional[int] = None
+    """The position the item after ``initial_cursor`` gets, and where the window starts
+    (default 0; at most :data:`libloader.MAX_POSITION`)."""
     read_timeout_ms: Optional[int] = None
     """How long, in ms of the ``tick`` clock, a superseded read's answer is awaited before the
     loader lets it go as :meth:`Loader.abandon` would (default 10000; 0 never)."""
@@ -83,6 +91,10 @@ class Config:
         if m is not None and (isinstance(m, bool) or not isinstance(m, numbers.Real)):
             raise TypeError("Config.backoff_multiplier must be a real number (float), "
                             f"not {type(m).__name__}")
+        ic = self.initial_cursor
+        if ic is not None and not isinstance(ic, (bytes, bytearray, memoryview)):
+            raise TypeError("Config.initial_cursor must be bytes-like, not "
+                            f"{type(ic).__name__}")
         for flag in ("recheck_full", "commit_overtaken"):
             r = getattr(self, flag)
             if r is not None and not isinstance(r, bool):
@@ -100,6 +112,14 @@ class Config:
                 continue
             if f.name in ("recheck_full", "commit_overtaken"):
                 setattr(c, f.name, 1 if v else 0)
+            elif f.name == "initial_cursor":
+                raw = bytes(v)
+                if raw:
+                    # The struct keeps the buffer alive: the library copies it in loader_new.
+                    buf = (ctypes.c_uint8 * len(raw)).from_buffer_copy(raw)
+                    c._initial_cursor_buffer = buf
+                    c.initial_cursor = ctypes.cast(buf, ctypes.POINTER(ctypes.c_uint8))
+                    c.initial_cursor_len = len(raw)
             elif f.name == "backoff_multiplier":
                 c.backoff_multiplier = float(v)
             else:
@@ -127,6 +147,9 @@ class Config:
             max_pages=c.max_pages,
             read_timeout_ms=c.read_timeout_ms,
             commit_overtaken=bool(c.commit_overtaken),
+            initial_cursor=(bytes(c.initial_cursor[:c.initial_cursor_len])
+                            if c.initial_cursor_len else b""),
+            initial_position=c.initial_position,
         )
 
 

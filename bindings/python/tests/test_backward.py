@@ -132,3 +132,39 @@ def test_jump_starts_a_fresh_loader_there_and_repairs_a_held_view() -> None:
         h.loader.jump(at(5), (1 << 64) - 5)
     h.loader.close()
     assert h.ledger.released_exactly_once()
+
+
+def test_a_host_that_counts_makes_positions_true_without_reading_to_the_start() -> None:
+    # Numbered 10 by a jump, row 1,000 becomes position 1,000 once an answer says how many
+    # rows come before it; the window moves with the numbers and stays on its row.
+    h = CountingHost(50, 5_000, prefetch_distance=50)
+    h.loader.jump(at(1_000), 10)
+    h.loader.set_window(10, 100)
+    while h.pending:
+        read = h.take(0)
+        lo, hi, nxt, end = span(read.cursor, read.limit, read.direction, h.length)
+        acq = h.make_acq(tuple(range(lo, hi)))
+        h.ledger.accepted[acq.n] = acq
+        h.loader.settle(read, acq, next_cursor=nxt, end_of_source=end, items_before=lo)
+    s = h.loader.state
+    assert s.window_start == 1_000 and not s.start_of_source
+    view = h.loader.view()
+    assert all(p.start == p.acquisition.items[0] for p in view.pages)
+    with pytest.raises(ValueError, match="items_before"):
+        h.loader.settle(1, h.make_acq(()), items_before=-1)
+    h.loader.close()
+    assert h.ledger.released_exactly_once()
+
+
+def test_a_config_starting_point_opens_the_loader_there() -> None:
+    h = CountingHost(50, 10_000, prefetch_distance=50, initial_cursor=at(9_900),
+                     initial_position=9_900)
+    assert h.loader.state.window_start == 9_900
+    h.loader.set_window(9_900, 100)
+    h.drain()
+    s = check_view(h)
+    assert s.covered_start == 9_850 and s.covered_end == 10_000
+    assert h.items_read <= 100 + 2 * 50 + 2 * 50
+    with pytest.raises(TypeError, match="initial_cursor"):
+        Config(initial_cursor="x")  # type: ignore[arg-type]
+    h.loader.close()
