@@ -13,7 +13,7 @@
  * once after every event, and exits with an error unless both make the same decisions (same
  * counts, repairs, releases and checksum). Callbacks are no-ops that record: issue queues the
  * read, release XORs the
- * acquisition into a checksum, cancel marks the queued read.
+ * acquisition into a checksum; a repair's first read marks the finite reads it superseded.
  *
  * The pure-Rust figure for the same stream is `cargo bench --bench steady` (row "loader, view
  * 100 pages"); this program cannot call the Rust API, so run that bench back to back with it.
@@ -114,6 +114,11 @@ static void cb_issue(void *u, const loader_read *r) {
         fprintf(stderr, "abi_bench: more than %d reads pending\n", MAX_PENDING);
         exit(2);
     }
+    /* The host takes no cancel hints (see main's callbacks): a repair or full read starting
+     * supersedes every finite read in flight, which it marks itself. */
+    if (r->kind != LOADER_KIND_FINITE && r->step == 0)
+        for (size_t i = 0; i < s->npend; i++)
+            if (s->pend[i].kind == LOADER_KIND_FINITE) s->pend[i].cancelled = 1;
     pending *p = &s->pend[s->npend++];
     p->read_id = r->read_id;
     p->kind = r->kind;
@@ -133,14 +138,6 @@ static void cb_changed(void *u) {
     stream *s = u;
     s->dirty = 1;
     s->changes++;
-}
-static void cb_cancel(void *u, uint64_t read_id) {
-    stream *s = u;
-    for (size_t i = 0; i < s->npend; i++)
-        if (s->pend[i].read_id == read_id) {
-            s->pend[i].cancelled = 1;
-            break;
-        }
 }
 
 /* After an event: what the Rust host's accessors would see now. */
@@ -308,7 +305,11 @@ static void stream_init(stream *s, uint64_t pages) {
     CALL(loader_config_default(&cfg));
     cfg.page_size = PAGE;
     cfg.prefetch_distance = 0;
-    loader_callbacks cb = {s, cb_issue, cb_release, cb_changed, cb_cancel, NULL};
+    /* As the Rust stream (benches/common/stream.rs): the seed's rules for overtaken repairs,
+     * and no cancel callback, so that failing a superseded read shrinks the view through the
+     * full read its debt costs instead of letting the read go. */
+    cfg.commit_overtaken = 0;
+    loader_callbacks cb = {s, cb_issue, cb_release, cb_changed, NULL, NULL};
     CALL(loader_new(&cfg, &cb, &s->h));
     CALL(loader_set_window(s->h, 0, pages * (uint64_t)PAGE));
     for (;;) {

@@ -18,8 +18,19 @@ pub trait LedgerLike: Clone {
     fn live(&self) -> usize;
 }
 
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Production(pub Ledger);
+
+/// The production ledger with the rules the literal baseline transcribes (`unifiedMinRecheck`:
+/// `commit_overtaken` off), so that both run the same workload and agree call by call.
+impl Default for Production {
+    fn default() -> Production {
+        Production(Ledger::new(loader::ledger::Config {
+            commit_overtaken: false,
+            ..loader::ledger::Config::default()
+        }))
+    }
+}
 
 impl LedgerLike for Production {
     fn invalidate(&mut self, out: &mut Vec<Effect>) {

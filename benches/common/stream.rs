@@ -137,6 +137,9 @@ pub fn config() -> Config {
         page_size: PAGE,
         // The window alone decides what is wanted, so a view of N pages is exactly N pages.
         prefetch_distance: 0,
+        // The workload's mix (stale chain answers, failures that shrink the view) is built
+        // on repairs that an invalidation replaces rather than lets commit: the seed's rules.
+        commit_overtaken: false,
         ..Config::default()
     }
 }
@@ -164,6 +167,10 @@ impl Stream {
             commits: 0,
             trace: None,
         };
+        // The stream shrinks its view by failing superseded reads, which costs the debt a full
+        // read only when the host was not told it may let them go: it does not hear the hints
+        // (it still sees the `Cancel` effects, to know which reads are superseded).
+        s.loader.set_cancel_hints_heard(false);
         s.loader.set_window(0, pages * PAGE as u64).expect("window");
         s.collect();
         while let Some(i) = s.pending.iter().position(|p| p.kind == Kind::Finite) {
