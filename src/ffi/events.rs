@@ -84,6 +84,8 @@ pub unsafe extern "C-unwind" fn loader_invalidate_range(
     });
     let compare = range.and_then(|range| {
         let inst = boundary(Err(loader_result::Panic), || lookup(handle))?;
+        // The handle's own codes (a poisoned loader) come before the missing callback's.
+        inst.read(|_| ())?;
         let cb = inst.callbacks();
         let compare = cb.compare.ok_or(loader_result::NoCompare)?;
         Ok((range, cb.userdata, compare))
