@@ -87,11 +87,12 @@ class loader_read(Structure):
 
 
 class issued_read(Structure):
-    """``loader_read`` with the cursor as a plain address (``c_void_p``, an int in Python),
-    laid over the struct the issue callback receives: reading a ``POINTER`` field builds a
-    pointer object. Same layout (a test checks it)."""
+    """``loader_read`` with the cursors as plain addresses (``c_void_p``, an int or None in
+    Python), laid over the struct the issue callback receives: reading a ``POINTER`` field
+    builds a pointer object. Same layout (a test checks it)."""
 
-    _fields_ = [(f[0], c_void_p if f[0] == "cursor" else f[1]) for f in loader_read._fields_]
+    _fields_ = [(f[0], c_void_p if f[0] in ("cursor", "until") else f[1])
+                for f in loader_read._fields_]
 
 
 loader_issue_fn = CFUNCTYPE(None, c_void_p, POINTER(loader_read))

@@ -74,7 +74,7 @@ class Feed(_FeedCore[T]):
     def _now_ms(self) -> int:
         return int((self._loop.time() - self._t0) * 1000)
 
-    def _signal(self, changed: bool) -> None:
+    def _signal(self, changed: bool, urgent: bool = False) -> None:
         if changed:
             self._generation += 1
         event, self._event = self._event, asyncio.Event()

@@ -46,13 +46,21 @@ from dataclasses import dataclass
 from typing import (Any, Callable, Dict, Generic, Iterator, List, Optional, Sequence, Set,
                     TypeVar)
 
-from .enums import Direction, Failure
+from .enums import Answer, Direction, Failure
 from .loader import Loader
 from .types import Config, Counts, Read, Snapshot
 
 T = TypeVar("T")
 
 _log = logging.getLogger("libloader.feed")
+
+_RUNNING = object()
+"""``Feed._armed`` while the timer thread is not waiting (it is about to look at the
+deadline); otherwise ``_armed`` is the deadline it waits for, or None for none."""
+
+_TIMER_HORIZON_S = 1.0
+"""The longest the threaded feed's timer waits before it looks at the loader's deadline
+again: a deadline that no failure announced is served at most this late."""
 
 _FAIL_CODE = 1
 """The code ``fail`` gets for a failed load; the loader does not interpret it."""
@@ -199,9 +207,10 @@ class _FeedCore(Generic[T]):
         """The monotonic clock the loader's backoff runs on, in ms."""
         raise NotImplementedError
 
-    def _signal(self, changed: bool) -> None:
+    def _signal(self, changed: bool, urgent: bool = False) -> None:
         """Something happened (``changed``: the view or the state): wake the waiters and
-        re-arm the backoff timer."""
+        re-arm the backoff timer. ``urgent``: a failure or a stall was recorded, so the
+        loader may have a deadline earlier than any it had (a backoff)."""
         raise NotImplementedError
 
     def _call_load(self, read: Read) -> Any:
@@ -320,6 +329,7 @@ class _FeedCore(Generic[T]):
         if not self._enter():
             self._discard(result)
             return
+        urgent = True   # unless the answer below is a page the loader took as it is
         try:
             with self._lock:
                 slot = self._slots.pop(read_id, None)
@@ -336,10 +346,12 @@ class _FeedCore(Generic[T]):
                     # The page's cursor is the one just before its first item.
                     before = (bytes(result.next_cursor) if read.direction is Direction.BACKWARD
                               else read.cursor)
-                    self._loader.settle(read, _Acquisition(before, result),
-                                        count=len(result.items),
-                                        next_cursor=bytes(result.next_cursor),
-                                        end_of_source=bool(result.end_of_source))
+                    answer = self._loader.settle(read, _Acquisition(before, result),
+                                                 count=len(result.items),
+                                                 next_cursor=bytes(result.next_cursor),
+                                                 end_of_source=bool(result.end_of_source))
+                    # A stalled answer records a failure, with its backoff deadline.
+                    urgent = answer is Answer.CURSOR_STALLED
                     return
                 except BaseException as e:   # refused (a cursor too long): still ours
                     self._discard(result)
@@ -352,7 +364,7 @@ class _FeedCore(Generic[T]):
             self._record(e, f"answering read {read_id}")
         finally:
             self._exit()
-            self._signal(False)
+            self._signal(False, urgent)
 
     def _discard(self, result: Any) -> None:
         """A result the loader never got: it goes back to the user here, instead."""
@@ -538,6 +550,11 @@ class Feed(_FeedCore[T]):
             if self._owns_executor:
                 self._executor.shutdown(wait=False)
             raise
+        # The timer thread waits on its own condition (over the same lock), and is woken only
+        # when it may have something to do: waking it at every change cost each answer a
+        # thread switch and a GIL hand-off.
+        self._timer_cond = threading.Condition(self._lock)
+        self._armed: object = _RUNNING
         self._driver = threading.Thread(target=self._drive, name="libloader-feed-timer",
                                         daemon=True)
         self._driver.start()
@@ -558,12 +575,20 @@ class Feed(_FeedCore[T]):
     def _now_ms(self) -> int:
         return int((time.monotonic() - self._t0) * 1000)
 
-    def _signal(self, changed: bool) -> None:
+    def _signal(self, changed: bool, urgent: bool = False) -> None:
         with self._lock:
             if changed:
                 self._generation += 1
-            self._wake = True
             self._cond.notify_all()
+            # The timer is woken only for a failure or a stall, whose backoff deadline may
+            # come before the one it waits for. The only other deadline, a superseded read's
+            # timeout, is rare here (the feed answers a read as soon as it is hinted) and
+            # the timer looks at least every _TIMER_HORIZON_S anyway.
+            if self._armed is _RUNNING:
+                self._wake = True   # it is looking: it looks again before it waits
+            elif urgent:
+                self._wake = True
+                self._timer_cond.notify()
         if changed and self._user_change is not None:
             try:
                 self._user_change()
@@ -591,8 +616,11 @@ class Feed(_FeedCore[T]):
                     return
                 if deadline != -1 and not self._wake:
                     # A signal since next_deadline() set _wake: then look again at once.
-                    self._cond.wait(None if deadline is None
-                                    else (deadline + 1 - self._now_ms()) / 1000)
+                    self._armed = deadline
+                    wait = (_TIMER_HORIZON_S if deadline is None
+                            else min((deadline + 1 - self._now_ms()) / 1000, _TIMER_HORIZON_S))
+                    self._timer_cond.wait(wait)
+                self._armed = _RUNNING
                 self._wake = False
 
     def settled(self, timeout: Optional[float] = None) -> bool:
@@ -649,6 +677,7 @@ class Feed(_FeedCore[T]):
             with self._lock:
                 jobs = list(self._jobs)
                 self._cond.notify_all()
+                self._timer_cond.notify_all()
             for job in jobs:
                 job.cancel()
             concurrent.futures.wait(jobs, timeout)

@@ -134,24 +134,28 @@ class _Host(Generic[T]):
         self.compare = compare
         self.held: Dict[int, T] = {}
         self._tokens = itertools.count(1)
-        self._lock = threading.Lock()
         self.key = 0
 
     def lend(self, obj: T) -> int:
         """Keeps ``obj`` under a fresh token, the integer that crosses the ABI for it."""
-        with self._lock:
-            token = next(self._tokens)
-            self.held[token] = obj
+        # Under the GIL, ``next`` on an ``itertools.count`` and a dict store are each atomic:
+        # two threads never get the same token, and no lock is needed (it cost a third of
+        # a settle's own bookkeeping).
+        token = next(self._tokens)
+        self.held[token] = obj
         return token
 
 
 class _ThreadState:
     """One thread's calls into libloader."""
 
-    __slots__ = ("depth", "errors", "pinned")
+    __slots__ = ("depth", "errors", "pinned", "outs")
 
     def __init__(self) -> None:
         self.depth = 0
+        # The ``loader_answer`` out-parameter of a settle at each nesting depth, reused:
+        # making one per call cost as much as the rest of the call's checks.
+        self.outs: List[Any] = [_ffi.c_enum(0)]
         # (exception, which callback) raised by callbacks of the running outermost call.
         self.errors: List[Tuple[BaseException, str]] = []
         # The hosts of every loader the running outermost call used, by key: their callbacks
@@ -192,7 +196,7 @@ def _capture(e: BaseException, where: str) -> None:
 def _issue_thunk(userdata: Optional[int], read_address: int) -> None:
     read: Optional[Read] = None
     try:
-        host = _host_for(userdata)
+        host = _tls.state.pinned.get(userdata or 0) or _host_for(userdata)
         read = _read_from_c(read_address, host.key)
         host.on_issue(read)
     except BaseException as e:
@@ -201,7 +205,7 @@ def _issue_thunk(userdata: Optional[int], read_address: int) -> None:
 
 def _release_thunk(userdata: Optional[int], token: int) -> None:
     try:
-        host = _host_for(userdata)
+        host = _tls.state.pinned.get(userdata or 0) or _host_for(userdata)
         obj = host.held.pop(token, _MISSING)
         if obj is _MISSING:
             raise RuntimeError(f"libloader: the library released token {token}, which it "
@@ -569,21 +573,51 @@ class Loader(Generic[T]):
                                                                           next_cursor)
         if end_of_source is not True and end_of_source is not False:
             raise TypeError(f"end_of_source must be a bool, not {type(end_of_source).__name__}")
-        before = None if items_before is None else _unsigned("items_before", items_before, 64)
-        token = host.lend(acquisition)
-        out = _ffi.c_enum(0)
-        # An empty cursor crosses as NULL with length 0, as the header documents.
-        if before is None:
-            rc = self._invoke("loader_settle", self._settle_fn,
-                              (read_id, token, n, cursor or None, len(cursor), end_of_source,
-                               out), token)
-        else:
-            ptr, length = _ffi.cursor_arg(bytes(cursor))
-            rc = self._invoke("loader_settle_counted", self._lib.loader_settle_counted,
-                              (read_id, token, n, ptr, length, end_of_source, before, out),
-                              token)
+        if items_before is not None:
+            return self._settle_counted(read_id, acquisition, n, cursor, end_of_source,
+                                        _unsigned("items_before", items_before, 64))
+        # The hot path: what _invoke does, written out for this one call (its generic
+        # argument passing and a fresh out-parameter per call cost as much as the checks).
+        token = next(host._tokens)   # host.lend, inline
+        host.held[token] = acquisition
+        st = _tls.state
+        st.pinned[host.key] = host
+        depth = st.depth
+        outs = st.outs
+        if depth == len(outs):
+            outs.append(_ffi.c_enum(0))
+        out = outs[depth]
+        st.depth = depth + 1
+        errors = None
+        try:
+            # An empty cursor crosses as NULL with length 0, as the header documents.
+            rc: int = self._settle_fn(self._handle, read_id, token, n, cursor or None,
+                                      len(cursor), end_of_source, out)
+        finally:
+            st.depth = depth
+            if depth == 0:
+                if st.errors:
+                    errors, st.errors = st.errors, []
+                st.pinned.clear()
+        if rc != Result.OK:
+            host.held.pop(token, None)
+        if errors:
+            _raise_callback_errors(errors, "loader_settle", rc)
         if rc != Result.OK:
             raise error_for(rc, result_message, "loader_settle")
+        value = out.value
+        return _ANSWERS[value] if 0 <= value < len(_ANSWERS) else _answer(value)
+
+    def _settle_counted(self, read_id: int, acquisition: T, n: int, cursor: bytes,
+                        end_of_source: bool, before: int) -> Answer:
+        """``settle(..., items_before=before)``: ``loader_settle_counted``."""
+        token = self._host.lend(acquisition)
+        out = _ffi.c_enum(0)
+        ptr, length = _ffi.cursor_arg(bytes(cursor))
+        rc = self._invoke("loader_settle_counted", self._lib.loader_settle_counted,
+                          (read_id, token, n, ptr, length, end_of_source, before, out), token)
+        if rc != Result.OK:
+            raise error_for(rc, result_message, "loader_settle_counted")
         return _answer(out.value)
 
     def fail(self, read: ReadRef, code: int = 0) -> Answer:

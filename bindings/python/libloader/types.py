@@ -263,11 +263,16 @@ def _read_from_c(address: int, loader_key: int) -> Read:
     """:meth:`Read.from_c` for the issue callback, which gets the struct's address and runs
     once per read: the same value, built without the frozen dataclass's ``__init__`` (one
     ``object.__setattr__`` per field), the enum's call and ``ctypes.string_at``, which cost
-    more than the rest of the callback."""
+    more than the rest of the callback. Both cursors are read as plain addresses."""
     r = _from_address(address)
     kind = r.kind
     direction = r.direction
     n = r.cursor_len
+    cursor = r.cursor
+    until = r.until if _HAS_UNTIL else None
+    if until:
+        m = r.until_len
+        until = _ffi.bytes_at(until, m) if m else b""
     read = object.__new__(Read)
     read.__dict__.update(
         read_id=r.read_id,
@@ -275,11 +280,11 @@ def _read_from_c(address: int, loader_key: int) -> Read:
         kind=_KINDS[kind] if 0 <= kind < len(_KINDS) else Kind(kind),
         epoch=r.epoch,
         step=r.step,
-        cursor=_ffi.bytes_at(r.cursor, n) if n and r.cursor else b"",
+        cursor=_ffi.bytes_at(cursor, n) if n and cursor else b"",
         limit=r.limit,
         direction=(_DIRECTIONS[direction] if 0 <= direction < len(_DIRECTIONS)
                    else Direction(direction)),
-        until=_until(r) if _HAS_UNTIL else None,
+        until=until,
         loader_key=loader_key,
     )
     return read

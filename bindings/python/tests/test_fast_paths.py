@@ -5,10 +5,11 @@ struct it reads has ``loader_read``'s layout."""
 from __future__ import annotations
 
 import ctypes
+from typing import Optional
 
 import pytest
 
-from libloader import Kind, Read, _ffi
+from libloader import Direction, Kind, Read, _ffi
 from libloader.types import _read_from_c
 
 
@@ -22,15 +23,24 @@ def test_issued_read_has_the_layout_of_loader_read() -> None:
         assert (a.offset, a.size) == (b.offset, b.size), name
 
 
-@pytest.mark.parametrize("kind,cursor", [(0, b""), (1, b"\x00\x01cursor"), (2, b"\xff" * 4096)])
-def test_the_issue_callbacks_read_equals_from_c(kind: int, cursor: bytes) -> None:
+@pytest.mark.parametrize("kind,cursor,until", [
+    (0, b"", None), (1, b"\x00\x01cursor", None), (2, b"\xff" * 4096, None),
+    (1, b"\x05", b""), (1, b"\x05", b"\x09bound"),
+])
+def test_the_issue_callbacks_read_equals_from_c(kind: int, cursor: bytes,
+                                                until: Optional[bytes]) -> None:
     buf = (ctypes.c_uint8 * max(len(cursor), 1)).from_buffer_copy(cursor or b"\x00")
     c = _ffi.loader_read(read_id=2**64 - 1, request_id=7, kind=kind, epoch=3, step=9,
                          cursor=ctypes.cast(buf, ctypes.POINTER(ctypes.c_uint8)),
-                         cursor_len=len(cursor), limit=50)
+                         cursor_len=len(cursor), limit=50, direction=1)
+    if until is not None:   # a bound: a non-NULL pointer, even for the empty cursor
+        ubuf = (ctypes.c_uint8 * max(len(until), 1)).from_buffer_copy(until or b"\x00")
+        c.until = ctypes.cast(ubuf, ctypes.POINTER(ctypes.c_uint8))
+        c.until_len = len(until)
     fast = _read_from_c(ctypes.addressof(c), 42)
     assert fast == Read.from_c(c, 42)
     assert type(fast) is Read and fast.kind is Kind(kind) and fast.cursor == cursor
+    assert fast.until == until and fast.direction is Direction.BACKWARD
     assert repr(fast) == repr(Read.from_c(c, 42)) and hash(fast) == hash(Read.from_c(c, 42))
 
 
