@@ -28,7 +28,7 @@ RPATH := -Ltarget/release -lloader -Wl,-rpath,$(CURDIR)/target/release
 TEST_RPATH := -L$(TEST_DIR) -lloader -Wl,-rpath,$(CURDIR)/$(TEST_DIR)
 
 .PHONY: all build test-lib test tsan-lib rust-test doc lint check check-header bench bench-quick bench-abi bench-py bench-depth bench-liveness c-test c-test-asan c-test-valgrind \
-        c-test-tsan c-test-stress c-test-empty c-test-anchored c-test-ranged cpp-test cpp-example cpp-pkgconfig-test header-test symbols-test install pkgconfig-test \
+        c-test-tsan c-test-stress c-test-empty c-test-anchored c-test-ranged cpp-test cpp-coverage cpp-example cpp-pkgconfig-test header-test symbols-test install pkgconfig-test \
         readme-c-example clean
 
 all: build
@@ -257,18 +257,34 @@ c-test-ranged: test-lib | $(OUT)
 	RUST_BACKTRACE=0 valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,possible \
 	    $(OUT)/ranged_plain
 
-# The C++ wrapper (bindings/cpp/loader.hpp): its API test and its callback-boundary test, as
-# C++17 and C++20, under ASan+UBSan against the test library; then the example and the
-# consumer built through pkg-config.
+# The C++ wrapper (bindings/cpp/loader.hpp): it calls every public function of loader.h;
+# its API test and its callback-boundary test, as C++17 and C++20, under ASan+UBSan against
+# the test library; both tests and the example also compiled by clang++ (clang-19, which CI
+# installs for ThreadSanitizer), warnings as errors: brace-initialised Callbacks that leave
+# out the optional callbacks must not trip its -Wmissing-field-initializers; then the
+# example and the consumer built through pkg-config.
 CXX_SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 CXXTEST_FLAGS := $(WARN) -g -Iinclude -DLOADER_TESTING $(CXX_SAN)
-cpp-test: test-lib cpp-example cpp-pkgconfig-test | $(OUT)
+CLANGXX ?= clang++-19
+cpp-test: test-lib cpp-coverage cpp-example cpp-pkgconfig-test | $(OUT)
 	for std in c++17 c++20; do \
 	    $(CXX) -std=$$std $(CXXTEST_FLAGS) c-tests/cpp_test.cpp $(TEST_RPATH) -o $(OUT)/cpp_test_$$std && \
 	    RUST_BACKTRACE=0 $(OUT)/cpp_test_$$std && \
 	    $(CXX) -std=$$std $(CXXTEST_FLAGS) c-tests/cpp_callbacks.cpp $(TEST_RPATH) -lpthread -o $(OUT)/cpp_callbacks_$$std && \
 	    $(OUT)/cpp_callbacks_$$std || exit 1; \
 	done
+	for std in c++17 c++20; do \
+	    $(CLANGXX) -std=$$std $(WARN) -Iinclude -Ibindings/cpp -DLOADER_TESTING -fsyntax-only \
+	        c-tests/cpp_test.cpp c-tests/cpp_callbacks.cpp examples/cpp_feed.cpp || exit 1; \
+	done
+
+# Fails when a public function of loader.h has no call in the wrapper; and, to show it can
+# fail, when the wrapper's call to loader_abandon is renamed away.
+cpp-coverage: | $(OUT)
+	scripts/cpp_coverage.sh include/loader.h bindings/cpp/loader.hpp
+	sed 's/loader_abandon(/loader_abandoned(/' bindings/cpp/loader.hpp > $(OUT)/loader_uncovered.hpp
+	@if scripts/cpp_coverage.sh include/loader.h $(OUT)/loader_uncovered.hpp 2> /dev/null; then \
+	    echo "cpp-coverage: a wrapper without loader_abandon passed"; exit 1; fi
 
 # examples/cpp_feed.cpp, a threaded C++ host, under ASan+UBSan: it checks its own view and
 # that every page was released exactly once, and exits non-zero otherwise.

@@ -2,12 +2,16 @@
 // caught in the trampoline, never passed through the C library, and rethrown by the thread's
 // outermost wrapper call once the C call has completed. Nested calls lose nothing, a release
 // that throws costs no other release, threads keep their exceptions apart, a Loader may be
-// freed inside its own callback, and a thread may end inside one.
+// freed inside its own callback, and a thread may end inside one. And without the wrapper: a
+// C++ exception thrown by a callback registered through the C API itself passes through the
+// library to the caller of the C function that delivered it (include/loader.h, THREADS).
 #include <pthread.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstring>
+#include <functional>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -441,6 +445,186 @@ static void a_thread_may_end_inside_a_callback() {
     EXPECT(h.released_exactly_once());
 }
 
+// A host on the bare C API, whose callbacks are plain C++ functions: each records what it
+// was given, then throws HostError{1: issue, 2: release, 3: changed, 4: cancel} while
+// `throws_left` is positive.
+struct RawHost {
+    uint64_t len = 40;
+    std::deque<loader::Read> reads;
+    std::map<loader_acquisition, int> released;
+    loader_acquisition next_acq = 1;
+    int throws_left = 0;
+
+    void maybe_throw(int what) {
+        if (throws_left > 0) {
+            throws_left--;
+            throw HostError{what};
+        }
+    }
+    static RawHost &of(void *ud) { return *static_cast<RawHost *>(ud); }
+    static void on_issue(void *ud, const loader_read *r) {
+        loader::Read read;
+        read.read_id = r->read_id;
+        read.kind = r->kind;
+        if (r->cursor != nullptr) read.cursor.assign(reinterpret_cast<const char *>(r->cursor), r->cursor_len);
+        read.limit = r->limit;
+        read.direction = r->direction;
+        if (r->until != nullptr) read.until.emplace(reinterpret_cast<const char *>(r->until), r->until_len);
+        of(ud).reads.push_back(read);
+        of(ud).maybe_throw(1);
+    }
+    static void on_release(void *ud, loader_acquisition a) {
+        of(ud).released[a]++;
+        of(ud).maybe_throw(2);
+    }
+    static void on_changed(void *ud) { of(ud).maybe_throw(3); }
+    static void on_cancel(void *ud, uint64_t) { of(ud).maybe_throw(4); }
+    // Runs inside the library's state change, which nothing may unwind out of: never throws.
+    static int32_t on_compare(void *, const uint8_t *a, size_t a_len, const uint8_t *b, size_t b_len) noexcept {
+        int c = std::memcmp(a, b, std::min(a_len, b_len));
+        return c != 0 ? (c < 0 ? -1 : 1) : a_len < b_len ? -1 : a_len > b_len ? 1 : 0;
+    }
+
+    // Answers `r` from the source through loader_settle, or loader_settle_counted with the
+    // page's own first item as the count before it.
+    loader_result answer(loader_handle h, const loader::Read &r, bool counted = false) {
+        uint64_t at = from_be64(r.cursor);
+        bool back = r.direction == LOADER_DIRECTION_BACKWARD;
+        uint64_t to = back ? std::min(at, len) : std::min<uint64_t>(at + r.limit, len);
+        if (r.until && !back) to = std::max(at, std::min(to, from_be64(*r.until)));
+        uint64_t from = back ? (to > r.limit ? to - r.limit : 0) : at;
+        std::string next = back ? (from == 0 ? std::string() : be64(from)) : be64(to);
+        const auto *c = next.empty() ? nullptr : reinterpret_cast<const uint8_t *>(next.data());
+        bool end = back ? from == 0 : to == len;
+        loader_acquisition a = next_acq++;
+        return counted ? loader_settle_counted(h, r.read_id, a, uint32_t(to - from), c, next.size(), end, from, nullptr)
+                       : loader_settle(h, r.read_id, a, uint32_t(to - from), c, next.size(), end, nullptr);
+    }
+    // Answers every queued read, throwing nothing.
+    void answer_all(loader_handle h) {
+        while (!reads.empty()) {
+            loader::Read r = reads.front();
+            reads.pop_front();
+            EXPECT(answer(h, r) == LOADER_RESULT_OK);
+        }
+    }
+};
+
+// Makes `call` with the next callback armed to throw; returns the HostError's value that came
+// out of it (0: none). Then, from another thread (no lock stays held), makes the callbacks
+// the throw left queued on this thread, by the next call, which throws nothing.
+static int raw_throw_through(RawHost &host, loader_handle h, const std::function<loader_result()> &call) {
+    host.throws_left = 1;
+    int caught = 0;
+    try {
+        (void)call();
+    } catch (const HostError &e) {
+        caught = e.value;
+    }
+    host.throws_left = 0;
+    std::thread([&] { EXPECT(loader_tick(h, 0) == LOADER_RESULT_OK); }).join();
+    return caught;
+}
+
+// Every C function that delivers callbacks lets a callback's C++ exception through to its
+// caller, with its own type; the loader stays consistent and usable, and every acquisition
+// is released at most once (exactly once but for those of a free whose release threw).
+static void raw_callbacks_throw_through_the_c_abi() {
+    RawHost host;
+    loader_config cfg = loader::default_config();
+    cfg.page_size = 4;
+    cfg.prefetch_distance = 0;
+    cfg.max_auto_retries = 1;
+    loader_callbacks cb{};
+    cb.userdata = &host;
+    cb.issue = &RawHost::on_issue;
+    cb.release = &RawHost::on_release;
+    cb.changed = &RawHost::on_changed;
+    cb.cancel = &RawHost::on_cancel;
+    cb.compare = &RawHost::on_compare;
+    loader_handle h = 0;
+    EXPECT(loader_new(&cfg, &cb, &h) == LOADER_RESULT_OK);
+    auto state = [&] {
+        loader_snapshot s{};
+        EXPECT(loader_state(h, &s) == LOADER_RESULT_OK);
+        return s;
+    };
+    auto take = [&] {
+        loader::Read r = host.reads.front();
+        host.reads.pop_front();
+        return r;
+    };
+
+    EXPECT(raw_throw_through(host, h, [&] { return loader_set_window(h, 0, 8); }) != 0);
+    EXPECT(host.reads.size() == 1 && state().outstanding_reads == 1);
+    EXPECT(raw_throw_through(host, h, [&] { return host.answer(h, take()); }) != 0);
+    host.answer_all(h);
+    EXPECT(state().covered_end == 8 && state().quiescent);
+
+    EXPECT(raw_throw_through(host, h, [&] { return loader_invalidate(h); }) != 0);
+    EXPECT(!host.reads.empty() && host.reads.front().kind == LOADER_KIND_CHAIN);
+    EXPECT(raw_throw_through(host, h, [&] { return host.answer(h, take(), true); }) != 0);  // settle_counted
+    host.answer_all(h);
+    EXPECT(state().quiescent && state().covered_end == 8);
+
+    std::string five = be64(5);
+    const auto *c5 = reinterpret_cast<const uint8_t *>(five.data());
+    EXPECT(raw_throw_through(host, h, [&] { return loader_invalidate_range(h, c5, 8, c5, 8); }) != 0);
+    EXPECT(host.reads.size() == 1 && host.reads.front().until == be64(8));
+    host.answer_all(h);
+
+    std::string twenty = be64(20);
+    EXPECT(raw_throw_through(host, h, [&] {
+               return loader_jump(h, reinterpret_cast<const uint8_t *>(twenty.data()), 8, 20);
+           }) != 0);
+    host.answer_all(h);
+    EXPECT(state().quiescent && state().window_start == 20);
+
+    // An own failure, recorded by loader_fail; the retry's read; loader_abandon of a read
+    // still needed (a failure too); the backoff retry fired by loader_tick.
+    EXPECT(loader_set_window(h, 20, 12) == LOADER_RESULT_OK && host.reads.size() == 1);
+    EXPECT(raw_throw_through(host, h, [&] { return loader_fail(h, take().read_id, 5, nullptr); }) != 0);
+    // (An unwinding call writes no out-parameter: the read it started is in `reads`.)
+    EXPECT(raw_throw_through(host, h, [&] { return loader_retry(h, nullptr); }) != 0);
+    EXPECT(host.reads.size() == 1 && host.reads.front().kind == LOADER_KIND_FULL);
+    EXPECT(raw_throw_through(host, h, [&] { return loader_abandon(h, take().read_id, nullptr); }) != 0);
+    bool armed = false;
+    uint64_t deadline = 0;
+    EXPECT(loader_next_deadline(h, &armed, &deadline) == LOADER_RESULT_OK && armed);
+    EXPECT(raw_throw_through(host, h, [&] { return loader_tick(h, deadline); }) != 0);
+    EXPECT(host.reads.size() == 1);
+    host.answer_all(h);
+    loader_snapshot s = state();
+    EXPECT(s.quiescent && s.failure == LOADER_FAILURE_NONE && s.covered_end == 32);
+
+    // A pinned view defers the releases of a repair; loader_view_release makes them.
+    loader_view_snapshot *view = nullptr;
+    EXPECT(loader_view_acquire(h, &view) == LOADER_RESULT_OK);
+    size_t released_before = host.released.size();
+    EXPECT(loader_invalidate(h) == LOADER_RESULT_OK);
+    host.answer_all(h);
+    EXPECT(host.released.size() == released_before);
+    EXPECT(raw_throw_through(host, h, [&] { return loader_view_release(view); }) == 2);
+    EXPECT(host.released.size() > released_before);
+    for (auto &kv : host.released) EXPECT(kv.second == 1);
+    EXPECT(host.released.size() == host.next_acq - 1 - state().pages);
+
+    // loader_free: a release throws; the free is complete (the handle is gone). The header
+    // says the releases left on this thread are then not made: none is made twice.
+    EXPECT(state().pages > 0);
+    host.throws_left = 1;
+    int caught = 0;
+    try {
+        (void)loader_free(h);
+    } catch (const HostError &e) {
+        caught = e.value;
+    }
+    EXPECT(caught == 2 && host.throws_left == 0);
+    loader_snapshot gone{};
+    EXPECT(loader_state(h, &gone) == LOADER_RESULT_STALE_HANDLE || loader_state(h, &gone) == LOADER_RESULT_INVALID_HANDLE);
+    for (auto &kv : host.released) EXPECT(kv.second == 1);
+}
+
 int main() {
     an_issue_that_throws_is_rethrown_after_the_call();
     a_non_standard_exception_comes_back();
@@ -451,6 +635,7 @@ int main() {
     a_loader_freed_inside_its_own_callback();
     threads_keep_their_exceptions_apart();
     a_thread_may_end_inside_a_callback();
+    raw_callbacks_throw_through_the_c_abi();
     std::printf("cpp_callbacks (C++%ld): %d passed, %d failed\n", long(__cplusplus / 100 % 100), passed.load(),
                 failed.load());
     return failed ? 1 : 0;

@@ -1,6 +1,6 @@
 // Exercises bindings/cpp/loader.hpp's API: RAII, moves, Config, brace-initialised Callbacks,
-// string_view cursors (and std::span under C++20), the view and pinned views, stats, state
-// and Error.
+// string_view cursors (and std::span under C++20), settle_counted, abandon, the view and
+// pinned views, stats, state, version and Error.
 #include <algorithm>
 #include <cstdio>
 #include <deque>
@@ -80,7 +80,17 @@ int main() {
         EXPECT(c.recheck_full == d.recheck_full);
         cfg.recheck_full = false;
         EXPECT(cfg.to_c().recheck_full == 0);
+        EXPECT(c.read_timeout_ms == d.read_timeout_ms && c.commit_overtaken == d.commit_overtaken);
+        EXPECT(d.read_timeout_ms != 1234 && d.commit_overtaken != 0);
+        cfg.read_timeout_ms = 1234;
+        cfg.commit_overtaken = false;
+        c = cfg.to_c();
+        EXPECT(c.read_timeout_ms == 1234 && c.commit_overtaken == 0 && c.page_size == 7);
     }
+
+    // The library's version, as loader.h gives it.
+    EXPECT(!loader::version().empty() && loader::version() == std::string_view(loader_version()));
+    EXPECT(loader::version().find('.') != std::string_view::npos);
 
     {
         loader::Config cfg;
@@ -375,6 +385,113 @@ int main() {
         }
     }
 
+    // abandon: a read the loader no longer needs (it sent a `cancel` hint) is let go of at no
+    // cost, and its late answer is stale and released at once; a read still needed is a
+    // failure that waits for a retry; an answer to a read let go of twice is refused.
+    {
+        std::deque<loader::Read> rs;
+        std::map<loader::Acquisition, int> rel;
+        std::vector<uint64_t> cancels;
+        loader::Acquisition acq = 1;
+        loader::Callbacks cb{[&](const loader::Read &r) { rs.push_back(r); }, [&](loader::Acquisition a) { rel[a]++; }};
+        cb.cancel = [&](uint64_t id) { cancels.push_back(id); };
+        loader::Config cfg;
+        cfg.page_size = 4;
+        cfg.prefetch_distance = 0;
+        cfg.max_auto_retries = 0;
+        loader::Loader l(std::move(cb), cfg);
+        l.set_window(0, 4);
+        answer_all(l, rs, acq, source_len);
+        l.set_window(0, 8);
+        EXPECT(rs.size() == 1 && rs.front().kind == LOADER_KIND_FINITE);
+        loader::Read finite = rs.front();
+        rs.pop_front();
+        l.invalidate();  // supersedes the finite read: a cancel hint
+        EXPECT(cancels.size() == 1 && cancels.front() == finite.read_id);
+        answer_all(l, rs, acq, source_len);
+        EXPECT(!l.state().quiescent && l.state().outstanding_reads == 1);  // the finite read
+        EXPECT(l.abandon(finite.read_id) == LOADER_ANSWER_STALE);
+        answer_all(l, rs, acq, source_len);
+        loader_snapshot s = l.state();
+        EXPECT(s.quiescent && s.failure == LOADER_FAILURE_NONE && s.debt == LOADER_DEBT_NONE && s.covered_end == 8);
+        EXPECT(l.stats().abandoned == 1 && l.stats().failed_own == 0);
+        loader::Acquisition late = acq++;
+        EXPECT(settle_from(l, finite, late, source_len) == LOADER_ANSWER_STALE);
+        EXPECT(rel.count(late) == 1 && l.stats().late_answers == 1);  // released before settle returned
+        try {
+            l.abandon(finite.read_id);
+            EXPECT(false);
+        } catch (const loader::Error &e) {
+            EXPECT(e.code() == LOADER_RESULT_ALREADY_ANSWERED && !e.in_callback());
+        }
+        try {
+            l.abandon(987654);
+            EXPECT(false);
+        } catch (const loader::Error &e) {
+            EXPECT(e.code() == LOADER_RESULT_UNKNOWN_READ);
+        }
+        l.set_window(0, 12);
+        EXPECT(rs.size() == 1);
+        loader::Read needed = rs.front();
+        rs.pop_front();
+        EXPECT(l.abandon(needed.read_id) == LOADER_ANSWER_CURRENT);
+        s = l.state();
+        EXPECT(s.failure != LOADER_FAILURE_NONE && s.outstanding_reads == 0 && !s.quiescent);
+        EXPECT(l.stats().failed_own == 1);
+        EXPECT(l.retry() && !rs.empty());
+        answer_all(l, rs, acq, source_len);
+        s = l.state();
+        EXPECT(s.quiescent && s.failure == LOADER_FAILURE_NONE && s.covered_end == 12);
+        l.close();
+        for (auto &kv : rel) EXPECT(kv.second == 1);
+        EXPECT(rel.size() == acq - 1);
+    }
+
+    // settle_counted: a host that knows how many items come before each page renumbers a view
+    // opened by a jump with made-up positions to the source's own, without reading back to
+    // the start; plain settle leaves the jump's numbers.
+    for (int counted = 0; counted < 2; counted++) {
+        std::deque<loader::Read> rs;
+        std::map<loader::Acquisition, uint64_t> first_item;  // each acquisition's first item
+        int released_count = 0;
+        loader::Acquisition acq = 1;
+        const uint64_t len = 5000;
+        loader::Config cfg;
+        cfg.page_size = 10;
+        cfg.prefetch_distance = 10;
+        loader::Loader l({[&](const loader::Read &r) { rs.push_back(r); }, [&](loader::Acquisition) { released_count++; }},
+                         cfg);
+        l.jump(be64(1000), 10);
+        l.set_window(10, 30);
+        while (!rs.empty()) {
+            loader::Read r = rs.front();
+            rs.pop_front();
+            uint64_t at = from_be64(r.cursor);
+            bool back = r.direction == LOADER_DIRECTION_BACKWARD;
+            uint64_t to = back ? std::min(at, len) : std::min<uint64_t>(at + r.limit, len);
+            uint64_t from = back ? (to > r.limit ? to - r.limit : 0) : at;
+            std::string next = back ? (from == 0 ? std::string() : be64(from)) : be64(to);
+            first_item[acq] = from;
+            bool end = back ? from == 0 : to == len;
+            loader_answer a = counted ? l.settle_counted(r.read_id, acq, uint32_t(to - from), next, end, from)
+                                      : l.settle(r.read_id, acq, uint32_t(to - from), next, end);
+            EXPECT(a == LOADER_ANSWER_CURRENT);
+            acq++;
+        }
+        loader::View v = l.view();
+        bool own = !v.pages.empty();
+        for (const loader_page &p : v.pages) own = own && p.start == first_item[p.acquisition];
+        loader_snapshot s = l.state();
+        if (counted) {
+            EXPECT(own && s.window_start == 1000 && !s.start_of_source && l.stats().renumbered >= 1);
+            EXPECT(l.stats().items_read <= 30 + 4 * 10);
+        } else {
+            EXPECT(!own && s.window_start == 10 && l.stats().renumbered == 0);
+        }
+        l.close();
+        EXPECT(released_count == int(acq - 1));
+    }
+
 #ifdef LOADER_HPP_SPAN
     // C++20: a cursor may be a span of bytes.
     {
@@ -389,6 +506,62 @@ int main() {
         EXPECT(l.state().covered_end == 4);
         l.close();
         EXPECT(rel == 1);
+    }
+    // settle_counted with a span: the page starts at the count given.
+    {
+        std::deque<loader::Read> rs;
+        int rel = 0;
+        loader::Loader l({[&](const loader::Read &r) { rs.push_back(r); }, [&](loader::Acquisition) { rel++; }},
+                         loader::Config{.page_size = 4, .prefetch_distance = 0});
+        l.jump(be64(100), 0);
+        l.set_window(0, 4);
+        EXPECT(rs.size() == 1 && rs.front().cursor == be64(100) && rs.front().direction == LOADER_DIRECTION_FORWARD);
+        std::vector<uint8_t> next = {0, 0, 0, 0, 0, 0, 0, 104};
+        EXPECT(l.settle_counted(rs.front().read_id, 1, 4, std::span<const uint8_t>(next), false, 100) ==
+               LOADER_ANSWER_CURRENT);
+        rs.pop_front();
+        loader::Acquisition more = 2;
+        answer_all(l, rs, more, source_len);  // a backward read, if the jump asked for one
+        loader::View v = l.view();
+        EXPECT(!v.pages.empty() && l.state().window_start == 100);
+        for (const loader_page &p : v.pages)
+            if (p.acquisition == 1) EXPECT(p.start == 100);
+        l.close();
+    }
+    // invalidate_range with spans: one changed item re-reads its page alone, with a bounded
+    // read; `to` given as an empty span is the source's start, not its end.
+    {
+        std::deque<loader::Read> rs;
+        std::map<loader::Acquisition, int> rel;
+        loader::Acquisition acq = 1;
+        loader::Callbacks cb{[&](const loader::Read &r) { rs.push_back(r); }, [&](loader::Acquisition a) { rel[a]++; }};
+        cb.compare = [](std::string_view a, std::string_view b) { return a.compare(b); };
+        loader::Loader l(std::move(cb), loader::Config{.page_size = 4, .prefetch_distance = 0});
+        l.set_window(0, 12);
+        answer_all(l, rs, acq, source_len);
+        const std::vector<uint8_t> five = {0, 0, 0, 0, 0, 0, 0, 5};
+        l.invalidate_range(std::span<const uint8_t>(five), std::span<const uint8_t>(five));
+        EXPECT(rs.size() == 1 && rs.front().kind == LOADER_KIND_CHAIN);
+        EXPECT(rs.size() == 1 && rs.front().cursor == be64(4) && rs.front().until == be64(8));
+        answer_all(l, rs, acq, source_len);
+        EXPECT(rel.size() == 1 && rel.count(2) == 1 && l.stats().ranged_repairs == 1);
+        // From the start to the start: no held page can hold a change, nothing is read.
+        l.invalidate_range(std::span<const uint8_t>(), std::span<const uint8_t>());
+        EXPECT(rs.empty() && l.state().quiescent && l.stats().ranged_invalidations == 2);
+        // From the start to the end: every held page is re-read, up to the last one's end.
+        l.invalidate_range(std::span<const uint8_t>());
+        EXPECT(!rs.empty() && rs.front().cursor.empty() && rs.front().until == be64(12));
+        answer_all(l, rs, acq, source_len);
+        EXPECT(rel.size() == 4 && l.state().quiescent);
+        try {
+            l.invalidate_range(std::span<const uint8_t>(five), std::span<const uint8_t>(five.data(), 7));
+            EXPECT(false);
+        } catch (const loader::Error &e) {
+            EXPECT(e.code() == LOADER_RESULT_RANGE_REVERSED);
+        }
+        l.close();
+        for (auto &kv : rel) EXPECT(kv.second == 1);
+        EXPECT(rel.size() == acq - 1);
     }
 #endif
 

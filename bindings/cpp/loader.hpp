@@ -3,17 +3,19 @@
 // `loader::Loader` owns one loader handle; `loader::Callbacks` holds the host's callbacks as
 // std::function; `loader::Config` names only the settings a host changes; `loader::PinnedView`
 // owns a pinned view. A call the library refuses throws `loader::Error`, which carries the
-// `loader_result` code. examples/cpp_feed.cpp is a complete threaded host. C++17; under C++20
-// `settle` also takes the cursor as a std::span of bytes.
+// `loader_result` code. It covers every public function of loader.h (`make cpp-test` checks
+// it). examples/cpp_feed.cpp is a complete threaded host. C++17; under C++20 `settle`,
+// `settle_counted`, `jump` and `invalidate_range` also take cursors as std::spans of bytes.
 //
 // What the wrapper guarantees:
 //
 // Exceptions. No exception ever passes through the C library. Each callback runs inside a
 //   trampoline that catches whatever it throws and stashes it for the calling thread; the
-//   thread's outermost wrapper call (settle, fail, invalidate, invalidate_range, retry, set_window, jump, tick, close,
-//   PinnedView::release) rethrows the first one after the C call has returned, so the
-//   library's state change is complete and every other callback of that call was still made:
-//   a `release` that throws never costs another acquisition its release. The others thrown during the same call are in
+//   thread's outermost wrapper call (settle, settle_counted, fail, abandon, invalidate,
+//   invalidate_range, retry, set_window, jump, tick, close, PinnedView::release) rethrows the
+//   first one after the C call has returned, so the library's state change is complete and
+//   every other callback of that call was still made: a `release` that throws never costs
+//   another acquisition its release. The others thrown during the same call are in
 //   `loader::suppressed()` on that thread until its next outermost call. A wrapper call made
 //   from inside a callback (a synchronous host settles inside `issue`) never rethrows: what
 //   callbacks threw before it, and what its own callbacks throw (they run after the running
@@ -73,6 +75,9 @@
 #include "loader.h"
 
 namespace loader {
+
+// The library's version, e.g. "0.1.0" (`loader_version`).
+inline std::string_view version() noexcept { return loader_version(); }
 
 // The host's pointer-sized token for whatever holds a page's items.
 using Acquisition = loader_acquisition;
@@ -154,10 +159,16 @@ struct Config {
     std::optional<bool> recheck_full{};
     // The most pages the view holds (0: no bound); loader.h gives the exact bound.
     std::optional<std::uint32_t> max_pages{};
+    // How long (ms of the `tick` clock) a superseded read's answer is awaited before the
+    // loader lets it go, as `abandon` would (0: never).
+    std::optional<std::uint64_t> read_timeout_ms{};
     // A starting point: the loader opens around the item just after `initial_cursor`, which
     // gets position `initial_position` (as `Loader::jump` would; loader_config in loader.h).
     std::optional<std::string> initial_cursor{};
     std::optional<std::uint64_t> initial_position{};
+    // Whether a repair an invalidation overtook runs to its end and commits (the default), or
+    // is settled stale and replaced; needs `recheck_full` (loader_config in loader.h).
+    std::optional<bool> commit_overtaken{};
 
     // The C settings: the defaults, with every field set here applied. The C config's
     // `initial_cursor` points into this Config's string: use it while this Config lives.
@@ -173,11 +184,13 @@ struct Config {
         if (jitter_seed) c.jitter_seed = *jitter_seed;
         if (recheck_full) c.recheck_full = *recheck_full ? 1 : 0;
         if (max_pages) c.max_pages = *max_pages;
+        if (read_timeout_ms) c.read_timeout_ms = *read_timeout_ms;
         if (initial_cursor && !initial_cursor->empty()) {
             c.initial_cursor = reinterpret_cast<const std::uint8_t *>(initial_cursor->data());
             c.initial_cursor_len = initial_cursor->size();
         }
         if (initial_position) c.initial_position = *initial_position;
+        if (commit_overtaken) c.commit_overtaken = *commit_overtaken ? 1 : 0;
         return c;
     }
 };
@@ -481,10 +494,36 @@ public:
         return settle_bytes(read_id, acquisition, count, next_cursor.data(), next_cursor.size(), end_of_source);
     }
 #endif
+    // `settle` from a host that knows how many items come before the page's first item (a
+    // count query, an offset its API returns): when the page enters the view, the view is
+    // renumbered so that the page starts at `items_before`, and the window moves with it. A
+    // count that contradicts the view is ignored (loader_settle_counted in loader.h).
+    loader_answer settle_counted(std::uint64_t read_id, Acquisition acquisition, std::uint32_t count,
+                                 std::string_view next_cursor, bool end_of_source, std::uint64_t items_before) {
+        return settle_bytes(read_id, acquisition, count, reinterpret_cast<const std::uint8_t *>(next_cursor.data()),
+                            next_cursor.size(), end_of_source, items_before);
+    }
+#ifdef LOADER_HPP_SPAN
+    loader_answer settle_counted(std::uint64_t read_id, Acquisition acquisition, std::uint32_t count,
+                                 std::span<const std::uint8_t> next_cursor, bool end_of_source,
+                                 std::uint64_t items_before) {
+        return settle_bytes(read_id, acquisition, count, next_cursor.data(), next_cursor.size(), end_of_source,
+                            items_before);
+    }
+#endif
     // Answers `read_id` with a failure; `code` is the host's own.
     loader_answer fail(std::uint64_t read_id, std::int32_t code) {
         loader_answer a = LOADER_ANSWER_CURRENT;
         run([&] { return loader_fail(handle_, read_id, code, &a); });
+        return a;
+    }
+    // The host gives up on `read_id` and will not answer it. For a read the loader no longer
+    // needs (it was sent a `cancel` hint) this costs nothing: LOADER_ANSWER_STALE. For one
+    // still needed it is a failure, as `fail`: LOADER_ANSWER_CURRENT (loader_abandon in
+    // loader.h).
+    loader_answer abandon(std::uint64_t read_id) {
+        loader_answer a = LOADER_ANSWER_CURRENT;
+        run([&] { return loader_abandon(handle_, read_id, &a); });
         return a;
     }
     void invalidate() { run([&] { return loader_invalidate(handle_); }); }
@@ -494,16 +533,18 @@ public:
     // (`Read::until`); the rest of the view is kept (loader_invalidate_range in loader.h).
     // Needs `Callbacks::compare`. Throws `Error` if refused; a refusal changes nothing.
     void invalidate_range(std::string_view from, std::optional<std::string_view> to = std::nullopt) {
-        static const std::uint8_t empty = 0;  // a non-NULL `to` of length 0: the source's start
-        const auto *f = reinterpret_cast<const std::uint8_t *>(from.data());
         const std::uint8_t *t = nullptr;
-        std::size_t t_len = 0;
-        if (to) {
-            t = to->empty() ? &empty : reinterpret_cast<const std::uint8_t *>(to->data());
-            t_len = to->size();
-        }
-        run([&] { return loader_invalidate_range(handle_, from.empty() ? nullptr : f, from.size(), t, t_len); });
+        if (to) t = reinterpret_cast<const std::uint8_t *>(to->data());
+        invalidate_range_bytes(reinterpret_cast<const std::uint8_t *>(from.data()), from.size(), to.has_value(), t,
+                               to ? to->size() : 0);
     }
+#ifdef LOADER_HPP_SPAN
+    void invalidate_range(std::span<const std::uint8_t> from,
+                          std::optional<std::span<const std::uint8_t>> to = std::nullopt) {
+        invalidate_range_bytes(from.data(), from.size(), to.has_value(), to ? to->data() : nullptr,
+                               to ? to->size() : 0);
+    }
+#endif
     // Retries a recorded own failure now; returns whether a read started.
     bool retry() {
         bool started = false;
@@ -524,7 +565,8 @@ public:
     }
 #endif
 
-    // When to call `tick` next, if a backoff retry is armed.
+    // When to call `tick` next: a backoff retry is armed, or a superseded read will time out
+    // (`Config::read_timeout_ms`); nullopt if neither.
     std::optional<std::uint64_t> next_deadline() const {
         bool armed = false;
         std::uint64_t at = 0;
@@ -591,14 +633,28 @@ private:
         check(r);
     }
 
+    // `items_before` given: loader_settle_counted; otherwise loader_settle.
     loader_answer settle_bytes(std::uint64_t read_id, Acquisition acquisition, std::uint32_t count,
-                               const std::uint8_t *cursor, std::size_t cursor_len, bool end_of_source) {
+                               const std::uint8_t *cursor, std::size_t cursor_len, bool end_of_source,
+                               std::optional<std::uint64_t> items_before = std::nullopt) {
         loader_answer a = LOADER_ANSWER_CURRENT;
+        const std::uint8_t *c = cursor_len ? cursor : nullptr;
         run([&] {
-            return loader_settle(handle_, read_id, acquisition, count, cursor_len ? cursor : nullptr, cursor_len,
-                                 end_of_source, &a);
+            return items_before ? loader_settle_counted(handle_, read_id, acquisition, count, c, cursor_len,
+                                                        end_of_source, *items_before, &a)
+                                : loader_settle(handle_, read_id, acquisition, count, c, cursor_len, end_of_source, &a);
         });
         return a;
+    }
+
+    // `has_to` false: up to the source's end (a NULL `to`). A `to` of length 0 is the source's
+    // start, passed as a non-NULL pointer whatever `to` points at.
+    void invalidate_range_bytes(const std::uint8_t *from, std::size_t from_len, bool has_to, const std::uint8_t *to,
+                                std::size_t to_len) {
+        static const std::uint8_t empty = 0;
+        const std::uint8_t *f = from_len ? from : nullptr;
+        const std::uint8_t *t = has_to ? (to_len ? to : &empty) : nullptr;
+        run([&] { return loader_invalidate_range(handle_, f, from_len, t, to_len); });
     }
 
     void jump_bytes(const std::uint8_t *cursor, std::size_t cursor_len, std::uint64_t position) {

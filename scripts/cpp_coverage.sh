@@ -1,0 +1,31 @@
+#!/bin/sh
+# cpp_coverage.sh: fails when a public function of loader.h is never called by the C++ wrapper.
+#
+#   scripts/cpp_coverage.sh [HEADER [WRAPPER]]   (defaults: include/loader.h, bindings/cpp/loader.hpp)
+#
+# The public functions are those declared at the start of a line outside the header's
+# `#if defined(LOADER_TESTING)` blocks (the test ABI), as `make symbols-test` reads them. A
+# function counts as covered when the wrapper's code, its `//` comments removed, calls it
+# (its name followed by `(`).
+set -eu
+header=${1:-include/loader.h}
+wrapper=${2:-bindings/cpp/loader.hpp}
+
+public=$(sed '/^#if defined(LOADER_TESTING)$/,/^#endif$/d' "$header" | grep -E '^[a-z]' \
+    | grep -oE '\bloader_[a-z_]+\(' | tr -d '(' | sort -u)
+if [ -z "$public" ]; then
+    echo "cpp_coverage: no public function found in $header" >&2
+    exit 1
+fi
+code=$(sed 's|//.*$||' "$wrapper")
+missing=
+n=0
+for f in $public; do
+    n=$((n + 1))
+    printf '%s\n' "$code" | grep -qE "(^|[^A-Za-z0-9_])$f[[:space:]]*\(" || missing="$missing $f"
+done
+if [ -n "$missing" ]; then
+    echo "cpp_coverage: $wrapper calls none of:$missing" >&2
+    exit 1
+fi
+echo "cpp_coverage: $wrapper calls all $n public functions of $header"
