@@ -1,28 +1,39 @@
-"""Workload 7 of issue 6: events per second through the Python bindings (`Loader`), beside a
-bare ctypes call into the same library, timed in the same run.
+"""Events per second through the Python bindings: the :class:`libloader.Loader` and the
+:class:`libloader.Feed`, beside the same host on bare ctypes and a bare ctypes call, all timed
+in the same run.
 
-The host: a 100-page view of 50-item pages over a virtual source (a cursor is the 8-byte
-big-endian position), callbacks that only record (issue queues the read, release counts,
-cancel marks the read). Each event is one call: an invalidation arrives every 20 events, a
-window move every 20 (offset by 10) alternates between one page past the covered end (a
-finite read) and back to 100 pages, and the rest are answers to the oldest pending read
-(current or stale, as the loader classifies them; a cancelled finite read is failed instead).
-Once the view has grown past 110 pages, the window stays at 100 pages and the next read an
-invalidation overtook is failed, which rebuilds the view at 100 pages through a full read. As in the Rust stream (benches/common/stream.rs), an invalidation waits while a chain is past its first step or a
-full read runs, so each repair reaches its commit and releases the view it replaces: without
-that, every invalidation would overtake the running chain, nothing would ever be released,
-and the loader's live requests would grow for the whole run. The realized mix and the
-releases per event are printed.
+The stream's host: a 100-page view of 50-item pages over a virtual source (a cursor is the
+8-byte big-endian position), callbacks that only record (issue queues the read, release
+counts, cancel marks the read). Each event is one call: an invalidation arrives every 20
+events, a window move every 20 (offset by 10) alternates between one page past the covered
+end (a finite read) and back to 100 pages, and the rest are answers to the oldest pending
+read (current or stale, as the loader classifies them; a cancelled finite read is failed
+instead). Once the view has grown past 110 pages, the window stays at 100 pages and the next
+read an invalidation overtook is failed, which rebuilds the view at 100 pages through a full
+read. As in the Rust stream (benches/common/stream.rs), an invalidation waits while a chain is
+past its first step or a full read runs, so each repair reaches its commit and releases the
+view it replaces. The realized mix and the releases per event are printed.
 
-The floor is a bare ctypes call, ``loader_version()`` (no argument, a static string): what
-any call from Python into the library costs at least. ``loader_state`` (the handle looked up,
-a struct copied out) is timed beside it. Each repetition times the stream and then the floors;
-figures are medians over the repetitions, and the ratio is the median of per-repetition
-ratios. Times are this thread's CPU time (``time.thread_time_ns``), so time the scheduler gave
-to other processes on a shared machine is not counted; wall-clock rates are printed too.
+The same host runs twice: on the bindings (:class:`LoaderHost`) and on bare ctypes
+(:class:`BareHost`: the header's functions called directly, plain ``CFUNCTYPE`` callbacks,
+no checks). Both make the same calls and must end with the same counts (checked). The
+difference per event is what the bindings add: the target is at most 3 us. The single floor
+call, ``loader_version()`` (no argument, a static string), is what any call from Python into
+the library costs at least; ``loader_state`` (the handle looked up, a struct copied out) is
+timed beside it.
+
+The Feed's workload (:class:`FeedScroll`) scrolls a 100-page window down one page per step
+and invalidates every 20 steps; an event there is one load the feed ran and answered. It runs
+with loads on the caller's thread (:class:`QueueExecutor`: the feed's own cost) and on the
+default 4-thread pool (wall clock: thread hand-offs included).
+
+Each repetition times every part once; figures are medians over the repetitions, and ratios
+are medians of per-repetition ratios. Times are this thread's CPU time
+(``time.thread_time_ns``), so time the scheduler gave to other processes on a shared machine
+is not counted; wall-clock rates are printed too.
 
     LIBLOADER_PATH=$PWD/target/release/libloader.so .venv/bin/python \\
-        bindings/python/bench_events.py [--quick]
+        bindings/python/bench_events.py [--quick | --run loader|bare|feed N]
 """
 
 from __future__ import annotations
@@ -392,8 +403,34 @@ def warmed(host: H, events: int) -> H:
     return host
 
 
+def run_only(kind: str, n: int) -> int:
+    """``--run KIND N``: warm a ``loader``, ``bare`` or ``feed`` host up, then make ``N`` more
+    events (loads, for the feed), untimed: for instruction counts, which do not drift,
+    ``(I(N2) - I(N1)) / (N2 - N1)`` under ``valgrind --tool=callgrind``."""
+    if kind == "feed":
+        scroll = FeedScroll(QueueExecutor())
+        scroll.run(1000)
+        scroll.run(n)
+        scroll.check()
+        scroll.feed.close()
+        return 0
+    if kind not in ("loader", "bare"):
+        print(f"--run: unknown host {kind!r} (loader, bare or feed)", file=sys.stderr)
+        return 2
+    host: Host = warmed(LoaderHost() if kind == "loader" else BareHost(), 2000)
+    host.run(n)
+    host.close()
+    return 0
+
+
 def main() -> int:
-    quick = "--quick" in sys.argv[1:]
+    args = sys.argv[1:]
+    if args[:1] == ["--run"]:
+        if len(args) != 3 or not args[2].isdigit():
+            print("usage: bench_events.py --run loader|bare|feed N", file=sys.stderr)
+            return 2
+        return run_only(args[1], int(args[2]))
+    quick = "--quick" in args
     events = 5_000 if quick else 100_000
     floor_calls = 20_000 if quick else 400_000
     h = warmed(LoaderHost(), events)
