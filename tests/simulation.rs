@@ -11,6 +11,10 @@
 //! - a run depends only on its events: two hosts fed the same ops see the same reads, views
 //!   and states, even when one of them lets time pass in smaller steps.
 //!
+//! The ops include filter changes (`Hide`: filtered stretches answer empty pages whose cursor
+//! moves) and, where host bugs are allowed, empty pages that repeat their read's cursor
+//! (`StallEmpty`).
+//!
 //! `LOADER_SIM_CASES` sets the number of runs per property (default 2,500: 7,500 over the
 //! three proptest properties).
 
@@ -35,7 +39,11 @@ fn op(failures: bool, stalls: bool) -> impl Strategy<Value = Op> {
     prop_oneof![
         10 => (any::<u16>(), any::<bool>()).prop_map(|(index, fresh)| Op::Deliver { index, fresh }),
         fail_weight => any::<u16>().prop_map(|index| Op::Fail { index }),
-        stall_weight => any::<u16>().prop_map(|index| Op::Stall { index }),
+        stall_weight => prop_oneof![
+            any::<u16>().prop_map(|index| Op::Stall { index }),
+            // An empty page that repeats its read's cursor, without the end flag.
+            any::<u16>().prop_map(|index| Op::StallEmpty { index }),
+        ],
         3 => prop_oneof![
             any::<u8>().prop_map(|key| Op::Insert { key }),
             any::<u8>().prop_map(|key| Op::InsertRanged { key }),
@@ -47,7 +55,11 @@ fn op(failures: bool, stalls: bool) -> impl Strategy<Value = Op> {
         ],
         2 => (0u16..100, 1u16..50).prop_map(|(start, len)| Op::Window { start, len }),
         1 => (0u16..3000).prop_map(|ms| Op::Tick { ms }),
-        1 => Just(Op::Retry),
+        2 => prop_oneof![
+            Just(Op::Retry),
+            // A new filter: filtered stretches answer empty pages whose cursor moves.
+            any::<u8>().prop_map(|mask| Op::Hide { mask }),
+        ],
         2 => prop_oneof![
             Just(Op::Invalidate),
             any::<u16>().prop_map(|index| Op::Jump { index }),
@@ -147,6 +159,33 @@ fn seeded_config(seed: u64) -> Config {
     }
 }
 
+/// [`random_ops`] with filter changes mixed in and, with `failures`, empty pages that repeat
+/// their read's cursor: about one op in 40 becomes each, chosen from the seed.
+fn seeded_ops(seed: u64, n: usize, failures: bool) -> Vec<Op> {
+    let mut ops = random_ops(seed, n, failures);
+    let mut rng = seed ^ 0x5bd1_e995;
+    for op in &mut ops {
+        rng = rng
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        let r = rng >> 33;
+        match r % 40 {
+            0 => {
+                *op = Op::Hide {
+                    mask: (r >> 8) as u8,
+                }
+            }
+            1 if failures => {
+                *op = Op::StallEmpty {
+                    index: (r >> 16) as u16,
+                }
+            }
+            _ => {}
+        }
+    }
+    ops
+}
+
 /// The same properties from seeds, for long runs: `LOADER_SIM_SEEDS=100000 cargo test
 /// --release --test simulation seeded`. The runs must also reach every kind of event the
 /// properties are about, or passing them would say little.
@@ -158,7 +197,7 @@ fn seeded_runs_pass_and_reach_every_path() {
         .unwrap_or(500);
     let mut total = Stats::default();
     for seed in 0..seeds {
-        let ops = random_ops(seed, 300, seed % 3 == 0);
+        let ops = seeded_ops(seed, 300, seed % 3 == 0);
         let src = Source::with_items((seed % 40) as usize, 5);
         let h = run(seeded_config(seed), src, &ops).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         let st = h.loader.stats();
@@ -168,6 +207,7 @@ fn seeded_runs_pass_and_reach_every_path() {
         total.answered_stale += st.answered_stale;
         total.failed_own += st.failed_own;
         total.failed_stale += st.failed_stale;
+        total.cursor_stalls += st.cursor_stalls;
         total.retries_auto += st.retries_auto;
         total.retries_explicit += st.retries_explicit;
         total.released += st.released;
@@ -188,6 +228,7 @@ fn seeded_runs_pass_and_reach_every_path() {
         ("full reads", total.issued[Kind::Full as usize]),
         ("stale answers", total.answered_stale),
         ("own failures", total.failed_own),
+        ("cursor stalls", total.cursor_stalls),
         ("reads let go of after a hint", total.abandoned),
         ("late answers to them", total.late_answers),
         ("resumed retries", total.resumed),
@@ -235,7 +276,7 @@ fn the_same_events_give_the_same_run_however_time_is_delivered() {
         let src = Source::with_items((seed % 40) as usize, 5);
         let mut whole = Host::new(cfg, src.clone());
         let mut halves = Host::new(cfg, src);
-        for (step, op) in random_ops(seed, 300, true).into_iter().enumerate() {
+        for (step, op) in seeded_ops(seed, 300, true).into_iter().enumerate() {
             whole
                 .apply(op)
                 .unwrap_or_else(|e| panic!("seed {seed}: {e}"));

@@ -109,29 +109,32 @@ pub unsafe extern "C-unwind" fn loader_invalidate_range(
 /// once; `*out_answer` (if not NULL) says how the answer was classified. On any error the
 /// host still owns `acquisition` and nothing changed. That `release` can come before this
 /// call returns: on this thread (an empty page, or a late answer to a read whose request was
-/// superseded by work that has already committed) or on another (a concurrent call retired or dropped the page). So mark the
-/// acquisition as the loader's before the call, and take it back only on an error. `next_cursor` is copied; it may be NULL
-/// only when `next_cursor_len` is 0. A late answer to a superseded read is not an error.
+/// superseded by work that has already committed) or on another (a concurrent call retired or
+/// dropped the page). So mark the acquisition as the loader's before the call, and take it
+/// back only on an error. `next_cursor` is copied; it may be NULL only when `next_cursor_len`
+/// is 0. A late answer to a superseded read is not an error.
 ///
 /// `next_cursor` is where the next read continues: the position after the last row the host
 /// *looked at*, which for a filtered query may lie past the last row it returned. Set
 /// `end_of_source` when the read reached the source's end (the host found nothing after the
 /// last row it looked at); a page shorter than `limit` without it is fine, and the loader
-/// reads on from `next_cursor`. A host that cannot tell answers full pages without the flag,
-/// and the read after the last row finds nothing: answer it with `count` 0, the read's own
-/// cursor as `next_cursor`, and `end_of_source` set. That answer is `LOADER_ANSWER_CURRENT`
-/// and the view then reaches the source's end (`loader_snapshot.end_of_source`).
+/// reads on from `next_cursor` (except a bounded read's page with items, which says `until`
+/// was reached: see `loader_read.until`). A host that cannot tell answers full pages without
+/// the flag, and the read after the last row finds nothing: answer it with `count` 0, the
+/// read's own cursor as `next_cursor`, and `end_of_source` set. That answer is
+/// `LOADER_ANSWER_CURRENT` and the view then reaches the source's end
+/// (`loader_snapshot.end_of_source`).
 ///
 /// Empty pages (`count` 0): an empty page never enters the view and costs no position, and
 /// its acquisition is released at once: `release` runs for it before the outermost libloader
 /// call on this thread returns. If `next_cursor` moved past the read's own cursor, the empty
-/// page is progress: the next read starts there. If it did not move and `end_of_source` is
-/// false, the answer is `LOADER_ANSWER_CURSOR_STALLED`, as for a page with items, except for
-/// a read the loader sent a `cancel` hint for: an empty page is how a host lets such a read
-/// go, and it is classified stale whatever its cursor. So a long
-/// filtered-out stretch costs one read per `limit` rows scanned: the loader keeps reading
-/// until the window plus prefetch is covered or the source ends, and every read counts;
-/// none is repeated.
+/// page is progress: the next read starts there (a bounded read's too, short of `until`). If
+/// it did not move and `end_of_source` is false, the answer is `LOADER_ANSWER_CURSOR_STALLED`,
+/// as for a page with items, except for a read the loader sent a `cancel` hint for: an empty
+/// page is how a host lets such a read go, and it is classified stale whatever its cursor. So
+/// a long filtered-out stretch costs one read per `limit` rows scanned: the loader keeps
+/// reading until the window plus prefetch is covered or the source ends, and every read
+/// counts; none is repeated.
 ///
 /// # Safety
 /// `next_cursor` is NULL or valid for `next_cursor_len` bytes; `out_answer` is NULL or valid

@@ -168,10 +168,10 @@ pub enum loader_answer {
     /// Superseded or overtaken: not part of the view. For a failure: it only raised debt.
     Stale = 1,
     /// `next_cursor` equals the read's own cursor, and the answer had items, or had none and
-    /// did not set `end_of_source` (for a read not hinted cancelled): a host bug the loader survived (reading on from there would
-    /// loop). A chain escalates to a full read at once; a finite or full read records an own
-    /// failure, which waits for backoff (`loader_next_deadline`) or `loader_retry`. The
-    /// acquisition was accepted as usual.
+    /// did not set `end_of_source` (for a read not hinted cancelled): a host bug the loader
+    /// survived (reading on from there would loop). A chain escalates to a full read at once;
+    /// a finite or full read records an own failure, which waits for backoff
+    /// (`loader_next_deadline`) or `loader_retry`. The acquisition was accepted as usual.
     CursorStalled = 2,
 }
 
@@ -363,8 +363,12 @@ pub struct loader_read {
     /// FEWER than `limit` items means the host reached `until` or the source's end, so a
     /// filtering host keeps scanning past filtered-out rows until it has `limit` items or
     /// reaches `until`. `next_cursor` is, as always, the position after the last row scanned
-    /// (`until` itself once the scan reached it). Owned by the loader and valid only during
-    /// the `issue` callback, like `cursor`: copy it if it is needed later.
+    /// (`until` itself once the scan reached it). An EMPTY page whose `next_cursor` moved but
+    /// is not `until`, without `end_of_source`, is not the bound: the loader reads on from
+    /// `next_cursor` (a host that scans a fixed number of rows per read loses nothing on a
+    /// filtered stretch); an empty page that repeats `cursor` is `CURSOR_STALLED`. Owned by
+    /// the loader and valid only during the `issue` callback, like `cursor`: copy it if it is
+    /// needed later.
     pub until: *const u8,
     /// The length of `until` in bytes; 0 when `until` is NULL.
     pub until_len: usize,

@@ -30,6 +30,8 @@ pub(super) struct Accepted<'a> {
     /// the source's end nor answered a cancelled read: a host bug (an empty page that does
     /// not move would be read again forever).
     pub(super) stalled: bool,
+    /// The cursor moved: `next_cursor` differs from the read's own.
+    pub(super) advanced: bool,
     /// The host's count of the items before the page's first item, if it knows it.
     pub(super) items_before: Option<u64>,
 }
@@ -45,6 +47,7 @@ impl Loader {
             end_of_source,
             stalled,
             items_before,
+            ..
         } = a;
         let w = self.requests.live(request);
         let slot = w.accept(acquisition, count);
@@ -104,6 +107,7 @@ impl Loader {
             next_cursor,
             end_of_source,
             stalled,
+            advanced,
             items_before,
         } = a;
         let epoch_now = self.ledger.epoch();
@@ -133,14 +137,16 @@ impl Loader {
         }
         let limit = self.config.page_size;
         if w.ranged.is_some() {
-            // A ranged repair reads forward until its bound: a short page, the bound itself,
-            // or the source's end.
+            // A ranged repair reads forward until its bound: a short page with items, the
+            // bound itself, or the source's end. An empty page whose cursor moved is progress
+            // (a filtered stretch): it reads on from there, as every other path does.
             let next = self.pools.cursors.make(next_cursor);
             if count > 0 {
                 w.stage(request, slot, acquisition, count, next.clone());
             }
             let at_bound = w.until.as_deref() == Some(next_cursor);
-            if !(end_of_source || count < limit || at_bound) {
+            let short = count < limit && !(count == 0 && advanced);
+            if !(end_of_source || short || at_bound) {
                 w.step += 1;
                 self.reads.issue(request, w, next, limit, &mut self.out);
                 return Ok(Answer::Current);

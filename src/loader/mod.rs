@@ -436,6 +436,13 @@ impl Loader {
     /// Answers a read with `count` items held by `acquisition`. On `Ok`, the loader owns the
     /// acquisition until it sends `Release` for it; on `Err`, nothing changed and the host
     /// still owns it.
+    ///
+    /// An empty page (`count` 0) whose `next_cursor` moved is progress: it takes no position,
+    /// its acquisition is released at once, and the next read starts at `next_cursor` (a
+    /// bounded read's too, short of its `until`). An unmoved `next_cursor` with items, or
+    /// without items and without `end_of_source` (for a read not hinted cancelled), is
+    /// [`Answer::CursorStalled`]: a chain escalates to a full read, a finite or full read
+    /// records an own failure that waits for backoff.
     pub fn settle(
         &mut self,
         read_id: u64,
@@ -510,8 +517,8 @@ impl Loader {
         let read = self.reads.answer(at);
         // An unmoved cursor is a stall when the page had items, or when it had none yet did not
         // claim the source's end, unless the host was told it may let the read go.
-        let stalled =
-            read.cursor == next_cursor && (count > 0 || !(end_of_source || read.cancelled));
+        let advanced = read.cursor != next_cursor;
+        let stalled = !advanced && (count > 0 || !(end_of_source || read.cancelled));
         let (request, kind) = (read.request, read.kind);
         self.pools.cursors.recycle(read.cursor);
         self.out.stats.accepted += 1;
@@ -523,6 +530,7 @@ impl Loader {
             next_cursor,
             end_of_source,
             stalled,
+            advanced,
             items_before,
         };
         let answer = match kind {

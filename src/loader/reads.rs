@@ -39,7 +39,8 @@ pub struct Read {
     /// Which way from `cursor`.
     pub direction: Direction,
     /// A bounded read (a ranged repair's): only the items before this position, at most
-    /// `limit` of them; fewer than `limit` means it reached `until` or the source's end.
+    /// `limit` of them; fewer than `limit` means it reached `until` or the source's end. An
+    /// empty page whose cursor moved short of `until` is not the bound: the repair reads on.
     /// `None`: unbounded.
     pub until: Option<Cursor>,
 }

@@ -547,6 +547,13 @@ class Loader(Generic[T]):
         ``next_cursor`` is bytes-like (``bytes``, ``bytearray``, ``memoryview``); an int, a
         str or a list is refused. ``end_of_source`` is a bool.
 
+        An empty page (no items) whose ``next_cursor`` moved is progress: it takes no
+        position, ``on_release`` gets it back at once, and the next read starts at
+        ``next_cursor`` (a bounded read's too, short of its ``until``). An unmoved
+        ``next_cursor`` with items, or without items and without ``end_of_source`` (for a read
+        not hinted cancelled), is :attr:`Answer.CURSOR_STALLED`: a chain escalates to a full
+        read, a finite or full read records an own failure that waits for backoff.
+
         On success the loader owns ``acquisition`` until it passes it to ``on_release``
         (possibly before this returns) and the result says how the answer was classified;
         a late answer to a superseded read is :attr:`Answer.STALE`, not an error. On a

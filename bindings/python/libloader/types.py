@@ -211,8 +211,9 @@ class Read:
     ``cursor`` and at or before ``until`` (in key terms ``cursor < key <= until``), at most
     ``limit``: fewer than ``limit`` says ``until`` or the source's end was reached, so a
     filtering host keeps scanning past filtered rows until it has ``limit`` or reaches
-    ``until``. Only the repair after :meth:`Loader.invalidate_range` reads bounded, always
-    forward."""
+    ``until``. An empty page whose ``next_cursor`` moved short of ``until`` is not the bound:
+    the repair reads on from it. Only the repair after :meth:`Loader.invalidate_range` reads
+    bounded, always forward."""
     loader_key: int = field(default=0, repr=False)
     """The issuing loader's key (unique in the process, never reused). 0 for a read made by
     hand, which any loader takes as its bare ``read_id``."""

@@ -1,6 +1,7 @@
 """Empty pages through the Python binding: a filtered stretch answered with empty pages whose
-cursor advances is read across (each empty page released at once); an empty page that repeats
-its read's cursor without the end flag is a stall that waits for backoff, never a loop."""
+cursor advances is read across (forward, backward and by a full read; each empty page released
+at once); an empty page that repeats its read's cursor without the end flag is a stall that
+waits for backoff, never a loop."""
 
 import libloader
 from libloader import Answer, Config, Loader
@@ -8,17 +9,17 @@ from libloader import Answer, Config, Loader
 HIDDEN = range(100, 200)  # rows a filter removes from a 300-row source
 
 
-def scan(read):
+def scan(read, hidden=HIDDEN, length=300):
     """The filtered keyset query: scan up to ``limit`` rows after the cursor (before it, for
     a backward read: the cursor before the scanned rows, empty at the source's start)."""
     start = int.from_bytes(read.cursor, "big")
     if read.direction is libloader.Direction.BACKWARD:
         lo = max(start - read.limit, 0)
-        rows = [r for r in range(lo, start) if r not in HIDDEN]
+        rows = [r for r in range(lo, start) if r not in hidden]
         return rows, lo.to_bytes(8, "big") if lo else b"", lo == 0
-    end = min(start + read.limit, 300)
-    rows = [r for r in range(start, end) if r not in HIDDEN]
-    return rows, end.to_bytes(8, "big"), end == 300
+    end = min(start + read.limit, length)
+    rows = [r for r in range(start, end) if r not in hidden]
+    return rows, end.to_bytes(8, "big"), end == length
 
 
 def make():
@@ -71,3 +72,65 @@ def test_an_empty_page_that_repeats_its_cursor_is_a_stall():
             loader.settle(read, rows, next_cursor=nxt, end_of_source=end)
         assert not loader.state.revalidating
         assert loader.state.failure == libloader.Failure.NONE
+
+
+def test_backward_reads_cross_a_filtered_stretch():
+    # 1,000 rows with 300..600 filtered: row 700 is at visible position 400.
+    hidden = range(300, 600)
+    visible = [r for r in range(1000) if r not in hidden]
+    loader, reads, released = make()
+    with loader:
+        loader.jump((700).to_bytes(8, "big"), 400)
+        loader.set_window(400, 100)
+        backward = []
+
+        def drain():
+            n = 0
+            while reads:
+                read = reads.pop(0)
+                if read.direction is libloader.Direction.BACKWARD:
+                    backward.append(int.from_bytes(read.cursor, "big"))
+                rows, nxt, end = scan(read, hidden, 1000)
+                assert loader.settle(read, rows, next_cursor=nxt,
+                                     end_of_source=end) == Answer.CURRENT
+                n += 1
+                assert n <= 30, "the loader re-reads the same cursor"
+
+        drain()
+        assert not backward
+        # Back over the stretch: two pages, six empty ones that move the cursor, one more.
+        loader.set_window(250, 250)
+        drain()
+        assert backward == [700, 650, 600, 550, 500, 450, 400, 350, 300]
+        pages = loader.view().pages
+        assert [row for page in pages for row in page.acquisition] == visible[250:500]
+        assert pages[0].start == 250, "empty pages cost no position"
+        assert released.count([]) == 6, "each empty page is released as soon as it is answered"
+        assert all(page.acquisition for page in pages)
+        assert loader.state.quiescent
+        assert not loader.state.revalidating
+
+
+def test_a_full_read_crosses_a_filtered_stretch():
+    loader, reads, released = make()
+    with loader:
+        loader.set_window(0, 150)
+        # The first read fails: an own failure, retried as a full read.
+        assert loader.fail(reads.pop(0), 1) == Answer.CURRENT
+        assert loader.state.failure == libloader.Failure.OWN
+        assert loader.retry()
+        assert [read.kind for read in reads] == [libloader.Kind.FULL]
+        cursors = []
+        while reads:
+            read = reads.pop(0)
+            assert read.kind == libloader.Kind.FULL
+            cursors.append(int.from_bytes(read.cursor, "big"))
+            rows, nxt, end = scan(read)
+            assert loader.settle(read, rows, next_cursor=nxt, end_of_source=end) == Answer.CURRENT
+            assert len(cursors) <= 10, "the loader re-reads the same cursor"
+        assert cursors == [0, 50, 100, 150, 200]
+        view = [row for page in loader.view().pages for row in page.acquisition]
+        assert view == list(range(100)) + list(range(200, 250))
+        assert released.count([]) == 2
+        assert loader.state.failure == libloader.Failure.NONE
+        assert not loader.state.revalidating
