@@ -193,6 +193,9 @@ c-test-asan: test-lib | $(OUT)
 	$(CC) -std=c11 $(WARN) -g -O1 -Iinclude -DLOADER_TESTING -fsanitize=address,undefined -fno-sanitize-recover=all \
 	    c-tests/stress.c $(TEST_RPATH) -lpthread -o $(OUT)/stress_asan
 	$(OUT)/stress_asan 20000
+	$(CC) -std=c11 $(WARN) -g -O1 -Iinclude -DLOADER_TESTING -fsanitize=address,undefined -fno-sanitize-recover=all \
+	    c-tests/threads.c $(TEST_RPATH) -lpthread -o $(OUT)/threads_asan
+	$(OUT)/threads_asan
 
 c-test-valgrind: test-lib | $(OUT)
 	$(CC) $(CTEST_FLAGS) c-tests/test_main.c $(TEST_RPATH) -o $(OUT)/test_plain
@@ -205,7 +208,8 @@ c-test-valgrind: test-lib | $(OUT)
 	valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,possible \
 	    $(OUT)/thread_exit_plain
 
-# ThreadSanitizer on the stress test. The library and the standard library under it are
+# ThreadSanitizer on the stress test, the threading contract's tests (threads.c) and threads
+# ended inside a callback (thread_exit.c: pthread_exit unwinds through the library). The library and the standard library under it are
 # built with -Zsanitizer=thread (RUSTC_BOOTSTRAP on this stable toolchain; -Zbuild-std needs
 # the rust-src component, which .ci/run adds). Rebuilding std matters: the prebuilt one is not
 # instrumented, and Arc's release/acquire fence in it is invisible to the race detector, which
@@ -224,6 +228,12 @@ c-test-tsan: tsan-lib | $(OUT)
 	$(TSAN_CC) -std=c11 $(WARN) -g -O1 -Iinclude -DLOADER_TESTING -fsanitize=thread c-tests/stress.c \
 	    -L$(TSAN_DIR) -lloader -Wl,-rpath,$(CURDIR)/$(TSAN_DIR) -lpthread -o $(OUT)/stress_tsan
 	$(TSAN_RUN) $(OUT)/stress_tsan 10000
+	$(TSAN_CC) -std=c11 $(WARN) -g -O1 -Iinclude -DLOADER_TESTING -fsanitize=thread c-tests/threads.c \
+	    -L$(TSAN_DIR) -lloader -Wl,-rpath,$(CURDIR)/$(TSAN_DIR) -lpthread -o $(OUT)/threads_tsan
+	$(TSAN_RUN) $(OUT)/threads_tsan 10000
+	$(TSAN_CC) $(CTEST_FLAGS) -O1 -fsanitize=thread c-tests/thread_exit.c \
+	    -L$(TSAN_DIR) -lloader -Wl,-rpath,$(CURDIR)/$(TSAN_DIR) -lpthread -o $(OUT)/thread_exit_tsan
+	$(TSAN_RUN) $(OUT)/thread_exit_tsan
 
 # Empty pages through the C ABI (filtered stretches, repeated cursors), under ASan+UBSan and
 # valgrind.

@@ -2,8 +2,9 @@
  * window plus prefetch around it, not everything before it; scrolling back over pages that
  * max_pages released reads backward, for the distance scrolled; loader_jump reads the same
  * whatever the distance and keeps the host's positions; a starting point in loader_config
- * opens a loader at the end of a log; the acquisitions held stay within the documented bound
- * after every event; and loader_jump refuses bad input without changing anything. */
+ * opens a loader at the end of a log; the retry after a failure reads from the anchor, not the
+ * source's start; the acquisitions held stay within the documented bound after every event;
+ * and loader_jump refuses bad input without changing anything. */
 #include "host.h"
 
 #define PAGE 50u
@@ -363,6 +364,66 @@ static void a_host_that_counts_makes_positions_true(void) {
     free_anchored(h);
 }
 
+/* The retry after an own failure is a full read from the anchor, the held page that holds the
+ * window's start: its first read goes forward from that page's start cursor (not from the
+ * source's start), and the recovery reads about the window plus prefetch, backward too. */
+static void a_retry_reads_from_the_anchor(void) {
+    host *h = anchored_host(100000, 8);
+    set_window_checked(h, 0, WINDOW);
+    for (uint64_t at = PAGE; at <= 5000; at += PAGE) set_window_checked(h, at, WINDOW);
+    CHECK(!state_of(h).start_of_source);
+    /* The window grows past the view: a finite read, which the host fails. */
+    CHECK_CODE(loader_set_window(h->handle, 5000, WINDOW + 2 * PAGE), LOADER_RESULT_OK);
+    int f = find_pending(h, LOADER_KIND_FINITE);
+    CHECK(f >= 0);
+    if (f < 0) {
+        free_anchored(h);
+        return;
+    }
+    pending_read failed = take(h, (size_t)f);
+    loader_answer a = LOADER_ANSWER_STALE;
+    CHECK_CODE(loader_fail(h->handle, failed.read_id, 1, &a), LOADER_RESULT_OK);
+    loader_snapshot s = state_of(h);
+    CHECK(a == LOADER_ANSWER_CURRENT && s.failure == LOADER_FAILURE_OWN);
+
+    /* The anchor: the held page whose items include the window's start. */
+    static loader_page pages[VIEW_CAP];
+    size_t n = 0;
+    CHECK_CODE(loader_view(h->handle, pages, VIEW_CAP, &n, NULL), LOADER_RESULT_OK);
+    uint64_t anchor = UINT64_MAX;
+    for (size_t i = 0; i < n; i++)
+        if (pages[i].start <= s.window_start && s.window_start < pages[i].start + pages[i].count)
+            anchor = acq_from[pages[i].acquisition];
+    CHECK(anchor == 5000);
+
+    size_t before_retry = h->npending;
+    bool started = false;
+    CHECK_CODE(loader_retry(h->handle, &started), LOADER_RESULT_OK);
+    CHECK(started && h->npending == before_retry + 1);
+    int r = find_pending(h, LOADER_KIND_FULL);
+    CHECK(r >= 0);
+    if (r >= 0) {
+        const pending_read *full = &h->pending[r];
+        CHECK(full->step == 0 && full->direction == LOADER_DIRECTION_FORWARD);
+        /* The anchor page's start cursor, not the source's start (the empty cursor). */
+        CHECK(full->cursor_len == 8 && get_be64(full->cursor) == anchor);
+    }
+    loader_counts c0 = counts_of(h);
+    uint64_t back = answered_backward;
+    drain_checked(h);
+    loader_counts c1 = counts_of(h);
+    uint64_t read = c1.items_read - c0.items_read;
+    printf("     the retry at item 5000 read %llu items\n", (unsigned long long)read);
+    CHECK(c1.issued_full - c0.issued_full >= 2 && answered_backward > back);
+    CHECK(read >= WINDOW + 2 * PAGE + PREFETCH && read <= WINDOW + 2 * PAGE + 2 * PREFETCH + 2 * PAGE);
+    s = state_of(h);
+    CHECK(s.quiescent && s.coverage == LOADER_COVERAGE_FULL && s.window_start == 5000);
+    CHECK(covers(h, 5000 - PREFETCH, 5000 + WINDOW + 2 * PAGE + PREFETCH));
+    CHECK(positions_are_the_hosts(h));
+    CHECK(bound_violations == 0);
+    free_anchored(h);
+}
+
 int main(void) {
     RUN(a_deep_repair_reads_the_window_plus_prefetch);
     RUN(scrolling_back_over_released_pages_reads_backward);
@@ -370,6 +431,7 @@ int main(void) {
     RUN(a_starting_point_opens_a_loader_at_the_end_of_a_log);
     RUN(a_refused_jump_changes_nothing);
     RUN(a_host_that_counts_makes_positions_true);
+    RUN(a_retry_reads_from_the_anchor);
     printf("%d passed, %d failed\n", tests_passed, tests_failed);
     return tests_failed ? 1 : 0;
 }

@@ -10,7 +10,9 @@
  *   "items" are a plain (non-atomic) word the answerer writes before loader_settle and
  *   `release` clears, and readers check it for every page they list. Under ThreadSanitizer
  *   a release that overlapped a read would be a data race, and a reader sees a cleared word;
- * - loader_free with a view pinned leaves its acquisitions to the view's release. */
+ * - loader_free with a view pinned leaves its acquisitions to the view's release;
+ * - every callback runs on a thread inside a loader call (the calling thread, before the call
+ *   returns): the host marks each call with a thread-local flag, and the callbacks check it. */
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -51,6 +53,27 @@ static atomic_ulong issued, settled_ok, failed_ok, refused;
 static uint64_t items[MAX_ACQ];
 static atomic_ulong views_read, pages_read, torn_reads;
 
+/* Set on this thread while it is inside a loader call; callbacks found outside one. */
+static _Thread_local int inside_call;
+static atomic_uint outside_callbacks;
+
+static int enter_call(void) {
+    inside_call = 1;
+    return 0;
+}
+
+static loader_result leave_call(loader_result r) {
+    inside_call = 0;
+    return r;
+}
+
+/* A marked loader call: the comma sequences enter_call() before the call. */
+#define CALL(expr) (enter_call(), leave_call(expr))
+
+static void check_inside(void) {
+    if (!inside_call) atomic_fetch_add(&outside_callbacks, 1);
+}
+
 static uint64_t item_of(uint64_t acq) { return acq * 0x9e3779b97f4a7c15ull | 1; }
 
 static uint64_t be64(const uint8_t *p) {
@@ -61,6 +84,7 @@ static uint64_t be64(const uint8_t *p) {
 
 static void on_issue(void *ud, const loader_read *r) {
     (void)ud;
+    check_inside();
     job j = {r->read_id, r->cursor_len == 8 ? be64(r->cursor) : 0, r->limit, r->direction};
     atomic_fetch_add(&issued, 1);
     pthread_mutex_lock(&qlock);
@@ -70,6 +94,7 @@ static void on_issue(void *ud, const loader_read *r) {
 
 static void on_release(void *ud, loader_acquisition acq) {
     (void)ud;
+    check_inside();
     if (acq >= MAX_ACQ || atomic_load(&accepted[acq]) == 0) {
         atomic_fetch_add(&bad_releases, 1);
         return;
@@ -103,13 +128,13 @@ static void *answerer(void *arg) {
         job j;
         if (!pop(&j, &seed)) {
             bool started;
-            loader_retry(handle, &started);
+            CALL(loader_retry(handle, &started));
             sched_yield();
             continue;
         }
         atomic_fetch_sub(&answers_left, 1);
         if (rnd(&seed) % 10 == 0) {
-            if (loader_fail(handle, j.read_id, 5, NULL) == LOADER_RESULT_OK) atomic_fetch_add(&failed_ok, 1);
+            if (CALL(loader_fail(handle, j.read_id, 5, NULL)) == LOADER_RESULT_OK) atomic_fetch_add(&failed_ok, 1);
             continue;
         }
         if (!settle_job(j)) break;
@@ -143,8 +168,8 @@ static int settle_job(job j) {
     items[acq] = item_of(acq);
     atomic_store(&accepted[acq], 1);
     loader_answer a;
-    loader_result r = loader_settle(handle, j.read_id, (loader_acquisition)acq, (uint32_t)(end - from), next,
-                                    next_len, reached, &a);
+    loader_result r = CALL(loader_settle(handle, j.read_id, (loader_acquisition)acq, (uint32_t)(end - from),
+                                         next, next_len, reached, &a));
     if (r == LOADER_RESULT_OK) {
         atomic_fetch_add(&settled_ok, 1);
     } else {
@@ -160,7 +185,7 @@ static void *reader(void *arg) {
     loader_view_snapshot *held = NULL; /* one view held across two rounds */
     while (atomic_load(&answers_left) > 0) {
         loader_view_snapshot *v = NULL;
-        if (loader_view_acquire(handle, &v) != LOADER_RESULT_OK) break;
+        if (CALL(loader_view_acquire(handle, &v)) != LOADER_RESULT_OK) break;
         const loader_page *pages;
         size_t n;
         bool reval;
@@ -174,17 +199,17 @@ static void *reader(void *arg) {
         }
         atomic_fetch_add(&views_read, 1);
         atomic_fetch_add(&pages_read, n);
-        loader_view_release(held);
+        CALL(loader_view_release(held));
         held = v;
     }
-    loader_view_release(held);
+    CALL(loader_view_release(held));
     return NULL;
 }
 
 static void *invalidator(void *arg) {
     (void)arg;
     while (atomic_load(&answers_left) > 0) {
-        loader_invalidate(handle);
+        CALL(loader_invalidate(handle));
         usleep(200);
     }
     return NULL;
@@ -195,11 +220,11 @@ static void *mover(void *arg) {
     uint64_t now = 0;
     (void)arg;
     while (atomic_load(&answers_left) > 0) {
-        loader_set_window(handle, rnd(&seed) % 500, 1 + rnd(&seed) % 200);
+        CALL(loader_set_window(handle, rnd(&seed) % 500, 1 + rnd(&seed) % 200));
         now += 50;
-        loader_tick(handle, now);
+        CALL(loader_tick(handle, now));
         loader_snapshot s;
-        loader_state(handle, &s);
+        CALL(loader_state(handle, &s));
         usleep(100);
     }
     return NULL;
@@ -225,7 +250,7 @@ int main(int argc, char **argv) {
     cfg.backoff_initial_ms = 10;
     loader_callbacks cb = {NULL, on_issue, on_release, NULL, NULL, NULL};
     if (loader_new(&cfg, &cb, &handle) != LOADER_RESULT_OK) return 2;
-    loader_set_window(handle, 0, 100);
+    CALL(loader_set_window(handle, 0, 100));
 
     pthread_t t[THREADS];
     for (int i = 0; i < ANSWERERS; i++) pthread_create(&t[i], NULL, answerer, (void *)(uintptr_t)i);
@@ -235,7 +260,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
 
     loader_snapshot s;
-    loader_state(handle, &s);
+    CALL(loader_state(handle, &s));
     /* Free with a view pinned: what it lists outlives the free, until the view goes. Answer
      * what is left first, so the view has pages. */
     int failures = 0;
@@ -243,23 +268,23 @@ int main(int argc, char **argv) {
     for (int round = 0; round < 1000; round++) {
         job j;
         bool started;
-        loader_retry(handle, &started);
+        CALL(loader_retry(handle, &started));
         if (!pop(&j, &seed)) break;
         if (!settle_job(j)) break;
     }
     loader_view_snapshot *last = NULL;
     const loader_page *pages = NULL;
     size_t npinned = 0;
-    if (loader_view_acquire(handle, &last) != LOADER_RESULT_OK ||
+    if (CALL(loader_view_acquire(handle, &last)) != LOADER_RESULT_OK ||
         loader_view_pages(last, &pages, &npinned, NULL) != LOADER_RESULT_OK)
         return 2;
-    if (loader_free(handle) != LOADER_RESULT_OK) return 2;
+    if (CALL(loader_free(handle)) != LOADER_RESULT_OK) return 2;
     unsigned long early = 0;
     for (size_t i = 0; i < npinned; i++) {
         loader_acquisition acq = pages[i].acquisition;
         if (acq >= MAX_ACQ || atomic_load(&released[acq]) != 0 || items[acq] != item_of(acq)) early++;
     }
-    if (loader_view_release(last) != LOADER_RESULT_OK) return 2;
+    if (CALL(loader_view_release(last)) != LOADER_RESULT_OK) return 2;
     printf("stress: free with a view of %zu pages pinned; released before the view: %lu\n", npinned, early);
     if (early) failures++;
 
@@ -281,6 +306,8 @@ int main(int argc, char **argv) {
     printf("stress: %d readers pinned %lu views, read %lu pages; items gone while pinned: %lu\n", READERS,
            atomic_load(&views_read), atomic_load(&pages_read), atomic_load(&torn_reads));
     if (atomic_load(&torn_reads) || atomic_load(&views_read) == 0) failures++;
+    printf("stress: callbacks run outside a loader call on their thread: %u\n", atomic_load(&outside_callbacks));
+    if (atomic_load(&outside_callbacks)) failures++;
     printf("%d passed, %d failed\n", failures ? 0 : 1, failures);
     return failures ? 1 : 0;
 }

@@ -1,7 +1,8 @@
 /* Pinned views (loader_view_acquire and friends) and the single-threaded half of the header's
  * threading contract: the order of one call's callbacks, nested calls, cancellation hints,
- * the deadline loop, what loader_settle says about empty answers and end_of_source, and the
- * quiescent flag. The threaded half is in stress.c. */
+ * the deadline loop (with and without automatic retries left), what loader_settle says about
+ * empty answers and end_of_source, and the quiescent flag. The threaded half is in stress.c
+ * and threads.c. */
 #include "host.h"
 
 /* The view's acquisitions, copied out with loader_view. */
@@ -461,6 +462,119 @@ static void the_documented_deadline_loop_reaches_quiescence(void) {
     free(h);
 }
 
+/* The documented loop (loader_next_deadline) with a simulated host: `failures_left` reads
+ * fail first; the host retries by hand at most `budget` times. `spent_branch` 0 runs the loop
+ * as it was documented before it had the spent-retries branch. wait_for_work: an answer
+ * arrives, or the clock reaches the deadline; with neither, the host sleeps until `changed`
+ * runs, which nothing will make happen: `slept_forever` records whether the loader was still
+ * not quiescent then (the loop would hang). */
+typedef struct {
+    int failures_left, budget, retries, gave_up, slept_forever, sleeps;
+} loop_run;
+
+static void documented_loop(host *h, int spent_branch, loop_run *run) {
+    uint64_t now = 1000;
+    CHECK_CODE(loader_tick(h->handle, now), LOADER_RESULT_OK);
+    CHECK_CODE(loader_set_window(h->handle, 0, 8), LOADER_RESULT_OK);
+    for (int guard = 0; guard < 1000; guard++) {
+        bool armed;
+        uint64_t deadline;
+        if (loader_next_deadline(h->handle, &armed, &deadline) != LOADER_RESULT_OK) break;
+        if (armed && deadline <= now) {
+            CHECK_CODE(loader_tick(h->handle, now), LOADER_RESULT_OK);
+            continue;
+        }
+        if (spent_branch && !armed) {
+            loader_snapshot s;
+            if (loader_state(h->handle, &s) != LOADER_RESULT_OK) break;
+            if (s.failure == LOADER_FAILURE_OWN) {
+                if (run->retries >= run->budget) { /* the host's own rule */
+                    run->gave_up = 1;
+                    break;
+                }
+                bool started = false;
+                CHECK_CODE(loader_retry(h->handle, &started), LOADER_RESULT_OK);
+                run->retries++;
+                if (started) continue;
+            }
+        }
+        if (h->npending) {
+            pending_read p = take(h, 0);
+            if (run->failures_left > 0) {
+                run->failures_left--;
+                CHECK_CODE(loader_fail(h->handle, p.read_id, 1, NULL), LOADER_RESULT_OK);
+            } else {
+                CHECK_CODE(answer(h, &p), LOADER_RESULT_OK);
+            }
+        } else if (armed) {
+            CHECK(deadline > now);
+            now = deadline;
+            run->sleeps++;
+        } else {
+            run->slept_forever = !state_of(h).quiescent;
+            break;
+        }
+    }
+}
+
+/* A loader with no automatic retries (max_auto_retries 0), over the host of host.h. */
+static host *host_without_auto_retries(void) {
+    host *h = host_new(4, 40);
+    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
+    loader_config cfg;
+    loader_config_default(&cfg);
+    cfg.page_size = 4;
+    cfg.prefetch_distance = 0;
+    cfg.max_auto_retries = 0;
+    loader_callbacks cb = host_callbacks(h);
+    CHECK_CODE(loader_new(&cfg, &cb, &h->handle), LOADER_RESULT_OK);
+    return h;
+}
+
+/* With the automatic retries spent (here: none allowed), an own failure arms nothing and
+ * quiescent stays false. The loop without the spent-retries branch would sleep forever; with
+ * it, the host retries by hand and the loop ends quiescent, or gives up by its own rule. */
+static void the_documented_loop_ends_when_the_automatic_retries_are_spent(void) {
+    /* Without the branch: stuck, the failure recorded and nothing armed. */
+    host *h = host_without_auto_retries();
+    loop_run old = {.failures_left = 3};
+    documented_loop(h, 0, &old);
+    loader_snapshot s = state_of(h);
+    bool armed = true;
+    uint64_t deadline = 1;
+    CHECK_CODE(loader_next_deadline(h->handle, &armed, &deadline), LOADER_RESULT_OK);
+    CHECK(old.slept_forever && !armed && deadline == 0);
+    CHECK(s.failure == LOADER_FAILURE_OWN && !s.quiescent && s.outstanding_reads == 0);
+    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
+    CHECK(released_exactly_once(h));
+    free(h);
+
+    /* With it: three failures, three retries by hand, then loaded and quiescent. */
+    h = host_without_auto_retries();
+    loop_run run = {.failures_left = 3, .budget = 10};
+    documented_loop(h, 1, &run);
+    s = state_of(h);
+    CHECK(!run.slept_forever && !run.gave_up && run.retries == 3 && run.sleeps == 0);
+    CHECK(s.quiescent && s.covered_end >= 8 && run.failures_left == 0);
+    loader_counts c;
+    CHECK_CODE(loader_stats(h->handle, &c), LOADER_RESULT_OK);
+    CHECK(c.retries_auto == 0 && c.retries_explicit == 3 && c.failed_own == 3);
+    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
+    CHECK(released_exactly_once(h));
+    free(h);
+
+    /* A source that keeps failing: the host gives up after its budget, and the loop ends. */
+    h = host_without_auto_retries();
+    loop_run hopeless = {.failures_left = 1000, .budget = 2};
+    documented_loop(h, 1, &hopeless);
+    s = state_of(h);
+    CHECK(hopeless.gave_up && !hopeless.slept_forever && hopeless.retries == 2);
+    CHECK(s.failure == LOADER_FAILURE_OWN && !s.quiescent);
+    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
+    CHECK(released_exactly_once(h));
+    free(h);
+}
+
 static void a_tick_before_the_deadline_fires_nothing(void) {
     host *h = host_new(4, 40);
     CHECK_CODE(loader_set_window(h->handle, 0, 4), LOADER_RESULT_OK);
@@ -592,6 +706,7 @@ int main(void) {
     RUN(nested_calls_queue_their_callbacks);
     RUN(a_cancelled_read_stays_outstanding_until_answered);
     RUN(the_documented_deadline_loop_reaches_quiescence);
+    RUN(the_documented_loop_ends_when_the_automatic_retries_are_spent);
     RUN(a_tick_before_the_deadline_fires_nothing);
     RUN(a_stale_answer_is_released_before_settle_returns);
     RUN(the_end_of_the_source_is_an_empty_answer_with_end_of_source);

@@ -25,8 +25,14 @@
  *   ./a.out --fail-rate 0.2 --depth 500
  *
  * Threads: the loader's callbacks run on whichever thread made the loader call (a worker
- * inside loader_settle, the writer inside loader_invalidate, the main thread inside
- * loader_tick). They take the host's lock, so the host never holds it across a loader call.
+ * inside loader_settle, the writer inside loader_invalidate_range, the main thread inside
+ * loader_tick), before that call returns. The one lock a host needs is its own work queue's:
+ * `issue` puts reads on it and the workers take them. The view needs none: a pinned snapshot
+ * (loader_view_acquire) keeps every page it lists until it is released, however the workers
+ * settle meanwhile. This host takes the same lock for one more thing of its own, its page
+ * table (the slot array grows, and the exactly-once audit counts in it); a host whose token is
+ * the page's pointer would not. Callbacks take the lock, so it is never held across a loader
+ * call.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -58,9 +64,10 @@ typedef struct {
     double fail_rate;
     uint64_t seed;
     int64_t rows;
-    /* How far the window scrolls before it jumps back to the top. A retry is a full read from
-     * the source's start, which must get through depth / PAGE_SIZE reads without a failure:
-     * the time to settle grows exponentially with the depth and the fail rate. */
+    /* How far the window scrolls before it jumps back to the top. A recovery (a repair, a
+     * retry) starts at the anchor, the held page that holds the window's start, and reads
+     * about the window plus prefetch whatever the depth; a failed one resumes at the read
+     * that failed. */
     uint64_t depth;
 } options;
 
@@ -456,7 +463,10 @@ static void *writer(void *arg) {
                                        "RETURNING key, id");
     int burst = 0;
     while (!atomic_load(&h->stop_writer)) {
-        /* Bursts of commits a few ms apart overtake reads in flight: their answers are stale. */
+        /* Bursts of commits a few ms apart overtake reads in flight: an overtaken repair still
+         * runs to its end and commits (commit_overtaken) and another follows at once; the
+         * finite reads an invalidation supersedes are answered anyway (no cancel callback
+         * here) and classified stale. */
         if (burst > 0) {
             burst--;
             sleep_ms(2 + below(&rng, 8));

@@ -9,19 +9,26 @@
  *
  * Which calls may run concurrently. Every function may be called from any thread, on any
  * handle, at any time, including at the same time as other calls on the same handle. The
- * library starts no thread and never waits for the host. Each call on a handle takes that
- * handle's lock for its state change (or, for loader_state, loader_stats, loader_requests,
- * loader_view, loader_view_acquire and loader_next_deadline, for its read), so calls on one
- * handle take effect one at a time, in the order they take the lock; calls on different
- * handles do not wait for each other (but for a brief handle lookup while loader_new or
- * loader_free updates the handle table). A pinned view (loader_view_snapshot) is immutable: any
- * number of threads may read one at once; releasing it must not overlap a read of it.
+ * library starts no thread and never waits for the host, with one exception: `compare` (see
+ * below). Each call on a handle takes that handle's lock for its state change (or, for
+ * loader_state, loader_stats, loader_requests, loader_view, loader_view_acquire and
+ * loader_next_deadline, for its read), so calls on one handle take effect one at a time, in
+ * the order they take the lock; calls on different handles do not wait for each other (but
+ * for a brief handle lookup while loader_new or loader_free updates the handle table). A
+ * pinned view (loader_view_snapshot) is immutable: any number of threads may read one at
+ * once; releasing it must not overlap a read of it.
  *
  * Where callbacks run. Every callback runs on the thread that made the call that produced it,
- * after that call's state change is complete, outside every library lock, before the call
- * returns (see nested calls below for a call made from inside a callback). The library never
- * calls back from a thread of its own, or while it holds a lock, so a callback may call any
- * function, on any handle, including loader_free on its own loader.
+ * before the call returns. `issue`, `release`, `changed` and `cancel` run after that call's
+ * state change is complete, outside every library lock (see nested calls below for a call
+ * made from inside a callback). The library never calls back from a thread of its own, and
+ * never runs these four while it holds a lock, so they may call any function, on any handle,
+ * including loader_free on their own loader.
+ *
+ * The exception is `compare` (loader_compare_fn): loader_invalidate_range calls it INSIDE its
+ * state change, with the loader's lock held. While it runs, other calls on that loader wait
+ * for it (calls on other loaders do not); so it must not call any libloader function, must
+ * not block on a thread that calls into that loader, and must return normally.
  *
  * What may overlap. The callbacks of calls made on different threads run at the same time
  * whenever those calls do, on the same handle too: `release` on one thread while `issue` runs
@@ -30,6 +37,14 @@
  * dropped its page) before the loader_settle that handed it over has returned: mark an
  * acquisition as owned by the loader before calling loader_settle, and take it back only if
  * loader_settle returns an error.
+ *
+ * A read's `issue` and its `cancel` hint come from different calls: when those run on
+ * different threads, the `cancel` may run before (or while) its read's `issue` runs. And a
+ * `cancel` may name a read id the host never saw: loader_free hints every outstanding read
+ * but those whose `issue` is still queued on the freeing thread, so a read whose `issue` is
+ * still queued on another thread when the free begins gets a `cancel` and then no `issue`
+ * (the free drops it). A host must ignore a `cancel` for a read id it does not know (or
+ * remember it, to let that read go if its `issue` comes later).
  *
  * What a host may rely on.
  * - The callbacks of one call run in the order the state change produced them; `changed`
@@ -47,9 +62,11 @@
  *   already running on another thread either took effect before the free (then its
  *   callbacks are still made: its `release` and `cancel` callbacks may run after loader_free
  *   has returned; its `issue` and `changed` callbacks are dropped once the free has begun,
- *   unless already running), or comes after it: an event then returns
- *   LOADER_RESULT_STALE_HANDLE and changes nothing (a loader_settle accepted nothing), and a
- *   read (loader_state, loader_view_acquire, ...) sees the freed loader, empty and closed.
+ *   but for the one a thread was already about to make, which may start just after
+ *   loader_free returned: at most one per such thread, none after it), or comes after it:
+ *   an event then returns LOADER_RESULT_STALE_HANDLE, changes nothing (a loader_settle
+ *   accepted nothing) and makes no callback, and a read (loader_state, loader_view_acquire,
+ *   ...) sees the freed loader, empty and closed.
  *   `userdata` must stay valid until loader_free has returned, every call on other threads
  *   has returned, and every pinned view of the loader is released.
  * - Pinned views: while a view from loader_view_acquire is held, no acquisition it lists is
@@ -61,10 +78,12 @@
  *
  * A callback may end its thread (pthread_exit, or an interpreter shutting down under a daemon
  * thread) or throw a C++ exception; the library is built for both:
- * - the unwind passes through the library and out of the call that delivered the callback
- *   (only the functions that deliver callbacks are unwind-capable: loader_invalidate,
- *   loader_settle, loader_fail, loader_retry, loader_set_window, loader_tick, loader_free,
- *   loader_view_release and, in the test ABI, loader_floor and loader_test_panic);
+ * - the unwind passes through the library and out of the call that delivered the callback.
+ *   Only the functions that deliver callbacks are unwind-capable (`extern "C-unwind"` in the
+ *   Rust source), all of them listed here: loader_invalidate, loader_invalidate_range,
+ *   loader_settle, loader_settle_counted, loader_fail, loader_retry, loader_set_window,
+ *   loader_jump, loader_abandon, loader_tick, loader_free, loader_view_release and, in the
+ *   test ABI, loader_floor and loader_test_panic;
  * - no lock stays held, and the loader stays usable from every other thread;
  * - callbacks that were queued on that thread and not yet made are kept by their loader and
  *   made by the next call into it (any of the functions above, from any thread), except
@@ -83,6 +102,18 @@
  * each read to the host's own queue; loader_next_deadline and loader_tick fit any timer (see
  * loader_next_deadline); `changed` plus loader_snapshot.quiescent replace a blocking wait. Nor
  * does it store items: an acquisition is the host's token for its own buffer.
+ *
+ * No cursor encoding helpers: a cursor is the host's own bytes (a key, an offset, an API's
+ * page token), and only the host knows its source's order and how to encode a position in it.
+ * The loader copies cursors, tests them for equality and hands them back; where it needs an
+ * order it asks the host (`compare`). A helper would fix one encoding for every source.
+ *
+ * No ownership or double-release tracking: an acquisition is an opaque token the loader never
+ * dereferences (tokens need not even be distinct), so it cannot know what a buffer's state
+ * is, and a table of every token would cost each host memory and a lock for a check only a
+ * buggy host needs. The loader guarantees what such tracking would check instead: `release`
+ * runs exactly once for every acquisition a loader_settle accepted, never for one it refused.
+ * A host that wants the check keeps a flag per buffer, as the library's own tests do.
  *
  * The test ABI: loader_new_with_counters, loader_floor and loader_test_panic exist only in a
  * library built with the `testing` cargo feature (the default build exports none of them), and
@@ -224,15 +255,26 @@ typedef enum loader_result {
  */
 typedef enum loader_kind {
   /**
-   * One page appended after the covered prefix.
+   * One page added at an end of the view: forward after the last page, or backward before
+   * the first (`loader_read.direction`).
    */
   LOADER_KIND_FINITE = 0,
   /**
-   * A bounded repair: the covered range re-read step by step.
+   * A bounded repair, read step by step, each read from the cursor the one before returned.
+   * It starts at the anchor, the held page that holds the window's start (a window before
+   * the held pages anchors at the first one, a window after them at the covered end): from
+   * that page's start cursor forward to the window's end plus `prefetch_distance`, then
+   * backward over the prefetch before the window. A ranged repair (after
+   * `loader_invalidate_range`) re-reads only the held pages the range may touch, with
+   * bounded reads (`loader_read.until`).
    */
   LOADER_KIND_CHAIN = 1,
   /**
-   * A full-source read from the start.
+   * A full read: the same reads as a chain, from the same anchor (forward to the window's
+   * end plus prefetch, then backward over the prefetch before the window), relying on
+   * nothing the view holds. Only when nothing is held does it start where the empty view
+   * sits: the source's start, or a `loader_jump` cursor. The retry after an own failure is
+   * one (`loader_retry`).
    */
   LOADER_KIND_FULL = 2,
 } loader_kind;
@@ -319,11 +361,12 @@ typedef enum loader_debt {
    */
   LOADER_DEBT_NONE = 0,
   /**
-   * A bounded repair (a chain over the covered range) is owed.
+   * A bounded repair is owed: a chain from the anchor, or only the pages a ranged
+   * invalidation marked (see `LOADER_KIND_CHAIN`).
    */
   LOADER_DEBT_BOUNDED = 1,
   /**
-   * A full-source read is owed.
+   * A full read is owed: from the anchor, relying on nothing held (see `LOADER_KIND_FULL`).
    */
   LOADER_DEBT_FULL = 2,
 } loader_debt;
@@ -341,7 +384,7 @@ typedef enum loader_phase {
    */
   LOADER_PHASE_REPAIR = 1,
   /**
-   * A full-source read is running.
+   * A full read is running.
    */
   LOADER_PHASE_FULLHELD = 2,
 } loader_phase;
@@ -355,7 +398,9 @@ typedef enum loader_failure {
    */
   LOADER_FAILURE_NONE = 0,
   /**
-   * The loader's own read failed; it waits for a retry.
+   * The loader's own read failed; it waits for a retry: the backoff timer's while
+   * automatic retries remain (`loader_next_deadline`), then `loader_retry` or a window
+   * move only.
    */
   LOADER_FAILURE_OWN = 1,
   /**
@@ -445,7 +490,9 @@ typedef struct loader_config {
    */
   double backoff_multiplier;
   /**
-   * Automatic retries before waiting for an explicit one. Default 5; 0 disables them.
+   * Automatic retries in a row (a success starts the count again) before waiting for an
+   * explicit one. Default 5; 0 disables them. Once they are spent, an own failure arms no
+   * deadline and waits for `loader_retry` or a window move: see `loader_next_deadline`.
    */
   uint32_t max_auto_retries;
   /**
@@ -608,6 +655,11 @@ typedef void (*loader_changed_fn)(void *userdata);
  * nothing: after `read_timeout_ms` of `loader_tick` time the loader lets the read go itself.
  * An answer after the read was let go of is stale, and its acquisition is released at once.
  * After `loader_free` no answer is needed (it would return `LOADER_RESULT_STALE_HANDLE`).
+ *
+ * The hint comes from another call than its read's `issue`: when the two calls run on
+ * different threads it may run before (or while) that `issue` runs. And it may name a read
+ * id the host never saw (one whose `issue` a concurrent `loader_free` dropped): a host
+ * ignores a `cancel` for a read id it does not know.
  */
 typedef void (*loader_cancel_fn)(void *userdata, uint64_t read_id);
 
@@ -618,14 +670,15 @@ typedef void (*loader_cancel_fn)(void *userdata, uint64_t read_id);
  * (the loader orders the empty cursor, the source's start, itself); `a` and `b` are valid
  * only during the call.
  *
- * It runs INSIDE the loader's state change, with the loader's lock held. So it must be a
- * pure function of its arguments (and of data that does not change during the call): it must
- * not call any libloader function (a call on the same loader deadlocks, and one on another
- * loader may run that loader's callbacks inside this one), must not block on a thread that
- * calls into the loader, and must return normally (no exception or `longjmp` out of it, no
- * thread exit: the process aborts). It must be a consistent total order, the one the source
- * is sorted by; an inconsistent one cannot break the library's memory safety or its
- * accounting, but the view may then be wrong, as with a range that is too narrow.
+ * It runs INSIDE the loader's state change, with the loader's lock held: the one callback
+ * that does (THREADS). Other calls on this loader wait for it; calls on other loaders do not.
+ * So it must be a pure function of its arguments (and of data that does not change during the
+ * call): it must not call any libloader function (a call on the same loader deadlocks, and
+ * one on another loader may run that loader's callbacks inside this one), must not block on a
+ * thread that calls into the loader, and must return normally (no exception or `longjmp` out
+ * of it, no thread exit: the process aborts). It must be a consistent total order, the one
+ * the source is sorted by; an inconsistent one cannot break the library's memory safety or
+ * its accounting, but the view may then be wrong, as with a range that is too narrow.
  */
 typedef int32_t (*loader_compare_fn)(void *userdata,
                                      const uint8_t *a,
@@ -769,7 +822,11 @@ typedef struct loader_snapshot {
    * Nothing is left to do until the host calls again: no read outstanding, no repair or
    * full read pending or running (so not `revalidating`), no failure recorded, and the
    * ledger quiescent (phase idle, no debt, nothing in flight). A host that waits for the
-   * loader to settle down (a test, a batch job) waits for this.
+   * loader to settle down (a test, a batch job) waits for this, but not for it alone: once
+   * the automatic retries are spent (`max_auto_retries`), an own failure keeps it false and
+   * arms no deadline, and nothing changes until the host acts. So when
+   * `loader_next_deadline` arms nothing and `failure` is `LOADER_FAILURE_OWN`, the host
+   * calls `loader_retry` or gives up by its own rule (the loop at `loader_next_deadline`).
    */
   bool quiescent;
   /**
@@ -793,7 +850,7 @@ typedef struct loader_counts {
    */
   uint64_t issued_chain;
   /**
-   * Full-source reads issued.
+   * Full reads issued.
    */
   uint64_t issued_full;
   /**
@@ -981,11 +1038,15 @@ enum loader_result loader_new(const struct loader_config *config,
 /**
  * Frees a loader. Before it returns, `release` has been called exactly once for every
  * acquisition the loader still held that no pinned view lists, and `cancel` (if set) for
- * every read still outstanding that the host was told about and that was not hinted before
- * (each read gets one hint; a free from inside a callback drops the `issue` callbacks still
- * queued, and sends no cancel for those reads);
- * no `issue` or `changed` callback runs for this loader afterwards. Answers to its reads then
- * return `LOADER_RESULT_STALE_HANDLE`: no read needs an answer after the free.
+ * every read still outstanding that was not hinted before (each read gets one hint), except
+ * the reads whose `issue` is still queued on this thread: a free from inside a callback drops
+ * the `issue` callbacks still queued here, and sends no cancel for those reads. A read whose
+ * `issue` is still queued on another thread (a call there made it and has not delivered it
+ * yet) gets a `cancel` and never its `issue`: the host may be sent a `cancel` for a read id it
+ * never saw, and must ignore it. No `issue` or `changed` callback starts for this loader
+ * afterwards, but the one another thread was already about to make (at most one per thread:
+ * see THREADS). Answers to its reads then return `LOADER_RESULT_STALE_HANDLE`: no read needs
+ * an answer after the free.
  *
  * An acquisition that a pinned view (`loader_view_acquire`) lists is released when the last
  * view listing it is released (`loader_view_release`), with the same callbacks and
@@ -1158,8 +1219,17 @@ enum loader_result loader_fail(loader_handle handle,
                                enum loader_answer *out_answer);
 
 /**
- * Retries a recorded own failure now, with a full-source read. `*out_started` (if not NULL)
- * says whether a read started; with nothing to retry the call succeeds and starts nothing.
+ * Retries a recorded own failure now. The retry is a full read (`LOADER_KIND_FULL`) from the
+ * anchor, the held page that holds the window's start: forward from that page's start cursor
+ * to the window's end plus `prefetch_distance`, then backward over the prefetch before the
+ * window (from the source's start, or a `loader_jump` cursor, only when nothing is held). A
+ * failed repair or full read with no invalidation since resumes at the read that failed
+ * instead, keeping what its earlier reads got (`loader_counts.resumed`).
+ *
+ * `*out_started` (if not NULL) says whether a read started; with nothing to retry now (no own
+ * failure recorded, or an earlier full read still in flight) the call succeeds and starts
+ * nothing. Once the automatic retries are spent (`max_auto_retries`), this call and a window
+ * move are the only retries: see the loop at `loader_next_deadline`.
  *
  * # Safety
  * `out_started` is NULL or valid for a write.
@@ -1238,8 +1308,14 @@ enum loader_result loader_tick(loader_handle handle, uint64_t now_ms);
  * or the first deadline lies in the clock's past. An own failure arms it (while automatic
  * retries remain: `max_auto_retries`); a retry, a window move or the tick that fires it
  * disarms it, so ask again after every call (or whenever `changed` runs). A tick before the
- * deadline fires nothing; a late one fires the retry then. One loop serves a host that
- * answers reads on its own thread(s):
+ * deadline fires nothing; a late one fires the retry then.
+ *
+ * Once the automatic retries are spent (`max_auto_retries` in a row; 0 disables them), an
+ * own failure arms nothing: this says no deadline, `loader_snapshot.quiescent` stays false,
+ * and nothing happens until the host acts. So when no deadline is armed and
+ * `loader_snapshot.failure` is `LOADER_FAILURE_OWN`, the host calls `loader_retry` (now, or
+ * after a delay of its own) or gives up by its own rule (a retry budget, a user's "try
+ * again"). One loop serves a host that answers reads on its own thread(s):
  *
  * ```c
  * loader_tick(h, now_ms());                     // the loader's clock starts now
@@ -1251,6 +1327,18 @@ enum loader_result loader_tick(loader_handle handle, uint64_t now_ms);
  *     if (armed && deadline <= now) {
  *         loader_tick(h, now);                  // the retry's read comes through issue
  *         continue;
+ *     }
+ *     if (!armed) {
+ *         loader_snapshot s;
+ *         if (loader_state(h, &s) != LOADER_RESULT_OK) break;
+ *         if (s.failure == LOADER_FAILURE_OWN) {
+ *             // The automatic retries are spent: no deadline will fire for this failure.
+ *             if (give_up()) break;             // the host's own rule
+ *             bool started = false;
+ *             loader_retry(h, &started);        // its read comes through issue
+ *             if (started) continue;
+ *             // Not started: an earlier read is still in flight; its answer wakes us.
+ *         }
  *     }
  *     // Sleep until the deadline (forever if not armed); wake early when `changed` runs or
  *     // an answer arrives, and answer it with loader_settle or loader_fail.

@@ -151,20 +151,19 @@ pub unsafe extern "C-unwind" fn loader_settle(
     end_of_source: bool,
     out_answer: *mut loader_answer,
 ) -> loader_result {
-    // SAFETY: by this function's contract. Checked before the call, so a bad cursor changes
-    // nothing.
-    let next = boundary(Err(loader_result::Panic), || unsafe {
-        cursor(next_cursor, next_cursor_len)
-    });
-    let r = next.and_then(|next| {
-        event(handle, |l| {
-            l.settle(read_id, widen(acquisition), count, next, end_of_source)
-        })
-    });
-    // SAFETY: by this function's contract.
-    finish(r.map(loader_answer::from), unsafe {
-        Out::optional(out_answer)
-    })
+    // SAFETY: forwarded contract.
+    unsafe {
+        answer(
+            handle,
+            read_id,
+            acquisition,
+            count,
+            (next_cursor, next_cursor_len),
+            end_of_source,
+            None,
+            out_answer,
+        )
+    }
 }
 
 /// `loader_settle` from a host that knows how many items come before the page's first item
@@ -190,10 +189,42 @@ pub unsafe extern "C-unwind" fn loader_settle_counted(
     items_before: u64,
     out_answer: *mut loader_answer,
 ) -> loader_result {
-    // SAFETY: by this function's contract. Checked before the call, so a bad cursor changes
-    // nothing.
+    // SAFETY: forwarded contract.
+    unsafe {
+        answer(
+            handle,
+            read_id,
+            acquisition,
+            count,
+            (next_cursor, next_cursor_len),
+            end_of_source,
+            Some(items_before),
+            out_answer,
+        )
+    }
+}
+
+/// The body of `loader_settle` and `loader_settle_counted` (`items_before` `None` and `Some`):
+/// the cursor is checked before the call, so a bad one changes nothing; then the answer, and
+/// its class written to `out_answer`.
+///
+/// # Safety
+/// As `loader_settle`: `next_cursor.0` is NULL or valid for `next_cursor.1` bytes;
+/// `out_answer` is NULL or valid for a write.
+#[allow(clippy::too_many_arguments)]
+unsafe fn answer(
+    handle: loader_handle,
+    read_id: u64,
+    acquisition: loader_acquisition,
+    count: u32,
+    next_cursor: (*const u8, usize),
+    end_of_source: bool,
+    items_before: Option<u64>,
+    out_answer: *mut loader_answer,
+) -> loader_result {
+    // SAFETY: by this function's contract.
     let next = boundary(Err(loader_result::Panic), || unsafe {
-        cursor(next_cursor, next_cursor_len)
+        cursor(next_cursor.0, next_cursor.1)
     });
     let r = next.and_then(|next| {
         event(handle, |l| {
@@ -203,7 +234,7 @@ pub unsafe extern "C-unwind" fn loader_settle_counted(
                 count,
                 next,
                 end_of_source,
-                Some(items_before),
+                items_before,
             )
         })
     });
@@ -235,8 +266,17 @@ pub unsafe extern "C-unwind" fn loader_fail(
     })
 }
 
-/// Retries a recorded own failure now, with a full-source read. `*out_started` (if not NULL)
-/// says whether a read started; with nothing to retry the call succeeds and starts nothing.
+/// Retries a recorded own failure now. The retry is a full read (`LOADER_KIND_FULL`) from the
+/// anchor, the held page that holds the window's start: forward from that page's start cursor
+/// to the window's end plus `prefetch_distance`, then backward over the prefetch before the
+/// window (from the source's start, or a `loader_jump` cursor, only when nothing is held). A
+/// failed repair or full read with no invalidation since resumes at the read that failed
+/// instead, keeping what its earlier reads got (`loader_counts.resumed`).
+///
+/// `*out_started` (if not NULL) says whether a read started; with nothing to retry now (no own
+/// failure recorded, or an earlier full read still in flight) the call succeeds and starts
+/// nothing. Once the automatic retries are spent (`max_auto_retries`), this call and a window
+/// move are the only retries: see the loop at `loader_next_deadline`.
 ///
 /// # Safety
 /// `out_started` is NULL or valid for a write.
@@ -342,8 +382,14 @@ pub extern "C-unwind" fn loader_tick(handle: loader_handle, now_ms: u64) -> load
 /// or the first deadline lies in the clock's past. An own failure arms it (while automatic
 /// retries remain: `max_auto_retries`); a retry, a window move or the tick that fires it
 /// disarms it, so ask again after every call (or whenever `changed` runs). A tick before the
-/// deadline fires nothing; a late one fires the retry then. One loop serves a host that
-/// answers reads on its own thread(s):
+/// deadline fires nothing; a late one fires the retry then.
+///
+/// Once the automatic retries are spent (`max_auto_retries` in a row; 0 disables them), an
+/// own failure arms nothing: this says no deadline, `loader_snapshot.quiescent` stays false,
+/// and nothing happens until the host acts. So when no deadline is armed and
+/// `loader_snapshot.failure` is `LOADER_FAILURE_OWN`, the host calls `loader_retry` (now, or
+/// after a delay of its own) or gives up by its own rule (a retry budget, a user's "try
+/// again"). One loop serves a host that answers reads on its own thread(s):
 ///
 /// ```c
 /// loader_tick(h, now_ms());                     // the loader's clock starts now
@@ -355,6 +401,18 @@ pub extern "C-unwind" fn loader_tick(handle: loader_handle, now_ms: u64) -> load
 ///     if (armed && deadline <= now) {
 ///         loader_tick(h, now);                  // the retry's read comes through issue
 ///         continue;
+///     }
+///     if (!armed) {
+///         loader_snapshot s;
+///         if (loader_state(h, &s) != LOADER_RESULT_OK) break;
+///         if (s.failure == LOADER_FAILURE_OWN) {
+///             // The automatic retries are spent: no deadline will fire for this failure.
+///             if (give_up()) break;             // the host's own rule
+///             bool started = false;
+///             loader_retry(h, &started);        // its read comes through issue
+///             if (started) continue;
+///             // Not started: an earlier read is still in flight; its answer wakes us.
+///         }
 ///     }
 ///     // Sleep until the deadline (forever if not armed); wake early when `changed` runs or
 ///     // an answer arrives, and answer it with loader_settle or loader_fail.

@@ -106,11 +106,15 @@ pub unsafe extern "C" fn loader_new(
 
 /// Frees a loader. Before it returns, `release` has been called exactly once for every
 /// acquisition the loader still held that no pinned view lists, and `cancel` (if set) for
-/// every read still outstanding that the host was told about and that was not hinted before
-/// (each read gets one hint; a free from inside a callback drops the `issue` callbacks still
-/// queued, and sends no cancel for those reads);
-/// no `issue` or `changed` callback runs for this loader afterwards. Answers to its reads then
-/// return `LOADER_RESULT_STALE_HANDLE`: no read needs an answer after the free.
+/// every read still outstanding that was not hinted before (each read gets one hint), except
+/// the reads whose `issue` is still queued on this thread: a free from inside a callback drops
+/// the `issue` callbacks still queued here, and sends no cancel for those reads. A read whose
+/// `issue` is still queued on another thread (a call there made it and has not delivered it
+/// yet) gets a `cancel` and never its `issue`: the host may be sent a `cancel` for a read id it
+/// never saw, and must ignore it. No `issue` or `changed` callback starts for this loader
+/// afterwards, but the one another thread was already about to make (at most one per thread:
+/// see THREADS). Answers to its reads then return `LOADER_RESULT_STALE_HANDLE`: no read needs
+/// an answer after the free.
 ///
 /// An acquisition that a pinned view (`loader_view_acquire`) lists is released when the last
 /// view listing it is released (`loader_view_release`), with the same callbacks and

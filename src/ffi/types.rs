@@ -13,11 +13,22 @@ use std::ffi::c_void;
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum loader_kind {
-    /// One page appended after the covered prefix.
+    /// One page added at an end of the view: forward after the last page, or backward before
+    /// the first (`loader_read.direction`).
     Finite = 0,
-    /// A bounded repair: the covered range re-read step by step.
+    /// A bounded repair, read step by step, each read from the cursor the one before returned.
+    /// It starts at the anchor, the held page that holds the window's start (a window before
+    /// the held pages anchors at the first one, a window after them at the covered end): from
+    /// that page's start cursor forward to the window's end plus `prefetch_distance`, then
+    /// backward over the prefetch before the window. A ranged repair (after
+    /// `loader_invalidate_range`) re-reads only the held pages the range may touch, with
+    /// bounded reads (`loader_read.until`).
     Chain = 1,
-    /// A full-source read from the start.
+    /// A full read: the same reads as a chain, from the same anchor (forward to the window's
+    /// end plus prefetch, then backward over the prefetch before the window), relying on
+    /// nothing the view holds. Only when nothing is held does it start where the empty view
+    /// sits: the source's start, or a `loader_jump` cursor. The retry after an own failure is
+    /// one (`loader_retry`).
     Full = 2,
 }
 
@@ -92,9 +103,10 @@ impl From<loader::Direction> for loader_direction {
 pub enum loader_debt {
     /// Nothing owed: the view matches the source as far as the loader knows.
     None = 0,
-    /// A bounded repair (a chain over the covered range) is owed.
+    /// A bounded repair is owed: a chain from the anchor, or only the pages a ranged
+    /// invalidation marked (see `LOADER_KIND_CHAIN`).
     Bounded = 1,
-    /// A full-source read is owed.
+    /// A full read is owed: from the anchor, relying on nothing held (see `LOADER_KIND_FULL`).
     Full = 2,
 }
 
@@ -106,7 +118,7 @@ pub enum loader_phase {
     Idle = 0,
     /// A bounded repair (chain) is running.
     Repair = 1,
-    /// A full-source read is running.
+    /// A full read is running.
     Fullheld = 2,
 }
 
@@ -116,7 +128,9 @@ pub enum loader_phase {
 pub enum loader_failure {
     /// No failure recorded.
     None = 0,
-    /// The loader's own read failed; it waits for a retry.
+    /// The loader's own read failed; it waits for a retry: the backoff timer's while
+    /// automatic retries remain (`loader_next_deadline`), then `loader_retry` or a window
+    /// move only.
     Own = 1,
     /// A superseded read failed; it only raised the debt.
     Superseded = 2,
@@ -243,7 +257,9 @@ pub struct loader_config {
     pub backoff_max_ms: u64,
     /// Factor between delays. Default 2.0; finite, 1.0..=16.0.
     pub backoff_multiplier: f64,
-    /// Automatic retries before waiting for an explicit one. Default 5; 0 disables them.
+    /// Automatic retries in a row (a success starts the count again) before waiting for an
+    /// explicit one. Default 5; 0 disables them. Once they are spent, an own failure arms no
+    /// deadline and waits for `loader_retry` or a window move: see `loader_next_deadline`.
     pub max_auto_retries: u32,
     /// Seeds the backoff jitter. Default 0.
     pub jitter_seed: u64,
@@ -412,6 +428,11 @@ pub type loader_changed_fn = Option<unsafe extern "C-unwind" fn(userdata: *mut c
 /// nothing: after `read_timeout_ms` of `loader_tick` time the loader lets the read go itself.
 /// An answer after the read was let go of is stale, and its acquisition is released at once.
 /// After `loader_free` no answer is needed (it would return `LOADER_RESULT_STALE_HANDLE`).
+///
+/// The hint comes from another call than its read's `issue`: when the two calls run on
+/// different threads it may run before (or while) that `issue` runs. And it may name a read
+/// id the host never saw (one whose `issue` a concurrent `loader_free` dropped): a host
+/// ignores a `cancel` for a read id it does not know.
 pub type loader_cancel_fn =
     Option<unsafe extern "C-unwind" fn(userdata: *mut c_void, read_id: u64)>;
 /// Orders two positions of the source (cursors, as the host returns them in `next_cursor`):
@@ -420,14 +441,15 @@ pub type loader_cancel_fn =
 /// (the loader orders the empty cursor, the source's start, itself); `a` and `b` are valid
 /// only during the call.
 ///
-/// It runs INSIDE the loader's state change, with the loader's lock held. So it must be a
-/// pure function of its arguments (and of data that does not change during the call): it must
-/// not call any libloader function (a call on the same loader deadlocks, and one on another
-/// loader may run that loader's callbacks inside this one), must not block on a thread that
-/// calls into the loader, and must return normally (no exception or `longjmp` out of it, no
-/// thread exit: the process aborts). It must be a consistent total order, the one the source
-/// is sorted by; an inconsistent one cannot break the library's memory safety or its
-/// accounting, but the view may then be wrong, as with a range that is too narrow.
+/// It runs INSIDE the loader's state change, with the loader's lock held: the one callback
+/// that does (THREADS). Other calls on this loader wait for it; calls on other loaders do not.
+/// So it must be a pure function of its arguments (and of data that does not change during the
+/// call): it must not call any libloader function (a call on the same loader deadlocks, and
+/// one on another loader may run that loader's callbacks inside this one), must not block on a
+/// thread that calls into the loader, and must return normally (no exception or `longjmp` out
+/// of it, no thread exit: the process aborts). It must be a consistent total order, the one
+/// the source is sorted by; an inconsistent one cannot break the library's memory safety or
+/// its accounting, but the view may then be wrong, as with a range that is too narrow.
 pub type loader_compare_fn = Option<
     unsafe extern "C" fn(
         userdata: *mut c_void,
@@ -512,7 +534,11 @@ pub struct loader_snapshot {
     /// Nothing is left to do until the host calls again: no read outstanding, no repair or
     /// full read pending or running (so not `revalidating`), no failure recorded, and the
     /// ledger quiescent (phase idle, no debt, nothing in flight). A host that waits for the
-    /// loader to settle down (a test, a batch job) waits for this.
+    /// loader to settle down (a test, a batch job) waits for this, but not for it alone: once
+    /// the automatic retries are spent (`max_auto_retries`), an own failure keeps it false and
+    /// arms no deadline, and nothing changes until the host acts. So when
+    /// `loader_next_deadline` arms nothing and `failure` is `LOADER_FAILURE_OWN`, the host
+    /// calls `loader_retry` or gives up by its own rule (the loop at `loader_next_deadline`).
     pub quiescent: bool,
     /// The first page held starts at the source's start (nothing before it): the view's
     /// positions are then the source's own (item `n` of the source is at `n`). Otherwise
@@ -528,7 +554,7 @@ pub struct loader_counts {
     pub issued_finite: u64,
     /// Chain (repair) reads issued.
     pub issued_chain: u64,
-    /// Full-source reads issued.
+    /// Full reads issued.
     pub issued_full: u64,
     /// Accepted answers classified current.
     pub answered_current: u64,
