@@ -16,15 +16,9 @@
 #[path = "common/counting_alloc.rs"]
 mod counting_alloc;
 
-#[path = "common/arrivals.rs"]
-mod arrivals;
-#[path = "common/harness.rs"]
-mod harness;
-#[path = "common/ledgers.rs"]
-mod ledgers;
-#[path = "common/stream.rs"]
-mod stream;
+mod common;
 
+use common::{harness, ledgers, stream};
 use std::alloc::Layout;
 use std::backtrace::Backtrace;
 use std::cell::{Cell, RefCell};

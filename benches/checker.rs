@@ -5,9 +5,9 @@
 //!
 //! `cargo bench --bench checker`; `LOADER_BENCH_QUICK=1` for CI's short run.
 
-#[path = "common/harness.rs"]
-mod harness;
+mod common;
 
+use common::harness;
 use loader::model::explore::{explore, Options};
 use loader::model::{Bounds, Rules};
 

@@ -1,6 +1,6 @@
 //! Issue 12's measurement: what a recovery costs at depth. Counts, not timings.
 //!
-//! A host drives [`Loader`] directly (sans-IO: `take_effects`, `settle`) over a synthetic
+//! A host drives `Loader` directly (sans-IO: `take_effects`, `settle`) over a synthetic
 //! numbered source whose cursor is the index of the next item as 8 big-endian bytes (empty:
 //! the source's start), answering forward and backward reads. Page 50, prefetch 50, a
 //! window of 100 items, at window depths 10^3 to 10^6. For each depth it counts the items
@@ -31,138 +31,68 @@
 //! pages, ranged against whole) are measured over a keyed source in `depth/ranged.rs`, and
 //! printed in a second table; the JSON line carries them under `ranged`.
 
-#[path = "common/harness.rs"]
-mod harness;
+mod common;
 #[path = "depth/ranged.rs"]
 mod ranged;
 
-use loader::loader::{Config, Direction, Effect, Loader, Read};
-use std::collections::{HashMap, VecDeque};
+use common::geometry::{config, PAGE, PREFETCH, WINDOW};
+use common::harness;
+use common::host::{self, Source};
+use common::numbered::{cursor_at, Numbered};
+use loader::loader::{Config, Read};
 use std::process::ExitCode;
 
-const PAGE: u32 = 50;
-const PREFETCH: u64 = 50;
-const WINDOW: u64 = 100;
 const MAX_PAGES: u32 = 8;
 const DEPTHS: [u64; 4] = [1_000, 10_000, 100_000, 1_000_000];
 /// Issue 12's bound on the items one recovery reads.
 const TARGET: u64 = WINDOW + 2 * PREFETCH + 2 * PAGE as u64;
 
-/// The cursor before item `index`.
-fn cursor_at(index: u64) -> Vec<u8> {
-    match index {
-        0 => Vec::new(),
-        i => i.to_be_bytes().to_vec(),
-    }
-}
-
-fn index_of(cursor: &[u8]) -> u64 {
-    match cursor.len() {
-        0 => 0,
-        _ => u64::from_be_bytes(cursor.try_into().expect("an 8-byte cursor")),
-    }
-}
-
-/// The host: the source, the reads to answer, and the acquisitions the loader holds.
-struct Host {
-    loader: Loader,
-    len: u64,
-    reads: VecDeque<Read>,
-    /// Acquisition -> the index of its first item and its count.
-    held: HashMap<u64, (u64, u32)>,
-    next_acquisition: u64,
-    /// This case's tallies.
+/// The numbered source, with this case's tallies of what it handed over.
+struct Tallied {
+    numbered: Numbered,
     served: u64,
     read_twice: u64,
-    max_held: usize,
     /// Items served in this case, one bit each, to find an item read twice.
     seen: Vec<u64>,
 }
 
-impl Host {
-    fn new(config: Config, len: u64) -> Host {
-        Host {
-            loader: Loader::new(config).expect("a valid config"),
-            len,
-            reads: VecDeque::new(),
-            held: HashMap::new(),
-            next_acquisition: 1,
-            served: 0,
-            read_twice: 0,
-            max_held: 0,
-            seen: vec![0; len.div_ceil(64) as usize],
-        }
-    }
+impl Source for Tallied {
+    type Held = (u64, u32);
 
-    /// Starts a case: the tallies restart from what is held now.
-    fn begin(&mut self) -> u64 {
-        self.served = 0;
-        self.read_twice = 0;
-        self.max_held = self.held.len();
-        self.seen.fill(0);
-        self.loader.stats().items_read
-    }
-
-    fn effects(&mut self) {
-        self.max_held = self.max_held.max(self.held.len());
-        for e in self.loader.take_effects() {
-            match e {
-                Effect::Issue(read) => self.reads.push_back(read),
-                Effect::Release { acquisition } => {
-                    assert!(
-                        self.held.remove(&acquisition).is_some(),
-                        "acquisition {acquisition} released twice or never handed over"
-                    );
-                }
-                // Every read is answered in order; a cancelled one is answered anyway, and the
-                // loader finds it stale.
-                Effect::Cancel { .. } | Effect::Changed => {}
-            }
-        }
-    }
-
-    /// Answers `read` from the source: its items, the cursor it continues from, and whether
-    /// it reached the source's end (forward) or start (backward).
-    fn answer(&self, read: &Read) -> (u64, u32, Vec<u8>, bool) {
-        let at = index_of(&read.cursor);
-        let limit = u64::from(read.limit);
-        match read.direction {
-            Direction::Forward => {
-                let end = (at + limit).min(self.len);
-                (at, (end - at) as u32, cursor_at(end), end == self.len)
-            }
-            Direction::Backward => {
-                let from = at.saturating_sub(limit);
-                (from, (at - from) as u32, cursor_at(from), from == 0)
-            }
-        }
-    }
-
-    fn settle(&mut self, read: Read) {
-        let (first, count, next, end) = self.answer(&read);
-        let acquisition = self.next_acquisition;
-        self.next_acquisition += 1;
+    fn answer(&mut self, read: &Read) -> ((u64, u32), u32, Vec<u8>, bool) {
+        let answer @ ((first, _), count, _, _) = self.numbered.answer(read);
         self.served += u64::from(count);
         for i in first..first + u64::from(count) {
             let (word, bit) = ((i / 64) as usize, 1u64 << (i % 64));
             self.read_twice += u64::from(self.seen[word] & bit != 0);
             self.seen[word] |= bit;
         }
-        self.loader
-            .settle(read.read_id, acquisition, count, &next, end)
-            .expect("the loader accepts a well-formed answer");
-        if count > 0 {
-            self.held.insert(acquisition, (first, count));
-        }
-        self.effects();
+        answer
     }
+}
 
-    /// Answers every read, in order, until none is left.
-    fn run(&mut self) {
-        self.effects();
-        while let Some(read) = self.reads.pop_front() {
-            self.settle(read);
-        }
+type Host = host::Host<Tallied>;
+
+fn new_host(config: Config, len: u64) -> Host {
+    Host::new(
+        config,
+        Tallied {
+            numbered: Numbered { len },
+            served: 0,
+            read_twice: 0,
+            seen: vec![0; len.div_ceil(64) as usize],
+        },
+    )
+}
+
+impl Host {
+    /// Starts a case: the tallies restart from what is held now.
+    fn begin(&mut self) -> u64 {
+        self.source.served = 0;
+        self.source.read_twice = 0;
+        self.max_held = self.held.len();
+        self.source.seen.fill(0);
+        self.loader.stats().items_read
     }
 
     fn set_window(&mut self, start: u64) {
@@ -172,18 +102,8 @@ impl Host {
 
     /// A quiescent view must be the source's slice around the window, with true positions.
     fn check_view(&self, case: &str) -> Result<(), String> {
+        self.check_quiet(case)?;
         let l = &self.loader;
-        if l.revalidating() || l.outstanding_reads() > 0 {
-            return Err(format!("{case}: not quiescent"));
-        }
-        // Quiet, the loader holds exactly what it shows: every other acquisition went back.
-        if self.held.len() != l.page_count() {
-            return Err(format!(
-                "{case}: {} acquisitions held, {} pages shown",
-                self.held.len(),
-                l.page_count()
-            ));
-        }
         let (ws, wl) = l.window();
         let mut at = None;
         for p in l.pages() {
@@ -202,7 +122,7 @@ impl Host {
         let (from, to) = l.covered();
         let want = (
             ws.saturating_sub(PREFETCH),
-            (ws + wl + PREFETCH).min(self.len),
+            (ws + wl + PREFETCH).min(self.source.numbered.len),
         );
         if from > want.0 || to < want.1 {
             return Err(format!(
@@ -229,53 +149,47 @@ struct Row {
     met: bool,
 }
 
-fn config(max_pages: u32) -> Config {
-    Config {
-        page_size: PAGE,
-        prefetch_distance: PREFETCH,
-        max_pages,
-        ..Config::default()
-    }
-}
-
 /// A loader showing the window at `depth`, reached by a jump (nothing read before it).
 fn at_depth(depth: u64, len: u64, max_pages: u32) -> Host {
-    let mut h = Host::new(config(max_pages), len);
+    let mut h = new_host(config(max_pages), len);
     h.loader.jump(&cursor_at(depth), depth).expect("jump");
     h.set_window(depth);
     h
 }
 
-fn recovery(depth: u64, case: &'static str, h: &Host, items_before: u64) -> Row {
-    let items = h.loader.stats().items_read - items_before;
+/// The row of `case` at `depth`: the items read since `items_before`, and the host's tallies.
+fn row(depth: u64, case: &'static str, h: &Host, items_before: u64, scrolled: u64) -> Row {
     Row {
         depth,
         case,
-        items,
-        served: h.served,
-        read_twice: h.read_twice,
+        items: h.loader.stats().items_read - items_before,
+        served: h.source.served,
+        read_twice: h.source.read_twice,
         max_held: h.max_held,
-        scrolled: 0,
+        scrolled,
+        target: String::new(),
+        met: false,
+    }
+}
+
+fn recovery(depth: u64, case: &'static str, h: &Host, items_before: u64) -> Row {
+    let r = row(depth, case, h, items_before, 0);
+    Row {
         target: format!("<= {TARGET} items"),
-        met: items <= TARGET && items == h.served,
+        met: r.items <= TARGET && r.items == r.served,
+        ..r
     }
 }
 
 fn scroll(depth: u64, case: &'static str, h: &Host, items_before: u64, scrolled: u64) -> Row {
-    let items = h.loader.stats().items_read - items_before;
+    let r = row(depth, case, h, items_before, scrolled);
     // The pages the window plus prefetch overlaps: at most this many (page-aligned here).
     let overlap = (WINDOW + 2 * PREFETCH).div_ceil(PAGE as u64) as usize + 1;
     let bound = (MAX_PAGES as usize).max(overlap) + 1;
     Row {
-        depth,
-        case,
-        items,
-        served: h.served,
-        read_twice: h.read_twice,
-        max_held: h.max_held,
-        scrolled,
         target: format!("no item twice, <= 1 per item scrolled, <= {bound} held"),
-        met: h.read_twice == 0 && items <= scrolled && items == h.served && h.max_held <= bound,
+        met: r.read_twice == 0 && r.items <= scrolled && r.items == r.served && r.max_held <= bound,
+        ..r
     }
 }
 
@@ -285,7 +199,7 @@ fn measure(depth: u64) -> Result<Vec<Row>, String> {
 
     // What a recovery anchored at the source's start reads: from item 0 to the window's
     // end plus prefetch.
-    let mut h = Host::new(config(0), len);
+    let mut h = new_host(config(0), len);
     let before = h.begin();
     h.set_window(depth);
     h.check_view("top-anchored")?;
@@ -332,7 +246,7 @@ fn measure(depth: u64) -> Result<Vec<Row>, String> {
     rows.push(recovery(depth, "jump", &h, before));
 
     // Scrolling, in window-sized steps, with max_pages.
-    let mut h = Host::new(config(MAX_PAGES), len);
+    let mut h = new_host(config(MAX_PAGES), len);
     h.set_window(0);
     let before = h.begin();
     let mut at = 0;

@@ -19,15 +19,9 @@
 //!
 //! `cargo bench --bench literal`; `LOADER_BENCH_QUICK=1` for CI's short run.
 
-#[path = "common/arrivals.rs"]
-mod arrivals;
-#[path = "common/harness.rs"]
-mod harness;
-#[path = "common/ledgers.rs"]
-mod ledgers;
-#[path = "common/stream.rs"]
-mod stream;
+mod common;
 
+use common::{harness, ledgers, stream};
 use criterion::{measurement::WallTime, BenchmarkGroup, Criterion, Throughput};
 use ledgers::{LStream, LedgerLike, Literal, Production};
 use std::hint::black_box;
@@ -44,15 +38,7 @@ fn natural<L: LedgerLike>(g: &mut BenchmarkGroup<'_, WallTime>, who: &str, ledge
     s.reset_counts();
     g.throughput(Throughput::Elements(BATCH));
     g.bench_function(format!("w1/{who}"), |b| {
-        b.iter_custom(|iters| {
-            let t = Instant::now();
-            for _ in 0..iters {
-                s.run(BATCH);
-            }
-            let e = t.elapsed();
-            harness::record(&name, iters * BATCH, e);
-            e
-        })
+        b.iter_custom(|iters| harness::batches(&name, iters, BATCH, |n| s.run(n)))
     });
     harness::note(
         &name,
@@ -257,13 +243,13 @@ fn ratio(what: &str, target: Option<f64>) {
 }
 
 fn main() {
-    if !harness::benching("workload 5") {
+    if !harness::run_criterion(
+        "workload 5",
+        "workload 5, literal baseline (per ledger call)",
+        bench,
+    ) {
         return;
     }
-    let mut c = harness::criterion();
-    bench(&mut c);
-    c.final_summary();
-    harness::print_summary("workload 5, literal baseline (per ledger call)");
     println!();
     ratio("w1 natural", None);
     ratio(&format!("w1 at {LIVE} live"), Some(100.0));

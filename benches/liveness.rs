@@ -1,7 +1,7 @@
 //! Issue 13's measurement: recovery under continuing failures, and progress under a steady
 //! stream of invalidations. Counts, not timings.
 //!
-//! A host drives [`Loader`] directly (sans-IO: `take_effects`, `settle`, `fail`) over a
+//! A host drives `Loader` directly (sans-IO: `take_effects`, `settle`, `fail`) over a
 //! synthetic numbered source whose cursor is the index of the next item as 8 big-endian bytes
 //! (empty: the source's start), answering forward and backward reads, as `benches/depth.rs`
 //! does. Page 50, prefetch 50, a window of 100 items. Failures are injected from a seeded
@@ -29,16 +29,16 @@
 //! missed: `make bench-liveness`. Table (b) runs each stream twice: with `commit_overtaken` (the default) and, as the
 //! baseline measured in the same run, without it (the seed's rules).
 
-#[path = "common/harness.rs"]
-mod harness;
+mod common;
 
-use loader::loader::{Config, Direction, Effect, Loader, Read};
-use std::collections::{HashMap, VecDeque};
+use common::geometry::{config, PAGE, PREFETCH, WINDOW};
+use common::numbered::{cursor_at, Numbered};
+use common::rng::Rng;
+use common::{harness, host};
+use loader::loader::Config;
+use std::collections::HashMap;
 use std::process::ExitCode;
 
-const PAGE: u32 = 50;
-const PREFETCH: u64 = 50;
-const WINDOW: u64 = 100;
 const DEPTHS: [u64; 4] = [100, 1_000, 10_000, 100_000];
 /// Failure rates, in percent of reads.
 const RATES: [u64; 5] = [0, 1, 5, 10, 20];
@@ -52,132 +52,12 @@ const CHURN_ANSWERS: u64 = 20_000;
 const CHURN_EVERY: [u64; 4] = [1, 2, 5, 10];
 const CHURN_DEPTH: u64 = 1_000;
 
-/// The cursor before item `index`.
-fn cursor_at(index: u64) -> Vec<u8> {
-    match index {
-        0 => Vec::new(),
-        i => i.to_be_bytes().to_vec(),
-    }
-}
-
-fn index_of(cursor: &[u8]) -> u64 {
-    match cursor.len() {
-        0 => 0,
-        _ => u64::from_be_bytes(cursor.try_into().expect("an 8-byte cursor")),
-    }
-}
-
-/// A seeded generator (splitmix64): the same seed fails the same reads.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// True with probability `percent` / 100.
-    fn percent(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-}
-
-/// The host: the source, the reads to answer, and the acquisitions the loader holds.
-struct Host {
-    loader: Loader,
-    len: u64,
-    reads: VecDeque<Read>,
-    /// Acquisition -> the index of its first item and its count.
-    held: HashMap<u64, (u64, u32)>,
-    next_acquisition: u64,
-    now: u64,
-    max_held: usize,
-}
+type Host = host::Host<Numbered>;
 
 impl Host {
-    fn new(config: Config, len: u64) -> Host {
-        Host {
-            loader: Loader::new(config).expect("a valid config"),
-            len,
-            reads: VecDeque::new(),
-            held: HashMap::new(),
-            next_acquisition: 1,
-            now: 0,
-            max_held: 0,
-        }
-    }
-
-    fn effects(&mut self) {
-        self.max_held = self.max_held.max(self.held.len());
-        for e in self.loader.take_effects() {
-            match e {
-                Effect::Issue(read) => self.reads.push_back(read),
-                Effect::Release { acquisition } => {
-                    assert!(
-                        self.held.remove(&acquisition).is_some(),
-                        "acquisition {acquisition} released twice or never handed over"
-                    );
-                }
-                // A cancelled read is answered anyway: the loader finds it stale.
-                Effect::Cancel { .. } | Effect::Changed => {}
-            }
-        }
-    }
-
-    fn answer(&self, read: &Read) -> (u64, u32, Vec<u8>, bool) {
-        let at = index_of(&read.cursor);
-        let limit = u64::from(read.limit);
-        match read.direction {
-            Direction::Forward => {
-                let end = (at + limit).min(self.len);
-                (at, (end - at) as u32, cursor_at(end), end == self.len)
-            }
-            Direction::Backward => {
-                let from = at.saturating_sub(limit);
-                (from, (at - from) as u32, cursor_at(from), from == 0)
-            }
-        }
-    }
-
-    fn settle(&mut self, read: Read) {
-        let (first, count, next, end) = self.answer(&read);
-        let acquisition = self.next_acquisition;
-        self.next_acquisition += 1;
-        self.loader
-            .settle(read.read_id, acquisition, count, &next, end)
-            .expect("the loader accepts a well-formed answer");
-        if count > 0 {
-            self.held.insert(acquisition, (first, count));
-        }
-        self.effects();
-    }
-
-    fn fail(&mut self, read: Read) {
-        self.loader.fail(read.read_id, -1).expect("fail");
-        self.effects();
-    }
-
-    /// Nothing outstanding: lets time pass to the next deadline, or retries when the
-    /// automatic retries are spent. Returns false when the loader is quiescent.
-    fn idle(&mut self) -> bool {
-        if let Some(d) = self.loader.next_deadline() {
-            self.now = self.now.max(d);
-            self.loader.tick(self.now).expect("tick");
-        } else if self.loader.ledger().retry_enabled() {
-            self.loader.retry().expect("retry");
-        } else {
-            return false;
-        }
-        self.effects();
-        true
-    }
-
     /// Answers reads in order, failing each with probability `percent`, until the loader is
     /// quiescent. Returns the reads it answered or failed.
-    fn run(&mut self, rng: &mut Rng, percent: u64) -> u64 {
+    fn run_failing(&mut self, rng: &mut Rng, percent: u64) -> u64 {
         let mut reads = 0;
         self.effects();
         loop {
@@ -197,15 +77,6 @@ impl Host {
     }
 }
 
-fn config(max_pages: u32) -> Config {
-    Config {
-        page_size: PAGE,
-        prefetch_distance: PREFETCH,
-        max_pages,
-        ..Config::default()
-    }
-}
-
 /// The config of the churn stream. `Config.commit_overtaken` is on by default once it exists;
 /// to measure the loader without it, set it here.
 fn churn_config() -> Config {
@@ -214,10 +85,10 @@ fn churn_config() -> Config {
 
 /// A quiescent loader showing the window at `depth`, reached by a jump.
 fn at_depth(config: Config, depth: u64, len: u64) -> Host {
-    let mut h = Host::new(config, len);
+    let mut h = Host::new(config, Numbered { len });
     h.loader.jump(&cursor_at(depth), depth).expect("jump");
     h.loader.set_window(depth, WINDOW).expect("set_window");
-    h.run(&mut Rng(0), 0);
+    h.run_failing(&mut Rng(0), 0);
     h
 }
 
@@ -242,7 +113,7 @@ fn recovery(depth: u64, percent: u64) -> Result<Recovery, String> {
         let mut rng = Rng(depth ^ (percent << 32) ^ (trial << 48));
         let before = h.loader.stats().resumed;
         h.loader.invalidate().expect("invalidate");
-        let reads = h.run(&mut rng, percent);
+        let reads = h.run_failing(&mut rng, percent);
         let l = &h.loader;
         if l.revalidating() || l.outstanding_reads() > 0 || !l.ledger().is_quiescent() {
             return Err(format!("depth {depth}, {percent}%: not quiescent"));

@@ -25,13 +25,9 @@
 //!
 //! `cargo bench --bench scaling`; `LOADER_BENCH_QUICK=1` for CI's short run.
 
-#[path = "common/arrivals.rs"]
-mod arrivals;
-#[path = "common/harness.rs"]
-mod harness;
-#[path = "common/stream.rs"]
-mod stream;
+mod common;
 
+use common::{harness, stream};
 use criterion::{Criterion, Throughput};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -77,15 +73,7 @@ fn continuous(c: &mut Criterion) {
         let mut s = stream::Stream::new(pages);
         let setup = t.elapsed().as_secs_f64();
         g.bench_function(format!("pages/{pages}"), |b| {
-            b.iter_custom(|iters| {
-                let t = Instant::now();
-                for _ in 0..iters {
-                    s.run(BATCH);
-                }
-                let e = t.elapsed();
-                harness::record(&name, iters * BATCH, e);
-                e
-            })
+            b.iter_custom(|iters| harness::batches(&name, iters, BATCH, |n| s.run(n)))
         });
         black_box(s.released_xor);
         harness::note(
@@ -153,14 +141,12 @@ fn round_name(pages: u64, stale: usize) -> String {
 }
 
 fn main() {
-    if !harness::benching("workload 2") {
+    if !harness::run_criterion("workload 2", "workload 2, scaling", |c| {
+        continuous(c);
+        rounds(c);
+    }) {
         return;
     }
-    let mut c = harness::criterion();
-    continuous(&mut c);
-    rounds(&mut c);
-    c.final_summary();
-    harness::print_summary("workload 2, scaling");
     let at = |p: u64| harness::ns_per_event(&format!("view {p:>9} pages, 0 stale"));
     if let (Some(small), Some(big)) = (at(10), at(1_000_000)) {
         println!(

@@ -4,15 +4,9 @@
 //!
 //! `cargo bench --bench steady`; `LOADER_BENCH_QUICK=1` for CI's short run.
 
-#[path = "common/arrivals.rs"]
-mod arrivals;
-#[path = "common/harness.rs"]
-mod harness;
-#[path = "common/ledgers.rs"]
-mod ledgers;
-#[path = "common/stream.rs"]
-mod stream;
+mod common;
 
+use common::{harness, ledgers, stream};
 use criterion::{Criterion, Throughput};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -32,15 +26,7 @@ fn bench(c: &mut Criterion) {
     let mut s = stream::Stream::new(STEADY_PAGES);
     let name = format!("loader, view {STEADY_PAGES} pages");
     g.bench_function("loader", |b| {
-        b.iter_custom(|iters| {
-            let t = Instant::now();
-            for _ in 0..iters {
-                s.run(BATCH);
-            }
-            let e = t.elapsed();
-            harness::record(&name, iters * BATCH, e);
-            e
-        })
+        b.iter_custom(|iters| harness::batches(&name, iters, BATCH, |n| s.run(n)))
     });
     black_box(s.released_xor);
     harness::note(
@@ -84,13 +70,12 @@ fn bench(c: &mut Criterion) {
     l.reset_counts();
     g.bench_function("ledger", |b| {
         b.iter_custom(|iters| {
-            let t = Instant::now();
-            for _ in 0..iters {
-                l.run(BATCH);
-            }
-            let e = t.elapsed();
-            harness::record("ledger alone (workload 1's ledger calls)", iters * BATCH, e);
-            e
+            harness::batches(
+                "ledger alone (workload 1's ledger calls)",
+                iters,
+                BATCH,
+                |n| l.run(n),
+            )
         })
     });
     harness::note(
@@ -101,13 +86,9 @@ fn bench(c: &mut Criterion) {
 }
 
 fn main() {
-    if !harness::benching("workload 1") {
+    if !harness::run_criterion("workload 1", "workload 1, steady", bench) {
         return;
     }
-    let mut c = harness::criterion();
-    bench(&mut c);
-    c.final_summary();
-    harness::print_summary("workload 1, steady");
     if let Some(ns) = harness::ns_per_event(&format!("loader, view {STEADY_PAGES} pages")) {
         println!(
             "target: pure Rust steady <= 25 ns/event: {} ({ns:.1} ns/event)",

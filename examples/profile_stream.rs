@@ -11,10 +11,10 @@
 //! realized mix and the wall time per event, so a profile can be matched with the bench run it
 //! explains (the figures to quote come from `cargo bench`).
 
-#[path = "../benches/common/arrivals.rs"]
-mod arrivals;
-#[path = "../benches/common/stream.rs"]
-mod stream;
+#[path = "../benches/common/mod.rs"]
+mod common;
+
+use common::stream;
 
 fn main() {
     let mut args = std::env::args().skip(1);

@@ -33,35 +33,18 @@
 // Uses the test instruments (`sim`).
 #![cfg(feature = "testing")]
 
+#[path = "../benches/common/rng.rs"]
+mod rng;
+
 use loader::sim::{Host, Op, Source};
 use loader::Config;
+use rng::Rng;
 
 fn seeds() -> u64 {
     std::env::var("LOADER_LIVENESS_SEEDS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1_500)
-}
-
-/// A seeded generator (splitmix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    fn percent(&mut self, p: u64) -> bool {
-        self.below(100) < p
-    }
 }
 
 /// What the host does with a read it was told to cancel.

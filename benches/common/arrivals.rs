@@ -6,9 +6,11 @@
 //! read would ever be overtaken.
 #![allow(dead_code)]
 
+use super::rng::Rng;
+
 #[derive(Clone, Debug)]
 pub struct Arrivals {
-    rng: u64,
+    rng: Rng,
     pub invalidations: u64,
     pub moves: u64,
 }
@@ -16,24 +18,16 @@ pub struct Arrivals {
 impl Arrivals {
     pub fn new(seed: u64) -> Arrivals {
         Arrivals {
-            rng: seed,
+            rng: Rng(seed),
             invalidations: 0,
             moves: 0,
         }
     }
 
-    fn next(&mut self) -> u64 {
-        self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
     /// One event's worth of time passes.
     #[inline]
     pub fn tick(&mut self) {
-        match self.next() % 100 {
+        match self.rng.next() % 100 {
             0..=4 => self.invalidations += 1,
             5..=9 => self.moves += 1,
             _ => {}

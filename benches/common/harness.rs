@@ -7,7 +7,7 @@
 
 use criterion::Criterion;
 use std::cell::RefCell;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Whether `cargo bench` started this binary. `cargo test --all-targets` (`make test`) runs
 /// bench targets too, unoptimised and without `--bench`; there the setup alone (million-page
@@ -23,6 +23,20 @@ pub fn benching(what: &str) -> bool {
 /// `LOADER_BENCH_QUICK=1`: CI's mode, every bench once and briefly.
 pub fn quick() -> bool {
     std::env::var_os("LOADER_BENCH_QUICK").is_some_and(|v| v != "0")
+}
+
+/// A criterion bench's `main`, up to its verdicts: when `cargo bench` started this binary
+/// (else it says it skipped `what`), runs `bench`, then prints criterion's summary and the
+/// ns/event table under `title`. Returns whether it ran.
+pub fn run_criterion(what: &str, title: &str, bench: impl FnOnce(&mut Criterion)) -> bool {
+    if !benching(what) {
+        return false;
+    }
+    let mut c = criterion();
+    bench(&mut c);
+    c.final_summary();
+    print_summary(title);
+    true
 }
 
 pub fn criterion() -> Criterion {
@@ -63,6 +77,18 @@ pub fn record(name: &str, events: u64, elapsed: Duration) {
                 .push((name.to_string(), events, elapsed.as_nanos(), String::new())),
         }
     });
+}
+
+/// Runs `iters` batches of `batch` events through `run`, timed as one stretch, and adds them to
+/// figure `name`: the body of a bench that times a stream batch after batch.
+pub fn batches(name: &str, iters: u64, batch: u64, mut run: impl FnMut(u64)) -> Duration {
+    let t = Instant::now();
+    for _ in 0..iters {
+        run(batch);
+    }
+    let e = t.elapsed();
+    record(name, iters * batch, e);
+    e
 }
 
 pub fn note(name: &str, text: String) {

@@ -2,7 +2,7 @@
 //! one trait, driven by the same deterministic host.
 #![allow(dead_code)]
 
-use crate::arrivals::Arrivals;
+use super::arrivals::Arrivals;
 use loader::ledger::{Coverage, Debt, Effect, Failed, Failure, Kind, Ledger, Phase, Settled};
 
 /// What the ledger-level host needs of a ledger.

@@ -42,7 +42,7 @@
 //! which sends the view through a full read at the reset window.
 #![allow(dead_code)]
 
-use crate::arrivals::Arrivals;
+use super::arrivals::Arrivals;
 use loader::ledger::{Debt, Phase};
 use loader::loader::{Answer, Config, Direction, Effect, Kind, Loader};
 

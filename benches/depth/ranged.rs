@@ -26,11 +26,11 @@
 //! page after page, with true positions and no other acquisition held. Target: a ranged
 //! repair reads at most 2 pages (100 items); a change outside the held pages reads none.
 
-use loader::loader::{Config, Direction, Effect, Loader, Read};
+use crate::common::host::{self, Source};
+use loader::loader::{Direction, Read};
 use std::cmp::Ordering;
-use std::collections::{HashMap, VecDeque};
 
-use super::{PAGE, PREFETCH};
+use crate::common::geometry::{config, PAGE, PREFETCH};
 
 /// The held view, in pages.
 pub const PAGES: u64 = 10_000;
@@ -68,18 +68,14 @@ impl Rng {
     }
 }
 
-/// The host: a sorted key list, the reads to answer, and what each acquisition holds.
-struct Keyed {
-    loader: Loader,
+/// The source: a sorted key list. An acquisition holds its keys.
+struct Keys {
     keys: Vec<u64>,
-    reads: VecDeque<Read>,
-    held: HashMap<u64, Vec<u64>>,
-    next_acquisition: u64,
     /// Items handed over since the last [`Keyed::begin`].
     served: u64,
 }
 
-impl Keyed {
+impl Keys {
     /// The index of the first item after `cursor` (empty: the source's start).
     fn after(&self, cursor: &[u8]) -> usize {
         match cursor.len() {
@@ -91,12 +87,28 @@ impl Keyed {
         }
     }
 
+    /// Inserts an odd key right after a key drawn from `from..from + span` that has room after
+    /// it, and returns the new key.
+    fn insert_after(&mut self, from: usize, span: u64, rng: &mut Rng) -> u64 {
+        loop {
+            let i = from + rng.below(span) as usize;
+            if self.keys[i] + 1 < self.keys[i + 1] {
+                self.keys.insert(i + 1, self.keys[i] + 1);
+                return self.keys[i + 1];
+            }
+        }
+    }
+}
+
+impl Source for Keys {
+    type Held = Vec<u64>;
+
     /// The items `read` asks for, the cursor the next read continues from, and whether the
     /// source's end (forward) or start (backward) was reached.
-    fn answer(&self, read: &Read) -> (Vec<u64>, Vec<u8>, bool) {
+    fn answer(&mut self, read: &Read) -> (Vec<u64>, u32, Vec<u8>, bool) {
         let at = self.after(&read.cursor);
         let limit = read.limit as usize;
-        match read.direction {
+        let (items, next, end) = match read.direction {
             Direction::Forward => {
                 let stop = read
                     .until
@@ -117,45 +129,20 @@ impl Keyed {
                 };
                 (self.keys[from..at].to_vec(), next, from == 0)
             }
-        }
+        };
+        self.served += items.len() as u64;
+        let count = items.len() as u32;
+        (items, count, next, end)
     }
+}
 
-    fn effects(&mut self) {
-        for e in self.loader.take_effects() {
-            match e {
-                Effect::Issue(read) => self.reads.push_back(read),
-                Effect::Release { acquisition } => {
-                    assert!(
-                        self.held.remove(&acquisition).is_some(),
-                        "acquisition {acquisition} released twice or never handed over"
-                    );
-                }
-                Effect::Cancel { .. } | Effect::Changed => {}
-            }
-        }
-    }
+/// The host over the keyed source.
+type Keyed = host::Host<Keys>;
 
-    /// Answers every read, in order, until none is left.
-    fn run(&mut self) {
-        self.effects();
-        while let Some(read) = self.reads.pop_front() {
-            let (items, next, end) = self.answer(&read);
-            let acquisition = self.next_acquisition;
-            self.next_acquisition += 1;
-            self.served += items.len() as u64;
-            self.loader
-                .settle(read.read_id, acquisition, items.len() as u32, &next, end)
-                .expect("the loader accepts a well-formed answer");
-            if !items.is_empty() {
-                self.held.insert(acquisition, items);
-            }
-            self.effects();
-        }
-    }
-
+impl Keyed {
     /// Starts a measurement: returns the loader's `items_read` and `ranged_repairs` now.
     fn begin(&mut self) -> (u64, u64) {
-        self.served = 0;
+        self.source.served = 0;
         let s = self.loader.stats();
         (s.items_read, s.ranged_repairs)
     }
@@ -163,17 +150,8 @@ impl Keyed {
     /// A quiet view must hold the source's first items, page after page, with true positions,
     /// and the loader exactly the acquisitions it shows.
     fn check_view(&self, case: &str) -> Result<(), String> {
+        self.check_quiet(case)?;
         let l = &self.loader;
-        if l.revalidating() || l.outstanding_reads() > 0 {
-            return Err(format!("{case}: not quiescent"));
-        }
-        if self.held.len() != l.page_count() {
-            return Err(format!(
-                "{case}: {} acquisitions held, {} pages shown",
-                self.held.len(),
-                l.page_count()
-            ));
-        }
         let mut at = 0usize;
         for p in l.pages() {
             let items = &self.held[&p.acquisition];
@@ -183,7 +161,7 @@ impl Keyed {
                     p.start, p.count
                 ));
             }
-            if self.keys.get(at..at + items.len()) != Some(&items[..]) {
+            if self.source.keys.get(at..at + items.len()) != Some(&items[..]) {
                 return Err(format!("{case}: the page at {at} is not the source's"));
             }
             at += items.len();
@@ -216,20 +194,20 @@ pub struct Row {
     pub met: bool,
 }
 
-/// Applies `change` (which returns the changed item's key) `trials` times, each time
-/// reporting it (`ranged`: with `invalidate_range` naming that key; else `invalidate`) and
-/// answering every read until the loader is quiet.
+/// Applies `change` `trials` times (it is given the source and the items the view covers, and
+/// returns the changed item's key), each time reporting it (`ranged`: with `invalidate_range`
+/// naming that key; else `invalidate`) and answering every read until the loader is quiet.
 fn measure(
     h: &mut Keyed,
     case: &'static str,
     trials: usize,
-    mut change: impl FnMut(&mut Keyed) -> u64,
     ranged: bool,
+    mut change: impl FnMut(&mut Keys, u64) -> u64,
 ) -> Result<Row, String> {
     let (mut items, mut served, mut max) = (0, 0, 0);
     for _ in 0..trials {
         let (read_before, repairs_before) = h.begin();
-        let key = change(h);
+        let key = change(&mut h.source, h.loader.covered().1);
         if ranged {
             let at = cursor_of(key);
             h.loader
@@ -248,7 +226,7 @@ fn measure(
         }
         let read = s.items_read - read_before;
         items += read;
-        served += h.served;
+        served += h.source.served;
         max = max.max(read);
     }
     Ok(Row {
@@ -262,22 +240,25 @@ fn measure(
     })
 }
 
+/// `row` judged against `bound`, the most items one repair may read.
+fn bounded(mut row: Row, bound: u64) -> Row {
+    row.target = match bound {
+        0 => "0 items".into(),
+        b => format!("<= {b} items per repair"),
+    };
+    row.met &= row.max <= bound;
+    row
+}
+
 /// Fills the view, then measures the ranged rows and the whole invalidation, in that order.
 pub fn rows() -> Result<Vec<Row>, String> {
-    let config = Config {
-        page_size: PAGE,
-        prefetch_distance: PREFETCH,
-        max_pages: 0,
-        ..Config::default()
-    };
-    let mut h = Keyed {
-        loader: Loader::new(config).expect("a valid config"),
-        keys: (0..HELD + TAIL).map(|i| 2 * i).collect(),
-        reads: VecDeque::new(),
-        held: HashMap::new(),
-        next_acquisition: 1,
-        served: 0,
-    };
+    let mut h = Keyed::new(
+        config(0),
+        Keys {
+            keys: (0..HELD + TAIL).map(|i| 2 * i).collect(),
+            served: 0,
+        },
+    );
     h.loader
         .set_window(0, HELD - PREFETCH)
         .map_err(|e| format!("fill: {e:?}"))?;
@@ -290,63 +271,25 @@ pub fn rows() -> Result<Vec<Row>, String> {
     let mut rows = Vec::new();
 
     // An odd key between two held items: it lands inside one held page.
-    let mut insert = measure(
-        &mut h,
-        "insert/ranged",
-        TRIALS,
-        |h| {
-            let held = h.loader.covered().1;
-            loop {
-                let i = rng.below(held - 1) as usize;
-                if h.keys[i] + 1 < h.keys[i + 1] {
-                    h.keys.insert(i + 1, h.keys[i] + 1);
-                    return h.keys[i + 1];
-                }
-            }
-        },
-        true,
-    )?;
-    insert.target = format!("<= {TARGET} items per repair");
-    insert.met &= insert.max <= TARGET;
-    rows.push(insert);
+    let insert = measure(&mut h, "insert/ranged", TRIALS, true, |keys, held| {
+        keys.insert_after(0, held - 1, &mut rng)
+    })?;
+    rows.push(bounded(insert, TARGET));
 
-    let mut delete = measure(
-        &mut h,
-        "delete/ranged",
-        TRIALS,
-        |h| {
-            let held = h.loader.covered().1;
-            h.keys.remove(rng.below(held) as usize)
-        },
-        true,
-    )?;
-    delete.target = format!("<= {TARGET} items per repair");
-    delete.met &= delete.max <= TARGET;
-    rows.push(delete);
+    let delete = measure(&mut h, "delete/ranged", TRIALS, true, |keys, held| {
+        keys.keys.remove(rng.below(held) as usize)
+    })?;
+    rows.push(bounded(delete, TARGET));
 
     // An odd key after the last held item: no held page may hold it.
-    let mut outside = measure(
-        &mut h,
-        "outside/ranged",
-        TRIALS,
-        |h| {
-            let held = h.loader.covered().1 as usize;
-            loop {
-                let i = held + rng.below((h.keys.len() - held - 1) as u64) as usize;
-                if h.keys[i] + 1 < h.keys[i + 1] {
-                    h.keys.insert(i + 1, h.keys[i] + 1);
-                    return h.keys[i + 1];
-                }
-            }
-        },
-        true,
-    )?;
-    outside.target = "0 items".into();
-    outside.met &= outside.max == 0;
-    rows.push(outside);
+    let outside = measure(&mut h, "outside/ranged", TRIALS, true, |keys, held| {
+        let span = keys.keys.len() as u64 - held - 1;
+        keys.insert_after(held as usize, span, &mut rng)
+    })?;
+    rows.push(bounded(outside, 0));
 
     // The same view, invalidated whole: every page is read again.
-    let mut whole = measure(&mut h, "invalidate (whole)", 1, |_| 0, false)?;
+    let mut whole = measure(&mut h, "invalidate (whole)", 1, false, |_, _| 0)?;
     whole.target = "(the whole window, for comparison)".into();
     rows.push(whole);
     Ok(rows)

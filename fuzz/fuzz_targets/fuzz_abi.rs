@@ -1,4 +1,5 @@
+//! The `fuzz_abi` target: bytes as calls to the exported C functions, each result checked.
+//! Its logic and checks are `libloader_fuzz::abi`.
 #![no_main]
-//! See `libloader_fuzz::abi`.
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| libloader_fuzz::abi::run(data));

@@ -1,4 +1,5 @@
+//! The `fuzz_loader` target: the loader driven through its simulated host by the input.
+//! Its logic and checks are `libloader_fuzz::simulation`.
 #![no_main]
-//! See `libloader_fuzz::simulation`.
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| libloader_fuzz::simulation::run(data));

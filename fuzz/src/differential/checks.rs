@@ -1,8 +1,8 @@
 //! The lockstep's checks: both sides' invariants after each event, and progress at the end.
 
 use super::Run;
-use loader::ledger;
 use loader::model::Invariant;
+use loader::refinement;
 
 impl Run {
     /// Every invariant of the module on the model's state, the ledger's own, and no request
@@ -31,32 +31,8 @@ impl Run {
     /// Answering every in-flight request with success, and retrying an own failure, reaches
     /// quiescence; at the current epoch when the fix is on.
     pub(super) fn check_progress(&self) {
-        let mut l = self.side.ledger.clone();
-        let mut out = Vec::new();
-        for _ in 0..256 {
-            if l.retry_enabled() {
-                l.explicit_retry(&mut out).expect("explicit_retry");
-                continue;
-            }
-            match l
-                .requests()
-                .into_iter()
-                .find(|(_, r)| r.st == ledger::St::Inflight)
-            {
-                Some((id, _)) => {
-                    l.settle(id, &mut out).expect("settle");
-                }
-                None => break,
-            }
-        }
-        if !l.is_quiescent() {
-            self.fail(format!(
-                "stuck: answering everything leaves {:?}",
-                l.snapshot()
-            ));
-        }
-        if self.recheck && l.cover_epoch() != l.epoch() {
-            self.fail("answering everything ends with coverEpoch < epoch".into());
+        if let Err(e) = refinement::check_progress(&self.side.ledger, 256, self.recheck) {
+            self.fail(e);
         }
     }
 }
