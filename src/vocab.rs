@@ -3,6 +3,10 @@
 //!
 //! Only names and domains live here, no rule: neither layer reaches into the other's logic
 //! through this module.
+//!
+//! A request's `kind` and `st` are not here: the model's hold an unused request slot's values
+//! too (`"none"`, `"unused"`, `"released"`), which the ledger, keeping live requests alone,
+//! never holds, so each layer has its own (`model::Kind`, `ledger::Kind`).
 
 use std::fmt;
 

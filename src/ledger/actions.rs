@@ -16,7 +16,7 @@ impl Ledger {
         {
             return Ok(None);
         }
-        let id = self.start(Kind::Finite, out)?;
+        let id = self.new_request(Kind::Finite, out)?;
         self.after_event();
         Ok(Some(id))
     }
@@ -51,7 +51,7 @@ impl Ledger {
         self.supersede(out);
         self.phase = Phase::Repair;
         self.chain_epoch = self.epoch;
-        let started = self.start(Kind::Chain, out);
+        let started = self.new_request(Kind::Chain, out);
         debug_assert!(started.is_ok(), "id room was checked before the event");
     }
 
@@ -66,7 +66,7 @@ impl Ledger {
         }
         self.supersede(out);
         self.phase = Phase::FullHeld;
-        let started = self.start(Kind::Full, out);
+        let started = self.new_request(Kind::Full, out);
         debug_assert!(started.is_ok(), "id room was checked before the event");
     }
 
@@ -91,7 +91,7 @@ impl Ledger {
         }
         self.failure = Failure::None;
         self.supersede(out);
-        let id = self.start(Kind::Full, out)?;
+        let id = self.new_request(Kind::Full, out)?;
         self.phase = Phase::FullHeld;
         self.after_event();
         Ok(Some(id))
@@ -163,17 +163,17 @@ impl Ledger {
             self.coverage = Coverage::Chain;
             self.settled_once = true;
             self.cover_epoch = ce;
-            let next = self.start(Kind::Chain, out)?;
+            let next = self.new_request(Kind::Chain, out)?;
             self.chain_epoch = self.epoch;
             Ok(Settled::ChainOvertakenCommitted { next })
         } else if overtaken && !commit_overtaken {
             // A newer invalidation: start the replacement chain (P5).
-            let next = self.start(Kind::Chain, out)?;
+            let next = self.new_request(Kind::Chain, out)?;
             self.chain_epoch = self.epoch;
             Ok(Settled::ChainReplaced { next })
         } else if owes_full {
             // Abandon and start the full-source read the overlap replaced.
-            let full = self.start(Kind::Full, out)?;
+            let full = self.new_request(Kind::Full, out)?;
             self.phase = Phase::FullHeld;
             self.debt = Debt::Full;
             Ok(Settled::ChainAbandoned { full })

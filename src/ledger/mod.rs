@@ -31,6 +31,12 @@ use rustc_hash::FxHashMap as HashMap;
 use settled::SettledIndex;
 
 /// A request's `kind`.
+///
+/// Not the model's `model::Kind`, which has a fourth value, `"none"`, carried only by the
+/// module's unused request slots (`Unused`). The ledger keeps live requests alone (released
+/// ones are forgotten), so a kind here is always one of these three, and every match over it
+/// (here, in the loader, in the C ABI's `loader_kind`) is exhaustive without an arm for a
+/// value that cannot occur. The three values are the module's and the model's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kind {
     /// A finite read: one page of the window.
@@ -365,8 +371,9 @@ impl Ledger {
         }
     }
 
-    /// `New(kind)`: a request stamped with the current epoch.
-    fn start(&mut self, kind: Kind, out: &mut Vec<Effect>) -> Result<u64, LedgerError> {
+    /// `New(kind)`: a request stamped with the current epoch. (Not `new`: that name is the
+    /// ledger's constructor.)
+    fn new_request(&mut self, kind: Kind, out: &mut Vec<Effect>) -> Result<u64, LedgerError> {
         let id = self.next_id;
         self.next_id = id.checked_add(1).ok_or(LedgerError::IdOverflow)?;
         let r = Request {

@@ -5,6 +5,10 @@ use crate::vocab::{spec_enum, Coverage, Debt, Failure, Phase};
 
 spec_enum!(
     /// A request's `kind` (`"none"` only for an unused slot).
+    ///
+    /// Not the ledger's `ledger::Kind`: the module's `req` maps every id in `Ids` to a
+    /// request, so an unused slot has a kind too (`"none"`, in `Unused`). The ledger keeps
+    /// live requests alone and has no unused slot; its kind has the other three values only.
     Kind {
         /// An unused slot.
         None => "none",

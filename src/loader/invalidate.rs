@@ -1,0 +1,108 @@
+//! The loader's events that rebuild the view: `invalidate`, `invalidate_range` and `jump`.
+//!
+//! The source changed anywhere, or only in a range of cursors, or the view moves around a
+//! cursor. Each takes an epoch from the ledger and may start a repair.
+
+use super::{LedgerError, Loader, LoaderError, MAX_CURSOR_LEN, MAX_POSITION};
+
+impl Loader {
+    /// The source changed, anywhere: the next repair re-reads the window around the anchor
+    /// and replaces every page.
+    pub fn invalidate(&mut self) -> Result<(), LoaderError> {
+        self.open()?;
+        self.ledger.invalidate(&mut self.scratch)?;
+        self.view.owe_whole();
+        self.pump();
+        Ok(())
+    }
+
+    /// The source changed, but only at positions in `[from, to]`: `from` empty is the
+    /// source's start, `to` `None` its end; `cmp` orders two (non-empty) cursors as the source
+    /// does. The next repair re-reads only the held pages that may hold a changed item (an
+    /// item lies in a page when it comes after the page's start cursor and at or before its
+    /// end cursor), from the first such page's start cursor, with reads bounded (`Read::until`)
+    /// by the start of the first page kept after them, and rejoins there: the pages before
+    /// and after are kept, not re-read, not released and not reordered. The pages it replaces
+    /// are released when it commits, and the pages after it move by the net change. A change
+    /// outside the held pages re-reads nothing: the repair commits at once. Several ranged
+    /// invalidations before a commit merge; a whole one ([`Loader::invalidate`]) subsumes them.
+    ///
+    /// A range too narrow (a change outside it) is a host bug: the view may then be wrong
+    /// outside what was re-read, until the next invalidation that covers it; nothing leaks.
+    pub fn invalidate_range(
+        &mut self,
+        from: &[u8],
+        to: Option<&[u8]>,
+        cmp: &mut dyn FnMut(&[u8], &[u8]) -> std::cmp::Ordering,
+    ) -> Result<(), LoaderError> {
+        self.open()?;
+        let longest = from.len().max(to.map_or(0, <[u8]>::len));
+        if longest > MAX_CURSOR_LEN {
+            return Err(LoaderError::CursorTooLong(longest));
+        }
+        if let Some(t) = to {
+            let reversed = match (from.is_empty(), t.is_empty()) {
+                (_, true) => !from.is_empty(),
+                (true, false) => false,
+                (false, false) => cmp(from, t) == std::cmp::Ordering::Greater,
+            };
+            if reversed {
+                return Err(LoaderError::RangeReversed);
+            }
+        }
+        // Refuse before marking anything: the invalidation takes an epoch and may start a
+        // repair.
+        if self.ledger.epoch() == u64::MAX {
+            return Err(LedgerError::EpochOverflow.into());
+        }
+        if self.ledger.next_id() == u64::MAX {
+            return Err(LedgerError::IdOverflow.into());
+        }
+        self.view.mark_range(from, to, cmp);
+        self.out.stats.ranged_invalidations += 1;
+        self.ledger.invalidate(&mut self.scratch)?;
+        self.pump();
+        Ok(())
+    }
+
+    /// Rebuilds the view around `cursor`: the item just after it gets `position`, and the
+    /// window moves to start there (its length kept). As with any repair, the old view
+    /// stays until the new one commits; the repair reads the window plus prefetch around the
+    /// cursor, whatever the distance. A loader with nothing held and nothing in flight moves
+    /// at once, with no invalidation (a starting point, such as the end of a log).
+    pub fn jump(&mut self, cursor: &[u8], position: u64) -> Result<(), LoaderError> {
+        self.open()?;
+        if cursor.len() > MAX_CURSOR_LEN {
+            return Err(LoaderError::CursorTooLong(cursor.len()));
+        }
+        // Positions count items from there on: leave them room to grow.
+        if position > MAX_POSITION {
+            return Err(LoaderError::WindowOverflow);
+        }
+        position
+            .checked_add(self.window.len)
+            .ok_or(LoaderError::WindowOverflow)?;
+        let idle =
+            self.view.pages().is_empty() && self.reads.len() == 0 && self.ledger.is_quiescent();
+        if !idle {
+            if self.ledger.epoch() == u64::MAX {
+                return Err(LedgerError::EpochOverflow.into());
+            }
+            if self.ledger.next_id() == u64::MAX {
+                return Err(LedgerError::IdOverflow.into());
+            }
+        }
+        let cursor = self.pools.cursors.make(cursor);
+        self.out.stats.jumps += 1;
+        self.window.start = position;
+        if idle {
+            self.view
+                .move_empty(position, cursor, &mut self.pools.cursors);
+        } else {
+            self.view.jump_to(position, cursor, &mut self.pools.cursors);
+            self.ledger.invalidate(&mut self.scratch)?;
+        }
+        self.pump();
+        Ok(())
+    }
+}

@@ -1,0 +1,76 @@
+//! The loader's events that may retry an own failure: `retry`, `set_window` and `tick`.
+//!
+//! `retry` retries now; a window move retries (P3); time fires a due backoff retry, and times
+//! out superseded reads.
+
+use super::{LedgerError, Loader, LoaderError, Window};
+
+impl Loader {
+    /// Retries a recorded own failure now (a full-source read). Returns whether a read
+    /// started; `false` when there is nothing to retry yet.
+    pub fn retry(&mut self) -> Result<bool, LoaderError> {
+        self.open()?;
+        let started = self.ledger.explicit_retry(&mut self.scratch)?.is_some();
+        if started {
+            self.out.stats.retries_explicit += 1;
+            self.backoff.deadline = None;
+        }
+        self.pump();
+        Ok(started)
+    }
+
+    /// Moves the window. Growing it issues reads (forward after the last page, backward
+    /// before the first); with a failure recorded, it retries (P3); pages the window no
+    /// longer needs are released (`drop_margin`, `max_pages`).
+    pub fn set_window(&mut self, start: u64, len: u64) -> Result<(), LoaderError> {
+        self.open()?;
+        start.checked_add(len).ok_or(LoaderError::WindowOverflow)?;
+        let retry = self.ledger.retry_enabled();
+        // Refuse before moving anything, so that a refusal changes nothing: a retry takes a
+        // request id.
+        if retry && self.ledger.next_id() == u64::MAX {
+            return Err(LedgerError::IdOverflow.into());
+        }
+        if retry {
+            self.ledger.explicit_retry(&mut self.scratch)?;
+            self.out.stats.retries_explicit += 1;
+            self.backoff.deadline = None;
+        }
+        self.window = Window { start, len };
+        self.pump();
+        Ok(())
+    }
+
+    /// Time passed: fires a due backoff retry.
+    pub fn tick(&mut self, now_ms: u64) -> Result<(), LoaderError> {
+        self.open()?;
+        let due = self
+            .backoff
+            .deadline
+            .is_some_and(|d| d <= now_ms.max(self.now));
+        if due && self.ledger.next_id() == u64::MAX {
+            return Err(LedgerError::IdOverflow.into());
+        }
+        self.now = self.now.max(now_ms);
+        let timeout = self.config.read_timeout_ms;
+        if timeout > 0 {
+            for read_id in self.reads.timed_out(self.now, timeout) {
+                if self.ledger.next_id() == u64::MAX {
+                    break;
+                }
+                let at = self.reads.find(read_id)?;
+                self.let_go(at)?;
+                self.out.stats.timed_out += 1;
+            }
+        }
+        if due {
+            self.backoff.deadline = None;
+            if self.ledger.explicit_retry(&mut self.scratch)?.is_some() {
+                self.backoff.retries += 1;
+                self.out.stats.retries_auto += 1;
+            }
+        }
+        self.pump();
+        Ok(())
+    }
+}

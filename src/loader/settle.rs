@@ -1,0 +1,171 @@
+//! The loader's answer events: `settle`, `settle_counted` and `fail`.
+//!
+//! Each is checked against the read it answers, then handed to the answer rules of its kind
+//! (`answer`).
+
+use super::{
+    ledger, Accepted, Answer, Kind, LedgerError, Loader, LoaderError, MAX_CURSOR_LEN, MAX_POSITION,
+};
+
+impl Loader {
+    /// Answers a read with `count` items held by `acquisition`. On `Ok`, the loader owns the
+    /// acquisition until it sends `Release` for it; on `Err`, nothing changed and the host
+    /// still owns it.
+    ///
+    /// An empty page (`count` 0) whose `next_cursor` moved is progress: it takes no position,
+    /// its acquisition is released at once, and the next read starts at `next_cursor` (a
+    /// bounded read's too, short of its `until`). An unmoved `next_cursor` with items, or
+    /// without items and without `end_of_source` (for a read not hinted cancelled), is
+    /// [`Answer::CursorStalled`]: a chain escalates to a full read, a finite or full read
+    /// records an own failure that waits for backoff.
+    pub fn settle(
+        &mut self,
+        read_id: u64,
+        acquisition: u64,
+        count: u32,
+        next_cursor: &[u8],
+        end_of_source: bool,
+    ) -> Result<Answer, LoaderError> {
+        self.settle_counted(
+            read_id,
+            acquisition,
+            count,
+            next_cursor,
+            end_of_source,
+            None,
+        )
+    }
+
+    /// [`Loader::settle`] from a host that knows how many items come before the page's first
+    /// item (`items_before`; a count query, an offset in the answer). When the page enters
+    /// the view (now, or when its repair commits), the view is renumbered so that the page
+    /// starts at that position, and the window moves with it: the positions become the
+    /// source's own without reading back to its start. A count that contradicts the view
+    /// (fewer items before the page than the view holds before it) is ignored, as is one over
+    /// [`MAX_POSITION`].
+    pub fn settle_counted(
+        &mut self,
+        read_id: u64,
+        acquisition: u64,
+        count: u32,
+        next_cursor: &[u8],
+        end_of_source: bool,
+        items_before: Option<u64>,
+    ) -> Result<Answer, LoaderError> {
+        self.open()?;
+        let items_before = items_before.filter(|&n| n <= MAX_POSITION);
+        let at = match self.reads.find(read_id) {
+            Ok(at) => at,
+            Err(e) => {
+                // Let go of earlier: checked as any answer, then stale, and nothing keeps the
+                // acquisition.
+                if let Some(limit) = self.abandoned_limit(read_id) {
+                    if count > limit {
+                        return Err(LoaderError::CountOverLimit { count, limit });
+                    }
+                    if next_cursor.len() > MAX_CURSOR_LEN {
+                        return Err(LoaderError::CursorTooLong(next_cursor.len()));
+                    }
+                }
+                return if self.forget_abandoned(read_id) {
+                    self.out.stats.accepted += 1;
+                    self.out.stats.answered_stale += 1;
+                    self.out.stats.late_answers += 1;
+                    self.out.release(acquisition);
+                    Ok(Answer::Stale)
+                } else {
+                    Err(e)
+                };
+            }
+        };
+        let limit = self.reads.get(at).limit;
+        if count > limit {
+            return Err(LoaderError::CountOverLimit { count, limit });
+        }
+        if next_cursor.len() > MAX_CURSOR_LEN {
+            return Err(LoaderError::CursorTooLong(next_cursor.len()));
+        }
+        // Whatever follows may start a request; refuse now if no id is left.
+        if self.ledger.next_id() == u64::MAX {
+            return Err(LedgerError::IdOverflow.into());
+        }
+        let read = self.reads.answer(at);
+        // An unmoved cursor is a stall when the page had items, or when it had none yet did not
+        // claim the source's end, unless the host was told it may let the read go.
+        let advanced = read.cursor != next_cursor;
+        let stalled = !advanced && (count > 0 || !(end_of_source || read.cancelled));
+        let (request, kind) = (read.request, read.kind);
+        self.pools.cursors.recycle(read.cursor);
+        self.out.stats.accepted += 1;
+        self.out.stats.items_read += u64::from(count);
+        let a = Accepted {
+            request,
+            acquisition,
+            count,
+            next_cursor,
+            end_of_source,
+            stalled,
+            advanced,
+            items_before,
+        };
+        let answer = match kind {
+            Kind::Finite => self.settle_finite(&a)?,
+            Kind::Chain | Kind::Full => self.settle_step(&a)?,
+        };
+        if count == 0 {
+            // An empty page enters no view and nothing reads it: its acquisition goes back
+            // now (its request's record kept no copy, see `Work::accept`).
+            self.out.release(acquisition);
+        }
+        let stats = &mut self.out.stats;
+        match answer {
+            Answer::Current => stats.answered_current += 1,
+            Answer::Stale => stats.answered_stale += 1,
+            Answer::CursorStalled => stats.cursor_stalls += 1,
+        }
+        self.pump();
+        Ok(answer)
+    }
+
+    /// Answers a read with a failure. `code` is the host's, for its own records.
+    pub fn fail(&mut self, read_id: u64, code: i32) -> Result<Answer, LoaderError> {
+        let _ = code;
+        self.open()?;
+        let at = match self.reads.find(read_id) {
+            Ok(at) => at,
+            Err(_) if self.forget_abandoned(read_id) => {
+                self.out.stats.late_answers += 1;
+                return Ok(Answer::Stale);
+            }
+            Err(e) => return Err(e),
+        };
+        if self.ledger.next_id() == u64::MAX {
+            return Err(LedgerError::IdOverflow.into());
+        }
+        if self.reads.get(at).cancelled {
+            // The host was told it may let this read go: a failure is how it did.
+            self.let_go(at)?;
+            self.pump();
+            return Ok(Answer::Stale);
+        }
+        let read = self.reads.answer(at);
+        if read.kind == Kind::Finite {
+            self.pools.cursors.recycle(read.cursor);
+        } else {
+            // The retry resumes here, with the steps that succeeded. Not a ranged repair's:
+            // the retry is a full read, which replaces every page.
+            let w = self.requests.live(read.request);
+            if w.ranged.is_some() {
+                self.pools.cursors.recycle(read.cursor);
+            } else if let Some(old) = w.resume_at.replace(read.cursor) {
+                self.pools.cursors.recycle(old);
+            }
+        }
+        let failed = self.fail_request(read.request)?;
+        self.pump();
+        Ok(match failed {
+            ledger::Failed::Own => Answer::Current,
+            ledger::Failed::Superseded => Answer::Stale,
+        })
+    }
+}

@@ -1,0 +1,100 @@
+//! Trimming the view: releasing the pages the window no longer needs, and closing gaps.
+//!
+//! Pages go by `drop_margin` and `max_pages`; `close_gap` closes the gap a retired request's
+//! pages leave.
+
+use super::{View, Want};
+use crate::loader::cursor::CursorPool;
+use crate::loader::outbox::Outbox;
+use crate::loader::requests::Requests;
+use crate::loader::Direction;
+
+impl View {
+    /// Releases the pages the window no longer needs: first those wholly before
+    /// `keep_from`; then, while more than `max_pages` (0: no bound) are held, the first or
+    /// the last page, whichever is farther from the window, as long as it lies wholly outside
+    /// `want`. `hold` is the side a finite read in flight continues from: nothing is dropped
+    /// there until it is answered. Returns how many pages were dropped.
+    #[allow(clippy::too_many_arguments)]
+    pub(in crate::loader) fn trim(
+        &mut self,
+        want: &Want,
+        keep_from: u64,
+        max_pages: usize,
+        hold: Option<Direction>,
+        requests: &mut Requests,
+        cursors: &mut CursorPool,
+        out: &mut Outbox,
+    ) -> usize {
+        let keep_from = keep_from.min(want.start);
+        let front_ok = hold != Some(Direction::Backward);
+        let back_ok = hold != Some(Direction::Forward);
+        let mut dropped = 0;
+        while front_ok
+            && self
+                .pages
+                .front()
+                .is_some_and(|p| p.start + p.count as u64 <= keep_from)
+        {
+            self.drop_front(requests, cursors, out);
+            dropped += 1;
+        }
+        while max_pages > 0 && self.pages.len() > max_pages {
+            let (first, last) = match (self.pages.front(), self.pages.back()) {
+                (Some(f), Some(l)) => (f, l),
+                _ => break,
+            };
+            let first_end = first.start + first.count as u64;
+            // How far each lies outside `want`; `None` when it overlaps it.
+            let before = (front_ok && first_end <= want.start).then(|| want.start - first_end);
+            let after = (back_ok && last.start >= want.end).then(|| last.start - want.end);
+            match (before, after) {
+                (Some(b), Some(a)) if a > b => self.drop_back(requests, cursors, out),
+                (Some(_), _) => self.drop_front(requests, cursors, out),
+                (None, Some(_)) => self.drop_back(requests, cursors, out),
+                (None, None) => break,
+            }
+            dropped += 1;
+        }
+        dropped
+    }
+
+    /// Releases the first page; the next one's start becomes the base.
+    fn drop_front(&mut self, requests: &mut Requests, cursors: &mut CursorPool, out: &mut Outbox) {
+        let p = self.pages.pop_front().expect("a first page");
+        requests.drop_page(&p, out);
+        self.base_offset = p.start + p.count as u64;
+        let old_base = std::mem::replace(&mut self.base_cursor, p.end_cursor);
+        cursors.recycle(old_base);
+        self.start_of_source = false;
+        self.changed = true;
+    }
+
+    /// Releases the last page; the view ends where it started.
+    fn drop_back(&mut self, requests: &mut Requests, cursors: &mut CursorPool, out: &mut Outbox) {
+        let p = self.pages.pop_back().expect("a last page");
+        requests.drop_page(&p, out);
+        self.covered_end = p.start;
+        cursors.recycle(p.end_cursor);
+        if let Some(old) = self.tail_cursor.take() {
+            cursors.recycle(old);
+        }
+        self.end_of_source = false;
+        self.changed = true;
+    }
+
+    /// Drops `request`'s pages and closes the gap they leave. Only the module's exact rules
+    /// (`recheck_full` off) retire a request whose pages are still shown, after a lost
+    /// invalidation.
+    pub(in crate::loader) fn close_gap(&mut self, request: u64) {
+        self.pages.retain(|p| p.request != request);
+        let mut at = self.base_offset;
+        for p in self.pages.iter_mut() {
+            p.start = at;
+            at += p.count as u64;
+        }
+        self.covered_end = at;
+        self.tail_cursor = None;
+        self.changed = true;
+    }
+}

@@ -1,0 +1,191 @@
+//! The properties a simulated run checks: after every step, once it settles, at close.
+//!
+//! After every step: the ledger's invariants, the view against the source, the memory bound.
+
+use super::host::{Host, Violation};
+use super::source::Item;
+use super::Op;
+use crate::loader::{Direction, Kind, LoaderError};
+
+impl Host {
+    /// The items the view shows, in order.
+    pub fn view_items(&self) -> Result<Vec<Item>, Violation> {
+        let mut out = Vec::new();
+        let mut at = self.loader.covered().0;
+        for p in self.loader.pages() {
+            if p.start != at {
+                return Err(format!(
+                    "page starts at {} but the previous ended at {at}",
+                    p.start
+                ));
+            }
+            let items = self
+                .held
+                .get(&p.acquisition)
+                .ok_or_else(|| format!("view page {} was released", p.acquisition))?;
+            if items.len() != p.count as usize {
+                return Err("page count differs from its acquisition".into());
+            }
+            out.extend_from_slice(items);
+            at += p.count as u64;
+        }
+        if at != self.loader.covered().1 {
+            return Err("covered end differs from the pages".into());
+        }
+        Ok(out)
+    }
+
+    /// The properties that hold after every event.
+    pub fn check(&self) -> Result<(), Violation> {
+        let at = |what: String| format!("step {}: {what}", self.steps);
+        self.loader
+            .ledger()
+            .check_invariants()
+            .map_err(|inv| at(format!("ledger {inv} violated")))?;
+        let view = self.view_items().map_err(at)?;
+        if let Some(acq) = self
+            .held
+            .iter()
+            .find_map(|(a, v)| v.is_empty().then_some(a))
+        {
+            return Err(at(format!(
+                "acquisition {acq} of an empty page is still held"
+            )));
+        }
+        self.check_bound().map_err(at)?;
+        let l = self.loader.ledger();
+        if !self.loader.revalidating() && l.failure() == crate::ledger::Failure::None && !self.lied
+        {
+            // Quiet: the view is the source's content for the covered range, from the first
+            // held page's start cursor.
+            let from = self.source.position(self.loader.base_cursor());
+            let (start, end) = self.loader.covered();
+            let n = (end - start) as usize;
+            let truth: Vec<Item> = self.source.visible_from(from).take(n + 1).collect();
+            let follows = truth.len() > n;
+            let truth = &truth[..truth.len().min(n)];
+            if view != truth {
+                return Err(at(format!(
+                    "quiet view differs from the source: view {view:?}, source {truth:?}"
+                )));
+            }
+            if self.loader.end_of_source() && follows {
+                return Err(at(
+                    "view claims the end of the source but items follow".into()
+                ));
+            }
+            // At the source's start the positions are the source's own.
+            if self.loader.start_of_source() && start != 0 {
+                return Err(at(format!(
+                    "the view starts at the source's start but its first position is {start}"
+                )));
+            }
+            if self.loader.start_of_source() && from != 0 {
+                return Err(at(format!(
+                    "the view claims the source's start but starts at item {from}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The memory bound (`max_pages`): over it, every held page overlaps the window plus
+    /// prefetch, or lies on the side a finite read still in flight continues from.
+    fn check_bound(&self) -> Result<(), Violation> {
+        let max = self.loader.config().max_pages as usize;
+        let n = self.loader.page_count();
+        if max == 0 || n <= max {
+            return Ok(());
+        }
+        let (ws, wl) = self.loader.window();
+        let pf = self.loader.config().prefetch_distance;
+        let (from, to) = (ws.saturating_sub(pf), (ws + wl).saturating_add(pf));
+        let in_flight = |d: Direction| {
+            self.pending
+                .iter()
+                .any(|p| p.read.kind == Kind::Finite && p.read.direction == d)
+        };
+        let (before, after) = (
+            in_flight(Direction::Backward),
+            in_flight(Direction::Forward),
+        );
+        for p in self.loader.pages() {
+            let end = p.start + p.count as u64;
+            let outside = (end <= from && !before) || (p.start >= to && !after);
+            if outside {
+                return Err(format!(
+                    "{n} pages held over max_pages {max}, and the page at {} lies outside [{from}, {to})",
+                    p.start
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Answers everything with success, retrying own failures, with the source left alone;
+    /// then checks that the loader is quiescent with the window covered.
+    pub fn settle_down(&mut self) -> Result<(), Violation> {
+        for _ in 0..100_000 {
+            if !self.pending.is_empty() {
+                self.apply(Op::Deliver {
+                    index: 0,
+                    fresh: false,
+                })?;
+            } else if self.loader.ledger().retry_enabled() {
+                self.apply(Op::Retry)?;
+            } else if let Some(d) = self.loader.next_deadline() {
+                // A dropped read waits for its timeout.
+                let ms = d.saturating_sub(self.now).clamp(1, u64::from(u16::MAX));
+                self.apply(Op::Tick { ms: ms as u16 })?;
+            } else {
+                break;
+            }
+        }
+        let l = self.loader.ledger();
+        if !l.is_quiescent() || self.loader.revalidating() {
+            return Err(format!("stuck: {:?}", l.snapshot()));
+        }
+        if l.cover_epoch() != l.epoch() && self.loader.config().recheck_full {
+            return Err("quiescent with coverEpoch < epoch".into());
+        }
+        let (ws, wl) = self.loader.window();
+        let pf = self.loader.config().prefetch_distance;
+        let want = (ws + wl).saturating_add(pf);
+        if !self.loader.end_of_source() && self.loader.covered().1 < want {
+            return Err(format!(
+                "the window is not covered: covered {:?}, want up to {want}",
+                self.loader.covered()
+            ));
+        }
+        let from = ws.saturating_sub(pf);
+        if !self.loader.start_of_source() && self.loader.covered().0 > from {
+            return Err(format!(
+                "the window is not covered: covered {:?}, want from {from}",
+                self.loader.covered()
+            ));
+        }
+        self.check()
+    }
+
+    /// Closes the loader and checks that every acquisition came back exactly once, and that
+    /// answers after the close are refused.
+    pub fn close(&mut self) -> Result<(), Violation> {
+        self.loader.close();
+        self.collect()?;
+        if !self.held.is_empty() || self.accepted != self.released {
+            return Err(format!(
+                "after close: accepted {}, released {}, still held {}",
+                self.accepted,
+                self.released,
+                self.held.len()
+            ));
+        }
+        if let Some(p) = self.pending.first() {
+            let r = self.loader.settle(p.read.read_id, 0, 0, &[], true);
+            if r != Err(LoaderError::Closed) {
+                return Err(format!("an answer after close was not refused: {r:?}"));
+            }
+        }
+        Ok(())
+    }
+}

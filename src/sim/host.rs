@@ -1,0 +1,279 @@
+//! The simulated host: it applies [`Op`]s and carries out the loader's effects.
+//!
+//! It holds the loader under test, the source, the reads it was asked for and the
+//! acquisitions it handed over.
+
+use super::source::{encode_cursor, Answer, Item, Source};
+use super::Op;
+use crate::loader::{Config, Effect, Loader, LoaderError, Read};
+use std::collections::HashMap;
+
+/// How [`Host::deliver`] shapes an answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    /// As the source answered.
+    AsRead,
+    /// Its items, with the read's own cursor.
+    Stall,
+    /// No items, the read's own cursor, no end flag.
+    StallEmpty,
+}
+
+#[derive(Clone, Debug)]
+pub(super) struct Pending {
+    pub(super) read: Read,
+    prepared: Answer,
+    /// The loader hinted that it no longer needs the answer.
+    cancelled: bool,
+    /// The host told the loader it gave up on it (it may still answer).
+    abandoned: bool,
+}
+
+/// The simulated host.
+#[derive(Clone, Debug)]
+pub struct Host {
+    /// The loader under test.
+    pub loader: Loader,
+    /// The source it reads.
+    pub source: Source,
+    pub(super) pending: Vec<Pending>,
+    /// Acquisitions the loader owns now, with the items each holds.
+    pub(super) held: HashMap<u64, Vec<Item>>,
+    next_acq: u64,
+    /// Acquisitions the loader accepted.
+    pub accepted: u64,
+    /// Acquisitions the loader released.
+    pub released: u64,
+    /// The host's clock, in ms.
+    pub now: u64,
+    /// Ops applied so far.
+    pub steps: u64,
+    /// A ranged invalidation lied (named a range that missed the change): the view may
+    /// differ from the source until a whole invalidation.
+    pub lied: bool,
+}
+
+/// What a run found wrong.
+pub type Violation = String;
+
+impl Host {
+    /// A host over `source`, with a loader built from `config`.
+    pub fn new(config: Config, source: Source) -> Host {
+        Host {
+            loader: Loader::new(config).expect("valid config"),
+            source,
+            pending: Vec::new(),
+            held: HashMap::new(),
+            next_acq: 1,
+            accepted: 0,
+            released: 0,
+            now: 0,
+            steps: 0,
+            lied: false,
+        }
+    }
+
+    /// How many reads are pending.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// The reads issued and not yet answered, in the order [`Op`] indices count them.
+    pub fn pending_reads(&self) -> Vec<Read> {
+        self.pending.iter().map(|p| p.read.clone()).collect()
+    }
+
+    /// The pending reads with what the host knows of each: whether the loader hinted that
+    /// it no longer needs it (`Effect::Cancel`), and whether the host abandoned it.
+    pub fn pending_flags(&self) -> Vec<(u64, bool, bool)> {
+        self.pending
+            .iter()
+            .map(|p| (p.read.read_id, p.cancelled, p.abandoned))
+            .collect()
+    }
+
+    /// The [`Op`] index of a pending read.
+    pub fn index_of(&self, read_id: u64) -> u16 {
+        self.pending
+            .iter()
+            .position(|p| p.read.read_id == read_id)
+            .expect("the read is pending") as u16
+    }
+
+    /// Acquisitions the loader owns now.
+    pub fn held(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Applies one op, then checks every property that must hold after any event.
+    pub fn apply(&mut self, op: Op) -> Result<(), Violation> {
+        self.steps += 1;
+        let r = match op {
+            Op::Deliver { index, fresh } => self.deliver(index as usize, fresh, Shape::AsRead),
+            Op::Stall { index } => self.deliver(index as usize, false, Shape::Stall),
+            Op::StallEmpty { index } => self.deliver(index as usize, false, Shape::StallEmpty),
+            Op::Fail { index } => {
+                if self.pending.is_empty() {
+                    Ok(())
+                } else {
+                    let p = self
+                        .pending
+                        .swap_remove(index as usize % self.pending.len());
+                    self.loader.fail(p.read.read_id, 1).map(|_| ())
+                }
+            }
+            Op::Insert { key } => {
+                self.source.insert(key as u32 % 16);
+                self.lied = false;
+                self.loader.invalidate()
+            }
+            Op::Delete { index } => {
+                self.source.delete(index as usize);
+                self.lied = false;
+                self.loader.invalidate()
+            }
+            Op::Window { start, len } => self.loader.set_window(start as u64, len as u64),
+            Op::Tick { ms } => {
+                self.now += ms as u64;
+                self.loader.tick(self.now)
+            }
+            Op::Retry => self.loader.retry().map(|_| ()),
+            Op::Invalidate => {
+                self.lied = false;
+                self.loader.invalidate()
+            }
+            Op::Hide { mask } => {
+                self.lied = false;
+                self.source.hidden_keys = u32::from(mask);
+                self.loader.invalidate()
+            }
+            Op::InsertRanged { key } => {
+                let item = self.source.insert(key as u32 % 16);
+                let at = encode_cursor(item);
+                self.loader
+                    .invalidate_range(&at, Some(&at), &mut Source::compare)
+            }
+            Op::DeleteRanged { index } => match self.source.delete(index as usize) {
+                Some(item) => {
+                    let at = encode_cursor(item);
+                    self.loader
+                        .invalidate_range(&at, Some(&at), &mut Source::compare)
+                }
+                None => Ok(()),
+            },
+            Op::DeleteLying { index } => match self.source.delete(index as usize) {
+                Some(item) => {
+                    // The range names the item after the deleted one: too narrow.
+                    self.lied = true;
+                    let next = (item.0, item.1.wrapping_add(1_000_000));
+                    let at = encode_cursor(next);
+                    self.loader
+                        .invalidate_range(&at, Some(&at), &mut Source::compare)
+                }
+                None => Ok(()),
+            },
+            Op::Abandon { index } => {
+                let open: Vec<usize> = (0..self.pending.len())
+                    .filter(|&i| !self.pending[i].abandoned)
+                    .collect();
+                if open.is_empty() {
+                    Ok(())
+                } else {
+                    let p = &mut self.pending[open[index as usize % open.len()]];
+                    p.abandoned = true;
+                    self.loader.abandon(p.read.read_id).map(|_| ())
+                }
+            }
+            Op::Drop { index } => {
+                let hinted: Vec<usize> = (0..self.pending.len())
+                    .filter(|&i| self.pending[i].cancelled)
+                    .collect();
+                if !hinted.is_empty() {
+                    self.pending.remove(hinted[index as usize % hinted.len()]);
+                }
+                Ok(())
+            }
+            Op::Jump { index } => {
+                let at = index as usize % (self.source.len() + 1);
+                let position =
+                    self.source.visible_from(0).count() - self.source.visible_from(at).count();
+                let cursor = self.source.cursor_before(at);
+                self.lied = false;
+                self.loader.jump(&cursor, position as u64)
+            }
+        };
+        r.map_err(|e| format!("step {}: {op:?} refused: {e}", self.steps))?;
+        self.collect()?;
+        self.check()
+    }
+
+    fn deliver(&mut self, index: usize, fresh: bool, shape: Shape) -> Result<(), LoaderError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let p = self.pending.swap_remove(index % self.pending.len());
+        let mut a = if fresh {
+            self.source.answer(&p.read)
+        } else {
+            p.prepared
+        };
+        match shape {
+            Shape::AsRead => {}
+            Shape::Stall if a.items.is_empty() => {}
+            Shape::Stall => a.next_cursor = p.read.cursor.to_vec(),
+            Shape::StallEmpty => {
+                a.items.clear();
+                a.next_cursor = p.read.cursor.to_vec();
+                a.end_of_source = false;
+            }
+        }
+        let acq = self.next_acq;
+        self.next_acq += 1;
+        self.loader.settle(
+            p.read.read_id,
+            acq,
+            a.items.len() as u32,
+            &a.next_cursor,
+            a.end_of_source,
+        )?;
+        self.accepted += 1;
+        self.held.insert(acq, a.items);
+        Ok(())
+    }
+
+    /// Carries out the loader's effects as a host would.
+    pub(super) fn collect(&mut self) -> Result<(), Violation> {
+        for e in self.loader.take_effects() {
+            match e {
+                Effect::Issue(read) => {
+                    if self.pending.iter().any(|p| p.read.read_id == read.read_id) {
+                        return Err(format!("read {} issued twice", read.read_id));
+                    }
+                    let prepared = self.source.answer(&read);
+                    self.pending.push(Pending {
+                        read,
+                        prepared,
+                        cancelled: false,
+                        abandoned: false,
+                    });
+                }
+                Effect::Release { acquisition } => {
+                    if self.held.remove(&acquisition).is_none() {
+                        return Err(format!(
+                            "step {}: acquisition {acquisition} released but not held (twice, or never accepted)",
+                            self.steps
+                        ));
+                    }
+                    self.released += 1;
+                }
+                Effect::Cancel { read_id } => {
+                    if let Some(p) = self.pending.iter_mut().find(|p| p.read.read_id == read_id) {
+                        p.cancelled = true;
+                    }
+                }
+                Effect::Changed => {}
+            }
+        }
+        Ok(())
+    }
+}
