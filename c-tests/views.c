@@ -418,50 +418,6 @@ static void a_cancelled_read_stays_outstanding_until_answered(void) {
     }
 }
 
-/* The deadline loop of loader_next_deadline's documentation, with a source that fails the
- * first reads: it ends quiescent with the window loaded. */
-static void the_documented_deadline_loop_reaches_quiescence(void) {
-    host *h = host_new(4, 40);
-    int failures_left = 3, sleeps = 0;
-    uint64_t now = 1000;
-    CHECK_CODE(loader_tick(h->handle, now), LOADER_RESULT_OK);
-    CHECK_CODE(loader_set_window(h->handle, 0, 8), LOADER_RESULT_OK);
-    for (int guard = 0; guard < 1000; guard++) {
-        bool armed;
-        uint64_t deadline;
-        if (loader_next_deadline(h->handle, &armed, &deadline) != LOADER_RESULT_OK) break;
-        if (armed && deadline <= now) {
-            CHECK_CODE(loader_tick(h->handle, now), LOADER_RESULT_OK);
-            continue;
-        }
-        /* wait_for_work: an answer arrives (the first ones fail), or the clock reaches the
-         * deadline; with neither, the host would sleep forever: it is done. */
-        if (h->npending) {
-            pending_read p = take(h, 0);
-            if (failures_left > 0) {
-                failures_left--;
-                CHECK_CODE(loader_fail(h->handle, p.read_id, 1, NULL), LOADER_RESULT_OK);
-            } else {
-                CHECK_CODE(answer(h, &p), LOADER_RESULT_OK);
-            }
-        } else if (armed) {
-            CHECK(deadline > now);
-            now = deadline;
-            sleeps++;
-        } else {
-            break;
-        }
-    }
-    loader_snapshot s = state_of(h);
-    CHECK(s.quiescent && s.covered_end >= 8 && failures_left == 0 && sleeps == 3);
-    loader_counts c;
-    CHECK_CODE(loader_stats(h->handle, &c), LOADER_RESULT_OK);
-    CHECK(c.retries_auto == 3);
-    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
-    CHECK(released_exactly_once(h));
-    free(h);
-}
-
 /* The documented loop (loader_next_deadline) with a simulated host: `failures_left` reads
  * fail first; the host retries by hand at most `budget` times. `spent_branch` 0 runs the loop
  * as it was documented before it had the spent-retries branch. wait_for_work: an answer
@@ -515,6 +471,22 @@ static void documented_loop(host *h, int spent_branch, loop_run *run) {
             break;
         }
     }
+}
+
+/* The deadline loop of loader_next_deadline's documentation, with a source that fails the
+ * first reads: it ends quiescent with the window loaded. */
+static void the_documented_deadline_loop_reaches_quiescence(void) {
+    host *h = host_new(4, 40);
+    loop_run run = {.failures_left = 3};
+    documented_loop(h, 0, &run);
+    loader_snapshot s = state_of(h);
+    CHECK(!run.slept_forever && s.quiescent && s.covered_end >= 8 && run.failures_left == 0 && run.sleeps == 3);
+    loader_counts c;
+    CHECK_CODE(loader_stats(h->handle, &c), LOADER_RESULT_OK);
+    CHECK(c.retries_auto == 3);
+    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
+    CHECK(released_exactly_once(h));
+    free(h);
 }
 
 /* A loader with no automatic retries (max_auto_retries 0), over the host of host.h. */
