@@ -249,6 +249,14 @@ static loader_result answer(host *h, const pending_read *p) {
 }
 
 /* Answers pending reads, oldest first by slot, until none is left. */
+/* Fails the oldest outstanding read (an own failure); the loader takes it as current. */
+static inline void fail_oldest(host *h) {
+    pending_read p = take(h, 0);
+    loader_answer a;
+    CHECK_CODE(loader_fail(h->handle, p.read_id, 1, &a), LOADER_RESULT_OK);
+    CHECK(a == LOADER_ANSWER_CURRENT);
+}
+
 static inline void drain(host *h) {
     int guard = 0;
     while (h->npending > 0 && guard++ < 100000) {

@@ -195,10 +195,7 @@ static void an_invalidation_during_a_full_read_is_not_lost(void) {
 static void own_failures_arm_the_backoff_timer(void) {
     host *h = host_new(4, 20);
     CHECK_CODE(loader_set_window(h->handle, 0, 4), LOADER_RESULT_OK);
-    pending_read p = take(h, 0);
-    loader_answer a;
-    CHECK_CODE(loader_fail(h->handle, p.read_id, 1, &a), LOADER_RESULT_OK);
-    CHECK(a == LOADER_ANSWER_CURRENT);
+    fail_oldest(h);
     bool armed = false;
     uint64_t deadline = 0;
     CHECK_CODE(loader_next_deadline(h->handle, &armed, &deadline), LOADER_RESULT_OK);
