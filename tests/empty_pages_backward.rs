@@ -6,7 +6,7 @@ mod common;
 
 use common::{at, config, cur, FilteredHost};
 use loader::ledger::Failure;
-use loader::loader::{Answer, Direction, Kind};
+use loader::{Answer, Direction, Kind};
 
 /// 1,000 rows with 300..600 filtered out (the visible index of row 700 is 400): a jump to row
 /// 700 with no prefetch, loaded, then the window moved back over the stretch.

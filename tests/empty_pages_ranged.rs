@@ -5,7 +5,7 @@
 mod common;
 
 use common::{at, config, cur, Bounded, FilteredHost};
-use loader::loader::Kind;
+use loader::Kind;
 
 /// A source of `len` rows with 100..200 filtered out, loaded over `window` visible rows, then
 /// a ranged invalidation of rows 60..220, which marks the pages holding 50..100 and 200..250

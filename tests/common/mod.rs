@@ -9,7 +9,7 @@
 // Each test file uses its own part of the host.
 #![allow(dead_code)]
 
-use loader::loader::{Answer, Config, Direction, Effect, Kind, Loader, Read};
+use loader::{Answer, Config, Direction, Effect, Kind, Loader, Read};
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
