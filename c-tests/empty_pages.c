@@ -79,9 +79,7 @@ static void a_filtered_stretch_is_read_across(void) {
     CHECK(n == 5);
     s = state_of(h);
     CHECK(s.pages == 3 && s.covered_end == 150 && !s.revalidating);
-    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
-    CHECK(released_exactly_once(h));
-    free(h);
+    host_free(h);
 }
 
 /* The view holds the visible rows at their own positions, each page exactly the visible rows
@@ -137,9 +135,7 @@ static void backward_reads_cross_a_filtered_stretch(void) {
     CHECK(s.covered_start == 250 && s.covered_end == 500);
     CHECK(s.outstanding_reads == 0 && !s.revalidating);
     check_view(h);
-    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
-    CHECK(released_exactly_once(h));
-    free(h);
+    host_free(h);
 }
 
 static void a_full_read_crosses_a_filtered_stretch(void) {
@@ -163,9 +159,7 @@ static void a_full_read_crosses_a_filtered_stretch(void) {
     CHECK(s.pages == 3 && s.covered_start == 0 && s.covered_end == 150);
     CHECK(s.failure == LOADER_FAILURE_NONE && !s.revalidating);
     check_view(h);
-    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
-    CHECK(released_exactly_once(h));
-    free(h);
+    host_free(h);
 }
 
 static void an_empty_page_that_repeats_its_cursor_is_a_stall(void) {
@@ -198,9 +192,7 @@ static void an_empty_page_that_repeats_its_cursor_is_a_stall(void) {
     drain(h);
     s = state_of(h);
     CHECK(s.failure == LOADER_FAILURE_NONE && !s.revalidating && s.covered_end == 150);
-    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
-    CHECK(released_exactly_once(h));
-    free(h);
+    host_free(h);
 }
 
 int main(void) {

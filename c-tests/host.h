@@ -273,6 +273,13 @@ static int released_exactly_once(host *h) {
     return 1;
 }
 
+/* Frees the loader, then the host: every acquisition it accepted came back exactly once. */
+static inline void host_free(host *h) {
+    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
+    CHECK(released_exactly_once(h));
+    free(h);
+}
+
 static inline int states_equal(const loader_snapshot *a, const loader_snapshot *b) {
     return a->epoch == b->epoch && a->debt == b->debt && a->phase == b->phase &&
            a->chain_epoch == b->chain_epoch && a->failure == b->failure &&

@@ -55,13 +55,7 @@ def test_a_filtered_stretch_is_read_across_and_empty_pages_are_released():
     loader, reads, released = make()
     with loader:
         loader.set_window(0, 150)
-        cursors = []
-        while reads:
-            read = reads.pop(0)
-            cursors.append(int.from_bytes(read.cursor, "big"))
-            rows, nxt, end = scan(read)
-            assert loader.settle(read, rows, next_cursor=nxt, end_of_source=end) == Answer.CURRENT
-            assert len(cursors) <= 10, "the loader re-reads the same cursor"
+        cursors = [cursor_of(read) for read in drain(loader, reads)]
         assert cursors == [0, 50, 100, 150, 200]
         view = [row for page in loader.view().pages for row in page.acquisition]
         assert view == list(range(100)) + list(range(200, 250))
