@@ -187,10 +187,12 @@ fn seeded_runs_pass_and_reach_every_path() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(500);
     let mut total = Stats::default();
+    let mut empty_bounded_moved = 0;
     for seed in 0..seeds {
         let ops = random_ops(seed, 300, seed % 3 == 0);
         let src = seeded_source(seed);
         let h = run(seeded_config(seed), src, &ops).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        empty_bounded_moved += h.empty_bounded_moved;
         let st = h.loader.stats();
         for (sum, n) in total.issued.iter_mut().zip(st.issued) {
             *sum += n;
@@ -226,6 +228,10 @@ fn seeded_runs_pass_and_reach_every_path() {
         ("timed-out reads", total.timed_out),
         ("ranged invalidations", total.ranged_invalidations),
         ("ranged repairs", total.ranged_repairs),
+        (
+            "empty bounded pages short of `until` (naive sources)",
+            empty_bounded_moved,
+        ),
         ("automatic retries", total.retries_auto),
         ("explicit retries", total.retries_explicit),
         ("releases before close", total.released),
