@@ -39,7 +39,7 @@ use common::geometry::{config, PAGE, PREFETCH, WINDOW};
 use common::harness;
 use common::host::{self, Source};
 use common::numbered::{cursor_at, Numbered};
-use loader::loader::{Config, Read};
+use loader::{Config, Read};
 use std::process::ExitCode;
 
 const MAX_PAGES: u32 = 8;

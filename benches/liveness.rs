@@ -35,7 +35,7 @@ use common::geometry::{config, PAGE, PREFETCH, WINDOW};
 use common::numbered::{cursor_at, Numbered};
 use common::rng::Rng;
 use common::{harness, host};
-use loader::loader::Config;
+use loader::Config;
 use std::collections::HashMap;
 use std::process::ExitCode;
 

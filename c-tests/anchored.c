@@ -41,9 +41,7 @@ static host *anchored_host(uint64_t len, uint32_t max_pages) {
 }
 
 static void free_anchored(host *h) {
-    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
-    CHECK(released_exactly_once(h));
-    free(h);
+    host_free(h);
 }
 
 static loader_counts counts_of(host *h) {

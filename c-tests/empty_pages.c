@@ -18,9 +18,10 @@ static bool visible(uint64_t row) { return row < hide_from || row >= hide_to; }
 /* The row at visible position `i`. */
 static uint64_t visible_row(uint64_t i) { return i < hide_from ? i : i + (hide_to - hide_from); }
 
+static uint64_t cursor_at(const pending_read *p) { return p->cursor_len == 8 ? get_be64(p->cursor) : 0; }
+
 static loader_result answer_filtered(host *h, const pending_read *p, loader_answer *out) {
-    uint64_t at = p->cursor_len == 8 ? get_be64(p->cursor) : 0;
-    read_span s = span_of(at, p->limit, p->direction, h->source_len);
+    read_span s = span_of(cursor_at(p), p->limit, p->direction, h->source_len);
     uint32_t kept = 0;
     for (uint64_t r = s.from; r < s.to; r++) kept += visible(r);
     uint8_t next[8];
@@ -35,22 +36,31 @@ static loader_result answer_filtered(host *h, const pending_read *p, loader_answ
     return r;
 }
 
+/* Answers every pending read, oldest first, each one current; keeps the first `cap` of them
+ * in `seen` (when not NULL). Returns how many it answered. */
+static int drain_filtered(host *h, pending_read *seen, int cap) {
+    int n = 0;
+    while (h->npending > 0 && n < 64) {
+        pending_read p = take(h, 0);
+        if (seen && n < cap) seen[n] = p;
+        loader_answer a;
+        CHECK_CODE(answer_filtered(h, &p, &a), LOADER_RESULT_OK);
+        CHECK(a == LOADER_ANSWER_CURRENT);
+        n++;
+    }
+    CHECK(h->npending == 0);
+    return n;
+}
+
 static void a_filtered_stretch_is_read_across(void) {
     host *h = host_new(50, 300);
     hide_from = 100;
     hide_to = 200;
     CHECK_CODE(loader_set_window(h->handle, 0, 150), LOADER_RESULT_OK);
-    uint64_t seen[16];
-    int n = 0;
-    while (h->npending > 0 && n < 16) {
-        pending_read p = take(h, 0);
-        seen[n++] = p.cursor_len == 8 ? get_be64(p.cursor) : 0;
-        loader_answer a;
-        CHECK_CODE(answer_filtered(h, &p, &a), LOADER_RESULT_OK);
-        CHECK(a == LOADER_ANSWER_CURRENT);
-    }
+    pending_read seen[16];
+    int n = drain_filtered(h, seen, 16);
     CHECK(n == 5);
-    for (int i = 0; i < n && i < 5; i++) CHECK(seen[i] == 50u * (uint64_t)i);
+    for (int i = 0; i < n && i < 5; i++) CHECK(cursor_at(&seen[i]) == 50u * (uint64_t)i);
     loader_snapshot s = state_of(h);
     CHECK(s.pages == 3 && s.covered_start == 0 && s.covered_end == 150);
     CHECK(s.outstanding_reads == 0 && !s.revalidating);
@@ -62,16 +72,14 @@ static void a_filtered_stretch_is_read_across(void) {
     while (h->npending > 0 && n < 16) {
         pending_read p = take(h, 0);
         CHECK(p.kind == LOADER_KIND_CHAIN);
-        CHECK((p.cursor_len == 8 ? get_be64(p.cursor) : 0) == 50u * (uint64_t)n);
+        CHECK(cursor_at(&p) == 50u * (uint64_t)n);
         n++;
         CHECK_CODE(answer_filtered(h, &p, NULL), LOADER_RESULT_OK);
     }
     CHECK(n == 5);
     s = state_of(h);
     CHECK(s.pages == 3 && s.covered_end == 150 && !s.revalidating);
-    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
-    CHECK(released_exactly_once(h));
-    free(h);
+    host_free(h);
 }
 
 /* The view holds the visible rows at their own positions, each page exactly the visible rows
@@ -100,22 +108,6 @@ static void check_view(host *h) {
     }
 }
 
-/* Answers every pending read, oldest first; records the backward reads' cursors in `back`. */
-static int drain_filtered(host *h, uint64_t *back, int back_cap, int *nback) {
-    int n = 0;
-    while (h->npending > 0 && n < 64) {
-        pending_read p = take(h, 0);
-        if (back && p.direction == LOADER_DIRECTION_BACKWARD && *nback < back_cap)
-            back[(*nback)++] = p.cursor_len == 8 ? get_be64(p.cursor) : 0;
-        loader_answer a;
-        CHECK_CODE(answer_filtered(h, &p, &a), LOADER_RESULT_OK);
-        CHECK(a == LOADER_ANSWER_CURRENT);
-        n++;
-    }
-    CHECK(h->npending == 0);
-    return n;
-}
-
 static void backward_reads_cross_a_filtered_stretch(void) {
     /* 1,000 rows with 300..600 filtered: row 700 is at visible position 400. */
     host *h = host_new(50, 1000);
@@ -125,24 +117,25 @@ static void backward_reads_cross_a_filtered_stretch(void) {
     put_be64(at, 700);
     CHECK_CODE(loader_jump(h->handle, at, 8, 400), LOADER_RESULT_OK);
     CHECK_CODE(loader_set_window(h->handle, 400, 100), LOADER_RESULT_OK);
-    drain_filtered(h, NULL, 0, NULL);
+    drain_filtered(h, NULL, 0);
     loader_snapshot s = state_of(h);
     CHECK(s.covered_start == 400 && s.covered_end == 500);
     /* Back over the stretch: 650..700 and 600..650, six empty pages that move the cursor,
      * then 250..300. */
     CHECK_CODE(loader_set_window(h->handle, 250, 250), LOADER_RESULT_OK);
+    pending_read seen[64];
+    int n = drain_filtered(h, seen, 64);
     uint64_t back[16];
     int nback = 0;
-    drain_filtered(h, back, 16, &nback);
+    for (int i = 0; i < n && nback < 16; i++)
+        if (seen[i].direction == LOADER_DIRECTION_BACKWARD) back[nback++] = cursor_at(&seen[i]);
     CHECK(nback == 9);
     for (int i = 0; i < nback && i < 9; i++) CHECK(back[i] == 700u - 50u * (uint64_t)i);
     s = state_of(h);
     CHECK(s.covered_start == 250 && s.covered_end == 500);
     CHECK(s.outstanding_reads == 0 && !s.revalidating);
     check_view(h);
-    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
-    CHECK(released_exactly_once(h));
-    free(h);
+    host_free(h);
 }
 
 static void a_full_read_crosses_a_filtered_stretch(void) {
@@ -151,30 +144,22 @@ static void a_full_read_crosses_a_filtered_stretch(void) {
     hide_to = 200;
     CHECK_CODE(loader_set_window(h->handle, 0, 150), LOADER_RESULT_OK);
     /* The first read fails: an own failure, retried as a full read. */
-    pending_read p = take(h, 0);
-    loader_answer a;
-    CHECK_CODE(loader_fail(h->handle, p.read_id, 1, &a), LOADER_RESULT_OK);
-    CHECK(a == LOADER_ANSWER_CURRENT);
+    fail_oldest(h);
     bool started = false;
     CHECK_CODE(loader_retry(h->handle, &started), LOADER_RESULT_OK);
     CHECK(started && h->npending == 1 && h->pending[0].kind == LOADER_KIND_FULL);
-    int n = 0;
-    while (h->npending > 0 && n < 16) {
-        p = take(h, 0);
-        CHECK(p.kind == LOADER_KIND_FULL);
-        CHECK((p.cursor_len == 8 ? get_be64(p.cursor) : 0) == 50u * (uint64_t)n);
-        n++;
-        CHECK_CODE(answer_filtered(h, &p, &a), LOADER_RESULT_OK);
-        CHECK(a == LOADER_ANSWER_CURRENT);
-    }
+    pending_read seen[16];
+    int n = drain_filtered(h, seen, 16);
     CHECK(n == 5);
+    for (int i = 0; i < n && i < 5; i++) {
+        CHECK(seen[i].kind == LOADER_KIND_FULL);
+        CHECK(cursor_at(&seen[i]) == 50u * (uint64_t)i);
+    }
     loader_snapshot s = state_of(h);
     CHECK(s.pages == 3 && s.covered_start == 0 && s.covered_end == 150);
     CHECK(s.failure == LOADER_FAILURE_NONE && !s.revalidating);
     check_view(h);
-    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
-    CHECK(released_exactly_once(h));
-    free(h);
+    host_free(h);
 }
 
 static void an_empty_page_that_repeats_its_cursor_is_a_stall(void) {
@@ -207,9 +192,7 @@ static void an_empty_page_that_repeats_its_cursor_is_a_stall(void) {
     drain(h);
     s = state_of(h);
     CHECK(s.failure == LOADER_FAILURE_NONE && !s.revalidating && s.covered_end == 150);
-    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
-    CHECK(released_exactly_once(h));
-    free(h);
+    host_free(h);
 }
 
 int main(void) {

@@ -249,6 +249,14 @@ static loader_result answer(host *h, const pending_read *p) {
 }
 
 /* Answers pending reads, oldest first by slot, until none is left. */
+/* Fails the oldest outstanding read (an own failure); the loader takes it as current. */
+static inline void fail_oldest(host *h) {
+    pending_read p = take(h, 0);
+    loader_answer a;
+    CHECK_CODE(loader_fail(h->handle, p.read_id, 1, &a), LOADER_RESULT_OK);
+    CHECK(a == LOADER_ANSWER_CURRENT);
+}
+
 static inline void drain(host *h) {
     int guard = 0;
     while (h->npending > 0 && guard++ < 100000) {
@@ -263,6 +271,13 @@ static int released_exactly_once(host *h) {
     for (uint64_t i = 0; i < MAX_ACQ; i++)
         if (h->accepted[i] != h->released[i]) return 0;
     return 1;
+}
+
+/* Frees the loader, then the host: every acquisition it accepted came back exactly once. */
+static inline void host_free(host *h) {
+    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
+    CHECK(released_exactly_once(h));
+    free(h);
 }
 
 static inline int states_equal(const loader_snapshot *a, const loader_snapshot *b) {

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "loader.h"
+#include "thread_source.h"
 
 #define ANSWERERS 6
 #define READERS 2
@@ -31,13 +32,6 @@
 #define MAX_ACQ (1u << 20)
 #define QCAP 4096
 #define SOURCE_LEN 100000u
-
-typedef struct {
-    uint64_t read_id;
-    uint64_t at;
-    uint32_t limit;
-    loader_direction direction;
-} job;
 
 static loader_handle handle;
 static pthread_mutex_t qlock = PTHREAD_MUTEX_INITIALIZER;
@@ -74,18 +68,10 @@ static void check_inside(void) {
     if (!inside_call) atomic_fetch_add(&outside_callbacks, 1);
 }
 
-static uint64_t item_of(uint64_t acq) { return acq * 0x9e3779b97f4a7c15ull | 1; }
-
-static uint64_t be64(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++) v = (v << 8) | p[i];
-    return v;
-}
-
 static void on_issue(void *ud, const loader_read *r) {
     (void)ud;
     check_inside();
-    job j = {r->read_id, r->cursor_len == 8 ? be64(r->cursor) : 0, r->limit, r->direction};
+    job j = job_of(r);
     atomic_fetch_add(&issued, 1);
     pthread_mutex_lock(&qlock);
     if (qlen < QCAP) queue[qlen++] = j;
@@ -101,11 +87,6 @@ static void on_release(void *ud, loader_acquisition acq) {
     }
     items[acq] = 0; /* the host frees what the token names */
     atomic_fetch_add(&released[acq], 1);
-}
-
-static unsigned rnd(unsigned *s) {
-    *s = *s * 1103515245u + 12345u;
-    return (*s >> 16) & 0x7fff;
 }
 
 static int pop(job *out, unsigned *seed) {
@@ -144,32 +125,14 @@ static void *answerer(void *arg) {
 
 /* Answers `j` from the source; false when the acquisition counters ran out. */
 static int settle_job(job j) {
-    /* Forward: the items after the cursor; backward: those before it, the next cursor just
-     * before the first one (empty at the source's start). */
-    bool backward = j.direction == LOADER_DIRECTION_BACKWARD;
-    uint64_t from, end, next_at;
-    bool reached;
-    if (backward) {
-        end = j.at < SOURCE_LEN ? j.at : SOURCE_LEN;
-        from = end > j.limit ? end - j.limit : 0;
-        next_at = from;
-        reached = from == 0;
-    } else {
-        from = j.at;
-        end = j.at + j.limit < SOURCE_LEN ? j.at + j.limit : SOURCE_LEN;
-        next_at = end;
-        reached = end == SOURCE_LEN;
-    }
-    uint8_t next[8];
-    size_t next_len = backward && next_at == 0 ? 0 : 8;
-    for (int i = 7, v = 0; i >= 0; i--, v++) next[i] = (uint8_t)(next_at >> (8 * v));
+    span s = span_of(j, SOURCE_LEN);
     unsigned long acq = atomic_fetch_add(&next_acq, 1);
     if (acq >= MAX_ACQ) return 0;
     items[acq] = item_of(acq);
     atomic_store(&accepted[acq], 1);
     loader_answer a;
-    loader_result r = CALL(loader_settle(handle, j.read_id, (loader_acquisition)acq, (uint32_t)(end - from),
-                                         next, next_len, reached, &a));
+    loader_result r = CALL(loader_settle(handle, j.read_id, (loader_acquisition)acq, (uint32_t)(s.end - s.from),
+                                         s.next, s.next_len, s.reached, &a));
     if (r == LOADER_RESULT_OK) {
         atomic_fetch_add(&settled_ok, 1);
     } else {

@@ -127,9 +127,7 @@ static void loads_the_window_and_frees_everything(void) {
     CHECK_CODE(loader_stats(h->handle, &c), LOADER_RESULT_OK);
     CHECK(c.issued_finite == 3 && c.issued_chain == 0 && c.answered_current == 3);
     CHECK(c.accepted == 3 && c.released == 0 && c.failed_own == 0);
-    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
-    CHECK(released_exactly_once(h));
-    free(h);
+    host_free(h);
 }
 
 /* The module's counterexample for `current`: IssueFinite, SettleFinite, IssueFinite,
@@ -166,9 +164,7 @@ static void the_seed_trace_does_not_strand_a_superseded_failure(void) {
     drain(h);
     s = state_of(h);
     CHECK(s.covered_end >= 20 && !s.revalidating && s.cover_epoch == s.epoch);
-    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
-    CHECK(released_exactly_once(h));
-    free(h);
+    host_free(h);
 }
 
 /* The lost invalidation (docs/DESIGN.md): Invalidate, StartFull, Invalidate, SettleFull would end
@@ -187,18 +183,13 @@ static void an_invalidation_during_a_full_read_is_not_lost(void) {
     drain(h);
     s = state_of(h);
     CHECK(!s.revalidating && s.cover_epoch == s.epoch && s.epoch == 2);
-    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
-    CHECK(released_exactly_once(h));
-    free(h);
+    host_free(h);
 }
 
 static void own_failures_arm_the_backoff_timer(void) {
     host *h = host_new(4, 20);
     CHECK_CODE(loader_set_window(h->handle, 0, 4), LOADER_RESULT_OK);
-    pending_read p = take(h, 0);
-    loader_answer a;
-    CHECK_CODE(loader_fail(h->handle, p.read_id, 1, &a), LOADER_RESULT_OK);
-    CHECK(a == LOADER_ANSWER_CURRENT);
+    fail_oldest(h);
     bool armed = false;
     uint64_t deadline = 0;
     CHECK_CODE(loader_next_deadline(h->handle, &armed, &deadline), LOADER_RESULT_OK);
@@ -213,9 +204,7 @@ static void own_failures_arm_the_backoff_timer(void) {
     bool started = true;
     CHECK_CODE(loader_retry(h->handle, &started), LOADER_RESULT_OK);
     CHECK(!started); /* nothing to retry */
-    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
-    CHECK(released_exactly_once(h));
-    free(h);
+    host_free(h);
 }
 
 static void counters_near_their_end_are_refused(void) {
@@ -407,9 +396,7 @@ static void cursors_of_zero_and_maximum_length_are_accepted(void) {
     CHECK_CODE(loader_settle(h->handle, p.read_id, 2, 0, NULL, 0, true, &a), LOADER_RESULT_OK);
     loader_snapshot s = state_of(h);
     CHECK(s.end_of_source && s.covered_end == 4);
-    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
-    CHECK(released_exactly_once(h));
-    free(h);
+    host_free(h);
 }
 
 /* ---- panics ---- */
@@ -449,9 +436,7 @@ static void an_issue_callback_may_settle_synchronously(void) {
     CHECK_CODE(loader_invalidate(h->handle), LOADER_RESULT_OK);
     s = state_of(h);
     CHECK(!s.revalidating && s.coverage == LOADER_COVERAGE_CHAIN && s.covered_end == 5000);
-    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
-    CHECK(released_exactly_once(h));
-    free(h);
+    host_free(h);
 }
 
 static void fail_now(host *h) {
@@ -473,9 +458,7 @@ static void an_issue_callback_may_fail_synchronously(void) {
     drain(h);
     s = state_of(h);
     CHECK(s.failure == LOADER_FAILURE_NONE && s.covered_end >= 8);
-    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
-    CHECK(released_exactly_once(h));
-    free(h);
+    host_free(h);
 }
 
 static void call_back_in(host *h) {
@@ -495,9 +478,7 @@ static void a_release_callback_may_call_back_in(void) {
     drain(h);
     loader_snapshot s = state_of(h);
     CHECK(!s.revalidating && s.released > 0);
-    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
-    CHECK(released_exactly_once(h));
-    free(h);
+    host_free(h);
 }
 
 static void free_self(host *h) {

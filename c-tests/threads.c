@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "loader.h"
+#include "thread_source.h"
 
 #define MAX_ACQ (1u << 16)
 #define QCAP 4096
@@ -42,12 +43,6 @@ static int failures;
             failures++;                                            \
         }                                                          \
     } while (0)
-
-typedef struct {
-    uint64_t read_id, at;
-    uint32_t limit;
-    loader_direction direction;
-} job;
 
 /* One loader and its host: a queue of reads (the one lock a host needs), a flag per
  * acquisition, and the "items" behind each acquisition (a plain word release clears). */
@@ -98,19 +93,11 @@ static void check_inside(const feed *f) {
     if (call_began_after_free) atomic_fetch_add(&callbacks_of_late_calls, 1);
 }
 
-static uint64_t item_of(uint64_t acq) { return acq * 0x9e3779b97f4a7c15ull | 1; }
-
-static uint64_t be64(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++) v = (v << 8) | p[i];
-    return v;
-}
-
 static void f_issue(void *ud, const loader_read *r) {
     feed *f = ud;
     check_inside(f);
     if (atomic_load(&f->freed_returned)) atomic_fetch_add(&f->late_callbacks, 1);
-    job j = {r->read_id, r->cursor_len == 8 ? be64(r->cursor) : 0, r->limit, r->direction};
+    job j = job_of(r);
     pthread_mutex_lock(&f->qlock);
     if (f->qlen < QCAP) f->queue[f->qlen++] = j;
     pthread_mutex_unlock(&f->qlock);
@@ -159,11 +146,6 @@ static void feed_free(feed *f) {
     free(f);
 }
 
-static unsigned rnd(unsigned *s) {
-    *s = *s * 1103515245u + 12345u;
-    return (*s >> 16) & 0x7fff;
-}
-
 static int pop(feed *f, job *out, unsigned *seed) {
     pthread_mutex_lock(&f->qlock);
     int ok = f->qlen > 0;
@@ -179,29 +161,13 @@ static int pop(feed *f, job *out, unsigned *seed) {
 /* Answers `j` from the source (as stress.c does); returns loader_settle's result, or
  * LOADER_RESULT_ID_OVERFLOW when the host ran out of acquisition flags. */
 static loader_result settle_job(feed *f, job j) {
-    bool backward = j.direction == LOADER_DIRECTION_BACKWARD;
-    uint64_t from, end, next_at;
-    bool reached;
-    if (backward) {
-        end = j.at < SOURCE_LEN ? j.at : SOURCE_LEN;
-        from = end > j.limit ? end - j.limit : 0;
-        next_at = from;
-        reached = from == 0;
-    } else {
-        from = j.at;
-        end = j.at + j.limit < SOURCE_LEN ? j.at + j.limit : SOURCE_LEN;
-        next_at = end;
-        reached = end == SOURCE_LEN;
-    }
-    uint8_t next[8];
-    size_t next_len = backward && next_at == 0 ? 0 : 8;
-    for (int i = 7, v = 0; i >= 0; i--, v++) next[i] = (uint8_t)(next_at >> (8 * v));
+    span s = span_of(j, SOURCE_LEN);
     unsigned long acq = atomic_fetch_add(&f->next_acq, 1);
     if (acq >= MAX_ACQ) return LOADER_RESULT_ID_OVERFLOW;
     f->items[acq] = item_of(acq);
     atomic_store(&f->accepted[acq], 1); /* the loader's before the call */
     loader_result r = CALL(f, loader_settle(f->handle, j.read_id, (loader_acquisition)acq,
-                                            (uint32_t)(end - from), next, next_len, reached, NULL));
+                                            (uint32_t)(s.end - s.from), s.next, s.next_len, s.reached, NULL));
     if (r != LOADER_RESULT_OK) {
         if (atomic_load(&f->released[acq])) atomic_fetch_add(&f->bad_releases, 1);
         atomic_store(&f->accepted[acq], 0);

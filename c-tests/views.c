@@ -74,9 +74,7 @@ static void a_pinned_view_is_the_view_the_state_and_the_requests_of_one_moment(v
     CHECK_CODE(loader_view_state(v, &after), LOADER_RESULT_OK);
     CHECK(states_equal(&after, &vs) && state_of(h).revalidating);
     CHECK_CODE(loader_view_release(v), LOADER_RESULT_OK);
-    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
-    CHECK(released_exactly_once(h));
-    free(h);
+    host_free(h);
 }
 
 static void an_empty_view_has_no_pages_and_null_is_refused(void) {
@@ -130,9 +128,7 @@ static void a_pinned_acquisition_is_released_with_its_last_view(void) {
     CHECK_CODE(loader_view_release(v2), LOADER_RESULT_OK);
     CHECK(all_released(h, old, n));
     /* The new pages were never pinned: they go at free, once. */
-    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
-    CHECK(released_exactly_once(h));
-    free(h);
+    host_free(h);
 }
 
 /* An acquisition released before the view was pinned is not listed; a view pinned after a
@@ -159,9 +155,7 @@ static void a_view_defers_only_what_it_lists(void) {
     CHECK(all_released(h, old, n) && none_released(h, fresh, fn));
     CHECK_CODE(loader_view_release(w), LOADER_RESULT_OK);
     CHECK(none_released(h, fresh, fn)); /* still in the view: nothing was owed */
-    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
-    CHECK(released_exactly_once(h));
-    free(h);
+    host_free(h);
 }
 
 /* loader_free releases what no view pins before it returns; a pinned acquisition goes with
@@ -237,9 +231,7 @@ static void a_view_released_inside_a_callback_delivers_after_it(void) {
     CHECK(releases_seen_in_hook == 0); /* queued, not run inside the callback */
     CHECK(all_released(h, old, n));     /* but run before the call returned */
     drain(h);
-    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
-    CHECK(released_exactly_once(h));
-    free(h);
+    host_free(h);
 }
 
 /* ---- the threading contract, on one thread ---- */
@@ -305,9 +297,7 @@ static void changed_comes_last_once_and_after_the_state_change(void) {
     loader_snapshot s = state_of(h);
     CHECK(states_equal(&s, &seen_in_changed));
     CHECK(h->cancels == 0);
-    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
-    CHECK(released_exactly_once(h));
-    free(h);
+    host_free(h);
 }
 
 /* A call made from a callback runs its state change at once, but its callbacks wait until
@@ -332,9 +322,7 @@ static void nested_calls_queue_their_callbacks(void) {
     loader_snapshot s = state_of(h);
     CHECK(s.covered_end == 20 && s.outstanding_reads == 0);
     CHECK(max_depth == 1 && nested_issue_seen_inside == 0);
-    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
-    CHECK(released_exactly_once(h));
-    free(h);
+    host_free(h);
 }
 
 /* A read whose request is superseded gets one cancel hint; it stays outstanding until the
@@ -418,50 +406,6 @@ static void a_cancelled_read_stays_outstanding_until_answered(void) {
     }
 }
 
-/* The deadline loop of loader_next_deadline's documentation, with a source that fails the
- * first reads: it ends quiescent with the window loaded. */
-static void the_documented_deadline_loop_reaches_quiescence(void) {
-    host *h = host_new(4, 40);
-    int failures_left = 3, sleeps = 0;
-    uint64_t now = 1000;
-    CHECK_CODE(loader_tick(h->handle, now), LOADER_RESULT_OK);
-    CHECK_CODE(loader_set_window(h->handle, 0, 8), LOADER_RESULT_OK);
-    for (int guard = 0; guard < 1000; guard++) {
-        bool armed;
-        uint64_t deadline;
-        if (loader_next_deadline(h->handle, &armed, &deadline) != LOADER_RESULT_OK) break;
-        if (armed && deadline <= now) {
-            CHECK_CODE(loader_tick(h->handle, now), LOADER_RESULT_OK);
-            continue;
-        }
-        /* wait_for_work: an answer arrives (the first ones fail), or the clock reaches the
-         * deadline; with neither, the host would sleep forever: it is done. */
-        if (h->npending) {
-            pending_read p = take(h, 0);
-            if (failures_left > 0) {
-                failures_left--;
-                CHECK_CODE(loader_fail(h->handle, p.read_id, 1, NULL), LOADER_RESULT_OK);
-            } else {
-                CHECK_CODE(answer(h, &p), LOADER_RESULT_OK);
-            }
-        } else if (armed) {
-            CHECK(deadline > now);
-            now = deadline;
-            sleeps++;
-        } else {
-            break;
-        }
-    }
-    loader_snapshot s = state_of(h);
-    CHECK(s.quiescent && s.covered_end >= 8 && failures_left == 0 && sleeps == 3);
-    loader_counts c;
-    CHECK_CODE(loader_stats(h->handle, &c), LOADER_RESULT_OK);
-    CHECK(c.retries_auto == 3);
-    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
-    CHECK(released_exactly_once(h));
-    free(h);
-}
-
 /* The documented loop (loader_next_deadline) with a simulated host: `failures_left` reads
  * fail first; the host retries by hand at most `budget` times. `spent_branch` 0 runs the loop
  * as it was documented before it had the spent-retries branch. wait_for_work: an answer
@@ -517,6 +461,20 @@ static void documented_loop(host *h, int spent_branch, loop_run *run) {
     }
 }
 
+/* The deadline loop of loader_next_deadline's documentation, with a source that fails the
+ * first reads: it ends quiescent with the window loaded. */
+static void the_documented_deadline_loop_reaches_quiescence(void) {
+    host *h = host_new(4, 40);
+    loop_run run = {.failures_left = 3};
+    documented_loop(h, 0, &run);
+    loader_snapshot s = state_of(h);
+    CHECK(!run.slept_forever && s.quiescent && s.covered_end >= 8 && run.failures_left == 0 && run.sleeps == 3);
+    loader_counts c;
+    CHECK_CODE(loader_stats(h->handle, &c), LOADER_RESULT_OK);
+    CHECK(c.retries_auto == 3);
+    host_free(h);
+}
+
 /* A loader with no automatic retries (max_auto_retries 0), over the host of host.h. */
 static host *host_without_auto_retries(void) {
     host *h = host_new(4, 40);
@@ -545,9 +503,7 @@ static void the_documented_loop_ends_when_the_automatic_retries_are_spent(void) 
     CHECK_CODE(loader_next_deadline(h->handle, &armed, &deadline), LOADER_RESULT_OK);
     CHECK(old.slept_forever && !armed && deadline == 0);
     CHECK(s.failure == LOADER_FAILURE_OWN && !s.quiescent && s.outstanding_reads == 0);
-    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
-    CHECK(released_exactly_once(h));
-    free(h);
+    host_free(h);
 
     /* With it: three failures, three retries by hand, then loaded and quiescent. */
     h = host_without_auto_retries();
@@ -559,9 +515,7 @@ static void the_documented_loop_ends_when_the_automatic_retries_are_spent(void) 
     loader_counts c;
     CHECK_CODE(loader_stats(h->handle, &c), LOADER_RESULT_OK);
     CHECK(c.retries_auto == 0 && c.retries_explicit == 3 && c.failed_own == 3);
-    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
-    CHECK(released_exactly_once(h));
-    free(h);
+    host_free(h);
 
     /* A source that keeps failing: the host gives up after its budget, and the loop ends. */
     h = host_without_auto_retries();
@@ -570,9 +524,7 @@ static void the_documented_loop_ends_when_the_automatic_retries_are_spent(void) 
     s = state_of(h);
     CHECK(hopeless.gave_up && !hopeless.slept_forever && hopeless.retries == 2);
     CHECK(s.failure == LOADER_FAILURE_OWN && !s.quiescent);
-    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
-    CHECK(released_exactly_once(h));
-    free(h);
+    host_free(h);
 }
 
 static void a_tick_before_the_deadline_fires_nothing(void) {
@@ -595,9 +547,7 @@ static void a_tick_before_the_deadline_fires_nothing(void) {
     CHECK(!armed && deadline == 0);
     drain(h);
     CHECK(state_of(h).quiescent);
-    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
-    CHECK(released_exactly_once(h));
-    free(h);
+    host_free(h);
 }
 
 /* A late answer to a read superseded by work that has committed is released before
@@ -623,9 +573,7 @@ static void a_stale_answer_is_released_before_settle_returns(void) {
     CHECK_CODE(loader_settle(h->handle, finite.read_id, (loader_acquisition)acq, 4, next, 8, false, &a),
                LOADER_RESULT_OK);
     CHECK(a == LOADER_ANSWER_STALE && h->released[acq]);
-    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
-    CHECK(released_exactly_once(h));
-    free(h);
+    host_free(h);
 }
 
 /* loader_settle's documentation: a short page without end_of_source reads on; the answer
@@ -663,9 +611,7 @@ static void the_end_of_the_source_is_an_empty_answer_with_end_of_source(void) {
     loader_snapshot s = state_of(h);
     CHECK(s.end_of_source && s.quiescent && s.covered_end == 8 && s.pages == 2 && h->npending == 0);
     /* The same empty answer without end_of_source would be a stall. */
-    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
-    CHECK(released_exactly_once(h));
-    free(h);
+    host_free(h);
 }
 
 /* `quiescent` is exactly the conjunction its documentation gives. */
@@ -689,9 +635,7 @@ static void quiescent_is_what_its_documentation_says(void) {
         }
     }
     drain(h);
-    CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
-    CHECK(released_exactly_once(h));
-    free(h);
+    host_free(h);
 }
 
 int main(void) {

@@ -67,5 +67,6 @@ pub mod vocab;
 
 pub use ledger::Ledger;
 pub use loader::{
-    Answer, Config, ConfigError, Cursor, Effect, Kind, Loader, LoaderError, Page, Read, Stats,
+    Answer, Config, ConfigError, Cursor, Direction, Effect, Kind, Loader, LoaderError, Page, Read,
+    Stats,
 };

@@ -7,7 +7,7 @@
 //!
 //! `LOADER_CANCEL_CASES=N` sets the number of runs (default 1,000).
 
-use loader::loader::{Answer, Config, Direction, Effect, Loader};
+use loader::{Answer, Config, Direction, Effect, Loader};
 use proptest::prelude::*;
 use std::collections::{HashMap, HashSet};
 

@@ -6,7 +6,7 @@ mod common;
 
 use common::{at, config, cur, FilteredHost};
 use loader::ledger::Failure;
-use loader::loader::{Answer, Direction, Kind};
+use loader::{Answer, Direction, Kind};
 
 /// 1,000 rows with 300..600 filtered out (the visible index of row 700 is 400): a jump to row
 /// 700 with no prefetch, loaded, then the window moved back over the stretch.
@@ -105,10 +105,7 @@ fn a_repeated_cursor_on_an_empty_backward_finite_page_is_a_stall() {
     // The backoff retry reads again, truthfully this time.
     h.loader.tick(deadline).expect("tick");
     h.collect();
-    h.drain(100);
-    assert_eq!(h.loader.covered(), (250, 500));
-    assert_eq!(h.view(), h.visible_rows()[250..500]);
-    h.check_no_empty_held();
+    h.drain_to(100, 250, 500);
 }
 
 #[test]
@@ -146,12 +143,9 @@ fn a_repeated_cursor_on_an_empty_backward_chain_step_escalates_to_a_full_read() 
 fn a_backward_full_read_crosses_a_filtered_stretch() {
     let mut h = repair_after_the_stretch();
     as_a_full_read(&mut h);
-    h.drain(100);
+    h.drain_to(100, 200, 500);
     let back = h.answers_of(Kind::Full, Direction::Backward);
     assert!(empty(&back) >= 6, "{back:?}");
-    assert_eq!(h.loader.covered(), (200, 500));
-    assert_eq!(h.view(), h.visible_rows()[200..500]);
-    h.check_no_empty_held();
     assert!(!h.loader.revalidating());
 }
 
@@ -166,10 +160,7 @@ fn a_repeated_cursor_on_an_empty_backward_full_page_is_an_own_failure() {
     h.check_no_empty_held();
     assert!(h.loader.retry().expect("retry"));
     h.collect();
-    h.drain(100);
-    assert_eq!(h.loader.covered(), (200, 500));
-    assert_eq!(h.view(), h.visible_rows()[200..500]);
-    h.check_no_empty_held();
+    h.drain_to(100, 200, 500);
 }
 
 #[test]

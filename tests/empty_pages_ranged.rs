@@ -5,7 +5,7 @@
 mod common;
 
 use common::{at, config, cur, Bounded, FilteredHost};
-use loader::loader::Kind;
+use loader::Kind;
 
 /// A source of `len` rows with 100..200 filtered out, loaded over `window` visible rows, then
 /// a ranged invalidation of rows 60..220, which marks the pages holding 50..100 and 200..250
@@ -19,11 +19,7 @@ fn repaired(len: u64, window: u64, bounded: Bounded) -> (FilteredHost, Vec<u64>)
     let before = h.view();
     assert_eq!(before, h.visible_rows()[..window as usize]);
     h.log.clear();
-    let mut cmp = |a: &[u8], b: &[u8]| at(a).cmp(&at(b));
-    h.loader
-        .invalidate_range(&cur(60), Some(&cur(220)), &mut cmp)
-        .expect("invalidate_range");
-    h.collect();
+    h.invalidate_range(60, 220);
     assert!(
         h.reads.iter().all(|r| r.until.is_some()),
         "a ranged repair reads within a bound"
@@ -106,11 +102,7 @@ fn a_short_bounded_page_with_items_ends_the_ranged_repair() {
     h.set_window(0, 200);
     h.drain(20);
     h.log.clear();
-    let mut cmp = |a: &[u8], b: &[u8]| at(a).cmp(&at(b));
-    h.loader
-        .invalidate_range(&cur(60), Some(&cur(120)), &mut cmp)
-        .expect("invalidate_range");
-    h.collect();
+    h.invalidate_range(60, 120);
     assert_eq!(h.reads.len(), 1);
     let read = h.reads.remove(0);
     assert!(read.until.is_some());

@@ -15,7 +15,7 @@
 #[path = "../benches/common/counting_alloc.rs"]
 mod counting_alloc;
 
-use loader::loader::{Config, Effect, Kind, Loader, Page};
+use loader::{Config, Effect, Kind, Loader, Page};
 use std::alloc::Layout;
 use std::cell::Cell;
 

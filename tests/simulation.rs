@@ -22,7 +22,7 @@
 #![cfg(feature = "testing")]
 
 use loader::ledger::{Failure, Snapshot};
-use loader::sim::{random_ops, run, Host, Op, Source};
+use loader::sim::{random_ops, run, Bounded, Host, Op, Source};
 use loader::{Config, Kind, Page, Read, Stats};
 use proptest::prelude::*;
 
@@ -102,8 +102,26 @@ fn config() -> impl Strategy<Value = Config> {
         )
 }
 
+/// Sources of up to 40 items; half of them answer bounded reads naively (an empty page short
+/// of `until` over a filtered stretch), so ranged repairs read on from such pages.
 fn source() -> impl Strategy<Value = Source> {
-    (0usize..40, 1u32..6).prop_map(|(n, keys)| Source::with_items(n, keys))
+    (0usize..40, 1u32..6, any::<bool>()).prop_map(|(n, keys, naive)| {
+        Source::with_items(n, keys).with_bounded(if naive {
+            Bounded::Naive
+        } else {
+            Bounded::Contract
+        })
+    })
+}
+
+/// The source of seeded run `seed`: odd seeds answer bounded reads naively.
+fn seeded_source(seed: u64) -> Source {
+    let bounded = if seed % 2 == 1 {
+        Bounded::Naive
+    } else {
+        Bounded::Contract
+    };
+    Source::with_items((seed % 40) as usize, 5).with_bounded(bounded)
 }
 
 proptest! {
@@ -159,33 +177,6 @@ fn seeded_config(seed: u64) -> Config {
     }
 }
 
-/// [`random_ops`] with filter changes mixed in and, with `failures`, empty pages that repeat
-/// their read's cursor: about one op in 40 becomes each, chosen from the seed.
-fn seeded_ops(seed: u64, n: usize, failures: bool) -> Vec<Op> {
-    let mut ops = random_ops(seed, n, failures);
-    let mut rng = seed ^ 0x5bd1_e995;
-    for op in &mut ops {
-        rng = rng
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        let r = rng >> 33;
-        match r % 40 {
-            0 => {
-                *op = Op::Hide {
-                    mask: (r >> 8) as u8,
-                }
-            }
-            1 if failures => {
-                *op = Op::StallEmpty {
-                    index: (r >> 16) as u16,
-                }
-            }
-            _ => {}
-        }
-    }
-    ops
-}
-
 /// The same properties from seeds, for long runs: `LOADER_SIM_SEEDS=100000 cargo test
 /// --release --test simulation seeded`. The runs must also reach every kind of event the
 /// properties are about, or passing them would say little.
@@ -196,10 +187,12 @@ fn seeded_runs_pass_and_reach_every_path() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(500);
     let mut total = Stats::default();
+    let mut empty_bounded_moved = 0;
     for seed in 0..seeds {
-        let ops = seeded_ops(seed, 300, seed % 3 == 0);
-        let src = Source::with_items((seed % 40) as usize, 5);
+        let ops = random_ops(seed, 300, seed % 3 == 0);
+        let src = seeded_source(seed);
         let h = run(seeded_config(seed), src, &ops).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        empty_bounded_moved += h.empty_bounded_moved;
         let st = h.loader.stats();
         for (sum, n) in total.issued.iter_mut().zip(st.issued) {
             *sum += n;
@@ -235,6 +228,10 @@ fn seeded_runs_pass_and_reach_every_path() {
         ("timed-out reads", total.timed_out),
         ("ranged invalidations", total.ranged_invalidations),
         ("ranged repairs", total.ranged_repairs),
+        (
+            "empty bounded pages short of `until` (naive sources)",
+            empty_bounded_moved,
+        ),
         ("automatic retries", total.retries_auto),
         ("explicit retries", total.retries_explicit),
         ("releases before close", total.released),
@@ -273,10 +270,10 @@ fn the_same_events_give_the_same_run_however_time_is_delivered() {
             backoff_max_ms: 800,
             ..seeded_config(seed)
         };
-        let src = Source::with_items((seed % 40) as usize, 5);
+        let src = seeded_source(seed);
         let mut whole = Host::new(cfg, src.clone());
         let mut halves = Host::new(cfg, src);
-        for (step, op) in seeded_ops(seed, 300, true).into_iter().enumerate() {
+        for (step, op) in random_ops(seed, 300, true).into_iter().enumerate() {
             whole
                 .apply(op)
                 .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
@@ -355,4 +352,35 @@ fn without_the_fix_some_run_shows_a_stale_view_as_current() {
             .is_err_and(|e| e.contains("quiet view differs"))
     });
     assert!(found.is_some(), "no seed showed the lost invalidation");
+}
+
+/// A bounded read over a filtered stretch: the contract source scans on to `until` and, having
+/// found nothing, answers `until` as its next cursor; the naive one scans `limit` items and
+/// answers an empty page whose cursor moved, short of `until`.
+#[test]
+fn bounded_reads_over_a_filtered_stretch() {
+    // Items 16..32 (keys 4..8) are filtered out.
+    let src = Source::numbered(40).with_hidden_keys(0xf0);
+    let (cursor, until) = (src.cursor_before(16), src.cursor_before(32));
+    let contract = src.read_until(&cursor, &until, 4);
+    assert!(contract.items.is_empty() && !contract.end_of_source);
+    assert_eq!(
+        contract.next_cursor, until,
+        "an empty scan that reached `until`"
+    );
+    let naive = src.clone().with_bounded(Bounded::Naive);
+    let short = naive.read_until(&cursor, &until, 4);
+    assert!(short.items.is_empty() && !short.end_of_source);
+    assert_eq!(
+        short.next_cursor,
+        naive.cursor_before(20),
+        "four items scanned"
+    );
+    // Where the filter keeps items, both answer as the contract asks.
+    let before = src.cursor_before(12);
+    for s in [&src, &naive] {
+        let page = s.read_until(&before, &until, 4);
+        assert_eq!(page.items, src.items()[12..16]);
+        assert_eq!(page.next_cursor, src.cursor_before(16));
+    }
 }

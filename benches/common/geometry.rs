@@ -2,7 +2,7 @@
 //! window of 100 items.
 #![allow(dead_code)]
 
-use loader::loader::Config;
+use loader::Config;
 
 pub const PAGE: u32 = 50;
 pub const PREFETCH: u64 = 50;

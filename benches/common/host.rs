@@ -3,7 +3,7 @@
 //! each acquisition the loader holds with what its [`Source`] handed over.
 #![allow(dead_code)]
 
-use loader::loader::{Config, Effect, Loader, Read};
+use loader::{Config, Effect, Loader, Read};
 use std::collections::{HashMap, VecDeque};
 
 /// Where the host's answers come from.

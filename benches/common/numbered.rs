@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use super::host::Source;
-use loader::loader::{Direction, Read};
+use loader::{Direction, Read};
 
 /// The cursor before item `index`.
 pub fn cursor_at(index: u64) -> Vec<u8> {

@@ -44,7 +44,7 @@
 
 use super::arrivals::Arrivals;
 use loader::ledger::{Debt, Phase};
-use loader::loader::{Answer, Config, Direction, Effect, Kind, Loader};
+use loader::{Answer, Config, Direction, Effect, Kind, Loader};
 
 /// Items per read.
 pub const PAGE: u32 = 50;

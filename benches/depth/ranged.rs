@@ -27,7 +27,7 @@
 //! repair reads at most 2 pages (100 items); a change outside the held pages reads none.
 
 use crate::common::host::{self, Source};
-use loader::loader::{Direction, Read};
+use loader::{Direction, Read};
 use std::cmp::Ordering;
 
 use crate::common::geometry::{config, PAGE, PREFETCH};

@@ -18,8 +18,8 @@
 //! describes, by design.
 
 use crate::input::Input;
-use loader::loader::Config;
 use loader::sim::{self, Op, Source};
+use loader::Config;
 
 /// Ops per run: enough to reach deep states, few enough to keep executions fast.
 pub const MAX_OPS: usize = 400;

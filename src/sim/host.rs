@@ -44,6 +44,9 @@ pub struct Host {
     pub accepted: u64,
     /// Acquisitions the loader released.
     pub released: u64,
+    /// Bounded reads answered with an empty page whose cursor moved, short of `until` (as a
+    /// [`super::Bounded::Naive`] source answers a filtered stretch).
+    pub empty_bounded_moved: u64,
     /// The host's clock, in ms.
     pub now: u64,
     /// Ops applied so far.
@@ -67,6 +70,7 @@ impl Host {
             next_acq: 1,
             accepted: 0,
             released: 0,
+            empty_bounded_moved: 0,
             now: 0,
             steps: 0,
             lied: false,
@@ -237,6 +241,15 @@ impl Host {
             a.end_of_source,
         )?;
         self.accepted += 1;
+        if a.items.is_empty()
+            && a.next_cursor != p.read.cursor.to_vec()
+            && p.read
+                .until
+                .as_deref()
+                .is_some_and(|u| u != a.next_cursor.as_slice())
+        {
+            self.empty_bounded_moved += 1;
+        }
         self.held.insert(acq, a.items);
         Ok(())
     }

@@ -27,4 +27,4 @@ mod source;
 pub use host::{Host, Violation};
 pub use op::Op;
 pub use run::{random_ops, run};
-pub use source::{encode_cursor, Answer, Item, Source};
+pub use source::{encode_cursor, Answer, Bounded, Item, Source};

@@ -5,7 +5,9 @@ use super::source::Source;
 use super::Op;
 use crate::loader::Config;
 
-/// A seeded op list: the same seed gives the same run.
+/// A seeded op list: the same seed gives the same run. It includes filter changes
+/// ([`Op::Hide`]) and, with `failures`, host bugs: failed reads and empty pages that repeat
+/// their read's cursor ([`Op::StallEmpty`]).
 pub fn random_ops(seed: u64, n: usize, failures: bool) -> Vec<Op> {
     let mut rng = seed;
     let mut next = move || {
@@ -20,6 +22,13 @@ pub fn random_ops(seed: u64, n: usize, failures: bool) -> Vec<Op> {
             let r = next();
             let a = (r >> 8) as u16;
             let b = (r >> 24) as u16;
+            // About one op in 40 changes the filter, and with `failures` one more answers an
+            // empty page that repeats its read's cursor.
+            match (r >> 48) % 40 {
+                0 => return Op::Hide { mask: b as u8 },
+                1 if failures => return Op::StallEmpty { index: a },
+                _ => {}
+            }
             match r % 100 {
                 0..=46 => Op::Deliver {
                     index: a,

@@ -15,6 +15,22 @@ pub struct Source {
     next_id: u32,
     /// Bit `k` set: items with key `k` are filtered out of every read.
     pub(super) hidden_keys: u32,
+    /// How a bounded read is answered.
+    bounded: Bounded,
+}
+
+/// How the source answers a bounded read (one with `until`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Bounded {
+    /// As the header asks: it scans past filtered items until it has `limit` of them or
+    /// reaches `until`, so only the bound or the source's end makes a page short.
+    #[default]
+    Contract,
+    /// Like an unbounded read, it scans a fixed number of items (`limit`, stopping at
+    /// `until`); when the filter keeps none of them and the scan stopped short of `until`, it
+    /// answers an empty page whose cursor moved (the last item scanned), which the loader
+    /// reads on from. Otherwise it answers as [`Bounded::Contract`] does.
+    Naive,
 }
 
 /// The cursor after `item`: its key and id, 8 bytes big endian.
@@ -63,12 +79,19 @@ impl Source {
             items,
             next_id: n as u32,
             hidden_keys: 0,
+            bounded: Bounded::Contract,
         }
     }
 
     /// Filters out every item whose key has its bit set in `mask` (keys 0..32).
     pub fn with_hidden_keys(mut self, mask: u32) -> Source {
         self.hidden_keys = mask;
+        self
+    }
+
+    /// Answers bounded reads as `bounded` says.
+    pub fn with_bounded(mut self, bounded: Bounded) -> Source {
+        self.bounded = bounded;
         self
     }
 
@@ -150,26 +173,42 @@ impl Source {
 
     /// A bounded read: the visible items after `cursor` and at or before `until` (the position
     /// after an item), at most `limit` of them, scanning past filtered items; fewer than
-    /// `limit` means it reached `until` or the source's end.
+    /// `limit` means it reached `until` or the source's end. An empty page that reached
+    /// `until` (past `cursor`) answers `until` as its next cursor. A [`Bounded::Naive`] source first scans
+    /// only `limit` items, and answers an empty page short of `until` when all are filtered.
     pub fn read_until(&self, cursor: &[u8], until: &[u8], limit: u32) -> Answer {
         let at = self.position(cursor);
-        let stop = self.position(until);
+        let stop = self.position(until).min(self.items.len());
+        if self.bounded == Bounded::Naive {
+            let end = (at + limit as usize).min(stop);
+            if at < end && end < stop && !self.items[at..end].iter().any(|i| self.visible(i)) {
+                return Answer {
+                    items: Vec::new(),
+                    next_cursor: encode_cursor(self.items[end - 1]),
+                    end_of_source: false,
+                };
+            }
+        }
         let mut items = Vec::new();
         let mut scanned = at;
-        while scanned < stop.min(self.items.len()) && items.len() < limit as usize {
+        while scanned < stop && items.len() < limit as usize {
             let item = self.items[scanned];
             if self.visible(&item) {
                 items.push(item);
             }
             scanned += 1;
         }
+        let reached_until = scanned == stop && Source::compare(until, cursor).is_gt();
+        let next_cursor = if items.is_empty() && reached_until {
+            until.to_vec()
+        } else if scanned == at {
+            cursor.to_vec()
+        } else {
+            encode_cursor(self.items[scanned - 1])
+        };
         Answer {
             items,
-            next_cursor: if scanned == at {
-                cursor.to_vec()
-            } else {
-                encode_cursor(self.items[scanned - 1])
-            },
+            next_cursor,
             end_of_source: scanned == self.items.len(),
         }
     }

@@ -9,7 +9,7 @@
 // Each test file uses its own part of the host.
 #![allow(dead_code)]
 
-use loader::loader::{Answer, Config, Direction, Effect, Kind, Loader, Read};
+use loader::{Answer, Config, Direction, Effect, Kind, Loader, Read};
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
@@ -71,6 +71,12 @@ pub struct FilteredHost {
     pub log: Vec<Answered>,
     /// Empty pages whose acquisition came back.
     pub released_empty: u64,
+    /// Every acquisition that came back.
+    pub released: u64,
+    /// Every read issued: (kind, cursor as a position).
+    pub issued: Vec<(Kind, u64)>,
+    /// Reads the loader hinted it no longer needs.
+    pub cancels: Vec<u64>,
     pub bounded: Bounded,
 }
 
@@ -94,6 +100,9 @@ impl FilteredHost {
             next_acq: 1,
             log: Vec::new(),
             released_empty: 0,
+            released: 0,
+            issued: Vec::new(),
+            cancels: Vec::new(),
             bounded: Bounded::Contract,
         }
     }
@@ -102,17 +111,22 @@ impl FilteredHost {
     pub fn collect(&mut self) {
         for e in self.loader.take_effects() {
             match e {
-                Effect::Issue(r) => self.reads.push(r),
+                Effect::Issue(r) => {
+                    self.issued.push((r.kind, at(&r.cursor)));
+                    self.reads.push(r);
+                }
                 Effect::Release { acquisition } => {
                     let rows = self
                         .held
                         .remove(&acquisition)
                         .expect("an acquisition released twice or never accepted");
+                    self.released += 1;
                     if rows.is_empty() {
                         self.released_empty += 1;
                     }
                 }
-                Effect::Cancel { .. } | Effect::Changed => {}
+                Effect::Cancel { read_id } => self.cancels.push(read_id),
+                Effect::Changed => {}
             }
         }
     }
@@ -120,6 +134,27 @@ impl FilteredHost {
     pub fn set_window(&mut self, start: u64, len: u64) {
         self.loader.set_window(start, len).expect("window");
         self.collect();
+    }
+
+    /// A ranged invalidation of the rows from `from` to `until` (cursors compared as rows).
+    pub fn invalidate_range(&mut self, from: u64, until: u64) {
+        let mut cmp = |a: &[u8], b: &[u8]| at(a).cmp(&at(b));
+        self.loader
+            .invalidate_range(&cur(from), Some(&cur(until)), &mut cmp)
+            .expect("invalidate_range");
+        self.collect();
+    }
+
+    /// Answers every read (at most `cap`, past it a loop), then checks the view is the
+    /// source's visible rows at positions `start..end` and nothing empty is held.
+    pub fn drain_to(&mut self, cap: usize, start: u64, end: u64) {
+        self.drain(cap);
+        assert_eq!(self.loader.covered(), (start, end));
+        assert_eq!(
+            self.view(),
+            self.visible_rows()[start as usize..end as usize]
+        );
+        self.check_no_empty_held();
     }
 
     pub fn jump(&mut self, to: u64, position: u64) {

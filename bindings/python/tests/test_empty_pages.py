@@ -22,6 +22,28 @@ def scan(read, hidden=HIDDEN, length=300):
     return rows, end.to_bytes(8, "big"), end == length
 
 
+def answer(loader, read, hidden=HIDDEN, length=300):
+    """Settles ``read`` with the filtered query's answer; returns the loader's verdict."""
+    rows, nxt, end = scan(read, hidden, length)
+    return loader.settle(read, rows, next_cursor=nxt, end_of_source=end)
+
+
+def drain(loader, reads, hidden=HIDDEN, length=300, most=10):
+    """Answers every read issued until none is left, each one current; returns the reads in
+    the order answered. More than ``most`` of them means the loader re-reads a cursor."""
+    answered = []
+    while reads:
+        read = reads.pop(0)
+        answered.append(read)
+        assert answer(loader, read, hidden, length) == Answer.CURRENT
+        assert len(answered) <= most, "the loader re-reads the same cursor"
+    return answered
+
+
+def cursor_of(read):
+    return int.from_bytes(read.cursor, "big")
+
+
 def make():
     reads, released = [], []
     loader = Loader(reads.append, released.append,
@@ -33,13 +55,7 @@ def test_a_filtered_stretch_is_read_across_and_empty_pages_are_released():
     loader, reads, released = make()
     with loader:
         loader.set_window(0, 150)
-        cursors = []
-        while reads:
-            read = reads.pop(0)
-            cursors.append(int.from_bytes(read.cursor, "big"))
-            rows, nxt, end = scan(read)
-            assert loader.settle(read, rows, next_cursor=nxt, end_of_source=end) == Answer.CURRENT
-            assert len(cursors) <= 10, "the loader re-reads the same cursor"
+        cursors = [cursor_of(read) for read in drain(loader, reads)]
         assert cursors == [0, 50, 100, 150, 200]
         view = [row for page in loader.view().pages for row in page.acquisition]
         assert view == list(range(100)) + list(range(200, 250))
@@ -52,9 +68,7 @@ def test_an_empty_page_that_repeats_its_cursor_is_a_stall():
     loader, reads, released = make()
     with loader:
         loader.set_window(0, 150)
-        read = reads.pop(0)
-        rows, nxt, end = scan(read)
-        loader.settle(read, rows, next_cursor=nxt, end_of_source=end)
+        answer(loader, reads.pop(0))
         read = reads.pop(0)
         empty = []
         assert loader.settle(read, empty, next_cursor=read.cursor) == Answer.CURSOR_STALLED
@@ -67,9 +81,7 @@ def test_an_empty_page_that_repeats_its_cursor_is_a_stall():
         loader.tick(deadline)
         assert len(reads) == 1 and reads[0].kind == libloader.Kind.FULL
         while reads:
-            read = reads.pop(0)
-            rows, nxt, end = scan(read)
-            loader.settle(read, rows, next_cursor=nxt, end_of_source=end)
+            answer(loader, reads.pop(0))
         assert not loader.state.revalidating
         assert loader.state.failure == libloader.Failure.NONE
 
@@ -84,23 +96,16 @@ def test_backward_reads_cross_a_filtered_stretch():
         loader.set_window(400, 100)
         backward = []
 
-        def drain():
-            n = 0
-            while reads:
-                read = reads.pop(0)
-                if read.direction is libloader.Direction.BACKWARD:
-                    backward.append(int.from_bytes(read.cursor, "big"))
-                rows, nxt, end = scan(read, hidden, 1000)
-                assert loader.settle(read, rows, next_cursor=nxt,
-                                     end_of_source=end) == Answer.CURRENT
-                n += 1
-                assert n <= 30, "the loader re-reads the same cursor"
+        def drain_backward():
+            answered = drain(loader, reads, hidden, 1000, most=30)
+            backward.extend(cursor_of(read) for read in answered
+                            if read.direction is libloader.Direction.BACKWARD)
 
-        drain()
+        drain_backward()
         assert not backward
         # Back over the stretch: two pages, six empty ones that move the cursor, one more.
         loader.set_window(250, 250)
-        drain()
+        drain_backward()
         assert backward == [700, 650, 600, 550, 500, 450, 400, 350, 300]
         pages = loader.view().pages
         assert [row for page in pages for row in page.acquisition] == visible[250:500]
@@ -120,14 +125,9 @@ def test_a_full_read_crosses_a_filtered_stretch():
         assert loader.state.failure == libloader.Failure.OWN
         assert loader.retry()
         assert [read.kind for read in reads] == [libloader.Kind.FULL]
-        cursors = []
-        while reads:
-            read = reads.pop(0)
-            assert read.kind == libloader.Kind.FULL
-            cursors.append(int.from_bytes(read.cursor, "big"))
-            rows, nxt, end = scan(read)
-            assert loader.settle(read, rows, next_cursor=nxt, end_of_source=end) == Answer.CURRENT
-            assert len(cursors) <= 10, "the loader re-reads the same cursor"
+        answered = drain(loader, reads)
+        assert all(read.kind == libloader.Kind.FULL for read in answered)
+        cursors = [cursor_of(read) for read in answered]
         assert cursors == [0, 50, 100, 150, 200]
         view = [row for page in loader.view().pages for row in page.acquisition]
         assert view == list(range(100)) + list(range(200, 250))

@@ -35,7 +35,7 @@ impl World {
 
     /// `loader_new` in `slot`, with a decoded config (valid or not), counters and host.
     fn op_new(&mut self, slot: usize, input: &mut Input) {
-        let mut cfg = loader::ffi::loader_config::from(loader::loader::Config::default());
+        let mut cfg = loader::ffi::loader_config::from(loader::Config::default());
         if calls::config_default(Some(&mut cfg)) != R::Ok {
             self.fail("loader_config_default failed".into());
         }

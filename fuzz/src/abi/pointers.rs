@@ -113,7 +113,7 @@ impl World {
                 let mut stray = Box::new(Host::new(0, 1, 0, false));
                 stray.has_cancel = false;
                 let mut cbs = stray.callbacks();
-                let mut cfg = loader_config::from(loader::loader::Config::default());
+                let mut cfg = loader_config::from(loader::Config::default());
                 let mut out: loader_handle = 7;
                 let (r2, want2) = match input.byte() % 5 {
                     0 => (
@@ -151,7 +151,7 @@ impl World {
                 (r, vec![R::NullPointer])
             }
             _ => {
-                let mut cfg = loader_config::from(loader::loader::Config::default());
+                let mut cfg = loader_config::from(loader::Config::default());
                 cfg.page_size = 0;
                 let r = calls::config_default(Some(&mut cfg));
                 if cfg.page_size != 50 || cfg.recheck_full != 1 {
