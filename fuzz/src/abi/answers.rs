@@ -128,6 +128,15 @@ impl World {
             })
         };
         let cancelled = host.books.borrow().cancels.contains_key(&id);
+        // The loader lets a superseded read go once `read_timeout_ms` of tick time passed (for
+        // a host that hears hints, a hinted one): the answer is then a late one, stale
+        // whatever it holds. It cannot have happened before `issued_at + read_timeout_ms`.
+        let timeout = loader::Config::default().read_timeout_ms;
+        let may_have_timed_out = timeout != 0
+            && (!host.has_cancel || cancelled)
+            && read
+                .as_ref()
+                .is_some_and(|r| host.books.borrow().now >= r.issued_at.saturating_add(timeout));
         // A sentinel the call must overwrite: the wrong class for this answer.
         let mut answer = if stalled {
             loader_answer::Current
@@ -159,6 +168,7 @@ impl World {
             );
             let bad = if stalled {
                 answer != loader_answer::CursorStalled
+                    && !(may_have_timed_out && answer == loader_answer::Stale)
             } else {
                 answer == loader_answer::CursorStalled
                     || (cancelled && answer == loader_answer::Current)

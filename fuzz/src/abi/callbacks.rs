@@ -140,6 +140,7 @@ unsafe extern "C-unwind" fn on_issue(userdata: *mut c_void, read: *const loader_
             limit: r.limit,
             direction: r.direction,
             until: until.map(<[u8]>::to_vec),
+            issued_at: b.now,
         });
     }
     host.leave(Ctx::Issue(r.read_id));

@@ -107,6 +107,9 @@ impl World {
         self.check("loader_tick", "tick", r, &want);
         if let Target::Live(i) = t {
             self.now[i] = self.now[i].max(at);
+            if let Some(host) = &self.slots[i] {
+                host.books.borrow_mut().now = self.now[i];
+            }
         }
         self.unchanged(r, &before, "tick");
     }

@@ -21,6 +21,9 @@ pub struct Read {
     pub direction: loader_direction,
     /// A bounded read's `until` (a ranged repair's): only the items before that position.
     pub until: Option<Vec<u8>>,
+    /// The loader's clock (the latest `loader_tick`) when the read was issued: the loader
+    /// supersedes it no earlier, so it cannot time out before `issued_at + read_timeout_ms`.
+    pub issued_at: u64,
 }
 
 /// What the host has seen of its loader, kept by the callbacks and the booked calls.
@@ -60,6 +63,8 @@ pub struct Books {
     /// does, and a later answer to one is accepted as a late one (stale) while the loader
     /// remembers it.
     pub let_go: HashSet<u64>,
+    /// The loader's clock as the host set it: the latest `loader_tick` time.
+    pub now: u64,
     /// `loader_free` was called for this loader.
     pub free_started: bool,
     /// `loader_free` returned `OK`.
