@@ -312,20 +312,20 @@ class QueueExecutor(concurrent.futures.Executor):
 
     def __init__(self) -> None:
         self.queue: List[Tuple["concurrent.futures.Future[Any]", Callable[..., Any],
-                               Tuple[Any, ...]]] = []
+                               Tuple[Any, ...], Dict[str, Any]]] = []
 
     def submit(self, fn: Callable[..., Any], /, *args: Any,
                **kwargs: Any) -> "concurrent.futures.Future[Any]":
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        self.queue.append((future, fn, args))
+        self.queue.append((future, fn, args, kwargs))
         return future
 
     def pump(self) -> None:
         while self.queue:
-            future, fn, args = self.queue.pop(0)
+            future, fn, args, kwargs = self.queue.pop(0)
             if future.set_running_or_notify_cancel():
                 try:
-                    future.set_result(fn(*args))
+                    future.set_result(fn(*args, **kwargs))
                 except BaseException as e:  # pragma: no cover - the bench's load never raises
                     future.set_exception(e)
 

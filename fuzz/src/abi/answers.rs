@@ -131,7 +131,7 @@ impl World {
         // The loader lets a superseded read go once `read_timeout_ms` of tick time passed (for
         // a host that hears hints, a hinted one): the answer is then a late one, stale
         // whatever it holds. It cannot have happened before `issued_at + read_timeout_ms`.
-        let timeout = loader::Config::default().read_timeout_ms;
+        let timeout = host.read_timeout_ms;
         let may_have_timed_out = timeout != 0
             && (!host.has_cancel || cancelled)
             && read
