@@ -55,6 +55,8 @@
 //! # Ok::<(), loader::LoaderError>(())
 //! ```
 
+#[cfg(any(test, feature = "testing"))]
+pub mod check;
 pub mod ffi;
 pub mod ledger;
 pub mod loader;

@@ -9,6 +9,9 @@ use loader::model::progress::{check_progress, ProgressReport, DEFAULT_BOUND};
 use loader::model::{Bounds, Model, Rules};
 use loader::refinement::{self, RefineBounds};
 use std::process::ExitCode;
+
+#[path = "loader_check/loader_mode.rs"]
+mod loader_mode;
 use std::time::Instant;
 
 const USAGE: &str =
@@ -105,13 +108,17 @@ fn parse() -> Result<Args, String> {
 }
 
 fn main() -> ExitCode {
+    let all: Vec<String> = std::env::args().skip(1).collect();
+    if all.first().map(String::as_str) == Some("--loader") {
+        return loader_mode::run(&all[1..]);
+    }
     let args = match parse() {
         Ok(a) => a,
         Err(e) => {
             if !e.is_empty() {
                 eprintln!("loader-check: {e}");
             }
-            eprintln!("{USAGE}");
+            eprintln!("{USAGE}{}", loader_mode::USAGE);
             return ExitCode::from(2);
         }
     };

@@ -328,6 +328,11 @@ impl Ledger {
         self.live.get(&id).copied()
     }
 
+    /// Whether a chain or full request is in flight, or failed and awaiting `ExplicitRetry`.
+    pub fn repair_live(&self) -> bool {
+        self.inflight_chain + self.inflight_full > 0 || !self.failed.is_empty()
+    }
+
     /// Idle, no debt, nothing in flight.
     pub fn is_quiescent(&self) -> bool {
         self.phase == Phase::Idle && self.debt == Debt::None && self.inflight == 0

@@ -93,7 +93,13 @@ impl Loader {
                 self.backoff.reset();
                 Ok(Answer::Current)
             }
-            _ => Ok(Answer::Stale),
+            _ => {
+                // A stale page is never shown: it goes back now.
+                self.requests
+                    .live(request)
+                    .discard(&mut self.pools.cursors, &mut self.out);
+                Ok(Answer::Stale)
+            }
         }
     }
 
@@ -112,6 +118,7 @@ impl Loader {
         } = a;
         let epoch_now = self.ledger.epoch();
         let debt_full = self.ledger.debt() == Debt::Full;
+        let want = self.window.want(self.config.prefetch_distance);
         let w = self.requests.live(request);
         let slot = w.accept(acquisition, count);
         let kind = w.kind;
@@ -129,10 +136,11 @@ impl Loader {
             return Ok(Answer::CursorStalled);
         }
         if overtaken {
-            // The page is not staged (it would be dropped at once); its acquisition stays
-            // with the request.
+            // Abandoned: nothing it read will be shown, so every page goes back now.
             self.ledger.settle(request, &mut self.scratch)?;
-            w.clear_staged(&mut self.pools.cursors);
+            self.requests
+                .live(request)
+                .discard(&mut self.pools.cursors, &mut self.out);
             return Ok(Answer::Stale);
         }
         let limit = self.config.page_size;
@@ -165,6 +173,7 @@ impl Loader {
         if w.direction == Direction::Forward {
             if count > 0 {
                 w.stage(request, slot, acquisition, count, next.clone());
+                w.keep_within(&want, &mut self.pools.cursors, &mut self.out);
             }
             if !(end_of_source || w.staged_items >= w.target) {
                 if w.step == 0 {
@@ -195,6 +204,7 @@ impl Loader {
             w.reached_start = end_of_source || next.is_empty();
             let old = std::mem::replace(&mut w.back_cursor, next);
             self.pools.cursors.recycle(old);
+            w.keep_within(&want, &mut self.pools.cursors, &mut self.out);
             if !(w.reached_start || w.staged_back_items >= w.back_target) {
                 w.step += 1;
                 let from = w.back_cursor.clone();
@@ -241,7 +251,7 @@ impl Loader {
             _ => {
                 self.requests
                     .live(request)
-                    .clear_staged(&mut self.pools.cursors);
+                    .discard(&mut self.pools.cursors, &mut self.out);
                 Answer::Stale
             }
         };
@@ -283,7 +293,7 @@ impl Loader {
                         // rejoin. Nothing changed; a whole repair follows.
                         self.requests
                             .live(request)
-                            .clear_staged(&mut self.pools.cursors);
+                            .discard(&mut self.pools.cursors, &mut self.out);
                         self.view.owe_whole();
                         self.ledger.invalidate(&mut self.scratch)?;
                     }
@@ -294,7 +304,7 @@ impl Loader {
             _ => {
                 self.requests
                     .live(request)
-                    .clear_staged(&mut self.pools.cursors);
+                    .discard(&mut self.pools.cursors, &mut self.out);
                 Ok(Answer::Stale)
             }
         }
@@ -305,10 +315,15 @@ impl Loader {
     /// the backoff timer.
     pub(super) fn fail_request(&mut self, request: u64) -> Result<Failed, LoaderError> {
         let failed = self.ledger.fail(request, &mut self.scratch)?;
-        if self.requests.live(request).kind == Kind::Finite {
+        let w = self.requests.live(request);
+        if w.kind == Kind::Finite {
             let w = self.requests.remove(request).expect("live");
             self.out.release_all(&w.acqs);
             self.pools.recycle_work(w);
+        } else if w.resume_at.is_none() {
+            // Nothing will resume it (a ranged repair, or a stalled cursor): the retry reads
+            // afresh, so its pages go back now.
+            w.discard(&mut self.pools.cursors, &mut self.out);
         }
         match failed {
             Failed::Own => {

@@ -30,6 +30,13 @@ impl Backoff {
         self.deadline = None;
     }
 
+    /// A successful answer (a page, or a step of a repair or retry): the count of failures
+    /// and automatic retries in a row starts again. A deadline already armed stays.
+    pub(super) fn succeeded(&mut self) {
+        self.failures = 0;
+        self.retries = 0;
+    }
+
     /// An own failure at `now`: arms the timer unless the automatic retries are spent.
     pub(super) fn failed(&mut self, config: &Config, now: u64) {
         self.failures = self.failures.saturating_add(1);

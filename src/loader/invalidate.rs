@@ -24,7 +24,9 @@ impl Loader {
     /// by the start of the first page kept after them, and rejoins there: the pages before
     /// and after are kept, not re-read, not released and not reordered. The pages it replaces
     /// are released when it commits, and the pages after it move by the net change. A change
-    /// outside the held pages re-reads nothing: the repair commits at once. Several ranged
+    /// outside the held pages and outside every read still needed (a finite read forward reads
+    /// what follows its cursor, backward what precedes it; a running repair counts as
+    /// touching) supersedes nothing and re-reads nothing: no repair starts. Several ranged
     /// invalidations before a commit merge; a whole one ([`Loader::invalidate`]) subsumes them.
     ///
     /// A range too narrow (a change outside it) is a host bug: the view may then be wrong
@@ -58,15 +60,29 @@ impl Loader {
         if self.ledger.next_id() == u64::MAX {
             return Err(LedgerError::IdOverflow.into());
         }
-        self.view.mark_range(from, to, cmp);
+        let marked = self.view.mark_range(from, to, cmp);
         self.out.stats.ranged_invalidations += 1;
-        self.ledger.invalidate(&mut self.scratch)?;
+        // a <= b, with the empty cursor the source's start.
+        let mut le = |a: &[u8], b: &[u8]| {
+            a.is_empty() || (!b.is_empty() && cmp(a, b) != std::cmp::Ordering::Greater)
+        };
+        // A chain or full read, running or failed and kept for its retry, may have staged
+        // pages the change hits: it counts as touching.
+        let repairing = self.ledger.repair_live() || self.resume.is_some();
+        if marked > 0 || repairing || self.reads.may_touch(from, to, &mut le) {
+            self.ledger.invalidate(&mut self.scratch)?;
+        }
+        // Otherwise no page held and no read still needed can hold a changed item: nothing
+        // is superseded and nothing re-read. Reads to come see the change; a claim of the
+        // source's end past the last page was dropped above.
         self.pump();
         Ok(())
     }
 
     /// Rebuilds the view around `cursor`: the item just after it gets `position`, and the
-    /// window moves to start there (its length kept). As with any repair, the old view
+    /// window moves to start there (its length kept). The empty cursor is the source's
+    /// start, where positions are the source's own: its first item gets 0, whatever
+    /// `position` says, and the window starts at 0 (counted in [`Stats::renumbered`](super::Stats::renumbered)). As with any repair, the old view
     /// stays until the new one commits; the repair reads the window plus prefetch around the
     /// cursor, whatever the distance. A loader with nothing held and nothing in flight moves
     /// at once, with no invalidation (a starting point, such as the end of a log).
@@ -92,6 +108,15 @@ impl Loader {
                 return Err(LedgerError::IdOverflow.into());
             }
         }
+        // The empty cursor is the source's start, where positions are the source's own: its
+        // first item is at 0 whatever `position` says, and the window starts there (a
+        // renumbering, counted as one).
+        let position = if cursor.is_empty() {
+            self.out.stats.renumbered += u64::from(position != 0);
+            0
+        } else {
+            position
+        };
         let cursor = self.pools.cursors.make(cursor);
         self.out.stats.jumps += 1;
         self.window.start = position;

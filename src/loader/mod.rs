@@ -69,6 +69,8 @@
 
 mod abandon;
 mod answer;
+#[cfg(any(test, feature = "testing"))]
+mod audit;
 mod backoff;
 mod config;
 mod cursor;
@@ -77,6 +79,7 @@ mod inspect;
 mod invalidate;
 mod outbox;
 mod pools;
+mod reach;
 mod reads;
 mod requests;
 mod retry;
@@ -86,6 +89,8 @@ mod view;
 
 pub use crate::ledger::Kind;
 pub use answer::Answer;
+#[cfg(any(test, feature = "testing"))]
+pub use audit::Holder;
 pub use config::{Config, ConfigError, MAX_CURSOR_LEN, MAX_PAGE_SIZE, MAX_POSITION};
 pub use cursor::Cursor;
 pub use error::LoaderError;

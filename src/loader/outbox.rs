@@ -121,13 +121,24 @@ impl Outbox {
     pub(super) fn announce(&mut self, view_changed: bool, ledger_changes: u64) {
         if view_changed || ledger_changes != self.announced {
             self.announced = ledger_changes;
-            self.effects.push(Effect::Changed);
+            self.changed();
         }
     }
 
-    /// Announces `Changed` unconditionally (at close).
+    /// Announces `Changed` unconditionally (at close). The effects a host receives in one
+    /// call hold at most one `Changed`, after the others: one still queued from an earlier
+    /// call (a starting point's, queued before the host had a handle) moves to the end.
     pub(super) fn changed(&mut self) {
+        if let Some(at) = self.effects.iter().position(|e| *e == Effect::Changed) {
+            self.effects.remove(at);
+        }
         self.effects.push(Effect::Changed);
+    }
+
+    /// The queued effects, still queued.
+    #[cfg(any(test, feature = "testing"))]
+    pub(super) fn queued(&self) -> &[Effect] {
+        &self.effects
     }
 
     /// The queued effects, handed over.

@@ -88,6 +88,30 @@ impl Reads {
         }
     }
 
+    /// Whether a change somewhere in `[from, to]` (`to` `None`: the source's end) may lie in
+    /// what a read still needed returns. A finite read forward reads what follows its cursor,
+    /// backward what comes up to its cursor; a chain or full read may have staged pages the
+    /// change hits, so it always may. `le` orders two cursors, the empty one first.
+    pub(super) fn may_touch(
+        &self,
+        from: &[u8],
+        to: Option<&[u8]>,
+        le: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> bool {
+        self.list.iter().any(|(_, r)| {
+            !r.superseded
+                && match (r.kind, r.direction) {
+                    (Kind::Chain | Kind::Full, _) => true,
+                    // Some item k > cursor with k <= to.
+                    (Kind::Finite, super::Direction::Forward) => {
+                        to.is_none_or(|t| !le(t, &r.cursor))
+                    }
+                    // Some item k <= cursor with k >= from.
+                    (Kind::Finite, super::Direction::Backward) => le(from, &r.cursor),
+                }
+        })
+    }
+
     /// Reads issued and not yet answered.
     #[inline]
     pub(super) fn len(&self) -> usize {

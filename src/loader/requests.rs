@@ -163,6 +163,20 @@ impl Work {
         }
     }
 
+    /// The request settled and none of its pages will be shown (stale, overtaken and
+    /// abandoned, or a ranged repair that could not rejoin): drops what it staged and hands
+    /// back every acquisition it holds now, not when the ledger retires it, so that no page
+    /// is held outside the view, a running repair and a failed read kept for its retry.
+    #[inline]
+    pub(super) fn discard(&mut self, cursors: &mut CursorPool, out: &mut Outbox) {
+        self.clear_staged(cursors);
+        for acq in self.acqs.iter_mut() {
+            if let Some(a) = acq.take() {
+                out.release(a);
+            }
+        }
+    }
+
     /// How many pages fit before either vector grows.
     #[inline]
     pub(super) fn room(&self) -> usize {
@@ -189,6 +203,12 @@ impl Requests {
     #[inline]
     pub(super) fn get(&self, request: u64) -> Option<&Work> {
         self.map.get(&request)
+    }
+
+    /// Every live record, with its request id.
+    #[cfg(any(test, feature = "testing"))]
+    pub(super) fn iter(&self) -> impl Iterator<Item = (u64, &Work)> + '_ {
+        self.map.iter().map(|(&id, w)| (id, w))
     }
 
     #[inline]

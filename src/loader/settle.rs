@@ -119,7 +119,12 @@ impl Loader {
         }
         let stats = &mut self.out.stats;
         match answer {
-            Answer::Current => stats.answered_current += 1,
+            Answer::Current => {
+                stats.answered_current += 1;
+                // Retries count in a row: any successful answer starts the count again, a
+                // step of a long repair or retry included.
+                self.backoff.succeeded();
+            }
             Answer::Stale => stats.answered_stale += 1,
             Answer::CursorStalled => stats.cursor_stalls += 1,
         }

@@ -43,6 +43,10 @@ impl Host {
             .check_invariants()
             .map_err(|inv| at(format!("ledger {inv} violated")))?;
         let view = self.view_items().map_err(at)?;
+        let distinct: std::collections::HashSet<&Item> = view.iter().collect();
+        if distinct.len() != view.len() {
+            return Err(at(format!("an item appears twice in the view: {view:?}")));
+        }
         if let Some(acq) = self
             .held
             .iter()
@@ -54,7 +58,10 @@ impl Host {
         }
         self.check_bound().map_err(at)?;
         let l = self.loader.ledger();
-        if !self.loader.revalidating() && l.failure() == crate::ledger::Failure::None && !self.lied
+        if !self.loader.revalidating()
+            && l.failure() == crate::ledger::Failure::None
+            && !self.lied
+            && !self.lossy
         {
             // Quiet: the view is the source's content for the covered range, from the first
             // held page's start cursor.
@@ -141,6 +148,12 @@ impl Host {
                 break;
             }
         }
+        self.check_settled()
+    }
+
+    /// The properties of a settled loader: quiescent, current, with the window covered, and
+    /// every property that holds after any event.
+    pub fn check_settled(&self) -> Result<(), Violation> {
         let l = self.loader.ledger();
         if !l.is_quiescent() || self.loader.revalidating() {
             return Err(format!("stuck: {:?}", l.snapshot()));

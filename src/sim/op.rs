@@ -92,4 +92,15 @@ pub enum Op {
         /// Which item.
         index: u16,
     },
+    /// Answer a pending read, a backward one with the items after its cursor, as if it were
+    /// forward: a host bug (the checker's faulty host).
+    MisreadBackward {
+        /// Which pending read.
+        index: u16,
+    },
+    /// Insert an item with this key and report nothing: a host bug.
+    InsertSilently {
+        /// The new item's key (modulo 16).
+        key: u8,
+    },
 }

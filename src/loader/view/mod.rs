@@ -210,6 +210,12 @@ impl View {
         }
     }
 
+    /// Whether a tail cursor (past empty pages after the last page) is known.
+    #[cfg(any(test, feature = "testing"))]
+    pub(super) fn tail_known(&self) -> bool {
+        self.tail_cursor.is_some()
+    }
+
     /// Whether the view changed since the last call.
     #[inline]
     pub(super) fn take_changed(&mut self) -> bool {

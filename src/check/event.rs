@@ -1,0 +1,270 @@
+//! The host events the loader checker explores, and how each is applied to a state: the
+//! enabled events of a state, in a fixed order, so that a trace replays exactly.
+
+use super::props::{self, Property};
+use super::{HostFault, Settings, State};
+use crate::loader::{Effect, LoaderError};
+use crate::sim::{encode_cursor, Op, Source};
+
+/// One host event. Reads are named by the loader's read id, items by their index in the
+/// source as it is when the event runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Event {
+    /// Answer the read honestly, from the source as it is now.
+    Answer {
+        /// The read.
+        read: u64,
+    },
+    /// Fail the read.
+    Fail {
+        /// The read.
+        read: u64,
+    },
+    /// Answer the read with no items, its own cursor and no end flag (a stalled source).
+    Empty {
+        /// The read.
+        read: u64,
+    },
+    /// Answer the read with its items but its own cursor (a repeated cursor).
+    Repeat {
+        /// The read.
+        read: u64,
+    },
+    /// Give up on the read (`abandon`).
+    Abandon {
+        /// The read.
+        read: u64,
+    },
+    /// Insert an item with `key`, then invalidate: the whole source, or only the new item.
+    Insert {
+        /// The new item's key.
+        key: u32,
+        /// Report it with `invalidate_range` instead of `invalidate`.
+        ranged: bool,
+    },
+    /// Delete the item at `index`, then invalidate (whole, or ranged).
+    Delete {
+        /// The item's index.
+        index: usize,
+        /// Report it with `invalidate_range`.
+        ranged: bool,
+    },
+    /// Move the window.
+    Window {
+        /// Its first position.
+        start: u64,
+        /// Its length.
+        len: u64,
+    },
+    /// Jump to the item at `index` (the cursor before it), at its own position.
+    Jump {
+        /// The item's index.
+        index: usize,
+    },
+    /// Jump to the source's start (the empty cursor), naming `position` for its first item.
+    JumpStart {
+        /// The position given.
+        position: u64,
+    },
+    /// An explicit retry (offered when one is enabled).
+    Retry,
+    /// Let time pass to the next deadline (offered when one is armed).
+    Tick,
+}
+
+/// The events enabled in `st`, within the budgets of `settings`.
+pub(super) fn enabled(st: &State, s: &Settings) -> Vec<Event> {
+    let mut v = Vec::new();
+    let h = &st.host;
+    for (read, cancelled, abandoned) in h.pending_flags() {
+        v.push(Event::Answer { read });
+        if st.faults < s.faults {
+            v.push(Event::Fail { read });
+            v.push(Event::Empty { read });
+            v.push(Event::Repeat { read });
+        }
+        if !abandoned && (cancelled || st.faults < s.faults) {
+            v.push(Event::Abandon { read });
+        }
+    }
+    if st.changes < s.changes {
+        let n = h.source.len();
+        let last_key = h.source.items().last().map_or(0, |i| i.0);
+        for ranged in [false, true] {
+            for key in [0, last_key + 1] {
+                v.push(Event::Insert { key, ranged });
+            }
+            if n > 0 {
+                for index in [0, n - 1] {
+                    v.push(Event::Delete { index, ranged });
+                }
+            }
+        }
+        v.dedup();
+    }
+    if st.moves < s.moves {
+        let (start, len) = h.loader.window();
+        for to in s.window_starts() {
+            if to != start {
+                v.push(Event::Window { start: to, len });
+            }
+        }
+        if st.jumps < 1 {
+            let n = h.source.len();
+            for index in [0, n / 2] {
+                v.push(Event::Jump { index });
+            }
+            v.push(Event::JumpStart {
+                position: s.source as u64 + 1,
+            });
+        }
+    }
+    if h.loader.ledger().retry_enabled() {
+        v.push(Event::Retry);
+    }
+    // A tick also delivers effects still queued (a starting point's), as any call does.
+    if h.loader.next_deadline().is_some() || !h.loader.queued_effects().is_empty() {
+        v.push(Event::Tick);
+    }
+    v
+}
+
+/// Applies `e` to `st`, checking every property that holds after any event; returns the
+/// violated property with a message.
+pub(super) fn apply(st: &mut State, s: &Settings, e: Event) -> Result<(), (Property, String)> {
+    let h = &mut st.host;
+    let index = |h: &crate::sim::Host, read: u64| h.index_of(read);
+    let current_before = h.loader.stats().answered_current;
+    let view_err = |m: String| (Property::from_message(&m), m);
+    match e {
+        Event::Answer { read } => {
+            let index = index(h, read);
+            let op = match s.fault {
+                Some(HostFault::BackwardAfter) => Op::MisreadBackward { index },
+                _ => Op::Deliver { index, fresh: true },
+            };
+            h.apply(op).map_err(view_err)?
+        }
+        Event::Fail { read } => {
+            st.faults += 1;
+            h.apply(Op::Fail {
+                index: index(h, read),
+            })
+            .map_err(view_err)?
+        }
+        Event::Empty { read } => {
+            st.faults += 1;
+            h.apply(Op::StallEmpty {
+                index: index(h, read),
+            })
+            .map_err(view_err)?
+        }
+        Event::Repeat { read } => {
+            st.faults += 1;
+            h.apply(Op::Stall {
+                index: index(h, read),
+            })
+            .map_err(view_err)?
+        }
+        Event::Abandon { read } => {
+            let flags = h.pending_flags();
+            if !flags.iter().any(|f| f.0 == read && f.1) {
+                st.faults += 1;
+            }
+            let open: Vec<u64> = flags.iter().filter(|f| !f.2).map(|f| f.0).collect();
+            let at = open.iter().position(|&r| r == read).expect("open read") as u16;
+            h.apply(Op::Abandon { index: at }).map_err(view_err)?
+        }
+        Event::Insert { key, ranged } => {
+            st.changes += 1;
+            if s.fault == Some(HostFault::Unreported) {
+                h.apply(Op::InsertSilently { key: key as u8 })
+                    .map_err(view_err)?
+            } else if ranged {
+                let item = h.source.insert(key);
+                ranged_change(st, encode_cursor(item))?;
+            } else {
+                h.source.insert(key);
+                call(h, |l| l.invalidate())?;
+            }
+        }
+        Event::Delete { index, ranged } => {
+            st.changes += 1;
+            let item = h.source.delete(index).expect("an item");
+            if ranged {
+                ranged_change(st, encode_cursor(item))?;
+            } else {
+                call(h, |l| l.invalidate())?;
+            }
+        }
+        Event::Window { start, len } => {
+            st.moves += 1;
+            h.apply(Op::Window {
+                start: start as u16,
+                len: len as u16,
+            })
+            .map_err(view_err)?
+        }
+        Event::Jump { index } => {
+            st.moves += 1;
+            st.jumps += 1;
+            h.apply(Op::Jump {
+                index: index as u16,
+            })
+            .map_err(view_err)?
+        }
+        Event::JumpStart { position } => {
+            st.moves += 1;
+            st.jumps += 1;
+            call(h, |l| l.jump(&[], position))?;
+        }
+        Event::Retry => h.apply(Op::Retry).map_err(view_err)?,
+        Event::Tick => {
+            let d = h.loader.next_deadline().unwrap_or(h.now);
+            let ms = d.saturating_sub(h.now).max(1);
+            h.apply(Op::Tick { ms: ms as u16 }).map_err(view_err)?
+        }
+    }
+    let answered = st.host.loader.stats().answered_current > current_before;
+    props::after_event(st, s, answered)
+}
+
+/// A loader call the sim's ops do not cover, then the host's effects and checks.
+fn call(
+    h: &mut crate::sim::Host,
+    f: impl FnOnce(&mut crate::loader::Loader) -> Result<(), LoaderError>,
+) -> Result<(), (Property, String)> {
+    h.lied = false;
+    f(&mut h.loader).map_err(|e| (Property::Refused, format!("refused: {e}")))?;
+    h.collect().map_err(|m| (Property::from_message(&m), m))?;
+    h.check().map_err(|m| (Property::from_message(&m), m))
+}
+
+/// The source changed at `at` only (an item inserted or deleted): report it with a range
+/// of that one cursor, and check that a change nothing held or read can contain issues and
+/// supersedes nothing.
+fn ranged_change(st: &mut State, at: Vec<u8>) -> Result<(), (Property, String)> {
+    let h = &mut st.host;
+    let untouched = props::untouched(h, &at);
+    // Effects queued before this call (a starting point's) are not its own.
+    let reads_or_cancels = |e: &[Effect]| {
+        e.iter()
+            .filter(|e| matches!(e, Effect::Issue(_) | Effect::Cancel { .. }))
+            .count()
+    };
+    let before = reads_or_cancels(h.loader.queued_effects());
+    h.lied = false;
+    h.loader
+        .invalidate_range(&at, Some(&at), &mut Source::compare)
+        .map_err(|e| (Property::Refused, format!("refused: {e}")))?;
+    let effects = h.loader.take_effects();
+    if untouched && reads_or_cancels(&effects) > before {
+        return Err((
+            Property::RangedUntouched,
+            format!("a change outside the held pages and every read in flight caused {effects:?}"),
+        ));
+    }
+    h.collect_from(effects)
+        .map_err(|m| (Property::from_message(&m), m))?;
+    h.check().map_err(|m| (Property::from_message(&m), m))
+}

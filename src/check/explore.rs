@@ -1,0 +1,178 @@
+//! The loader checker's search: breadth-first over canonical states to a depth, with a
+//! shortest trace to the first violation of each configuration, and its replay.
+
+use super::event::{apply, enabled, Event};
+use super::props::{progress, Property};
+use super::{canon, Settings, State};
+use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
+
+/// A property violated, with the shortest trace that violates it.
+#[derive(Clone, Debug)]
+pub struct Violation {
+    /// The property.
+    pub property: Property,
+    /// What was wrong.
+    pub message: String,
+    /// The configuration explored.
+    pub settings: Settings,
+    /// The events from the start state, the last one violating the property (or, for
+    /// progress, leading to the state it fails from).
+    pub trace: Vec<Event>,
+}
+
+/// What a check explored and found.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    /// Configurations explored.
+    pub configurations: usize,
+    /// Distinct canonical states, over all configurations.
+    pub states: u64,
+    /// Events applied.
+    pub transitions: u64,
+    /// The deepest level reached.
+    pub depth: u32,
+    /// The most honest answers a progress check needed to reach quiescence.
+    pub worst_progress: usize,
+    /// The violations: at most one per configuration (its shortest).
+    pub violations: Vec<Violation>,
+}
+
+fn key(st: &State) -> u128 {
+    let text = canon::canonical(&format!("{:?}", st.host), st.host.now);
+    let mut a = std::collections::hash_map::DefaultHasher::new();
+    let mut b = std::collections::hash_map::DefaultHasher::new();
+    (0u8, &text, st.changes, st.moves, st.faults, st.jumps).hash(&mut a);
+    (1u8, &text, st.changes, st.moves, st.faults, st.jumps).hash(&mut b);
+    (u128::from(a.finish()) << 64) | u128::from(b.finish())
+}
+
+/// Explores each configuration in `settings` on `threads` threads; with `stop_at_first`,
+/// no configuration starts after one found a violation. `each` is called after each
+/// configuration with its index and report. Violations are listed in configuration order.
+pub fn check(
+    settings: &[Settings],
+    stop_at_first: bool,
+    threads: usize,
+    each: &(dyn Fn(usize, &Report) + Sync),
+) -> Report {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let next = AtomicUsize::new(0);
+    let found = AtomicBool::new(false);
+    let done: Mutex<Vec<(usize, Report)>> = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..threads.max(1) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= settings.len() || (stop_at_first && found.load(Ordering::Relaxed)) {
+                    break;
+                }
+                let r = explore_one(&settings[i]);
+                each(i, &r);
+                if !r.violations.is_empty() {
+                    found.store(true, Ordering::Relaxed);
+                }
+                done.lock().expect("no worker panicked").push((i, r));
+            });
+        }
+    });
+    let mut done = done.into_inner().expect("no worker panicked");
+    done.sort_by_key(|x| x.0);
+    let mut total = Report::default();
+    for (_, r) in done {
+        total.configurations += 1;
+        total.states += r.states;
+        total.transitions += r.transitions;
+        total.depth = total.depth.max(r.depth);
+        total.worst_progress = total.worst_progress.max(r.worst_progress);
+        total.violations.extend(r.violations);
+    }
+    total
+}
+
+fn explore_one(s: &Settings) -> Report {
+    let mut r = Report {
+        configurations: 1,
+        ..Report::default()
+    };
+    let start = s.start();
+    let mut seen: HashSet<u128> = HashSet::new();
+    seen.insert(key(&start));
+    // Each node's parent and the event that reached it, for traces.
+    let mut nodes: Vec<(u32, Option<Event>)> = vec![(u32::MAX, None)];
+    let mut frontier = vec![(0u32, start)];
+    let trace = |nodes: &[(u32, Option<Event>)], mut at: u32| {
+        let mut t = Vec::new();
+        while let Some(e) = nodes[at as usize].1 {
+            t.push(e);
+            at = nodes[at as usize].0;
+        }
+        t.reverse();
+        t
+    };
+    for level in 0..=s.depth {
+        r.depth = level;
+        let mut next = Vec::new();
+        for (node, st) in frontier.drain(..) {
+            r.states += 1;
+            match progress(&st, s) {
+                Ok(n) => r.worst_progress = r.worst_progress.max(n),
+                Err((property, message)) => {
+                    r.violations.push(Violation {
+                        property,
+                        message,
+                        settings: *s,
+                        trace: trace(&nodes, node),
+                    });
+                    return r;
+                }
+            }
+            if level == s.depth {
+                continue;
+            }
+            for e in enabled(&st, s) {
+                r.transitions += 1;
+                let mut succ = st.clone();
+                if let Err((property, message)) = apply(&mut succ, s, e) {
+                    let mut t = trace(&nodes, node);
+                    t.push(e);
+                    r.violations.push(Violation {
+                        property,
+                        message,
+                        settings: *s,
+                        trace: t,
+                    });
+                    return r;
+                }
+                if seen.insert(key(&succ)) {
+                    nodes.push((node, Some(e)));
+                    next.push(((nodes.len() - 1) as u32, succ));
+                }
+            }
+        }
+        if next.is_empty() {
+            break;
+        }
+        frontier = next;
+    }
+    r
+}
+
+/// Runs `trace` from the start state of `s`, checking every property after each event and
+/// progress from each state: the first violation, if any.
+pub fn replay(s: &Settings, trace: &[Event]) -> Result<(), (Property, String)> {
+    let mut st = s.start();
+    progress(&st, s)?;
+    for (i, &e) in trace.iter().enumerate() {
+        if !enabled(&st, s).contains(&e) {
+            return Err((
+                Property::Refused,
+                format!("event {i} ({e:?}) is not enabled here"),
+            ));
+        }
+        apply(&mut st, s, e)?;
+        progress(&st, s)?;
+    }
+    Ok(())
+}

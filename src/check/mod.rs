@@ -1,0 +1,206 @@
+//! The loader checker: explores the production [`Loader`](crate::Loader) exhaustively, every
+//! interleaving of host events from small starting configurations, with the header's
+//! promises as named properties ([`Property`]).
+//!
+//! A state is the sim host (`sim::Host`: the source, the reads pending, the acquisitions
+//! handed over) with the loader inside it, plus the budgets spent. From each state every
+//! enabled [`Event`] is applied to a clone; states are deduplicated by a canonical form
+//! (`canon`: ids renumbered, counters dropped). The search is breadth-first to a stated
+//! depth, so the first violation found has a shortest trace, which [`replay`] runs again.
+//!
+//! The parts: `canon` (the canonical form), `event` (the host's events), `props` (the
+//! properties), `explore` (the search and its report).
+
+mod canon;
+mod event;
+mod explore;
+mod props;
+
+pub use event::Event;
+pub use explore::{check, replay, Report, Violation};
+pub use props::Property;
+
+use crate::loader::Config;
+use crate::sim::{Host, Source};
+
+/// One starting configuration and the budgets of its exploration.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Settings {
+    /// The loader's config.
+    pub config: Config,
+    /// How many items the source starts with (numbered, four to a key).
+    pub source: usize,
+    /// The window's length.
+    pub window: u64,
+    /// A starting point given before the first event call (as a C host's `initial_cursor`
+    /// and `initial_position`): jump to (the cursor before the item at index, position).
+    pub initial: Option<(usize, u64)>,
+    /// Source changes allowed (inserts and deletes, each reported whole or ranged).
+    pub changes: u8,
+    /// Window moves and jumps allowed.
+    pub moves: u8,
+    /// Failures and bad answers (fail, empty, repeated cursor, abandon unasked) allowed.
+    pub faults: u8,
+    /// How deep the search goes, in events.
+    pub depth: u32,
+    /// A host bug to inject, to show that the properties catch it (`None`: an honest host).
+    pub fault: Option<HostFault>,
+}
+
+/// A host bug the checker can inject: each makes a property fail, which shows that the
+/// property is not vacuous.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostFault {
+    /// Inserts reach the source and are never reported (`quiet_view` fails).
+    Unreported,
+    /// Backward reads are answered with the items after their cursor (`unique` fails).
+    BackwardAfter,
+    /// Once the source stops changing, every read is answered with its own cursor
+    /// (`progress` fails).
+    Stalling,
+}
+
+impl Settings {
+    /// The window starts a move may go to: the source's start, near, and far (past the
+    /// source's end).
+    fn window_starts(&self) -> [u64; 3] {
+        let n = self.source as u64;
+        [0, 1, n + 2]
+    }
+
+    /// Honest answers within which progress must reach quiescence: twice the pages from the
+    /// source's start to the far end of the farthest window plus prefetch, plus two for the
+    /// partial pages at each end, per direction.
+    fn progress_bound(&self) -> usize {
+        let page = u64::from(self.config.page_size);
+        let span = self.source as u64 + 3 + self.window + 2 * self.config.prefetch_distance;
+        (2 * (span.div_ceil(page) + 2)) as usize
+    }
+
+    /// The state the exploration starts from.
+    fn start(&self) -> State {
+        let mut host = Host::new(self.config, Source::numbered(self.source));
+        host.lossy = !self.config.recheck_full;
+        match self.initial {
+            Some((index, position)) => {
+                // As `loader_new` with a starting point, then the host's first window: the
+                // jump's effects wait for the first call that delivers effects.
+                let cursor = host.source.cursor_before(index);
+                host.loader
+                    .jump(&cursor, position)
+                    .expect("a small position");
+                let start = host.loader.window().0;
+                host.loader
+                    .set_window(start, self.window)
+                    .expect("a small window");
+            }
+            None => {
+                host.loader
+                    .set_window(0, self.window)
+                    .expect("a small window");
+                host.collect().expect("a first window's effects");
+            }
+        }
+        // The starting effects stay queued: the first event's call carries them out, as the
+        // C layer's first call does after `loader_new` with a starting point.
+        State {
+            host,
+            changes: 0,
+            moves: 0,
+            faults: 0,
+            jumps: 0,
+        }
+    }
+}
+
+/// A state of the exploration.
+#[derive(Clone, Debug)]
+pub(crate) struct State {
+    host: Host,
+    changes: u8,
+    moves: u8,
+    faults: u8,
+    jumps: u8,
+}
+
+/// The configurations explored. The quick grid (`make check`) takes every geometry (source
+/// of 0, 2 or 4 items, page 1 or 2, window 1 or 2, prefetch 0 or 1) and, for each, two of
+/// the twelve setting combinations (`max_pages` 0 or 2; the three ledger settings; retries
+/// and timeouts at their extremes: 5 retries and 10 s, or none and 1 ms), rotating so that
+/// every combination meets four geometries; plus starting points given before the first
+/// call; each to depth 7 with one source change, one move and one fault. `deep` takes
+/// sources of 0, 3 or 5 items and three combinations per geometry, to depth 9.
+pub fn grid(deep: bool) -> Vec<Settings> {
+    let mut out = Vec::new();
+    let sources: &[usize] = if deep { &[0, 3, 5] } else { &[0, 2, 4] };
+    let (stride, depth) = if deep { (4, 9) } else { (6, 7) };
+    let mut combos = Vec::new();
+    for max_pages in [0, 2] {
+        for ledger in [(true, true), (true, false), (false, false)] {
+            for retries in [(5, 10_000), (0, 1)] {
+                combos.push((max_pages, ledger, retries));
+            }
+        }
+    }
+    let mut geometry = 0;
+    for &source in sources {
+        for page_size in [1, 2] {
+            for window in [1, 2] {
+                for prefetch in [0, 1] {
+                    for (k, &(max_pages, ledger, retries)) in combos.iter().enumerate() {
+                        if k % stride != geometry % stride {
+                            continue;
+                        }
+                        let config = Config {
+                            page_size,
+                            prefetch_distance: prefetch,
+                            max_pages,
+                            recheck_full: ledger.0,
+                            commit_overtaken: ledger.1,
+                            max_auto_retries: retries.0,
+                            read_timeout_ms: retries.1,
+                            backoff_initial_ms: 1,
+                            backoff_max_ms: 4,
+                            ..Config::default()
+                        };
+                        out.push(Settings {
+                            config,
+                            source,
+                            window,
+                            initial: None,
+                            changes: 1,
+                            moves: 1,
+                            faults: 1,
+                            depth,
+                            fault: None,
+                        });
+                    }
+                    geometry += 1;
+                }
+            }
+        }
+    }
+    // Starting points: the source's start named at another position, and an item inside.
+    for (source, initial) in [(3, (0, 2)), (3, (1, 1)), (4, (2, 2))] {
+        for page_size in [1, 2] {
+            out.push(Settings {
+                config: Config {
+                    page_size,
+                    prefetch_distance: 1,
+                    backoff_initial_ms: 1,
+                    backoff_max_ms: 4,
+                    ..Config::default()
+                },
+                source,
+                window: 2,
+                initial: Some(initial),
+                changes: 1,
+                moves: 1,
+                faults: 1,
+                depth,
+                fault: None,
+            });
+        }
+    }
+    out
+}

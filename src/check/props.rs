@@ -1,0 +1,324 @@
+//! The loader checker's properties: each a name, what it checks, and where.
+//!
+//! After every event: the sim host's checks (the ledger's invariants, a contiguous view, the
+//! view against the source whenever nothing is being revalidated, positions that are the
+//! source's own at its start, `changed` once and last in each call), plus accounting, the
+//! memory bound, unique items and the retry count. From every state: progress.
+
+use super::{Settings, State};
+use crate::loader::{Direction, Holder};
+use crate::sim::{Host, Source};
+use std::collections::HashSet;
+
+/// A named property of the loader.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Property {
+    /// The ledger's five invariants hold.
+    Ledger,
+    /// Every acquisition is released exactly once, and the loader holds exactly the
+    /// acquisitions it accepted and has not released.
+    Accounting,
+    /// Every held acquisition is in the view, in a running repair, or in a failed read kept
+    /// for its retry.
+    HeldAccounted,
+    /// The acquisitions held are within the header's bound, at every state.
+    Bound,
+    /// The view's pages are contiguous.
+    Contiguous,
+    /// No item appears twice in the view.
+    Unique,
+    /// When nothing is being revalidated (an honest host), the view is the source's items.
+    QuietView,
+    /// Positions are the source's own whenever `start_of_source` is set.
+    OwnPositions,
+    /// `changed` at most once per call, after the call's other effects.
+    ChangedOnceLast,
+    /// Once the source stops changing and reads stop failing, quiescence with the window
+    /// covered, within a bound of answers.
+    Progress,
+    /// A ranged invalidation outside the held pages and every read in flight issues no read
+    /// and supersedes nothing.
+    RangedUntouched,
+    /// After a successful answer, the automatic retry count starts again.
+    RetryReset,
+    /// The loader refused a call an honest host made.
+    Refused,
+}
+
+impl Property {
+    /// Every property, in the order the report lists them.
+    pub const ALL: [Property; 13] = [
+        Property::Ledger,
+        Property::Accounting,
+        Property::HeldAccounted,
+        Property::Bound,
+        Property::Contiguous,
+        Property::Unique,
+        Property::QuietView,
+        Property::OwnPositions,
+        Property::ChangedOnceLast,
+        Property::Progress,
+        Property::RangedUntouched,
+        Property::RetryReset,
+        Property::Refused,
+    ];
+
+    /// Its name, as `loader-check --loader` prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Property::Ledger => "ledger",
+            Property::Accounting => "accounting",
+            Property::HeldAccounted => "held_accounted",
+            Property::Bound => "bound",
+            Property::Contiguous => "contiguous",
+            Property::Unique => "unique",
+            Property::QuietView => "quiet_view",
+            Property::OwnPositions => "own_positions",
+            Property::ChangedOnceLast => "changed_once_last",
+            Property::Progress => "progress",
+            Property::RangedUntouched => "ranged_untouched",
+            Property::RetryReset => "retry_reset",
+            Property::Refused => "refused",
+        }
+    }
+
+    /// The property a sim host's message reports.
+    pub(super) fn from_message(m: &str) -> Property {
+        let has = |s: &str| m.contains(s);
+        if has("changed_once_last") {
+            Property::ChangedOnceLast
+        } else if has("appears twice") {
+            Property::Unique
+        } else if has("ledger ") {
+            Property::Ledger
+        } else if has("released but not held") || has("after close") {
+            Property::Accounting
+        } else if has("max_pages") {
+            Property::Bound
+        } else if has("starts at the source's start") || has("claims the source's start") {
+            Property::OwnPositions
+        } else if has("page starts at") || has("covered end") || has("was released") {
+            Property::Contiguous
+        } else if has("refused") {
+            Property::Refused
+        } else {
+            Property::QuietView
+        }
+    }
+}
+
+/// The properties checked after every event, beyond the sim host's own.
+pub(super) fn after_event(
+    st: &State,
+    s: &Settings,
+    answered: bool,
+) -> Result<(), (Property, String)> {
+    let h = &st.host;
+    let l = &h.loader;
+    let holders = l.holders();
+    // Accounting: the loader's holders are exactly the host's outstanding acquisitions.
+    let mine: HashSet<u64> = holders.iter().map(|x| x.0).collect();
+    let theirs: HashSet<u64> = h.held.keys().copied().collect();
+    if mine.len() != holders.len() {
+        return Err((
+            Property::Accounting,
+            format!("an acquisition is held twice: {holders:?}"),
+        ));
+    }
+    if mine != theirs {
+        return Err((
+            Property::Accounting,
+            format!("the loader holds {mine:?}, the host has given and not had back {theirs:?}"),
+        ));
+    }
+    if let Some(x) = holders.iter().find(|x| matches!(x.1, Holder::Idle { .. })) {
+        return Err((
+            Property::HeldAccounted,
+            format!(
+                "acquisition {} is held by no view, repair or retry: {:?}",
+                x.0, x.1
+            ),
+        ));
+    }
+    bound(h, &holders)?;
+    let items = h.view_items().map_err(|m| (Property::Contiguous, m))?;
+    let distinct: HashSet<_> = items.iter().collect();
+    if distinct.len() != items.len() {
+        return Err((
+            Property::Unique,
+            format!("an item appears twice in the view: {items:?}"),
+        ));
+    }
+    if answered && l.auto_retries_spent() != 0 {
+        return Err((
+            Property::RetryReset,
+            format!(
+                "a successful answer left {} automatic retries counted",
+                l.auto_retries_spent()
+            ),
+        ));
+    }
+    let _ = s;
+    Ok(())
+}
+
+/// The header's bound (`loader_config.max_pages`): the view holds at most max(`max_pages`,
+/// the pages overlapping the window ± prefetch); each running repair or full read (and a
+/// failed one kept for its retry) stages at most ceil((window + 2 prefetch) / page) + 2.
+fn bound(h: &Host, holders: &[(u64, Holder)]) -> Result<(), (Property, String)> {
+    let l = &h.loader;
+    let c = l.config();
+    let (ws, wl) = l.window();
+    let pf = c.prefetch_distance;
+    let (from, to) = (ws.saturating_sub(pf), (ws + wl).saturating_add(pf));
+    let staged_max = (wl + 2 * pf).div_ceil(u64::from(c.page_size)) as usize + 2;
+    let mut per: std::collections::HashMap<Option<u64>, usize> = Default::default();
+    for x in holders {
+        match x.1 {
+            Holder::Repair { request } => *per.entry(Some(request)).or_default() += 1,
+            Holder::Resume => *per.entry(None).or_default() += 1,
+            _ => {}
+        }
+    }
+    if let Some((who, n)) = per.iter().find(|x| *x.1 > staged_max) {
+        return Err((
+            Property::Bound,
+            format!(
+                "{} holds {n} staged pages, over the bound {staged_max} (window {ws}+{wl}, prefetch {pf})",
+                who.map_or("a failed read kept for its retry".to_string(), |r| format!(
+                    "repair {r}"
+                ))
+            ),
+        ));
+    }
+    if c.max_pages > 0 {
+        let overlapping = l
+            .pages()
+            .filter(|p| p.start < to && p.start + u64::from(p.count) > from)
+            .count();
+        let view_max = (c.max_pages as usize).max(overlapping);
+        // A finite read in flight keeps the pages on its side (the header says so).
+        let reading = |d: Direction| {
+            h.pending_reads()
+                .iter()
+                .any(|r| r.kind == crate::loader::Kind::Finite && r.direction == d)
+        };
+        let slack = usize::from(reading(Direction::Forward) || reading(Direction::Backward));
+        // In all: the view's share, and one running repair's (or a failed one kept).
+        if holders.len() > view_max + slack + staged_max {
+            return Err((
+                Property::Bound,
+                format!(
+                    "{} acquisitions held, over max({}, {overlapping}) + {slack} + {staged_max}",
+                    holders.len(),
+                    c.max_pages
+                ),
+            ));
+        }
+        if l.page_count() > view_max + slack {
+            return Err((
+                Property::Bound,
+                format!(
+                    "the view holds {} pages, over max({}, {overlapping} overlapping the window) + {slack}",
+                    l.page_count(),
+                    c.max_pages
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether a change at cursor `at` lies outside the held pages (and what the view knows past
+/// them: the source's end, empty pages skipped) and outside every read in flight.
+pub(super) fn untouched(h: &Host, at: &[u8]) -> bool {
+    use std::cmp::Ordering::*;
+    let l = &h.loader;
+    let lt = |a: &[u8], b: &[u8]| match (a.is_empty(), b.is_empty()) {
+        (true, b_empty) => !b_empty,
+        (false, true) => false,
+        (false, false) => Source::compare(a, b) == Less,
+    };
+    let le = |a: &[u8], b: &[u8]| !lt(b, a);
+    if l.page_count() > 0 {
+        let base = l.base_cursor();
+        let end = l.pages().last().map(|p| p.end_cursor()).unwrap_or(base);
+        let inside = lt(base, at) && le(at, end);
+        let past = lt(end, at) && (l.end_of_source() || l.tail_known());
+        let before = l.start_of_source() && le(at, base);
+        if inside || past || before {
+            return false;
+        }
+    } else if l.end_of_source() || l.tail_known() {
+        return false;
+    }
+    // A running repair may have staged pages the change hits: it counts as touching. Reads
+    // still queued for the host (a starting point's) are in flight too.
+    let mut reads = h.pending_reads();
+    reads.extend(l.queued_effects().iter().filter_map(|e| match e {
+        crate::loader::Effect::Issue(r) => Some(r.clone()),
+        _ => None,
+    }));
+    if reads.iter().any(|r| r.kind != crate::loader::Kind::Finite) {
+        return false;
+    }
+    reads.iter().all(|r| match r.direction {
+        Direction::Forward => !(lt(&r.cursor, at) && r.until.as_deref().is_none_or(|u| le(at, u))),
+        Direction::Backward => !le(at, &r.cursor),
+    })
+}
+
+/// Progress: from `st`, with the source left alone and every read answered honestly (oldest
+/// first, then newest first), timers run and retries made when nothing else is armed, the
+/// loader reaches quiescence with the window covered within `bound` answers.
+pub(super) fn progress(st: &State, s: &Settings) -> Result<usize, (Property, String)> {
+    let mut worst = 0;
+    for newest_first in [false, true] {
+        let mut h = st.host.clone();
+        // Effects still queued (a starting point's) reach the host with its first call.
+        h.collect().map_err(|m| (Property::from_message(&m), m))?;
+        let mut answers = 0;
+        let mut calls = 0;
+        let bound = s.progress_bound();
+        loop {
+            let reads = h.pending_reads();
+            let step = if let Some(r) = if newest_first {
+                reads.iter().max_by_key(|r| r.read_id)
+            } else {
+                reads.iter().min_by_key(|r| r.read_id)
+            } {
+                answers += 1;
+                if answers > bound {
+                    return Err((
+                        Property::Progress,
+                        format!("not quiescent after {bound} honest answers"),
+                    ));
+                }
+                let index = h.index_of(r.read_id);
+                match s.fault {
+                    Some(super::HostFault::Stalling) => crate::sim::Op::Stall { index },
+                    _ => crate::sim::Op::Deliver { index, fresh: true },
+                }
+            } else if let Some(d) = h.loader.next_deadline() {
+                crate::sim::Op::Tick {
+                    ms: d.saturating_sub(h.now).clamp(1, u64::from(u16::MAX)) as u16,
+                }
+            } else if h.loader.ledger().retry_enabled() {
+                crate::sim::Op::Retry
+            } else {
+                break;
+            };
+            calls += 1;
+            if calls > 4 * bound + 16 {
+                return Err((
+                    Property::Progress,
+                    format!("not quiescent after {calls} calls ({answers} answers)"),
+                ));
+            }
+            h.apply(step).map_err(|m| (Property::from_message(&m), m))?;
+        }
+        h.check_settled().map_err(|m| (Property::Progress, m))?;
+        worst = worst.max(answers);
+    }
+    Ok(worst)
+}

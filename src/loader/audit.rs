@@ -1,0 +1,82 @@
+//! Who holds each acquisition: the accounting a checker audits (the view, a running repair,
+//! a failed read kept for its retry), and the automatic retries spent. Read-only.
+
+use super::{Effect, Kind, Loader};
+use crate::ledger::St;
+
+/// What keeps an acquisition the loader holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Holder {
+    /// A page of the view.
+    View,
+    /// A page staged by a chain or full read still in flight (a running repair, or one an
+    /// invalidation overtook that reads on to its commit). `request` is the ledger's id.
+    Repair {
+        /// The request.
+        request: u64,
+    },
+    /// A page staged by a chain or full read that failed, kept for the retry to resume.
+    Resume,
+    /// Anything else: a page no rule will show, held by a request in state `st` of `kind`.
+    /// The accounting says this never happens.
+    Idle {
+        /// The request.
+        request: u64,
+        /// Its kind.
+        kind: Kind,
+        /// Its ledger state (`None`: the ledger no longer knows it).
+        st: Option<St>,
+    },
+}
+
+impl Loader {
+    /// Every acquisition held now, with what holds it, in no particular order.
+    pub fn holders(&self) -> Vec<(u64, Holder)> {
+        let mut out = Vec::new();
+        for (id, w) in self.requests.iter() {
+            let st = self.ledger.request(id).map(|r| r.st);
+            for (slot, acq) in w.acqs.iter().enumerate() {
+                let Some(acq) = *acq else { continue };
+                let shown = self
+                    .view
+                    .pages()
+                    .iter()
+                    .any(|p| p.request == id && p.slot as usize == slot);
+                let holder = if shown {
+                    Holder::View
+                } else if w.kind != Kind::Finite && st == Some(St::Inflight) {
+                    Holder::Repair { request: id }
+                } else if w.kind != Kind::Finite && w.resume_at.is_some() {
+                    Holder::Resume
+                } else {
+                    Holder::Idle {
+                        request: id,
+                        kind: w.kind,
+                        st,
+                    }
+                };
+                out.push((acq, holder));
+            }
+        }
+        if let Some(w) = &self.resume {
+            out.extend(w.acqs.iter().flatten().map(|&a| (a, Holder::Resume)));
+        }
+        out
+    }
+
+    /// Whether the view knows where its reads continue past empty pages after its last page
+    /// (a tail cursor): a change there is not outside what the view knows.
+    pub fn tail_known(&self) -> bool {
+        self.view.tail_known()
+    }
+
+    /// The effects queued for the host and not yet taken.
+    pub fn queued_effects(&self) -> &[Effect] {
+        self.out.queued()
+    }
+
+    /// Automatic retries spent since the last successful answer.
+    pub fn auto_retries_spent(&self) -> u32 {
+        self.backoff.retries
+    }
+}

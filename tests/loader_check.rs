@@ -1,0 +1,253 @@
+//! The loader checker's regressions: the shortest traces it found for each defect of the
+//! loader layer (each fails on the loader before its fix), a host fault for each property
+//! no defect exercised (each property can fail), and a slice of the grid.
+
+#![cfg(feature = "testing")]
+
+use loader::check::{self, grid, replay, Event, HostFault, Property, Settings};
+use loader::Config;
+
+fn settings(source: usize, page: u32, window: u64, prefetch: u64) -> Settings {
+    Settings {
+        config: Config {
+            page_size: page,
+            prefetch_distance: prefetch,
+            backoff_initial_ms: 1,
+            backoff_max_ms: 4,
+            ..Config::default()
+        },
+        source,
+        window,
+        initial: None,
+        changes: 1,
+        moves: 1,
+        faults: 1,
+        depth: 8,
+        fault: None,
+    }
+}
+
+fn holds(s: &Settings, trace: &[Event]) {
+    if let Err((p, m)) = replay(s, trace) {
+        panic!("{} violated: {m}", p.name());
+    }
+}
+
+fn fails(s: &Settings, trace: &[Event], property: Property) {
+    match replay(s, trace) {
+        Ok(()) => panic!("{} held", property.name()),
+        Err((p, m)) => assert_eq!(p, property, "{m}"),
+    }
+}
+
+/// A finite read in flight, an invalidation, the superseded read fails (full debt), and the
+/// repair's next answer settles it stale, abandoned for a full read: its pages went back
+/// only at a later commit (`held_accounted`).
+#[test]
+fn an_abandoned_repair_releases_its_pages_at_once() {
+    let s = settings(5, 1, 2, 0);
+    use Event::*;
+    holds(
+        &s,
+        &[
+            Answer { read: 1 },
+            Insert {
+                key: 0,
+                ranged: false,
+            },
+            Answer { read: 3 },
+            Fail { read: 2 },
+            Answer { read: 4 },
+        ],
+    );
+}
+
+/// A stale finite answer's page, and a stalled full read's, go back at once.
+#[test]
+fn stale_and_stalled_pages_go_back_at_once() {
+    let s = settings(0, 1, 1, 0);
+    use Event::*;
+    holds(
+        &s,
+        &[
+            Insert {
+                key: 0,
+                ranged: false,
+            },
+            Answer { read: 1 },
+        ],
+    );
+    holds(
+        &s,
+        &[
+            Insert {
+                key: 0,
+                ranged: false,
+            },
+            Repeat { read: 2 },
+        ],
+    );
+}
+
+/// `jump("", p)` with `p > 0`: the source's first item was shown at `p` with
+/// `start_of_source` set (`own_positions`). The empty cursor wins: positions are the
+/// source's own.
+#[test]
+fn a_jump_to_the_start_numbers_from_zero() {
+    let s = settings(3, 1, 1, 0);
+    holds(
+        &s,
+        &[Event::Answer { read: 1 }, Event::JumpStart { position: 4 }],
+    );
+    // The same as a starting point (`initial_cursor` empty, `initial_position` > 0).
+    let mut s = settings(3, 1, 2, 1);
+    s.initial = Some((0, 2));
+    holds(&s, &[Event::Tick, Event::Answer { read: 1 }]);
+}
+
+/// A starting point's effects wait for the first call, which added its own `changed`:
+/// `[changed, issue, changed]` (`changed_once_last`).
+#[test]
+fn changed_once_per_call_after_a_starting_point() {
+    let mut s = settings(3, 1, 2, 1);
+    s.initial = Some((1, 1));
+    holds(&s, &[Event::Window { start: 0, len: 2 }]);
+}
+
+/// A retry (a full read) after the window moved past the held pages read and held every
+/// page in between (`bound`).
+#[test]
+fn a_retry_during_a_far_move_holds_only_the_window() {
+    let s = settings(5, 1, 1, 0);
+    use Event::*;
+    holds(
+        &s,
+        &[
+            Fail { read: 1 },
+            Window { start: 7, len: 1 },
+            Answer { read: 2 },
+            Answer { read: 3 },
+            Answer { read: 4 },
+            Answer { read: 5 },
+            Answer { read: 6 },
+        ],
+    );
+}
+
+/// A change after the held pages while a backward read is in flight superseded it and
+/// started a repair (`ranged_untouched`).
+#[test]
+fn a_change_nothing_reads_supersedes_nothing() {
+    let mut s = settings(5, 1, 1, 0);
+    s.initial = Some((2, 2));
+    use Event::*;
+    holds(
+        &s,
+        &[
+            Tick,
+            Answer { read: 1 },
+            Window { start: 1, len: 1 },
+            Delete {
+                index: 4,
+                ranged: true,
+            },
+        ],
+    );
+}
+
+/// A step of a retry's full read succeeded, and the automatic retry count stayed
+/// (`retry_reset`).
+#[test]
+fn a_successful_step_starts_the_retry_count_again() {
+    let s = settings(3, 1, 1, 0);
+    use Event::*;
+    holds(
+        &s,
+        &[
+            Window { start: 1, len: 1 },
+            Fail { read: 1 },
+            Tick,
+            Answer { read: 2 },
+        ],
+    );
+}
+
+/// Changes that are never reported leave a quiet view that is not the source's.
+#[test]
+fn quiet_view_catches_an_unreported_change() {
+    let mut s = settings(1, 1, 2, 0);
+    s.fault = Some(HostFault::Unreported);
+    fails(
+        &s,
+        &[
+            Event::Answer { read: 1 },
+            Event::Insert {
+                key: 0,
+                ranged: false,
+            },
+        ],
+        Property::QuietView,
+    );
+}
+
+/// A host that answers backward reads with the items after the cursor shows items twice.
+#[test]
+fn unique_catches_a_backward_read_answered_forward() {
+    let mut s = settings(5, 1, 1, 0);
+    s.initial = Some((2, 2));
+    s.fault = Some(HostFault::BackwardAfter);
+    use Event::*;
+    fails(
+        &s,
+        &[
+            Tick,
+            Answer { read: 1 },
+            Window { start: 1, len: 1 },
+            Answer { read: 2 },
+        ],
+        Property::Unique,
+    );
+}
+
+/// A host whose every answer repeats its cursor never lets the loader settle.
+#[test]
+fn progress_catches_a_stalling_source() {
+    let mut s = settings(3, 1, 1, 0);
+    s.fault = Some(HostFault::Stalling);
+    fails(&s, &[], Property::Progress);
+}
+
+/// A trace with an event that is not enabled is refused, not run.
+#[test]
+fn a_trace_must_be_enabled() {
+    let s = settings(3, 1, 1, 0);
+    fails(&s, &[Event::Answer { read: 9 }], Property::Refused);
+}
+
+/// A slice of the quick grid, one configuration per source size, explored whole: every
+/// property holds, and the search reaches its depth.
+#[test]
+fn a_slice_of_the_grid_holds() {
+    let g = grid(false);
+    let slice: Vec<Settings> = [0, g.len() / 2, g.len() - 1]
+        .iter()
+        .map(|&i| {
+            let mut s = g[i];
+            s.depth = 5;
+            s
+        })
+        .collect();
+    let r = check::check(&slice, false, 2, &|_, _| {});
+    assert!(r.violations.is_empty(), "{:?}", r.violations);
+    assert_eq!(r.configurations, slice.len());
+    assert!(r.states > 100, "{} states", r.states);
+}
+
+/// Every property has a name `loader-check --loader` prints, and the names differ.
+#[test]
+fn property_names_are_distinct() {
+    let mut names: Vec<&str> = Property::ALL.iter().map(|p| p.name()).collect();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), Property::ALL.len());
+}
