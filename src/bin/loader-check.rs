@@ -6,14 +6,14 @@
 
 use loader::model::explore::{explore, Options, Report};
 use loader::model::progress::{check_progress, ProgressOptions, ProgressReport, DEFAULT_BOUND};
-use loader::model::{Bounds, Model, Mutant, MutantCheck, Rules};
+use loader::model::{Bounds, Model, Mutant, Rules};
 use loader::refinement::{self, RefineBounds};
 use std::process::ExitCode;
 use std::time::Instant;
 
 const USAGE: &str =
     "usage: loader-check [--rules NAME] [--max-epoch N] [--ids N] [--no-model-bounds]
-                    [--stop-at-first] [--json] [--impl] [--list-rules]
+                    [--stop-at-first] [--json] [--impl] [--list-rules] [--list-mutants]
                     [--progress [--progress-bound B] [--spare-ids S]]
 
   --rules NAME        rule variant (default unifiedMin; see --list-rules), or a mutant of
@@ -27,7 +27,7 @@ const USAGE: &str =
   --impl              check the production ledger against the model (refinement); with no
                       --rules, for every setting of recheck_full and commit_overtaken
   --list-rules        print one rule variant name per line
-  --list-mutants      print one mutant name per line, with the check it must fail
+  --list-mutants      print one mutant name per line, with the checks it must fail
   --progress          progress under churn: with an Invalidate after every system step (any
                       action but Invalidate and Fail), coverEpoch rises within B system steps
                       from every reachable state with coverEpoch < epoch and failure = none
@@ -144,14 +144,7 @@ fn main() -> ExitCode {
     }
     if args.list_mutants {
         for m in Mutant::ALL {
-            let checks: Vec<&str> = m
-                .fails()
-                .iter()
-                .map(|c| match c {
-                    MutantCheck::Progress => "ProgressUnderChurn",
-                    MutantCheck::Invariant(inv) => inv.name(),
-                })
-                .collect();
+            let checks: Vec<String> = m.fails().iter().map(|c| c.to_string()).collect();
             println!("{m} {}", checks.join(" "));
         }
         return ExitCode::SUCCESS;
@@ -435,9 +428,14 @@ fn text(r: &Report) -> String {
     for v in &r.verdicts {
         if let Some(trace) = &v.trace {
             s += &format!(
-                "\nInvariant {} is violated. Shortest trace, {} steps:\n",
+                "\nInvariant {} is violated. Shortest trace, {} steps{}:\n",
                 v.invariant,
-                trace.len() - 1
+                trace.len() - 1,
+                if v.invariant.is_step() {
+                    " (a step invariant: the last step breaks it)"
+                } else {
+                    ""
+                }
             );
             for (n, step) in trace.iter().enumerate() {
                 match step.action {

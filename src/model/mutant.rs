@@ -120,6 +120,16 @@ impl Mutant {
     }
 }
 
+impl fmt::Display for MutantCheck {
+    /// `ProgressUnderChurn`, as `loader-check --progress` names its check, or the invariant.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MutantCheck::Progress => f.write_str("ProgressUnderChurn"),
+            MutantCheck::Invariant(inv) => f.write_str(inv.name()),
+        }
+    }
+}
+
 impl fmt::Display for Mutant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

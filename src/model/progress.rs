@@ -27,7 +27,7 @@ use rustc_hash::FxHashMap as HashMap;
 use std::time::{Duration, Instant};
 
 /// The bound `make check` uses: the worst case of `unifiedMinChurn`, the same at every
-/// `MaxEpoch` checked (2 to 4). The longest paths start a full read or a repair, answer the
+/// `MaxEpoch` checked (2 to 4), with spare slots enough that no path is cut. The longest paths start a full read or a repair, answer the
 /// finite read it superseded, then answer the full read or chain, which commits at its own
 /// epoch although an invalidation overtook it.
 pub const DEFAULT_BOUND: u32 = 3;
