@@ -71,7 +71,14 @@ check-header:
 # The model's findings and the ledger's refinement, at the default and at larger bounds.
 # loader-check needs the `testing` feature (it uses `refinement`): it is built with the test
 # library.
-check: test-lib
+# $(call violates,ARGS,CHECKS): `loader-check ARGS` exits with 1 and reports each of CHECKS
+# (invariants, or ProgressUnderChurn) violated.
+violates = ./$(TEST_DIR)/loader-check $(1) > $(OUT)/violates.txt; status=$$?; \
+	for c in $(2); do \
+	    grep -qE "^  $$c +violated" $(OUT)/violates.txt && test $$status -eq 1 || \
+	    { cat $(OUT)/violates.txt; echo "check: loader-check $(1) does not fail $$c"; exit 1; }; \
+	done
+check: test-lib | $(OUT)
 	./$(TEST_DIR)/loader-check --rules current --stop-at-first > /dev/null; test $$? -eq 1
 	./$(TEST_DIR)/loader-check --rules unifiedMinRecheck --no-model-bounds
 	./$(TEST_DIR)/loader-check --rules unifiedMinRecheck --max-epoch 3 --ids 5 --no-model-bounds
@@ -80,12 +87,23 @@ check: test-lib
 	./$(TEST_DIR)/loader-check --rules unifiedMinChurn --max-epoch 3 --ids 5
 	./$(TEST_DIR)/loader-check --rules unifiedMinChurn --max-epoch 3 --ids 5 --no-model-bounds
 	# Progress under churn: an Invalidate after every system step; coverEpoch rises within 3
-	# system steps under unifiedMinChurn, and the seed's rules and unifiedMinRecheck fail.
-	./$(TEST_DIR)/loader-check --progress --rules unifiedMinChurn --max-epoch 4 --ids 5 --no-model-bounds
+	# system steps under unifiedMinChurn, and the seed's rules and unifiedMinRecheck fail. The
+	# start states are judged with 3 request slots spare beyond the 5 ids, so no path is cut
+	# short by the slots running out (it reports 0 paths cut).
+	./$(TEST_DIR)/loader-check --progress --rules unifiedMinChurn --max-epoch 4 --ids 5 --spare-ids 3 --no-model-bounds
 	for r in current unifiedMin unifiedMinRecheck; do \
 	    ./$(TEST_DIR)/loader-check --progress --rules $$r --max-epoch 4 --ids 5 --no-model-bounds --stop-at-first > /dev/null; \
 	    test $$? -eq 1 || exit 1; \
 	done
+	# The mutants of unifiedMinChurn (src/model/mutant.rs; `loader-check --list-mutants`): each
+	# breaks one part of its overtaken-chain rule and must fail the check that shows that part
+	# needed. Without the abandonment for a full read, progress fails at the size above, and
+	# only with the spare slots; each wrong overtaken commit breaks an invariant of the commit.
+	$(call violates,--progress --rules mutantChurnNoAbandon --max-epoch 4 --ids 5 --spare-ids 3 --no-model-bounds --stop-at-first,ProgressUnderChurn)
+	$(call violates,--rules mutantChurnStampEpoch --no-model-bounds,CoverageHeld CommitStamped CommitReleases)
+	$(call violates,--rules mutantChurnNormalizeAtEpoch --no-model-bounds,CoverageHeld CommitStamped)
+	$(call violates,--rules mutantChurnNoNormalize --no-model-bounds,CommitReleases)
+	$(call violates,--rules mutantChurnCommitFullDebt --no-model-bounds,ChainCommitBoundedDebt)
 	./$(TEST_DIR)/loader-check --impl --max-epoch 3 --ids 6
 
 # ---- benchmarks (see benches/; each prints its ns/event table and met/missed lines) ----

@@ -21,13 +21,24 @@
 \* read already commits at its own epoch and leaves bounded debt.
 \*
 \* Invariants: the overtaken commit leaves phase = "repair", so ChainHeld, NoLeak and
-\* NoLostInvalidation (all guarded by phase = "idle") are untouched by it; the committed chain
-\* stays settled (Normalize releases only ep < chainEpoch), so ChainHeld holds again should a
-\* later step reach idle with no debt without a newer commit (none does: only SettleChain's and
-\* SettleFull's commits reach debt = "none"). failure is unchanged. loader-check checks all five
-\* (make check), and its --progress check shows that coverEpoch rises within a bounded number
-\* of system steps under an invalidation after every step, which LoaderLedger's variants and
-\* LoaderLedgerRecheck fail.
+\* NoLostInvalidation (all guarded by phase = "idle") do not see it. Four more, guarded by no
+\* phase, do, and name what the commit must do:
+\*   CoverageHeld (a state invariant): the request the coverage stands on, of its kind and
+\*     stamped coverEpoch, is held; ChainHeld without its quiescence guard.
+\*   CommitStamped, CommitReleases, ChainCommitBoundedDebt (step invariants, [][P]_vars,
+\*     checked as PROPERTIES): a step that switches the coverage or its stamp settles a
+\*     request of the coverage's kind, keeps it and stamps the coverage with its epoch; a
+\*     chain's or full read's commit leaves nothing older than its stamp held; a chain commits
+\*     over bounded debt only, with no failure recorded.
+\* A commit over full debt reaches no state this module does not (the full debt comes from a
+\* superseded read's failure, which may as well come just after the commit), so only a step
+\* invariant can see it. loader-check checks all nine (make check), and its --progress check
+\* shows that coverEpoch rises within a bounded number of system steps under an invalidation
+\* after every step, which LoaderLedger's variants and LoaderLedgerRecheck fail. Each of the
+\* four invariants holds under LoaderLedgerRecheck and every LoaderLedger variant too, but for
+\* two controls, each broken where it was made to be: oldRetire, which releases the repair's
+\* chain, breaks CoverageHeld as it breaks ChainHeld; unifiedMinNoNorm, without Normalize,
+\* breaks CommitReleases as it breaks NoLeak.
 \*
 \* LoaderLedgerRecheck is instantiated, not extended, so that the changed action keeps its name.
 EXTENDS Naturals
@@ -79,4 +90,27 @@ ChainHeld == Recheck!ChainHeld
 NoLeak == Recheck!NoLeak
 NoStrandedStaleFailure == Recheck!NoStrandedStaleFailure
 NoLostInvalidation == Recheck!NoLostInvalidation
+
+\* The kind of request whose settling establishes coverage c.
+KindOf(c) == CASE c = "pages" -> "finite" [] c = "chain" -> "chain" [] c = "full" -> "full"
+                  [] OTHER -> "none"
+\* In every phase, the request the coverage stands on is held.
+CoverageHeld == coverage # "nothing" =>
+  \E i \in Ids : req[i].kind = KindOf(coverage) /\ req[i].ep = coverEpoch /\ req[i].st = "settled"
+\* A step that changes the coverage or its stamp: a commit. The step invariants judge these.
+CoverageSwitch == coverage' # coverage \/ coverEpoch' # coverEpoch
+\* A commit settles a request of the new coverage's kind, keeps it, and is stamped with its epoch.
+CommitStampedStep == CoverageSwitch =>
+  \E i \in Ids : req[i].st = "inflight" /\ req'[i].st = "settled"
+                /\ req[i].kind = KindOf(coverage') /\ req[i].ep = coverEpoch'
+CommitStamped == [][CommitStampedStep]_vars
+\* A chain's or a full read's commit releases everything held that is older than its stamp.
+CommitReleasesStep == CoverageSwitch /\ coverage' \in {"chain", "full"} =>
+  \A i \in Ids : req'[i].st = "settled" => req'[i].ep >= coverEpoch'
+CommitReleases == [][CommitReleasesStep]_vars
+\* A chain commits over bounded debt only, with no failure recorded: owing a full read, it is
+\* abandoned for one.
+ChainCommitBoundedDebtStep == CoverageSwitch /\ coverage' = "chain" =>
+  debt = "bounded" /\ failure = "none"
+ChainCommitBoundedDebt == [][ChainCommitBoundedDebtStep]_vars
 ====

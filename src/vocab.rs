@@ -77,7 +77,10 @@ spec_enum!(
     }
 );
 
-/// The module's invariants, plus `NoLostInvalidation` of `spec/LoaderLedgerRecheck.tla`.
+/// The module's invariants, plus `NoLostInvalidation` of `spec/LoaderLedgerRecheck.tla` and the
+/// invariants of the overtaken commit of `spec/LoaderLedgerChurn.tla`. Most are state
+/// invariants; the step invariants ([`Invariant::is_step`]) judge each step, a state and its
+/// successor (TLA+'s `[][P]_vars`, checked by TLC as a `PROPERTY`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Invariant {
     /// `TypeOK`: every variable stays in its domain.
@@ -90,17 +93,56 @@ pub enum Invariant {
     NoStrandedStaleFailure,
     /// `NoLostInvalidation`: quiescent with no debt means the coverage is current.
     NoLostInvalidation,
+    /// `CoverageHeld`: in every phase, a request of the coverage's kind stamped `coverEpoch` is
+    /// still held (`ChainHeld` without its quiescence guard, for every kind of coverage).
+    CoverageHeld,
+    /// `CommitStamped` (a step invariant): a step that changes the coverage or its stamp settles
+    /// a request of the new coverage's kind, keeps it held, and stamps the coverage with its
+    /// epoch.
+    CommitStamped,
+    /// `CommitReleases` (a step invariant): a step that commits a chain's or a full read's
+    /// coverage leaves nothing held that is older than the new stamp.
+    CommitReleases,
+    /// `ChainCommitBoundedDebt` (a step invariant): a chain commits only over bounded debt with
+    /// no failure recorded; owing a full read, it is abandoned for one.
+    ChainCommitBoundedDebt,
 }
 
 impl Invariant {
     /// Every invariant, in the order the modules state them.
-    pub const ALL: [Invariant; 5] = [
+    pub const ALL: [Invariant; 9] = [
         Invariant::TypeOK,
         Invariant::ChainHeld,
         Invariant::NoLeak,
         Invariant::NoStrandedStaleFailure,
         Invariant::NoLostInvalidation,
+        Invariant::CoverageHeld,
+        Invariant::CommitStamped,
+        Invariant::CommitReleases,
+        Invariant::ChainCommitBoundedDebt,
     ];
+
+    /// The state invariants: [`Invariant::ALL`] less the step invariants.
+    pub const STATE: [Invariant; 6] = [
+        Invariant::TypeOK,
+        Invariant::ChainHeld,
+        Invariant::NoLeak,
+        Invariant::NoStrandedStaleFailure,
+        Invariant::NoLostInvalidation,
+        Invariant::CoverageHeld,
+    ];
+
+    /// The step invariants: each judges a state and its successor.
+    pub const STEP: [Invariant; 3] = [
+        Invariant::CommitStamped,
+        Invariant::CommitReleases,
+        Invariant::ChainCommitBoundedDebt,
+    ];
+
+    /// Whether it judges a step (a state and its successor) rather than a state.
+    pub fn is_step(self) -> bool {
+        Invariant::STEP.contains(&self)
+    }
 
     /// The invariant's name in the module.
     pub fn name(self) -> &'static str {
@@ -110,6 +152,10 @@ impl Invariant {
             Invariant::NoLeak => "NoLeak",
             Invariant::NoStrandedStaleFailure => "NoStrandedStaleFailure",
             Invariant::NoLostInvalidation => "NoLostInvalidation",
+            Invariant::CoverageHeld => "CoverageHeld",
+            Invariant::CommitStamped => "CommitStamped",
+            Invariant::CommitReleases => "CommitReleases",
+            Invariant::ChainCommitBoundedDebt => "ChainCommitBoundedDebt",
         }
     }
 }

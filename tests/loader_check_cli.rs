@@ -1,5 +1,6 @@
-//! The `loader-check` command line: its JSON object, its exit status, `--list-rules`, `--impl`,
-//! and the counterexample the README quotes.
+//! The `loader-check` command line: its JSON object, its exit status, `--list-rules`,
+//! `--list-mutants`, `--impl`, `--progress` with `--spare-ids`, and the counterexample the README
+//! quotes.
 
 // Uses the test instruments (`sim`, `refinement`, `loader-check`).
 #![cfg(feature = "testing")]
@@ -36,8 +37,17 @@ fn json_reports_every_invariant_with_traces_from_init() {
     assert_eq!(v["model_bounds"], true);
     assert!(v["distinct_states"].as_u64().unwrap() > 1000);
     let invs = v["invariants"].as_object().unwrap();
-    assert_eq!(invs.len(), 5);
-    for name in ["TypeOK", "ChainHeld", "NoLeak", "NoStrandedStaleFailure"] {
+    assert_eq!(invs.len(), 9);
+    for name in [
+        "TypeOK",
+        "ChainHeld",
+        "NoLeak",
+        "NoStrandedStaleFailure",
+        "CoverageHeld",
+        "CommitStamped",
+        "CommitReleases",
+        "ChainCommitBoundedDebt",
+    ] {
         assert_eq!(invs[name]["holds"], true, "{name}");
     }
     let lost = &invs["NoLostInvalidation"];
@@ -58,7 +68,7 @@ fn json_reports_every_invariant_with_traces_from_init() {
 fn exit_status_is_zero_when_everything_holds() {
     let (code, out) = run(&["--rules", "unifiedMinRecheck", "--no-model-bounds"]);
     assert_eq!(code, 0, "{out}");
-    assert_eq!(out.matches(" holds").count(), 5, "{out}");
+    assert_eq!(out.matches(" holds").count(), 9, "{out}");
 }
 
 #[test]
@@ -81,6 +91,27 @@ fn list_rules_prints_every_variant_one_per_line() {
         assert!(names.contains(&name), "{name} missing from {names:?}");
     }
     assert_eq!(names.len(), 10);
+    assert!(!out.contains("mutant"), "{out}");
+}
+
+#[test]
+fn a_mutant_runs_by_name_and_fails_what_list_mutants_says() {
+    let (code, out) = run(&["--list-mutants"]);
+    assert_eq!(code, 0);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 5, "{out}");
+    assert!(
+        lines.contains(&"mutantChurnNoNormalize CommitReleases"),
+        "{out}"
+    );
+    let (code, out) = run(&["--rules", "mutantChurnNoNormalize", "--no-model-bounds"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("Rules = mutantChurnNoNormalize"), "{out}");
+    assert!(out.contains("  CommitReleases           violated"), "{out}");
+    // A step invariant's trace ends with the step that breaks it.
+    let trace = &out[out.find("Invariant CommitReleases is violated").unwrap()..];
+    let last = trace.lines().rev().find(|l| l.contains(". ")).unwrap();
+    assert!(last.contains("SettleChain("), "{trace}");
 }
 
 #[test]
@@ -89,6 +120,18 @@ fn usage_errors_exit_with_two() {
     assert_eq!(run(&["--ids", "0"]).0, 2);
     assert_eq!(run(&["--bogus"]).0, 2);
     assert_eq!(run(&["--impl", "--rules", "current"]).0, 2);
+    assert_eq!(run(&["--impl", "--rules", "mutantChurnNoAbandon"]).0, 2);
+    assert_eq!(
+        run(&["--spare-ids", "2"]).0,
+        2,
+        "--spare-ids needs --progress"
+    );
+    assert_eq!(run(&["--progress", "--spare-ids", "8"]).0, 2);
+    assert_eq!(
+        run(&["--progress", "--ids", "5", "--spare-ids", "4"]).0,
+        2,
+        "more than 8 slots in all"
+    );
 }
 
 #[test]
@@ -134,6 +177,40 @@ fn progress_passes_under_the_churn_variant_and_fails_under_the_seed() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["progress"], false);
     assert_eq!(v["bound"], 3);
+    assert_eq!(v["spare_ids"], 0);
+}
+
+#[test]
+fn spare_ids_show_the_failure_the_ids_bound_hides() {
+    let args = [
+        "--progress",
+        "--max-epoch",
+        "3",
+        "--ids",
+        "4",
+        "--no-model-bounds",
+        "--json",
+        "--rules",
+    ];
+    let json = |out: &str| -> serde_json::Value { serde_json::from_str(out).unwrap() };
+    let (code, out) = run(&[&args[..], &["mutantChurnNoAbandon"]].concat());
+    assert_eq!(code, 0, "without spare slots the mutant passes: {out}");
+    assert!(json(&out)["cut"].as_u64().unwrap() > 0, "{out}");
+    let spare = ["--spare-ids", "4"];
+    let (code, out) = run(&[&args[..], &["mutantChurnNoAbandon"], &spare].concat());
+    assert_eq!(code, 1, "{out}");
+    let v = json(&out);
+    assert_eq!(
+        (v["spare_ids"].as_u64(), v["worst"].as_u64()),
+        (Some(4), Some(4))
+    );
+    assert_eq!(v["cut"], 0);
+    let (code, out) = run(&[&args[..], &["unifiedMinChurn"], &spare].concat());
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        (json(&out)["worst"].as_u64(), json(&out)["cut"].as_u64()),
+        (Some(3), Some(0))
+    );
 }
 
 #[test]

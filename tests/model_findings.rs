@@ -1,10 +1,11 @@
 //! The model's findings, derived from the explorer: the seed's bug under `current`, the
-//! refactor that removes it, the controls each breaking what they were built to break, and the
-//! lost invalidation that every seed variant has and `unifiedMinRecheck` does not, and the
-//! progress under churn that only `unifiedMinChurn` has.
+//! refactor that removes it, the controls each breaking what they were built to break, the
+//! lost invalidation that every seed variant has and `unifiedMinRecheck` does not, the
+//! invariants of the commit that every real variant keeps but two controls, and the progress
+//! under churn that only `unifiedMinChurn` has.
 
 use loader::model::explore::{explore, Options, Report};
-use loader::model::progress::{check_progress, ProgressReport, DEFAULT_BOUND};
+use loader::model::progress::{check_progress, ProgressOptions, ProgressReport, DEFAULT_BOUND};
 use loader::model::{Action, Bounds, Invariant, Rules};
 
 const MODULE_INVARIANTS: [Invariant; 4] = [
@@ -78,9 +79,11 @@ fn the_refactored_rules_keep_the_module_invariants() {
 fn each_control_breaks_what_it_was_made_to_break() {
     let cases = [
         (Rules::OldRetire, Invariant::ChainHeld),
+        (Rules::OldRetire, Invariant::CoverageHeld),
         (Rules::OldLeak, Invariant::NoLeak),
         (Rules::OldRecover, Invariant::NoStrandedStaleFailure),
         (Rules::UnifiedMinNoNorm, Invariant::NoLeak),
+        (Rules::UnifiedMinNoNorm, Invariant::CommitReleases),
     ];
     for (rules, inv) in cases {
         let r = run(rules, true);
@@ -103,7 +106,32 @@ fn every_seed_variant_loses_an_invalidation_during_a_full_read() {
 }
 
 #[test]
-fn the_recheck_variant_keeps_all_five_invariants() {
+fn every_real_variant_keeps_the_commit_invariants_but_two_controls() {
+    // They are guarded by no phase, so they judge the overtaken commit (in "repair") too. The
+    // two controls break them where they were made to break: oldRetire releases the repair's
+    // chain (ChainHeld), unifiedMinNoNorm drops Normalize (NoLeak).
+    let commit = [
+        Invariant::CoverageHeld,
+        Invariant::CommitStamped,
+        Invariant::CommitReleases,
+        Invariant::ChainCommitBoundedDebt,
+    ];
+    for rules in Rules::ALL {
+        for model_bounds in [true, false] {
+            let r = run(rules, model_bounds);
+            let broken: Vec<Invariant> = commit.into_iter().filter(|&i| !r.holds(i)).collect();
+            let expected: &[Invariant] = match rules {
+                Rules::OldRetire => &[Invariant::CoverageHeld],
+                Rules::UnifiedMinNoNorm => &[Invariant::CommitReleases],
+                _ => &[],
+            };
+            assert_eq!(broken, expected, "{rules} (model bounds {model_bounds})");
+        }
+    }
+}
+
+#[test]
+fn the_recheck_variant_keeps_every_invariant() {
     for model_bounds in [true, false] {
         let r = run(Rules::UnifiedMinRecheck, model_bounds);
         assert!(r.complete);
@@ -114,7 +142,7 @@ fn the_recheck_variant_keeps_all_five_invariants() {
 }
 
 #[test]
-fn the_churn_variant_keeps_all_five_invariants() {
+fn the_churn_variant_keeps_every_invariant() {
     for model_bounds in [true, false] {
         let r = run(Rules::UnifiedMinChurn, model_bounds);
         assert!(r.complete);
@@ -131,7 +159,7 @@ fn progress(rules: Rules, max_epoch: u8) -> ProgressReport {
         rules,
         model_bounds: false,
     };
-    check_progress(bounds, DEFAULT_BOUND, false).unwrap()
+    check_progress(bounds, ProgressOptions::default()).unwrap()
 }
 
 #[test]

@@ -1,7 +1,9 @@
 //! The TLA+ modules in `spec/` and the executable model name the same actions and invariants:
 //! every action in a module's `Next` has a counterpart in `Action::name()`, every invariant a
 //! `.cfg` checks has one in `Invariant::name()` and is defined by a module, and every action
-//! and invariant of the model appears in some module. A rename on either side fails here.
+//! and invariant of the model appears in some module. A state invariant is checked under
+//! `INVARIANTS`, a step invariant (`[][P]_vars`) under `PROPERTIES`. A rename on either side
+//! fails here.
 
 use loader::model::{Action, Invariant};
 use std::collections::BTreeSet;
@@ -205,18 +207,40 @@ fn next_actions(text: &str) -> Option<Vec<String>> {
     Some(out)
 }
 
-/// The invariants a TLC configuration file checks.
-fn cfg_invariants(text: &str) -> Vec<String> {
-    let mut collecting = false;
+/// How a TLC configuration file checks a name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Checked {
+    /// Under `INVARIANT(S)`: a state predicate.
+    Invariant,
+    /// Under `PROPERTY`/`PROPERTIES`: a temporal formula, here `[][P]_vars`.
+    Property,
+}
+
+/// The invariants and properties a TLC configuration file checks, in order.
+fn cfg_checks(text: &str) -> Vec<(String, Checked)> {
+    let mut collecting = None;
     let mut out = Vec::new();
     for word in strip_comments(text).split_whitespace() {
         if CFG_KEYWORDS.contains(&word) {
-            collecting = matches!(word, "INVARIANT" | "INVARIANTS");
-        } else if collecting {
-            out.push(word.to_string());
+            collecting = match word {
+                "INVARIANT" | "INVARIANTS" => Some(Checked::Invariant),
+                "PROPERTY" | "PROPERTIES" => Some(Checked::Property),
+                _ => None,
+            };
+        } else if let Some(how) = collecting {
+            out.push((word.to_string(), how));
         }
     }
     out
+}
+
+/// The invariants a TLC configuration file checks.
+fn cfg_invariants(text: &str) -> Vec<String> {
+    cfg_checks(text)
+        .into_iter()
+        .filter(|(_, how)| *how == Checked::Invariant)
+        .map(|(name, _)| name)
+        .collect()
 }
 
 /// A file's name and text.
@@ -226,6 +250,7 @@ type File = (String, String);
 fn mismatches(modules: &[File], cfgs: &[File]) -> Vec<String> {
     let model_actions: BTreeSet<&str> = Action::NAMES.into_iter().collect();
     let model_invariants: BTreeSet<&str> = Invariant::ALL.iter().map(|i| i.name()).collect();
+    let step_invariants: BTreeSet<&str> = Invariant::STEP.iter().map(|i| i.name()).collect();
     let mut problems = Vec::new();
     let mut defined = BTreeSet::new();
     let mut in_next = BTreeSet::new();
@@ -251,10 +276,15 @@ fn mismatches(modules: &[File], cfgs: &[File]) -> Vec<String> {
     }
     let mut checked = BTreeSet::new();
     for (file, text) in cfgs {
-        for inv in cfg_invariants(text) {
+        for (inv, how) in cfg_checks(text) {
             if !model_invariants.contains(inv.as_str()) {
                 problems.push(format!(
                     "{file}: invariant {inv} has no counterpart in the model's Invariant::name()"
+                ));
+            } else if step_invariants.contains(inv.as_str()) != (how == Checked::Property) {
+                problems.push(format!(
+                    "{file}: invariant {inv} is checked as {how:?}, but the model's is a {} invariant",
+                    if step_invariants.contains(inv.as_str()) { "step" } else { "state" }
                 ));
             }
             if !defined.contains(&inv) {
@@ -394,6 +424,47 @@ fn a_model_invariant_no_cfg_checks_is_caught() {
 }
 
 #[test]
+fn a_step_invariant_checked_as_a_state_invariant_is_caught() {
+    let cfgs = doctored(
+        &spec_files("cfg"),
+        "LoaderLedgerChurn.cfg",
+        "CoverageHeld\nPROPERTIES CommitStamped",
+        "CoverageHeld CommitStamped\nPROPERTIES",
+    );
+    let problems = mismatches(&spec_files("tla"), &cfgs);
+    assert_eq!(
+        problems,
+        ["LoaderLedgerChurn.cfg: invariant CommitStamped is checked as Invariant, but the model's is a step invariant"]
+    );
+    let cfgs = doctored(
+        &spec_files("cfg"),
+        "LoaderLedgerChurn.cfg",
+        " CoverageHeld\nPROPERTIES",
+        "\nPROPERTIES CoverageHeld",
+    );
+    let problems = mismatches(&spec_files("tla"), &cfgs);
+    assert_eq!(
+        problems,
+        ["LoaderLedgerChurn.cfg: invariant CoverageHeld is checked as Property, but the model's is a state invariant"]
+    );
+}
+
+#[test]
+fn a_step_invariant_no_cfg_checks_is_caught() {
+    let cfgs = doctored(
+        &spec_files("cfg"),
+        "LoaderLedgerChurn.cfg",
+        " ChainCommitBoundedDebt",
+        "",
+    );
+    let problems = mismatches(&spec_files("tla"), &cfgs);
+    assert_eq!(
+        problems,
+        ["the model's invariant ChainCommitBoundedDebt is checked by no .cfg"]
+    );
+}
+
+#[test]
 fn comments_keywords_and_quantified_names_are_not_actions() {
     let text = "---- MODULE M ----\nCONSTANTS S\nVARIABLES v\n\
                 A == v' = v\n\
@@ -407,5 +478,13 @@ fn comments_keywords_and_quantified_names_are_not_actions() {
     assert_eq!(
         cfg_invariants("INVARIANTS X \\* Y\n  Z\nCHECK_DEADLOCK FALSE\nINVARIANT W"),
         ["X", "Z", "W"]
+    );
+    assert_eq!(
+        cfg_checks("INVARIANT X\nPROPERTIES P Q\nCHECK_DEADLOCK FALSE"),
+        [
+            ("X".to_string(), Checked::Invariant),
+            ("P".to_string(), Checked::Property),
+            ("Q".to_string(), Checked::Property),
+        ]
     );
 }

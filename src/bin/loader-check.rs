@@ -5,8 +5,8 @@
 //! when one is violated (or the check fails), 2 on a usage error.
 
 use loader::model::explore::{explore, Options, Report};
-use loader::model::progress::{check_progress, ProgressReport, DEFAULT_BOUND};
-use loader::model::{Bounds, Model, Rules};
+use loader::model::progress::{check_progress, ProgressOptions, ProgressReport, DEFAULT_BOUND};
+use loader::model::{Bounds, Model, Mutant, Rules};
 use loader::refinement::{self, RefineBounds};
 use std::process::ExitCode;
 
@@ -16,10 +16,11 @@ use std::time::Instant;
 
 const USAGE: &str =
     "usage: loader-check [--rules NAME] [--max-epoch N] [--ids N] [--no-model-bounds]
-                    [--stop-at-first] [--json] [--impl] [--list-rules]
-                    [--progress [--progress-bound B]]
+                    [--stop-at-first] [--json] [--impl] [--list-rules] [--list-mutants]
+                    [--progress [--progress-bound B] [--spare-ids S]]
 
-  --rules NAME        rule variant (default unifiedMin; see --list-rules)
+  --rules NAME        rule variant (default unifiedMin; see --list-rules), or a mutant of
+                      unifiedMinChurn (mutantChurn...; see --list-mutants)
   --max-epoch N       the module's MaxEpoch (default 2)
   --ids N             the number of request ids (default 4)
   --no-model-bounds   drop the coverage # \"full\" guards on IssueFinite and Invalidate
@@ -29,10 +30,14 @@ const USAGE: &str =
   --impl              check the production ledger against the model (refinement); with no
                       --rules, for every setting of recheck_full and commit_overtaken
   --list-rules        print one rule variant name per line
+  --list-mutants      print one mutant name per line, with the checks it must fail
   --progress          progress under churn: with an Invalidate after every system step (any
                       action but Invalidate and Fail), coverEpoch rises within B system steps
                       from every reachable state with coverEpoch < epoch and failure = none
-  --progress-bound B  the bound B for --progress (default 3)";
+  --progress-bound B  the bound B for --progress (default 3)
+  --spare-ids S       with --progress, judge the start states (reachable with --ids slots) as
+                      if S more request slots were free (default 0), so that a path is not cut
+                      short because the slots ran out";
 
 struct Args {
     rules: Option<Rules>,
@@ -43,8 +48,10 @@ struct Args {
     json: bool,
     implementation: bool,
     list_rules: bool,
+    list_mutants: bool,
     progress: bool,
     progress_bound: u32,
+    spare_ids: usize,
 }
 
 fn parse() -> Result<Args, String> {
@@ -57,8 +64,10 @@ fn parse() -> Result<Args, String> {
         json: false,
         implementation: false,
         list_rules: false,
+        list_mutants: false,
         progress: false,
         progress_bound: DEFAULT_BOUND,
+        spare_ids: 0,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -91,6 +100,7 @@ fn parse() -> Result<Args, String> {
             "--json" => a.json = true,
             "--impl" => a.implementation = true,
             "--list-rules" => a.list_rules = true,
+            "--list-mutants" => a.list_mutants = true,
             "--progress" => a.progress = true,
             "--progress-bound" => {
                 let v = value("--progress-bound")?;
@@ -100,9 +110,20 @@ fn parse() -> Result<Args, String> {
                     .filter(|&n: &u32| n <= 200)
                     .ok_or_else(|| format!("--progress-bound takes 0..=200, not {v:?}"))?;
             }
+            "--spare-ids" => {
+                let v = value("--spare-ids")?;
+                a.spare_ids = v
+                    .parse()
+                    .ok()
+                    .filter(|n| *n < loader::model::MAX_IDS)
+                    .ok_or_else(|| format!("--spare-ids takes 0..=7, not {v:?}"))?;
+            }
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
+    }
+    if a.spare_ids > 0 && !a.progress {
+        return Err("--spare-ids applies to --progress only".into());
     }
     Ok(a)
 }
@@ -125,6 +146,13 @@ fn main() -> ExitCode {
     if args.list_rules {
         for r in Rules::ALL {
             println!("{r}");
+        }
+        return ExitCode::SUCCESS;
+    }
+    if args.list_mutants {
+        for m in Mutant::ALL {
+            let checks: Vec<String> = m.fails().iter().map(|c| c.to_string()).collect();
+            println!("{m} {}", checks.join(" "));
         }
         return ExitCode::SUCCESS;
     }
@@ -233,7 +261,12 @@ fn run_impl(args: &Args) -> ExitCode {
 }
 
 fn run_progress(bounds: Bounds, args: &Args) -> ExitCode {
-    let report = match check_progress(bounds, args.progress_bound, args.stop_at_first) {
+    let options = ProgressOptions {
+        bound: args.progress_bound,
+        spare_ids: args.spare_ids,
+        stop_at_first: args.stop_at_first,
+    };
+    let report = match check_progress(bounds, options) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("loader-check: {e}");
@@ -254,16 +287,21 @@ fn run_progress(bounds: Bounds, args: &Args) -> ExitCode {
 
 fn progress_text(r: &ProgressReport) -> String {
     let b = r.bounds;
-    let model = Model::new(b);
+    // The adversary's paths use the spare slots too.
+    let model = Model::new(Bounds {
+        ids: b.ids + r.spare_ids,
+        ..b
+    });
     let mut s = format!(
-        "loader-check --progress: LoaderLedger with Rules = {}, MaxEpoch = {}, Ids = {}, model bounds {}\n",
+        "loader-check --progress: LoaderLedger with Rules = {}, MaxEpoch = {}, Ids = {}, model bounds {}, spare ids {}\n",
         b.rules,
         b.max_epoch,
         b.ids,
-        if b.model_bounds { "kept" } else { "dropped" }
+        if b.model_bounds { "kept" } else { "dropped" },
+        r.spare_ids
     );
     s += &format!(
-        "{} reachable states, {} start states, {} adversary states visited, {} paths cut at the Ids bound, {:.2}s\n",
+        "{} reachable states, {} start states, {} adversary states visited, {} paths cut with every slot used, {:.2}s\n",
         r.reachable,
         r.starts,
         r.visited,
@@ -348,10 +386,11 @@ fn progress_json(r: &ProgressReport) -> String {
         }
     };
     format!(
-        "{{\"rules\": {}, \"max_epoch\": {}, \"ids\": {}, \"model_bounds\": {}, \"progress\": {}, \"complete\": {}, \"bound\": {}, \"worst\": {}, \"reachable\": {}, \"starts\": {}, \"visited\": {}, \"cut\": {}, \"seconds\": {:.3}{trace}}}",
+        "{{\"rules\": {}, \"max_epoch\": {}, \"ids\": {}, \"spare_ids\": {}, \"model_bounds\": {}, \"progress\": {}, \"complete\": {}, \"bound\": {}, \"worst\": {}, \"reachable\": {}, \"starts\": {}, \"visited\": {}, \"cut\": {}, \"seconds\": {:.3}{trace}}}",
         quote(b.rules.name()),
         b.max_epoch,
         b.ids,
+        r.spare_ids,
         b.model_bounds,
         r.holds(),
         r.complete,
@@ -396,9 +435,14 @@ fn text(r: &Report) -> String {
     for v in &r.verdicts {
         if let Some(trace) = &v.trace {
             s += &format!(
-                "\nInvariant {} is violated. Shortest trace, {} steps:\n",
+                "\nInvariant {} is violated. Shortest trace, {} steps{}:\n",
                 v.invariant,
-                trace.len() - 1
+                trace.len() - 1,
+                if v.invariant.is_step() {
+                    " (a step invariant: the last step breaks it)"
+                } else {
+                    ""
+                }
             );
             for (n, step) in trace.iter().enumerate() {
                 match step.action {

@@ -31,7 +31,8 @@ pub struct Step {
 pub struct Verdict {
     /// The invariant judged.
     pub invariant: Invariant,
-    /// The shortest path from `Init` to a violating state, if there is one.
+    /// The shortest path from `Init` to a violating state, if there is one; for a step
+    /// invariant, to a violating step, which is the trace's last.
     pub trace: Option<Vec<Step>>,
 }
 
@@ -59,7 +60,7 @@ pub struct Report {
     pub elapsed: Duration,
     /// Bytes of explorer memory per stored state (array entries plus hash table slots).
     pub bytes_per_state: f64,
-    /// One verdict per invariant, in `Invariant::ALL` order.
+    /// One verdict per invariant, step invariants included, in `Invariant::ALL` order.
     pub verdicts: Vec<Verdict>,
 }
 
@@ -241,24 +242,28 @@ pub(super) fn reachable(model: &Model, packer: &Packer) -> Vec<u64> {
 /// Frontier states whose successors are generated before any is inserted.
 const CHUNK: usize = 16;
 
-/// Explores every state reachable from `Init` under `bounds`.
+/// Where an invariant was first violated: the state at `depth`, or for a step invariant the
+/// step from that state by `step`'s action to its state.
+#[derive(Clone, Copy, Debug)]
+struct Found {
+    word: u64,
+    depth: u32,
+    step: Option<(Action, State)>,
+}
+
+/// Explores every state reachable from `Init` under `bounds`, checking the state invariants
+/// in every state and the step invariants on every transition.
 pub fn explore(bounds: Bounds, options: Options) -> Result<Report, String> {
     let packer = Packer::new(&bounds)?;
     let model = Model::new(bounds);
     let start = Instant::now();
     let mut visited = Visited::new();
-    // The first violating state of each invariant, and its depth.
-    let mut violated: Vec<Option<(u64, u32)>> = vec![None; Invariant::ALL.len()];
+    // The first violation of each invariant, in `Invariant::ALL` order.
+    let mut violated: Vec<Option<Found>> = vec![None; Invariant::ALL.len()];
     let init = model.init();
     let init_word = packer.pack(&init);
     visited.insert(init_word);
-    let mut stop = check(
-        &model,
-        &init,
-        (init_word, 0),
-        &mut violated,
-        options.stop_at_first,
-    );
+    let mut stop = check(&model, &init, (init_word, 0), &mut violated) && options.stop_at_first;
 
     let mut transitions = 0u64;
     let mut depth = 0u32;
@@ -272,30 +277,34 @@ pub fn explore(bounds: Bounds, options: Options) -> Result<Report, String> {
     // then inserted in generation order. The set of states found at each depth, and so every
     // count in the report, is what a state-at-a-time search finds.
     let mut batch: Vec<(u64, u64, State)> = Vec::with_capacity(CHUNK * 8);
+    // The steps of one state that switch the coverage: the only ones a step invariant judges.
+    let mut switches: Vec<(Action, State)> = Vec::new();
     while !stop && !frontier.is_empty() {
         for chunk in frontier.chunks(CHUNK) {
             for &word in chunk {
                 let s = packer.unpack(word).expect("stored states decode");
-                model.next(&s, |_, t| {
+                model.next(&s, |a, t| {
+                    if Invariant::judges_step(&s, &t) {
+                        switches.push((a, t));
+                    }
                     let tw = packer.pack(&t);
                     batch.push((tw, hash(tw), t));
                 });
+                for (a, t) in switches.drain(..) {
+                    stop |= check_step(&model, (&s, word, depth), a, &t, &mut violated)
+                        && options.stop_at_first;
+                }
             }
             visited.touch(batch.iter().map(|&(_, h, _)| h));
             for (tw, h, t) in batch.drain(..) {
+                if stop {
+                    break;
+                }
                 transitions += 1;
                 if visited.insert_hashed(tw, h) {
                     next_frontier.push(tw);
-                    stop = check(
-                        &model,
-                        &t,
-                        (tw, depth + 1),
-                        &mut violated,
-                        options.stop_at_first,
-                    );
-                    if stop {
-                        break;
-                    }
+                    stop =
+                        check(&model, &t, (tw, depth + 1), &mut violated) && options.stop_at_first;
                 }
             }
             explored += chunk.len() as u64;
@@ -332,7 +341,16 @@ pub fn explore(bounds: Bounds, options: Options) -> Result<Report, String> {
         .zip(&violated)
         .map(|(&invariant, v)| Verdict {
             invariant,
-            trace: v.map(|(w, d)| trace_to(&model, &packer, w, d)),
+            trace: v.map(|f| {
+                let mut trace = trace_to(&model, &packer, f.word, f.depth);
+                if let Some((action, state)) = f.step {
+                    trace.push(Step {
+                        action: Some(action),
+                        state,
+                    });
+                }
+                trace
+            }),
         })
         .collect();
     Ok(Report {
@@ -347,20 +365,43 @@ pub fn explore(bounds: Bounds, options: Options) -> Result<Report, String> {
     })
 }
 
-/// Checks every invariant not yet violated; returns whether to stop.
-fn check(
-    model: &Model,
-    s: &State,
-    at: (u64, u32),
-    violated: &mut [Option<(u64, u32)>],
-    stop_at_first: bool,
-) -> bool {
+/// Checks every state invariant not yet violated in `s`, found at `at` (its word and depth);
+/// returns whether one is violated now.
+fn check(model: &Model, s: &State, at: (u64, u32), violated: &mut [Option<Found>]) -> bool {
     let mut any = false;
     for (slot, inv) in violated.iter_mut().zip(Invariant::ALL) {
-        if slot.is_none() && !inv.holds(model, s) {
-            *slot = Some(at);
+        if slot.is_none() && !inv.is_step() && !inv.holds(model, s) {
+            *slot = Some(Found {
+                word: at.0,
+                depth: at.1,
+                step: None,
+            });
             any = true;
         }
     }
-    any && stop_at_first
+    any
+}
+
+/// Checks every step invariant not yet violated on the step from `from` (a state, its word and
+/// its depth) by `a` to `t`; returns whether one is violated now.
+fn check_step(
+    model: &Model,
+    from: (&State, u64, u32),
+    a: Action,
+    t: &State,
+    violated: &mut [Option<Found>],
+) -> bool {
+    let (s, word, depth) = from;
+    let mut any = false;
+    for (slot, inv) in violated.iter_mut().zip(Invariant::ALL) {
+        if slot.is_none() && inv.is_step() && !inv.holds_step(model, s, t) {
+            *slot = Some(Found {
+                word,
+                depth,
+                step: Some((a, *t)),
+            });
+            any = true;
+        }
+    }
+    any
 }

@@ -1,9 +1,11 @@
-//! The module's invariants, evaluated on a model state.
+//! The modules' invariants, evaluated on a model state, and their step invariants, evaluated on
+//! a state and its successor.
 
 use super::{Coverage, Debt, Failure, Invariant, Kind, Model, Phase, St, State, MAX_IDS, UNUSED};
 
 impl Invariant {
-    /// Whether the invariant holds in `s`.
+    /// Whether the state invariant holds in `s`. Panics on a step invariant, which judges a
+    /// step: [`Invariant::holds_step`].
     pub fn holds(self, m: &Model, s: &State) -> bool {
         match self {
             // Types are enforced by Rust; what can still go wrong is a slot outside `Ids` in use
@@ -13,7 +15,48 @@ impl Invariant {
             Invariant::NoLeak => m.no_leak(s),
             Invariant::NoStrandedStaleFailure => m.no_stranded_stale_failure(s),
             Invariant::NoLostInvalidation => m.no_lost_invalidation(s),
+            Invariant::CoverageHeld => m.coverage_held(s),
+            Invariant::CommitStamped
+            | Invariant::CommitReleases
+            | Invariant::ChainCommitBoundedDebt => {
+                panic!("{self} is a step invariant: it judges a step, not a state")
+            }
         }
+    }
+
+    /// Whether the invariant holds over the step from `s` to `t`: a step invariant judges the
+    /// step, a state invariant the state `t` it reaches.
+    pub fn holds_step(self, m: &Model, s: &State, t: &State) -> bool {
+        if !self.is_step() {
+            return self.holds(m, t);
+        }
+        // Every step invariant is about a commit: a step that leaves the coverage and its
+        // stamp alone keeps them all.
+        if !Invariant::judges_step(s, t) {
+            return true;
+        }
+        match self {
+            Invariant::CommitStamped => m.commit_stamped(s, t),
+            Invariant::CommitReleases => m.commit_releases(t),
+            Invariant::ChainCommitBoundedDebt => m.chain_commit_bounded_debt(s, t),
+            state => state.holds(m, t),
+        }
+    }
+
+    /// `CoverageSwitch`: the step from `s` to `t` changes the coverage or its stamp. The step
+    /// invariants judge only such steps, so a checker may skip every other.
+    pub fn judges_step(s: &State, t: &State) -> bool {
+        t.coverage != s.coverage || t.cover_epoch != s.cover_epoch
+    }
+}
+
+/// `KindOf(c)`: the kind of request whose settling establishes coverage `c`.
+fn kind_of(c: Coverage) -> Kind {
+    match c {
+        Coverage::Nothing => Kind::None,
+        Coverage::Pages => Kind::Finite,
+        Coverage::Chain => Kind::Chain,
+        Coverage::Full => Kind::Full,
     }
 }
 
@@ -54,5 +97,43 @@ impl Model {
     /// `NoLostInvalidation == (phase = "idle" /\ debt = "none") => coverEpoch = epoch`.
     pub fn no_lost_invalidation(&self, s: &State) -> bool {
         !(s.phase == Phase::Idle && s.debt == Debt::None) || s.cover_epoch == s.epoch
+    }
+
+    /// `CoverageHeld == coverage # "nothing" => \E i \in Ids : req[i].kind = KindOf(coverage)
+    /// /\ req[i].ep = coverEpoch /\ req[i].st = "settled"`.
+    pub fn coverage_held(&self, s: &State) -> bool {
+        let kind = kind_of(s.coverage);
+        s.coverage == Coverage::Nothing
+            || self.ids().any(|i| {
+                let r = s.req[i];
+                r.st == St::Settled && r.ep == s.cover_epoch && r.kind == kind
+            })
+    }
+
+    /// `CommitStamped`'s step, on a step that switches the coverage (`CoverageSwitch =>`):
+    /// `\E i \in Ids : req[i].st = "inflight" /\ req'[i].st = "settled" /\ req[i].kind =
+    /// KindOf(coverage') /\ req[i].ep = coverEpoch'`.
+    fn commit_stamped(&self, s: &State, t: &State) -> bool {
+        self.ids().any(|i| {
+            s.req[i].st == St::Inflight
+                && t.req[i].st == St::Settled
+                && s.req[i].kind == kind_of(t.coverage)
+                && s.req[i].ep == t.cover_epoch
+        })
+    }
+
+    /// `CommitReleases`'s step, on a step that switches the coverage: `coverage' \in {"chain",
+    /// "full"} => \A i \in Ids : req'[i].st = "settled" => req'[i].ep >= coverEpoch'`.
+    fn commit_releases(&self, t: &State) -> bool {
+        !matches!(t.coverage, Coverage::Chain | Coverage::Full)
+            || self
+                .ids()
+                .all(|i| t.req[i].st != St::Settled || t.req[i].ep >= t.cover_epoch)
+    }
+
+    /// `ChainCommitBoundedDebt`'s step, on a step that switches the coverage: `coverage' =
+    /// "chain" => debt = "bounded" /\ failure = "none"`.
+    fn chain_commit_bounded_debt(&self, s: &State, t: &State) -> bool {
+        t.coverage != Coverage::Chain || (s.debt == Debt::Bounded && s.failure == Failure::None)
     }
 }

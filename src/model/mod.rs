@@ -9,8 +9,9 @@
 //!
 //! The files follow the module's parts: [`Rules`] (rules.rs), the state (state.rs), [`Action`]
 //! (action.rs), `Next` and its actions in the module's order (next.rs), the invariants
-//! (invariants.rs), the printing of states (show.rs), and the progress-under-churn check
-//! (progress.rs).
+//! (invariants.rs), the printing of states (show.rs), the progress-under-churn check
+//! (progress.rs), and, in builds with the `testing` feature, the mutants of
+//! `unifiedMinChurn` that show its checks can fail (mutant.rs).
 //!
 //! This layer knows nothing of the production ledger; `crate::refinement` relates the two. The
 //! values both share live in [`crate::vocab`].
@@ -18,6 +19,8 @@
 mod action;
 pub mod explore;
 mod invariants;
+#[cfg(any(test, feature = "testing"))]
+mod mutant;
 mod next;
 mod pack;
 pub mod progress;
@@ -27,6 +30,8 @@ mod state;
 
 pub use crate::vocab::{Coverage, Debt, Failure, Invariant, Phase};
 pub use action::Action;
+#[cfg(any(test, feature = "testing"))]
+pub use mutant::{Mutant, MutantCheck};
 pub use pack::Packer;
 pub use rules::Rules;
 pub use state::{Bounds, Kind, Req, St, State, MAX_IDS, UNUSED};

@@ -1,6 +1,7 @@
 //! `Next` and its nine actions, in the order `spec/LoaderLedger.tla` gives them. Each action
 //! calls `emit` once per successor, with the [`Action`] that reaches it.
 
+use super::rules::Overtaken;
 use super::{Action, Coverage, Debt, Failure, Kind, Model, Phase, Rules, St, State};
 
 impl Model {
@@ -168,41 +169,39 @@ impl Model {
             return;
         }
         let rules = self.rules();
-        let owes_full = s.failure != Failure::None || s.debt == Debt::Full;
-        if s.chain_epoch != s.epoch && rules.commits_overtaken() {
+        if s.chain_epoch != s.epoch {
+            let how = rules.overtaken(s);
             for k in self.free(s) {
                 let mut t = *s;
                 t.req[i].st = St::Settled;
-                if owes_full {
-                    // Its pages cannot repair full debt: abandon it for the full read.
-                    t.req[k] = Self::new_req(s, Kind::Full);
-                    t.phase = Phase::FullHeld;
-                    t.debt = Debt::Full;
-                } else {
-                    // Overtaken, but newer than the view: commit at the chain's own epoch and
-                    // start the chain that covers the invalidations since.
-                    self.normalize(&mut t.req, Phase::Idle, Debt::None, s.chain_epoch);
-                    t.req[k] = Self::new_req(s, Kind::Chain);
-                    t.coverage = Coverage::Chain;
-                    t.cover_epoch = s.chain_epoch;
-                    t.settled_once = true;
-                    t.chain_epoch = s.epoch;
+                match how {
+                    Overtaken::Replace => {
+                        // A newer invalidation: start the replacement chain (P5).
+                        t.req[k] = Self::new_req(s, Kind::Chain);
+                        t.chain_epoch = s.epoch;
+                    }
+                    Overtaken::Abandon => {
+                        // Its pages cannot repair full debt: abandon it for the full read.
+                        t.req[k] = Self::new_req(s, Kind::Full);
+                        t.phase = Phase::FullHeld;
+                        t.debt = Debt::Full;
+                    }
+                    Overtaken::Commit {
+                        stamp,
+                        normalize_at,
+                    } => {
+                        // Overtaken, but newer than the view: commit at the chain's own epoch
+                        // and start the chain that covers the invalidations since.
+                        if let Some(ce) = normalize_at {
+                            self.normalize(&mut t.req, Phase::Idle, Debt::None, ce);
+                        }
+                        t.req[k] = Self::new_req(s, Kind::Chain);
+                        t.coverage = Coverage::Chain;
+                        t.cover_epoch = stamp;
+                        t.settled_once = true;
+                        t.chain_epoch = s.epoch;
+                    }
                 }
-                emit(
-                    Action::SettleChain {
-                        i: i as u8,
-                        k: Some(k as u8),
-                    },
-                    t,
-                );
-            }
-        } else if s.chain_epoch != s.epoch {
-            // A newer invalidation: start the replacement chain (P5).
-            for k in self.free(s) {
-                let mut t = *s;
-                t.req[i].st = St::Settled;
-                t.req[k] = Self::new_req(s, Kind::Chain);
-                t.chain_epoch = s.epoch;
                 emit(
                     Action::SettleChain {
                         i: i as u8,

@@ -51,10 +51,31 @@ impl Packer {
         w.put(s.coverage as u64, 2);
         w.put(s.settled_once as u64, 1);
         for r in &s.req[..self.ids] {
-            w.put(r.kind as u64, 2);
-            w.put(r.ep as u64, e);
-            w.put(r.st as u64, 3);
-            w.put(r.sup as u64, 1);
+            w.put_req(r, e);
+        }
+        w.word
+    }
+
+    /// Whether [`Packer::pack_spare`] can key states with `spare` request slots beyond those of
+    /// `bounds`: the slots exist and theirs fit in 64 bits.
+    pub fn spare_fits(bounds: &Bounds, spare: usize) -> Result<(), String> {
+        let bits = (2 + ep_bits(bounds.max_epoch) + 3 + 1) * spare as u32;
+        if bounds.ids + spare > MAX_IDS || bits > 64 {
+            return Err(format!(
+                "{} ids and {spare} spare ids at max-epoch {}: at most {MAX_IDS} slots in all, and {bits} bits for the spare ones where 64 fit",
+                bounds.ids, bounds.max_epoch
+            ));
+        }
+        Ok(())
+    }
+
+    /// The request slots `ids..ids + spare` of `s`, beyond the packer's, each packed as
+    /// [`Packer::pack`] packs a slot. With `pack(s)`, a key for the states of the model with
+    /// `spare` more slots. [`Packer::spare_fits`] says whether they fit.
+    pub fn pack_spare(&self, s: &State, spare: usize) -> u64 {
+        let mut w = Writer::default();
+        for r in &s.req[self.ids..self.ids + spare] {
+            w.put_req(r, self.ep_bits);
         }
         w.word
     }
@@ -109,6 +130,14 @@ impl Writer {
         self.word |= v << self.at;
         self.at += bits;
     }
+
+    /// One request slot: kind, ep, st, sup.
+    fn put_req(&mut self, r: &Req, ep_bits: u32) {
+        self.put(r.kind as u64, 2);
+        self.put(r.ep as u64, ep_bits);
+        self.put(r.st as u64, 3);
+        self.put(r.sup as u64, 1);
+    }
 }
 
 struct Reader {
@@ -156,6 +185,34 @@ mod tests {
         };
         assert_eq!(p.unpack(p.pack(&s)), Some(s));
         assert_eq!(p.unpack(p.pack(&m.init())), Some(m.init()));
+    }
+
+    #[test]
+    fn spare_slots_key_what_the_packer_leaves_out() {
+        let bounds = Bounds {
+            max_epoch: 3,
+            ids: 4,
+            rules: Rules::UnifiedMinChurn,
+            model_bounds: false,
+        };
+        let p = Packer::new(&bounds).unwrap();
+        assert!(Packer::spare_fits(&bounds, 4).is_ok());
+        assert!(Packer::spare_fits(&bounds, 5).is_err());
+        let mut a = Model::new(bounds).init();
+        a.req[0].kind = Kind::Chain;
+        a.req[0].st = St::Settled;
+        let mut b = a;
+        b.req[5] = Req {
+            kind: Kind::Chain,
+            ep: 3,
+            st: St::Inflight,
+            sup: false,
+        };
+        // The same to `pack`, which sees four slots; told apart by the spare slots.
+        assert_eq!(p.pack(&a), p.pack(&b));
+        assert_eq!(p.pack_spare(&a, 4), 0);
+        assert_ne!(p.pack_spare(&b, 4), p.pack_spare(&a, 4));
+        assert_eq!(p.pack_spare(&b, 1), 0);
     }
 
     #[test]

@@ -9,6 +9,12 @@
 //! deadlock, which fails. A path that ends only because every request slot is used (the
 //! model's `Ids` bound) is cut there: what it did up to the cut is judged, nothing after.
 //!
+//! A cut can hide a failure: a rule whose worst path needs more slots than are left looks as
+//! good as its cut. So the start states, reachable under `Ids`, can be judged as if more slots
+//! were free: with `spare_ids`, the adversary's graph is that of the model with `Ids +
+//! spare_ids` slots, the extra ones unused at the start. With enough spare slots no path is
+//! cut ([`ProgressReport::cut`] is 0), and the worst case is exact for those start states.
+//!
 //! The graph is finite and, since every step advances some request or the epoch, acyclic; a
 //! cycle would be found and would fail. The worst number of system steps to a rise is
 //! computed exactly, by a depth-first search memoised per state, once per start value of
@@ -21,7 +27,7 @@ use rustc_hash::FxHashMap as HashMap;
 use std::time::{Duration, Instant};
 
 /// The bound `make check` uses: the worst case of `unifiedMinChurn`, the same at every
-/// `MaxEpoch` checked (2 to 4). The longest paths start a full read or a repair, answer the
+/// `MaxEpoch` checked (2 to 4), with spare slots enough that no path is cut. The longest paths start a full read or a repair, answer the
 /// finite read it superseded, then answer the full read or chain, which commits at its own
 /// epoch although an invalidation overtook it.
 pub const DEFAULT_BOUND: u32 = 3;
@@ -31,20 +37,45 @@ const NEVER: u8 = u8::MAX;
 /// On the search's stack: reaching it again closes a cycle.
 const ON_STACK: u8 = u8::MAX - 1;
 
+/// How to check progress.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProgressOptions {
+    /// The most system steps any path may take to raise `coverEpoch`.
+    pub bound: u32,
+    /// Request slots the adversary's graph has beyond the `Ids` of the reachable states.
+    pub spare_ids: usize,
+    /// Stop at the first start state (nearest `Init`, for the smallest start value of
+    /// `coverEpoch`) that has a path exceeding the bound.
+    pub stop_at_first: bool,
+}
+
+impl Default for ProgressOptions {
+    fn default() -> ProgressOptions {
+        ProgressOptions {
+            bound: DEFAULT_BOUND,
+            spare_ids: 0,
+            stop_at_first: false,
+        }
+    }
+}
+
 /// What the progress check found.
 #[derive(Clone, Debug)]
 pub struct ProgressReport {
-    /// The constants explored.
+    /// The constants the start states were reached under.
     pub bounds: Bounds,
     /// The bound checked.
     pub bound: u32,
+    /// Request slots the adversary's graph had beyond `bounds.ids`.
+    pub spare_ids: usize,
     /// Distinct states reachable under `Next`.
     pub reachable: u64,
     /// Start states: reachable, `coverEpoch < epoch`, `failure = "none"`.
     pub starts: u64,
     /// States of the adversary's graph visited, summed over the start values of `coverEpoch`.
     pub visited: u64,
-    /// Paths cut at the `Ids` bound (counted once per state that ends them).
+    /// Paths cut because every slot, spare ones included, was used (counted once per state
+    /// that ends them).
     pub cut: u64,
     /// The most system steps any path takes to raise `coverEpoch`; `None` when some path
     /// never does (a deadlock with something owed, or a cycle).
@@ -70,11 +101,15 @@ impl ProgressReport {
 }
 
 struct Search<'a> {
+    /// The model with the spare slots.
     model: &'a Model,
+    /// The packer of the reachable states, without the spare slots.
     packer: &'a Packer,
+    spare: usize,
     /// The start value of `coverEpoch` being judged.
     c0: u8,
-    memo: HashMap<u64, u8>,
+    /// Keyed by the packed state and its packed spare slots.
+    memo: HashMap<(u64, u64), u8>,
     cut: u64,
 }
 
@@ -109,7 +144,7 @@ impl Search<'_> {
         if s.cover_epoch > self.c0 {
             return 0;
         }
-        let w = self.packer.pack(s);
+        let w = (self.packer.pack(s), self.packer.pack_spare(s, self.spare));
         match self.memo.get(&w) {
             Some(&ON_STACK) => return NEVER,
             Some(&v) => return v,
@@ -185,16 +220,20 @@ impl Search<'_> {
     }
 }
 
-/// Checks progress under churn under `bounds` with the given `bound` on system steps. With
-/// `stop_at_first`, the search stops at the first start state (nearest `Init`, for the
-/// smallest start value of `coverEpoch`) that has a path exceeding the bound.
-pub fn check_progress(
-    bounds: Bounds,
-    bound: u32,
-    stop_at_first: bool,
-) -> Result<ProgressReport, String> {
+/// Checks progress under churn from the states reachable under `bounds`, as `options` say.
+pub fn check_progress(bounds: Bounds, options: ProgressOptions) -> Result<ProgressReport, String> {
+    let ProgressOptions {
+        bound,
+        spare_ids,
+        stop_at_first,
+    } = options;
     let packer = Packer::new(&bounds)?;
+    Packer::spare_fits(&bounds, spare_ids)?;
     let model = Model::new(bounds);
+    let wide = Model::new(Bounds {
+        ids: bounds.ids + spare_ids,
+        ..bounds
+    });
     let start = Instant::now();
     let all = reachable(&model, &packer);
     let mut starts = 0u64;
@@ -205,8 +244,9 @@ pub fn check_progress(
     let mut witness: Option<(u64, u8)> = None;
     'passes: for c0 in 0..bounds.max_epoch {
         let mut search = Search {
-            model: &model,
+            model: &wide,
             packer: &packer,
+            spare: spare_ids,
             c0,
             memo: HashMap::default(),
             cut: 0,
@@ -238,8 +278,9 @@ pub fn check_progress(
         Some((w, c0)) => {
             let prefix = trace_to(&model, &packer, w, u32::MAX);
             let mut search = Search {
-                model: &model,
+                model: &wide,
                 packer: &packer,
+                spare: spare_ids,
                 c0,
                 memo: HashMap::default(),
                 cut: 0,
@@ -261,6 +302,7 @@ pub fn check_progress(
     Ok(ProgressReport {
         bounds,
         bound,
+        spare_ids,
         reachable: all.len() as u64,
         starts,
         visited,

@@ -1,6 +1,9 @@
 //! The module's `Rules` constant: which rule variant the model runs, this project's two
-//! variant modules included.
+//! variant modules included, and what each variant does with an overtaken chain.
 
+#[cfg(any(test, feature = "testing"))]
+use super::Mutant;
+use super::{Debt, Failure, State};
 use std::fmt;
 
 /// The module's `Rules` constant, plus this project's variants.
@@ -30,6 +33,28 @@ pub enum Rules {
     /// at its own epoch and a new chain starts at once; an overtaken chain with full debt is
     /// abandoned for a full read (`spec/LoaderLedgerChurn.tla`).
     UnifiedMinChurn,
+    /// A deliberately wrong `UnifiedMinChurn`, to show that a check fails without the part of
+    /// its rule the mutant breaks (mutant.rs). Not a variant of the modules: never in
+    /// [`Rules::ALL`] nor `--list-rules`, and only in builds with the `testing` feature.
+    #[cfg(any(test, feature = "testing"))]
+    Mutant(Mutant),
+}
+
+/// What `SettleChain(i)` does with a chain an invalidation overtook (`chainEpoch # epoch`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Overtaken {
+    /// Settle it and start a replacement chain at `epoch` (the module's P5).
+    Replace,
+    /// Settle it and start the full-source read the debt or the failure asks for.
+    Abandon,
+    /// Commit it: `coverage' = "chain"`, `coverEpoch' = stamp`, `Normalize` at `normalize_at`
+    /// (none when `None`), and start a new chain at `epoch`.
+    Commit {
+        /// `coverEpoch'`.
+        stamp: u8,
+        /// The coverage epoch `Normalize` releases below, if it runs.
+        normalize_at: Option<u8>,
+    },
 }
 
 impl Rules {
@@ -50,12 +75,27 @@ impl Rules {
 
     /// The module's own variants (everything but this project's additions).
     pub fn is_seed(self) -> bool {
-        !matches!(self, Rules::UnifiedMinRecheck | Rules::UnifiedMinChurn)
+        !matches!(
+            self.base(),
+            Rules::UnifiedMinRecheck | Rules::UnifiedMinChurn
+        )
     }
 
-    /// The variant's value of `Rules` (this project's variants have their own modules instead).
+    /// The real variant a mutant mutates; a real variant itself.
+    fn base(self) -> Rules {
+        match self {
+            #[cfg(any(test, feature = "testing"))]
+            Rules::Mutant(_) => Rules::UnifiedMinChurn,
+            r => r,
+        }
+    }
+
+    /// The variant's value of `Rules` (this project's variants have their own modules instead;
+    /// a mutant's name starts with `mutant`).
     pub fn name(self) -> &'static str {
         match self {
+            #[cfg(any(test, feature = "testing"))]
+            Rules::Mutant(m) => m.name(),
             Rules::Current => "current",
             Rules::Unified => "unified",
             Rules::UnifiedNoNorm => "unifiedNoNorm",
@@ -69,15 +109,24 @@ impl Rules {
         }
     }
 
-    /// The variant [`Rules::name`] spells `s`, if any.
+    /// The variant [`Rules::name`] spells `s`, if any; a mutant's name too, in builds that have
+    /// them.
     pub fn parse(s: &str) -> Option<Rules> {
-        Rules::ALL.into_iter().find(|r| r.name() == s)
+        let real = Rules::ALL.into_iter().find(|r| r.name() == s);
+        #[cfg(any(test, feature = "testing"))]
+        let real = real.or_else(|| {
+            Mutant::ALL
+                .into_iter()
+                .map(Rules::Mutant)
+                .find(|r| r.name() == s)
+        });
+        real
     }
 
     /// `Rules \in {"unified", "unifiedMin"}`: the variants whose `Normalize` is not the identity.
     pub(super) fn normalizes(self) -> bool {
         matches!(
-            self,
+            self.base(),
             Rules::Unified | Rules::UnifiedMin | Rules::UnifiedMinRecheck | Rules::UnifiedMinChurn
         )
     }
@@ -85,7 +134,7 @@ impl Rules {
     /// `Rules \in {"unified", "unifiedNoNorm", "unifiedMin", "unifiedMinNoNorm"}`.
     pub(super) fn unified_family(self) -> bool {
         matches!(
-            self,
+            self.base(),
             Rules::Unified
                 | Rules::UnifiedNoNorm
                 | Rules::UnifiedMin
@@ -98,7 +147,7 @@ impl Rules {
     /// `Rules \in {"unifiedMin", "unifiedMinNoNorm"}`.
     pub(super) fn min_family(self) -> bool {
         matches!(
-            self,
+            self.base(),
             Rules::UnifiedMin
                 | Rules::UnifiedMinNoNorm
                 | Rules::UnifiedMinRecheck
@@ -108,12 +157,35 @@ impl Rules {
 
     /// `spec/LoaderLedgerRecheck.tla`'s `SettleFull`: an overtaken full read leaves bounded debt.
     pub(super) fn rechecks_full(self) -> bool {
-        matches!(self, Rules::UnifiedMinRecheck | Rules::UnifiedMinChurn)
+        matches!(
+            self.base(),
+            Rules::UnifiedMinRecheck | Rules::UnifiedMinChurn
+        )
     }
 
     /// `spec/LoaderLedgerChurn.tla`'s `SettleChain`: an overtaken repair commits.
     pub(super) fn commits_overtaken(self) -> bool {
-        self == Rules::UnifiedMinChurn
+        self.base() == Rules::UnifiedMinChurn
+    }
+
+    /// What `SettleChain(i)` does in `s` with a chain an invalidation overtook: the module's
+    /// replacement (P5), or under `unifiedMinChurn` a commit at the chain's own epoch, or, when
+    /// a full read is owed (full debt, or a failure recorded), abandonment for one.
+    pub(super) fn overtaken(self, s: &State) -> Overtaken {
+        #[cfg(any(test, feature = "testing"))]
+        if let Rules::Mutant(m) = self {
+            return m.overtaken(s);
+        }
+        if !self.commits_overtaken() {
+            Overtaken::Replace
+        } else if s.failure != Failure::None || s.debt == Debt::Full {
+            Overtaken::Abandon
+        } else {
+            Overtaken::Commit {
+                stamp: s.chain_epoch,
+                normalize_at: Some(s.chain_epoch),
+            }
+        }
     }
 }
 

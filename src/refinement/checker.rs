@@ -200,23 +200,37 @@ impl Checker {
         if reach.is_empty() {
             return Err(format!("{label} is not enabled in the model at {before:?}"));
         }
-        let first = reach.clone();
-        for t in &first {
+        // Each path: the host's action's state, then the start's, if any.
+        let mut paths: Vec<(State, Option<State>)> = Vec::new();
+        for t in reach.drain(..) {
+            paths.push((t, None));
             for name in ["StartFull", "StartRepair"] {
-                reach.extend(
-                    self.model
-                        .successors_by(t, name)
-                        .into_iter()
-                        .map(|(_, u)| u),
-                );
+                for (_, u) in self.model.successors_by(&t, name) {
+                    paths.push((t, Some(u)));
+                }
             }
         }
-        if !reach.contains(&after) {
+        let ends_at_after = |(t, u): &(State, Option<State>)| u.unwrap_or(*t) == after;
+        if !paths.iter().any(ends_at_after) {
             return Err(format!(
                 "no model path {label} [+ start] leads from\n  {}\nto\n  {}",
                 self.model.show(&before).join(", "),
                 self.model.show(&after).join(", ")
             ));
+        }
+        // The step invariants, on the steps of a path the ledger took.
+        let keeps = |inv: Invariant, (t, u): &(State, Option<State>)| {
+            inv.holds_step(&self.model, &before, t)
+                && u.is_none_or(|u| inv.holds_step(&self.model, t, &u))
+        };
+        for inv in Invariant::STEP {
+            if !paths
+                .iter()
+                .filter(|p| ends_at_after(p))
+                .any(|p| keeps(inv, p))
+            {
+                return Err(format!("{inv} violated by the step to {after:?}"));
+            }
         }
         for name in ["StartFull", "StartRepair"] {
             if !self.model.successors_by(&after, name).is_empty() {
@@ -247,7 +261,7 @@ impl Checker {
     }
 
     fn check_state(&self, h: &Harness, s: &State) -> Result<(), String> {
-        for inv in Invariant::ALL {
+        for inv in Invariant::STATE {
             if inv == Invariant::NoLostInvalidation && !self.bounds.recheck_full {
                 continue;
             }

@@ -5,7 +5,8 @@
 //! issue order; released and forgotten requests keep their slot) and checks that
 //! - the host event, followed by the eager scheduler's start, is a path of model transitions,
 //!   and the scheduler left no `StartFull` or `StartRepair` enabled;
-//! - every invariant holds, in the model's terms and in the ledger's own;
+//! - every invariant holds, in the model's terms and in the ledger's own, and every step
+//!   invariant holds on the model's steps the event took;
 //! - answering every in-flight request with success (and retrying an own failure) reaches
 //!   quiescence, at the current epoch when the fix is on: no state is stuck;
 //! - every refused event (a second answer, an unknown id) changed nothing.

@@ -5,10 +5,11 @@ use loader::model::Invariant;
 use loader::refinement;
 
 impl Run {
-    /// Every invariant of the module on the model's state, the ledger's own, and no request
-    /// superseded behind the model's back.
+    /// Every state invariant of the modules on the model's state, the ledger's own, and no
+    /// request superseded behind the model's back. (The step invariants are checked on each
+    /// model step as it is taken.)
     pub(super) fn check_invariants(&self) {
-        for inv in Invariant::ALL {
+        for inv in Invariant::STATE {
             if inv == Invariant::NoLostInvalidation && !self.recheck {
                 continue;
             }

@@ -6,7 +6,8 @@
 //! `StartFull` or `StartRepair` when the model enables one. After every event the ledger's
 //! state, mapped as `loader::refinement` maps it (request ids to slots in issue order; a
 //! failed finite request, which the ledger forgets, stays `failed` in the model until an
-//! `ExplicitRetry`), must equal the model's state, and every invariant must hold in both.
+//! `ExplicitRetry`), must equal the model's state, every state invariant must hold in both, and
+//! every step invariant on the model's steps.
 //!
 //! Unlike the exhaustive refinement check, the model's state here is carried forward by the
 //! model alone, never re-derived from the ledger, and the bounds are wider: epochs up to
@@ -21,7 +22,7 @@ mod ledger_side;
 use crate::input::Input;
 use ledger_side::{Outcome, Side};
 use loader::ledger::{Config, Ledger};
-use loader::model::{Action, Bounds, Model, Rules, State};
+use loader::model::{Action, Bounds, Invariant, Model, Rules, State};
 use loader::refinement::acted_on;
 
 /// The model's `MaxEpoch`: invalidations stop there.
@@ -175,6 +176,18 @@ impl Run {
             if !starts.is_empty() {
                 after = self.unique(&after, name, |a| new_slot(a) == Some(sched)).0;
                 break;
+            }
+        }
+        // The step invariants, on the host's step and the start's.
+        let mut steps = vec![(self.state, host.0)];
+        if after != host.0 {
+            steps.push((host.0, after));
+        }
+        for (s, t) in steps {
+            for inv in Invariant::STEP {
+                if !inv.holds_step(&self.model, &s, &t) {
+                    self.fail(format!("{inv} violated by {label}"));
+                }
             }
         }
         self.state = after;

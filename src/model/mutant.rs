@@ -1,0 +1,137 @@
+//! Mutants: `unifiedMinChurn` with one part of its overtaken-chain rule broken, each paired with
+//! the check that must fail because of it. A check that a mutant passes does not show the part
+//! it breaks to be needed; `make check` and `tests/mutants.rs` run every mutant and expect its
+//! check to fail. Test instruments, in builds with the `testing` feature only, and never listed
+//! among the real variants (`Rules::ALL`, `--list-rules`).
+
+use super::rules::Overtaken;
+use super::{Debt, Failure, Invariant, Rules, State};
+use std::fmt;
+
+/// A deliberately wrong `unifiedMinChurn`: everything as in `spec/LoaderLedgerChurn.tla` but
+/// what `SettleChain(i)` does with a chain an invalidation overtook.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mutant {
+    /// The branch "an overtaken chain owing a full read (full debt, or a failure recorded) is
+    /// abandoned for one" removed: the chain is replaced, as in the module (P5).
+    NoAbandon,
+    /// The overtaken commit stamps `coverEpoch' = epoch` instead of the chain's `chainEpoch`.
+    StampEpoch,
+    /// The overtaken commit normalizes at `epoch` instead of at the chain's `chainEpoch`.
+    NormalizeAtEpoch,
+    /// The overtaken commit does not normalize.
+    NoNormalize,
+    /// The overtaken commit is taken with full debt too (a recorded failure still abandons).
+    CommitFullDebt,
+}
+
+/// The check a mutant must fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MutantCheck {
+    /// `loader-check --progress`, with spare request slots (`--spare-ids`).
+    Progress,
+    /// The exploration: this invariant is violated.
+    Invariant(Invariant),
+}
+
+impl Mutant {
+    /// Every mutant.
+    pub const ALL: [Mutant; 5] = [
+        Mutant::NoAbandon,
+        Mutant::StampEpoch,
+        Mutant::NormalizeAtEpoch,
+        Mutant::NoNormalize,
+        Mutant::CommitFullDebt,
+    ];
+
+    /// Its name for `--rules`: always starting with `mutant`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mutant::NoAbandon => "mutantChurnNoAbandon",
+            Mutant::StampEpoch => "mutantChurnStampEpoch",
+            Mutant::NormalizeAtEpoch => "mutantChurnNormalizeAtEpoch",
+            Mutant::NoNormalize => "mutantChurnNoNormalize",
+            Mutant::CommitFullDebt => "mutantChurnCommitFullDebt",
+        }
+    }
+
+    /// The checks the mutant fails, every one of them: the progress check for the mutant
+    /// whose rule still keeps every invariant, else each invariant it violates, every other
+    /// invariant holding. `tests/mutants.rs` holds each mutant to exactly this list.
+    pub fn fails(self) -> &'static [MutantCheck] {
+        use Invariant::*;
+        use MutantCheck::Invariant as Inv;
+        match self {
+            // Replacing a chain is safe; only progress under churn needs the abandonment.
+            Mutant::NoAbandon => &[MutantCheck::Progress],
+            // The committed chain, stamped chainEpoch, is not the one the stamp names; it is
+            // also older than the stamp and still held. And a full read that settles at the
+            // epoch the stamp claimed raises nothing: progress fails too (with spare slots).
+            Mutant::StampEpoch => &[
+                Inv(CoverageHeld),
+                Inv(CommitStamped),
+                Inv(CommitReleases),
+                MutantCheck::Progress,
+            ],
+            // Normalize at epoch releases the committed chain itself (its ep is chainEpoch).
+            Mutant::NormalizeAtEpoch => &[Inv(CoverageHeld), Inv(CommitStamped)],
+            // The view switched to the chain, but what it showed before is still held.
+            Mutant::NoNormalize => &[Inv(CommitReleases)],
+            // Every state it reaches, unifiedMinChurn reaches too (the full debt comes from a
+            // superseded read's failure, which could as well have come after the commit): only
+            // a step invariant sees the commit over full debt.
+            Mutant::CommitFullDebt => &[Inv(ChainCommitBoundedDebt)],
+        }
+    }
+
+    /// The mutant as a rule variant.
+    pub fn rules(self) -> Rules {
+        Rules::Mutant(self)
+    }
+
+    /// What `SettleChain(i)` does in `s` with an overtaken chain: `unifiedMinChurn`'s choice,
+    /// broken as the mutant says.
+    pub(super) fn overtaken(self, s: &State) -> Overtaken {
+        let right = Rules::UnifiedMinChurn.overtaken(s);
+        match (self, right) {
+            (Mutant::NoAbandon, Overtaken::Abandon) => Overtaken::Replace,
+            (Mutant::StampEpoch, Overtaken::Commit { normalize_at, .. }) => Overtaken::Commit {
+                stamp: s.epoch,
+                normalize_at,
+            },
+            (Mutant::NormalizeAtEpoch, Overtaken::Commit { stamp, .. }) => Overtaken::Commit {
+                stamp,
+                normalize_at: Some(s.epoch),
+            },
+            (Mutant::NoNormalize, Overtaken::Commit { stamp, .. }) => Overtaken::Commit {
+                stamp,
+                normalize_at: None,
+            },
+            (Mutant::CommitFullDebt, Overtaken::Abandon)
+                if s.failure == Failure::None && s.debt == Debt::Full =>
+            {
+                Overtaken::Commit {
+                    stamp: s.chain_epoch,
+                    normalize_at: Some(s.chain_epoch),
+                }
+            }
+            (_, right) => right,
+        }
+    }
+}
+
+impl fmt::Display for MutantCheck {
+    /// `ProgressUnderChurn`, as `loader-check --progress` names its check, or the invariant.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MutantCheck::Progress => f.write_str("ProgressUnderChurn"),
+            MutantCheck::Invariant(inv) => f.write_str(inv.name()),
+        }
+    }
+}
+
+impl fmt::Display for Mutant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
