@@ -28,7 +28,7 @@ RPATH := -Ltarget/release -lloader -Wl,-rpath,$(CURDIR)/target/release
 TEST_RPATH := -L$(TEST_DIR) -lloader -Wl,-rpath,$(CURDIR)/$(TEST_DIR)
 
 .PHONY: all build test-lib test tsan-lib rust-test doc lint check check-header bench bench-quick bench-abi bench-py bench-depth bench-liveness c-test c-test-asan c-test-valgrind \
-        c-test-tsan c-test-stress c-test-empty c-test-anchored c-test-ranged cpp-test cpp-coverage cpp-example cpp-pkgconfig-test header-test symbols-test install pkgconfig-test \
+        c-test-abi c-test-tsan c-test-stress c-test-empty c-test-anchored c-test-ranged cpp-test cpp-coverage cpp-example cpp-pkgconfig-test header-test symbols-test install pkgconfig-test \
         readme-c-example clean
 
 all: build
@@ -126,7 +126,7 @@ bench-quick: $(ABI_BENCH) venv
 
 # ---- C and C++ ----
 
-c-test: header-test symbols-test c-test-asan c-test-valgrind c-test-empty c-test-anchored c-test-ranged c-test-tsan c-test-hostile c-test-hostile-tsan cpp-test pkgconfig-test readme-c-example
+c-test: header-test symbols-test c-test-abi c-test-asan c-test-valgrind c-test-empty c-test-anchored c-test-ranged c-test-tsan c-test-hostile c-test-hostile-tsan cpp-test pkgconfig-test readme-c-example
 
 $(OUT):
 	mkdir -p $(OUT)
@@ -172,6 +172,25 @@ symbols-test: build test-lib | $(OUT)
 	    { echo "the test library's exports differ from the header's functions"; exit 1; }
 	@echo "symbols-test: $$(wc -l < $(SYMBOLS).default) symbols, all loader_* and public, no test hook; SONAME $(SONAME)"
 	@echo "symbols-test: the test library adds $$(tr '\n' ' ' < $(SYMBOLS).testing)"
+
+# The structs that grow, across header versions: one host (c-tests/abi/abi_host.c) built
+# against the first release's header, frozen in c-tests/abi/v1, and against a header one
+# release newer than today's (c-tests/abi/future_header.sh appends a field to each struct),
+# both run against this library under ASan+UBSan. The older host must work unchanged; the
+# newer one works while its new fields are zero and gets LOADER_RESULT_UNKNOWN_FIELD when it
+# sets one. The script's output is checked first: a header it left alone proves nothing.
+ABI_FLAGS := -std=c11 $(WARN) -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+c-test-abi: build | $(OUT)
+	mkdir -p $(OUT)/abi-future
+	c-tests/abi/future_header.sh include/loader.h > $(OUT)/abi-future/loader.h
+	test $$(diff include/loader.h $(OUT)/abi-future/loader.h | grep -c '^> ') -eq 4
+	$(CC) $(ABI_FLAGS) -Ic-tests/abi/v1 -DLOADER_ABI_V1 c-tests/abi/abi_host.c $(RPATH) -o $(OUT)/abi_host_v1
+	$(OUT)/abi_host_v1
+	$(CC) $(ABI_FLAGS) -I$(OUT)/abi-future -DLOADER_ABI_FUTURE c-tests/abi/abi_host.c $(RPATH) \
+	    -o $(OUT)/abi_host_future
+	$(OUT)/abi_host_future
+	$(CC) $(ABI_FLAGS) -Iinclude c-tests/abi/abi_host.c $(RPATH) -o $(OUT)/abi_host_current
+	$(OUT)/abi_host_current
 
 # AddressSanitizer and UndefinedBehaviorSanitizer. The canary proves the sanitizer is linked:
 # it must be caught.

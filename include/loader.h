@@ -92,6 +92,32 @@
  * A C++ exception thrown by a callback therefore reaches the caller of that call, which must
  * be C++ (or other code built with unwind tables) to catch it. C callers never see one.
  *
+ * STRUCTS THAT GROW
+ *
+ * Four structs may gain fields in later releases: loader_config, loader_callbacks,
+ * loader_snapshot and loader_counts. Each begins with `uint32_t struct_size`, which the host
+ * sets to `sizeof` the struct (as the header it was compiled against declares it) before it
+ * passes the struct to any function, the ones that fill it included:
+ *
+ *     loader_config config = { .struct_size = sizeof config };
+ *     loader_config_default(&config);
+ *     loader_snapshot s = { .struct_size = sizeof s };
+ *     loader_state(handle, &s);
+ *
+ * Fields are only appended, and a field's zero value means the behaviour before it existed.
+ * So a host built against an older header keeps working with a newer library: the fields its
+ * structs lack read as zero, and the library fills only the bytes the host's structs have. A
+ * host built against a newer header works with an older library while it leaves the newer
+ * fields at zero (loader_config_default sets the fields it does not know to zero), and gets
+ * LOADER_RESULT_UNKNOWN_FIELD, with nothing changed, if it sets one. The functions that fill
+ * a struct (loader_state, loader_stats, loader_view_state) write min(struct_size, the
+ * library's size) bytes and set `struct_size` to that count, so such a host sees which fields
+ * were filled. A `struct_size` of 0 (never set), shorter than the struct's first release or
+ * above 4096 is LOADER_RESULT_INVALID_STRUCT_SIZE, checked before anything else is read or
+ * written. Other structs do not grow: loader_read (the library's, read in `issue`) may gain
+ * fields at its end, which a host simply does not read; loader_page and loader_request_info,
+ * which cross in arrays, change only with the SONAME.
+ *
  * HELPERS NOT PROVIDED
  *
  * The library does no I/O and owns no thread, so it has no read queue or executor, no thread
@@ -248,6 +274,16 @@ typedef enum loader_result {
    * A ranged invalidation's end comes before its start.
    */
   LOADER_RESULT_RANGE_REVERSED = 22,
+  /**
+   * A struct's `struct_size` is not one this library accepts: smaller than the struct's
+   * first release (0: never set) or larger than 4096 bytes.
+   */
+  LOADER_RESULT_INVALID_STRUCT_SIZE = 23,
+  /**
+   * A struct sets a field this library does not know (a non-zero byte past the struct as
+   * the library declares it): the host was built against a newer `loader.h`.
+   */
+  LOADER_RESULT_UNKNOWN_FIELD = 24,
 } loader_result;
 
 /**
@@ -353,6 +389,26 @@ typedef enum loader_answer {
 } loader_answer;
 
 /**
+ * The spec's `failure`.
+ */
+typedef enum loader_failure {
+  /**
+   * No failure recorded.
+   */
+  LOADER_FAILURE_NONE = 0,
+  /**
+   * The loader's own read failed; it waits for a retry: the backoff timer's while
+   * automatic retries remain (`loader_next_deadline`), then `loader_retry` or a window
+   * move only.
+   */
+  LOADER_FAILURE_OWN = 1,
+  /**
+   * A superseded read failed; it only raised the debt.
+   */
+  LOADER_FAILURE_SUPERSEDED = 2,
+} loader_failure;
+
+/**
  * The spec's `debt`: none < bounded < full.
  */
 typedef enum loader_debt {
@@ -388,26 +444,6 @@ typedef enum loader_phase {
    */
   LOADER_PHASE_FULLHELD = 2,
 } loader_phase;
-
-/**
- * The spec's `failure`.
- */
-typedef enum loader_failure {
-  /**
-   * No failure recorded.
-   */
-  LOADER_FAILURE_NONE = 0,
-  /**
-   * The loader's own read failed; it waits for a retry: the backoff timer's while
-   * automatic retries remain (`loader_next_deadline`), then `loader_retry` or a window
-   * move only.
-   */
-  LOADER_FAILURE_OWN = 1,
-  /**
-   * A superseded read failed; it only raised the debt.
-   */
-  LOADER_FAILURE_SUPERSEDED = 2,
-} loader_failure;
 
 /**
  * The spec's `coverage`.
@@ -461,15 +497,28 @@ typedef enum loader_request_state {
 typedef struct loader_view_snapshot loader_view_snapshot;
 
 /**
- * Loader settings. Fill one with `loader_config_default`, then change fields.
+ * Loader settings. Set `struct_size`, fill the rest with `loader_config_default`, then change
+ * fields:
+ *
+ * ```c
+ * loader_config config = { .struct_size = sizeof config };
+ * loader_config_default(&config);
+ * config.page_size = 100;
+ * ```
  */
 typedef struct loader_config {
+  /**
+   * `sizeof` this struct as the host's `loader.h` declares it; set it before
+   * `loader_config_default`, which keeps it ("Structs that grow" at the top of this header).
+   */
+  uint32_t struct_size;
   /**
    * Items per read. Default 50; 1..=`LOADER_MAX_PAGE_SIZE`.
    */
   uint32_t page_size;
   /**
-   * Items past the window's end to keep loaded. Default 50.
+   * Items to keep loaded on each side of the window: past its end, and before its start.
+   * Default 50.
    */
   uint64_t prefetch_distance;
   /**
@@ -504,6 +553,12 @@ typedef struct loader_config {
    * the model's exact `unifiedMin`, which loses it.
    */
   uint8_t recheck_full;
+  /**
+   * Non-zero (the default): a repair an invalidation overtook runs to its end and commits,
+   * and a new repair starts at once, so the view keeps refreshing under any rate of
+   * changes. Zero settles it stale and starts a replacement. Needs `recheck_full`.
+   */
+  uint8_t commit_overtaken;
   /**
    * The most pages the view holds, on both sides of the window. Over it, the pages
    * farthest from the window are released first (before or after it); pages overlapping
@@ -550,12 +605,6 @@ typedef struct loader_config {
    * Default 0.
    */
   uint64_t initial_position;
-  /**
-   * Non-zero (the default): a repair an invalidation overtook runs to its end and commits,
-   * and a new repair starts at once, so the view keeps refreshing under any rate of
-   * changes. Zero settles it stale and starts a replacement. Needs `recheck_full`.
-   */
-  uint8_t commit_overtaken;
 } loader_config;
 
 /**
@@ -688,9 +737,15 @@ typedef int32_t (*loader_compare_fn)(void *userdata,
 
 /**
  * The host's callbacks. `issue` and `release` are required; `changed`, `cancel` and
- * `compare` may be NULL. Each receives `userdata` first, unchanged.
+ * `compare` may be NULL. Each receives `userdata` first, unchanged. Where each runs and what
+ * it may do: "Callbacks" at the top of this header.
  */
 typedef struct loader_callbacks {
+  /**
+   * `sizeof` this struct as the host's `loader.h` declares it; set it before the struct is
+   * passed to the library ("Structs that grow" at the top of this header).
+   */
+  uint32_t struct_size;
   /**
    * Passed to every callback, from whichever thread runs it. The host keeps it valid until
    * `loader_free` returns, every callback running on another thread has returned, and
@@ -726,98 +781,16 @@ typedef struct loader_callbacks {
 typedef uint64_t loader_handle;
 
 /**
- * The spec's abstract state, plus the loader's counts.
+ * What a loader is doing, as `loader_state` reports it: first what a host acts on (whether
+ * anything is left to do, the window, what the view covers), then the ledger's state under
+ * the names the model (`spec/LoaderLedger.tla`) gives it, for diagnostics and tests.
  */
 typedef struct loader_snapshot {
   /**
-   * The spec's `epoch`: bumped by every invalidation.
+   * `sizeof` this struct as the host's `loader.h` declares it; set it before the call
+   * that fills it, which sets it to the bytes it filled ("Structs that grow" at the top of this header).
    */
-  uint64_t epoch;
-  /**
-   * The spec's `debt`.
-   */
-  enum loader_debt debt;
-  /**
-   * The spec's `phase`.
-   */
-  enum loader_phase phase;
-  /**
-   * The spec's `chainEpoch`: the epoch the running repair chain was stamped with.
-   */
-  uint64_t chain_epoch;
-  /**
-   * The spec's `failure`.
-   */
-  enum loader_failure failure;
-  /**
-   * The spec's `coverage`.
-   */
-  enum loader_coverage coverage;
-  /**
-   * The spec's `settledOnce`: some authoritative answer has committed.
-   */
-  bool settled_once;
-  /**
-   * The spec's `coverEpoch`: the epoch stamp of the request that established the coverage.
-   */
-  uint64_t cover_epoch;
-  /**
-   * Live requests in flight.
-   */
-  uint64_t inflight;
-  /**
-   * Live requests settled.
-   */
-  uint64_t settled;
-  /**
-   * Live requests failed (waiting for a retry to release them).
-   */
-  uint64_t failed;
-  /**
-   * The id the next request will get.
-   */
-  uint64_t next_request_id;
-  /**
-   * Pages in the view.
-   */
-  uint64_t pages;
-  /**
-   * Reads issued and not yet answered.
-   */
-  uint64_t outstanding_reads;
-  /**
-   * A repair or full read is pending or running; the view shown is the old one.
-   */
-  bool revalidating;
-  /**
-   * The view reaches the source's end.
-   */
-  bool end_of_source;
-  /**
-   * The view covers items `[covered_start, covered_end)`.
-   */
-  uint64_t covered_start;
-  /**
-   * See `covered_start`.
-   */
-  uint64_t covered_end;
-  /**
-   * The window's first item.
-   */
-  uint64_t window_start;
-  /**
-   * The window's length in items.
-   */
-  uint64_t window_len;
-  /**
-   * Acquisitions accepted so far.
-   */
-  uint64_t accepted;
-  /**
-   * Acquisitions the loader let go of so far. It counts a release that a pinned view
-   * defers when the loader lets go, not when the callback runs.
-   */
-  uint64_t released;
+  uint32_t struct_size;
   /**
    * Nothing is left to do until the host calls again: no read outstanding, no repair or
    * full read pending or running (so not `revalidating`), no failure recorded, and the
@@ -830,17 +803,117 @@ typedef struct loader_snapshot {
    */
   bool quiescent;
   /**
+   * The view shown is the old one: a repair or full read is pending or running.
+   */
+  bool revalidating;
+  /**
+   * The view reaches the source's end.
+   */
+  bool end_of_source;
+  /**
    * The first page held starts at the source's start (nothing before it): the view's
    * positions are then the source's own (item `n` of the source is at `n`). Otherwise
    * they are anchored (see `loader_page.start`).
    */
   bool start_of_source;
+  /**
+   * The window's first item. Read it back after `changed`: a renumbering moves it (see
+   * `loader_page.start`).
+   */
+  uint64_t window_start;
+  /**
+   * The window's length in items.
+   */
+  uint64_t window_len;
+  /**
+   * The view holds items `[covered_start, covered_end)`.
+   */
+  uint64_t covered_start;
+  /**
+   * See `covered_start`.
+   */
+  uint64_t covered_end;
+  /**
+   * Pages in the view.
+   */
+  uint64_t pages;
+  /**
+   * Reads issued and not yet answered (nor let go of).
+   */
+  uint64_t outstanding_reads;
+  /**
+   * Acquisitions accepted so far.
+   */
+  uint64_t accepted;
+  /**
+   * Acquisitions the loader let go of so far. It counts a release that a pinned view
+   * defers when the loader lets go, not when the callback runs.
+   */
+  uint64_t released;
+  /**
+   * Whether a read failed and what it costs: nothing, the loader's own read (it waits for
+   * a retry), or a superseded one (it only raised `debt`). The model's `failure`.
+   */
+  enum loader_failure failure;
+  /**
+   * The work the loader owes the view since the last invalidation: nothing, a bounded
+   * repair, or a full read. The model's `debt`.
+   */
+  enum loader_debt debt;
+  /**
+   * The repair running: none, a bounded repair (chain), or a full read. The model's
+   * `phase`.
+   */
+  enum loader_phase phase;
+  /**
+   * What the view was last made current by: nothing yet, finite pages only, a repair, or
+   * a full read. The model's `coverage`.
+   */
+  enum loader_coverage coverage;
+  /**
+   * A current (not stale) answer has committed at least once. The model's `settledOnce`.
+   */
+  bool settled_once;
+  /**
+   * How many invalidations the loader has seen: each one bumps it. The model's `epoch`.
+   */
+  uint64_t epoch;
+  /**
+   * The epoch the running repair was started at. The model's `chainEpoch`.
+   */
+  uint64_t chain_epoch;
+  /**
+   * The epoch of the request that last made the view current: the view reflects every
+   * change before it. The model's `coverEpoch`.
+   */
+  uint64_t cover_epoch;
+  /**
+   * The id the next request will get.
+   */
+  uint64_t next_request_id;
+  /**
+   * Live requests in flight.
+   */
+  uint64_t inflight;
+  /**
+   * Live requests answered and waiting to commit or be released.
+   */
+  uint64_t settled;
+  /**
+   * Live requests failed (waiting for a retry to release them).
+   */
+  uint64_t failed;
 } loader_snapshot;
 
 /**
  * Counters since the loader was created, for reports and monitoring.
  */
 typedef struct loader_counts {
+  /**
+   * `sizeof` this struct as the host's `loader.h` declares it; set it before the call
+   * that fills it, which sets it to the bytes it filled ("Structs that grow" at the top of this header).
+   */
+  uint32_t struct_size;
   /**
    * Finite reads issued.
    */
@@ -1005,11 +1078,13 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * Fills `*out` with the default settings. Returns `LOADER_RESULT_NULL_POINTER` if `out` is
- * NULL. The caller owns `*out`.
+ * Fills `*out` with the default settings. Set `out->struct_size` first (to
+ * `sizeof(loader_config)`); it is kept, and the fields this library does not know (a host
+ * built against a newer header) are set to zero. `LOADER_RESULT_NULL_POINTER` if `out` is
+ * NULL, `LOADER_RESULT_INVALID_STRUCT_SIZE` for a bad `struct_size`. The caller owns `*out`.
  *
  * # Safety
- * `out` is NULL or valid for a write of a `loader_config`.
+ * `out` is NULL or valid for reads and writes of its `struct_size` bytes.
  */
 enum loader_result loader_config_default(struct loader_config *out);
 
@@ -1020,7 +1095,9 @@ enum loader_result loader_config_default(struct loader_config *out);
  * `callbacks->issue` and `callbacks->release` must not be NULL (else
  * `LOADER_RESULT_MISSING_CALLBACK`); `changed` and `cancel` may be. `callbacks->userdata`
  * must stay valid as `loader_callbacks` says. NULL `config`, `callbacks` or `out_handle`
- * returns `LOADER_RESULT_NULL_POINTER`; a bad setting returns the code naming it. The
+ * returns `LOADER_RESULT_NULL_POINTER`; a `struct_size` not set returns
+ * `LOADER_RESULT_INVALID_STRUCT_SIZE`, a field this library does not know set (a newer
+ * header's) `LOADER_RESULT_UNKNOWN_FIELD`; a bad setting returns the code naming it. The
  * caller owns the handle and must pass it to `loader_free`.
  *
  * A starting point in `config` (`initial_cursor`, `initial_position`) is applied as
@@ -1028,7 +1105,8 @@ enum loader_result loader_config_default(struct loader_config *out);
  * callback runs here: the starting point's reads are issued by the loader's first event call.
  *
  * # Safety
- * Each pointer is NULL or valid for its type; `config->initial_cursor` is NULL or valid for
+ * Each pointer is NULL or valid for its type (`config` and `callbacks` for their
+ * `struct_size` bytes); `config->initial_cursor` is NULL or valid for
  * `config->initial_cursor_len` bytes; the callbacks follow their documented contract.
  */
 enum loader_result loader_new(const struct loader_config *config,
@@ -1355,19 +1433,22 @@ enum loader_result loader_next_deadline(loader_handle handle,
                                         uint64_t *out_deadline_ms);
 
 /**
- * Fills `*out` with the spec's abstract state and the loader's counts. `out` is required.
+ * Fills `*out` with what the loader is doing: whether anything is left to do, the window,
+ * what the view covers, and the ledger's state. Set `out->struct_size` first; on success it
+ * holds the bytes filled. `out` is required.
  *
  * # Safety
- * `out` is NULL or valid for a write.
+ * `out` is NULL or valid for reads and writes of its `struct_size` bytes.
  */
 enum loader_result loader_state(loader_handle handle, struct loader_snapshot *out);
 
 /**
  * Fills `*out` with the loader's counters: reads by kind, answers by class, failures,
- * retries, acquisitions and cancellation hints. `out` is required; the caller owns `*out`.
+ * retries, acquisitions and cancellation hints. Set `out->struct_size` first; on success it
+ * holds the bytes filled. `out` is required; the caller owns `*out`.
  *
  * # Safety
- * `out` is NULL or valid for a write.
+ * `out` is NULL or valid for reads and writes of its `struct_size` bytes.
  */
 enum loader_result loader_stats(loader_handle handle, struct loader_counts *out);
 
@@ -1455,10 +1536,12 @@ enum loader_result loader_view_requests(const struct loader_view_snapshot *view,
 
 /**
  * Copies the loader's state when the view was pinned (as `loader_state` gave it then) to
- * `*out`. Both arguments are required.
+ * `*out`. Set `out->struct_size` first; on success it holds the bytes filled. Both arguments
+ * are required.
  *
  * # Safety
- * `view` as for `loader_view_pages`; `out` is NULL or valid for a write.
+ * `view` as for `loader_view_pages`; `out` is NULL or valid for reads and writes of its
+ * `struct_size` bytes.
  */
 enum loader_result loader_view_state(const struct loader_view_snapshot *view,
                                      struct loader_snapshot *out);

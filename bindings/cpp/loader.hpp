@@ -141,6 +141,7 @@ struct Callbacks {
 // The library's default settings (`loader_config_default`).
 inline loader_config default_config() {
     loader_config c{};
+    c.struct_size = sizeof c;
     check(loader_config_default(&c));
     return c;
 }
@@ -420,6 +421,7 @@ private:
         const loader_request_info *reqs = nullptr;
         std::size_t nreqs = 0;
         if (loader_view_requests(view_, &reqs, &nreqs) == LOADER_RESULT_OK) requests_ = {reqs, nreqs};
+        state_.struct_size = sizeof state_;
         (void)loader_view_state(view_, &state_);
     }
 
@@ -573,15 +575,17 @@ public:
         check(loader_next_deadline(handle_, &armed, &at));
         return armed ? std::optional<std::uint64_t>(at) : std::nullopt;
     }
-    // The spec's abstract state and the loader's counts.
+    // What the loader is doing (loader_snapshot in loader.h).
     loader_snapshot state() const {
         loader_snapshot s{};
+        s.struct_size = sizeof s;
         check(loader_state(handle_, &s));
         return s;
     }
     // Counters since the loader was created.
     loader_counts stats() const {
         loader_counts c{};
+        c.struct_size = sizeof c;
         check(loader_stats(handle_, &c));
         return c;
     }
@@ -616,6 +620,7 @@ private:
         detail::Host *host = host_->host.get();
         host->cb = std::move(callbacks);
         loader_callbacks c{};
+        c.struct_size = sizeof c;
         c.userdata = host;
         c.issue = &on_issue;
         c.release = &on_release;

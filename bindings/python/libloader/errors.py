@@ -117,6 +117,16 @@ class RangeReversedError(LoaderError):
     """A ranged invalidation's end comes before its start. Nothing changed."""
 
 
+class InvalidStructSizeError(LoaderError):
+    """A struct's ``struct_size`` is not one the library accepts (only reachable through the
+    raw ctypes layer, whose structs set it when they are made)."""
+
+
+class UnknownFieldError(LoaderError):
+    """A struct sets a field the library does not know: the bindings are newer than the
+    library they loaded."""
+
+
 ERRORS: Dict[Result, Type[LoaderError]] = {
     Result.NULL_POINTER: NullPointerError,
     Result.INVALID_HANDLE: InvalidHandleError,
@@ -140,6 +150,8 @@ ERRORS: Dict[Result, Type[LoaderError]] = {
     Result.TOO_MANY_HANDLES: TooManyHandlesError,
     Result.NO_COMPARE: NoCompareError,
     Result.RANGE_REVERSED: RangeReversedError,
+    Result.INVALID_STRUCT_SIZE: InvalidStructSizeError,
+    Result.UNKNOWN_FIELD: UnknownFieldError,
 }
 """The exception class for each error code."""
 

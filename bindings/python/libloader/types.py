@@ -351,7 +351,7 @@ class Snapshot:
     @classmethod
     def from_c(cls, s: _ffi.loader_snapshot) -> "Snapshot":
         """A copy of the C struct."""
-        values = {f[0]: getattr(s, f[0]) for f in s._fields_}
+        values = {f[0]: getattr(s, f[0]) for f in s._fields_ if f[0] != "struct_size"}
         values["debt"] = Debt(s.debt)
         values["phase"] = Phase(s.phase)
         values["failure"] = Failure(s.failure)
@@ -415,7 +415,7 @@ class Counts:
     @classmethod
     def from_c(cls, c: _ffi.loader_counts) -> "Counts":
         """A copy of the C struct."""
-        return cls(**{f[0]: getattr(c, f[0]) for f in c._fields_})
+        return cls(**{f[0]: getattr(c, f[0]) for f in c._fields_ if f[0] != "struct_size"})
 
 
 @dataclass(frozen=True)
