@@ -153,12 +153,15 @@ header-test: build | $(OUT)
 # library exports exactly the header's public functions, none of the test ABI (the functions
 # under LOADER_TESTING); the test library exports both.
 SYMBOLS := $(OUT)/symbols
+# The function declarations of a header (standard input without one): the lines that start with
+# a lower-case letter, once a deprecated function's LOADER_DEPRECATED("...") prefix is dropped.
+DECLARED = sed 's/^LOADER_DEPRECATED("[^"]*") //' $(1) | grep -E '^[a-z]'
 symbols-test: build test-lib | $(OUT)
 	@bad=$$(nm -D --defined-only $(LIB) | awk '{print $$3}' | grep -v '^loader_' || true); \
 	if [ -n "$$bad" ]; then echo "exported symbols without the loader_ prefix:"; echo "$$bad"; exit 1; fi
 	readelf -d $(LIB) | grep -q 'SONAME.*\[$(SONAME)\]'
-	grep -E '^[a-z]' include/loader.h | grep -oE '\bloader_[a-z_]+\(' | tr -d '(' | sort -u > $(SYMBOLS).header
-	sed -n '/^#if defined(LOADER_TESTING)$$/,/^#endif$$/p' include/loader.h | grep -E '^[a-z]' \
+	$(call DECLARED,include/loader.h) | grep -oE '\bloader_[a-z_]+\(' | tr -d '(' | sort -u > $(SYMBOLS).header
+	sed -n '/^#if defined(LOADER_TESTING)$$/,/^#endif$$/p' include/loader.h | $(call DECLARED,) \
 	    | grep -oE '\bloader_[a-z_]+\(' | tr -d '(' | sort -u > $(SYMBOLS).testing
 	test -s $(SYMBOLS).testing
 	comm -23 $(SYMBOLS).header $(SYMBOLS).testing > $(SYMBOLS).public

@@ -161,6 +161,16 @@
  */
 typedef uintptr_t loader_acquisition;
 
+/*
+ * A function deprecated in this release: it works as before, and the compiler warns at each
+ * use with the note naming what replaces it (README, "Versioning and ABI").
+ */
+#if defined(__GNUC__) || defined(__clang__)
+#define LOADER_DEPRECATED(note) __attribute__((deprecated(note)))
+#else
+#define LOADER_DEPRECATED(note)
+#endif
+
 /**
  * The longest cursor accepted, in bytes.
  */
