@@ -4,7 +4,7 @@
 // that throws costs no other release, threads keep their exceptions apart, a Loader may be
 // freed inside its own callback, and a thread may end inside one. And without the wrapper: a
 // C++ exception thrown by a callback registered through the C API itself passes through the
-// library to the caller of the C function that delivered it (include/loader.h, THREADS).
+// library to the caller of the C function that delivered it (include/loader.h, CALLBACKS).
 #include <pthread.h>
 
 #include <algorithm>

@@ -74,8 +74,16 @@ fn markdown_in(dir: &Path) -> Vec<PathBuf> {
 fn pages(root: &Path) -> Vec<PathBuf> {
     let mut pages = markdown_in(root);
     pages.extend(markdown_in(&root.join("docs")));
-    for needed in ["README.md", "CONTRIBUTING.md", "CHANGELOG.md", "docs/DESIGN.md"] {
-        assert!(pages.contains(&root.join(needed)), "{needed} is not checked");
+    for needed in [
+        "README.md",
+        "CONTRIBUTING.md",
+        "CHANGELOG.md",
+        "docs/DESIGN.md",
+    ] {
+        assert!(
+            pages.contains(&root.join(needed)),
+            "{needed} is not checked"
+        );
     }
     pages
 }

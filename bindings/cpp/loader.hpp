@@ -28,20 +28,16 @@
 //   let through, as the C ABI allows. Destructors and `reset()` cannot throw: they drop what
 //   the release and cancel callbacks they caused threw; `close()` and `release()` rethrow it.
 //
-// Threads. Any thread may call any member function of one Loader concurrently with others,
-//   except move, `close`, `reset` and the destructor, which need no other thread to be in a
-//   call on this Loader. Callbacks run on the thread that made the call, outside the
-//   library's locks, and those of calls on different threads overlap (a `release` on one
-//   while `issue` runs on another; a `release` may even run on another thread before the
-//   `settle` that handed the acquisition over has returned), so the host's callbacks must be
-//   safe to run on every thread that calls in. include/loader.h (THREADS) has the full
-//   contract. A Loader may be closed or destroyed from inside one of its own callbacks: its
-//   callbacks are kept alive until the thread's outermost call returns.
+// Threads. The library's rules hold for every member function and callback: include/loader.h,
+//   THREADS and CALLBACKS (callbacks of calls on different threads overlap, so the host's
+//   callbacks must be safe on every thread that calls in). The wrapper adds two: move,
+//   `close`, `reset` and the destructor need no other thread to be in a call on this Loader;
+//   and a Loader may be closed or destroyed from inside one of its own callbacks (its
+//   callbacks are kept alive until the thread's outermost call returns).
 //
-// Ownership. On a successful settle the loader owns the acquisition and passes it to
-//   `release` exactly once: when its request is retired, its page dropped, or the loader
-//   freed (close, reset or the destructor release every acquisition still held, except those
-//   a pinned view lists, before they return). `Read` owns a copy of its cursor, so a host may
+// Ownership. The library's rules: include/loader.h, OWNERSHIP. close, reset and the destructor
+//   free the loader, so every acquisition it holds but those a pinned view lists is released
+//   before they return. `Read` owns a copy of its cursor, so a host may
 //   answer it later from any thread; `settle` copies the cursor it is given. `state()`,
 //   `stats()`, `requests()` and `view()` return copies; the acquisitions a `View` lists are
 //   not pinned (a call on another thread may release them at any time). `pin_view()` returns

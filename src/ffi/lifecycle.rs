@@ -128,13 +128,13 @@ pub unsafe extern "C" fn loader_new(
 /// yet) gets a `cancel` and never its `issue`: the host may be sent a `cancel` for a read id it
 /// never saw, and must ignore it. No `issue` or `changed` callback starts for this loader
 /// afterwards, but the one another thread was already about to make (at most one per thread:
-/// see THREADS). Answers to its reads then return `LOADER_RESULT_STALE_HANDLE`: no read needs
+/// see CALLBACKS). Answers to its reads then return `LOADER_RESULT_STALE_HANDLE`: no read needs
 /// an answer after the free.
 ///
 /// An acquisition that a pinned view (`loader_view_acquire`) lists is released when the last
 /// view listing it is released (`loader_view_release`), with the same callbacks and
 /// `userdata`: keep `userdata` valid until every view of the loader is released. Calls on
-/// other threads that overlap the free: see THREADS at the top of this header.
+/// other threads that overlap the free: see CALLBACKS at the top of this header.
 ///
 /// It may be called from inside any of this loader's callbacks. A handle that is 0 or forged
 /// returns `LOADER_RESULT_INVALID_HANDLE`; a second free returns `LOADER_RESULT_STALE_HANDLE`.

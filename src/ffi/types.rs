@@ -254,7 +254,7 @@ impl From<Coverage> for loader_coverage {
 #[derive(Clone, Copy, Debug)]
 pub struct loader_config {
     /// `sizeof` this struct as the host's `loader.h` declares it; set it before
-    /// `loader_config_default`, which keeps it ("Structs that grow" at the top of this header).
+    /// `loader_config_default`, which keeps it (STRUCTS THAT GROW at the top of this header).
     pub struct_size: u32,
     /// Items per read. Default 50; 1..=`LOADER_MAX_PAGE_SIZE`.
     pub page_size: u32,
@@ -463,7 +463,7 @@ pub type loader_cancel_fn =
 /// only during the call.
 ///
 /// It runs INSIDE the loader's state change, with the loader's lock held: the one callback
-/// that does (THREADS). Other calls on this loader wait for it; calls on other loaders do not.
+/// that does (CALLBACKS). Other calls on this loader wait for it; calls on other loaders do not.
 /// So it must be a pure function of its arguments (and of data that does not change during the
 /// call): it must not call any libloader function (a call on the same loader deadlocks, and
 /// one on another loader may run that loader's callbacks inside this one), must not block on a
@@ -483,12 +483,12 @@ pub type loader_compare_fn = Option<
 
 /// The host's callbacks. `issue` and `release` are required; `changed`, `cancel` and
 /// `compare` may be NULL. Each receives `userdata` first, unchanged. Where each runs and what
-/// it may do: "Callbacks" at the top of this header.
+/// it may do: THREADS and CALLBACKS at the top of this header.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct loader_callbacks {
     /// `sizeof` this struct as the host's `loader.h` declares it; set it before the struct is
-    /// passed to the library ("Structs that grow" at the top of this header).
+    /// passed to the library (STRUCTS THAT GROW at the top of this header).
     pub struct_size: u32,
     /// Passed to every callback, from whichever thread runs it. The host keeps it valid until
     /// `loader_free` returns, every callback running on another thread has returned, and
@@ -522,7 +522,7 @@ unsafe impl GrowableIn for loader_callbacks {}
 #[derive(Clone, Copy, Debug)]
 pub struct loader_snapshot {
     /// `sizeof` this struct as the host's `loader.h` declares it; set it before the call
-    /// that fills it, which sets it to the bytes it filled ("Structs that grow" at the top of this header).
+    /// that fills it, which sets it to the bytes it filled (STRUCTS THAT GROW at the top of this header).
     pub struct_size: u32,
     /// Nothing is left to do until the host calls again: no read outstanding, no repair or
     /// full read pending or running (so not `revalidating`), no failure recorded, and the
@@ -600,7 +600,7 @@ unsafe impl Growable for loader_snapshot {
 #[derive(Clone, Copy, Debug)]
 pub struct loader_counts {
     /// `sizeof` this struct as the host's `loader.h` declares it; set it before the call
-    /// that fills it, which sets it to the bytes it filled ("Structs that grow" at the top of this header).
+    /// that fills it, which sets it to the bytes it filled (STRUCTS THAT GROW at the top of this header).
     pub struct_size: u32,
     /// Finite reads issued.
     pub issued_finite: u64,
