@@ -105,14 +105,14 @@ bench-abi: $(ABI_BENCH)
 bench-py: build venv
 	LIBLOADER_PATH=$(CURDIR)/$(LIB) $(VENV)/bin/python bindings/python/bench_events.py
 
-# Items read and pages held by recoveries at window depths 10^3 to 10^6 (issue 12): counts,
+# Items read and pages held by recoveries at window depths 10^3 to 10^6: counts,
 # not timings, so it is a check that fails when a target is missed. It takes well under a
 # second; `cargo bench --benches` (bench, bench-quick) runs it too, in full.
 bench-depth:
 	$(TEST_CARGO) bench --bench depth --features testing
 
 # Reads to recover under continuing failures, and commits and acquisitions held under a stream
-# of invalidations (issue 13): counts from seeded failures, not timings, so it is a check that
+# of invalidations: counts from seeded failures, not timings, so it is a check that
 # fails when a judged target is missed (see CHURN_JUDGED in benches/liveness.rs).
 bench-liveness:
 	$(TEST_CARGO) bench --bench liveness --features testing
@@ -363,14 +363,17 @@ cpp-pkgconfig-test: pkgconfig-test
 	    -Wl,-rpath,$(CURDIR)/$(OUT)/prefix/lib -o $(OUT)/cpp_feed_installed
 	$(OUT)/cpp_feed_installed > /dev/null
 
-# The README's C example, compiled exactly as written.
+# The README's C example, compiled exactly as written; it must print what the README says.
 readme-c-example: pkgconfig-test
 	sed -n '/<!-- c-example:start -->/,/<!-- c-example:end -->/p' README.md | sed '1,2d;$$d' | sed '$$d' > $(OUT)/readme_example.c
 	test $$(wc -l < $(OUT)/readme_example.c) -ge 20
 	$(CC) -std=c11 $(WARN) $(OUT)/readme_example.c \
 	    $$(PKG_CONFIG_PATH=$(OUT)/prefix/lib/pkgconfig pkg-config --cflags --libs loader) \
 	    -Wl,-rpath,$(CURDIR)/$(OUT)/prefix/lib -o $(OUT)/readme_example
-	$(OUT)/readme_example
+	$(OUT)/readme_example > $(OUT)/readme_example.out
+	sed -n 's/^It prints `\([^`]*\)`.*/\1/p' README.md > $(OUT)/readme_example.expected
+	test -s $(OUT)/readme_example.expected
+	diff $(OUT)/readme_example.expected $(OUT)/readme_example.out
 
 clean:
 	$(CARGO) clean

@@ -1,4 +1,4 @@
-/* Workloads 3 and 4 of issue 6: the steady stream of benches/steady.rs, driven through the
+/* Workloads 3 and 4 (docs/BENCHMARKS.md): the steady stream of benches/steady.rs, driven through the
  * exported C functions of libloader.so, and the ABI floor (loader_floor), in the same run.
  * loader_floor is in the test ABI: build with -DLOADER_TESTING against the library built with
  * the `testing` feature (`make bench-abi` does).

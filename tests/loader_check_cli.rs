@@ -1,5 +1,5 @@
 //! The `loader-check` command line: its JSON object, its exit status, `--list-rules`, `--impl`,
-//! and the counterexample the README quotes.
+//! and the counterexample docs/DESIGN.md quotes.
 
 // Uses the test instruments (`sim`, `refinement`, `loader-check`).
 #![cfg(feature = "testing")]
@@ -137,7 +137,7 @@ fn progress_passes_under_the_churn_variant_and_fails_under_the_seed() {
 }
 
 #[test]
-fn readme_quotes_the_trace_loader_check_prints() {
+fn the_design_quotes_the_trace_loader_check_prints() {
     let (_, out) = run(&["--rules", "current"]);
     let start = out
         .find("Invariant NoStrandedStaleFailure is violated")
@@ -147,9 +147,9 @@ fn readme_quotes_the_trace_loader_check_prints() {
         .take_while(|l| !l.is_empty())
         .map(|l| format!("{l}\n"))
         .collect();
-    let readme = include_str!("../README.md");
+    let design = include_str!("../docs/DESIGN.md");
     assert!(
-        readme.contains(&block),
-        "README.md must quote, verbatim, what `loader-check --rules current` prints:\n{block}"
+        design.contains(&block),
+        "docs/DESIGN.md must quote, verbatim, what `loader-check --rules current` prints:\n{block}"
     );
 }
