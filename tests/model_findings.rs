@@ -3,6 +3,8 @@
 //! lost invalidation that every seed variant has and `unifiedMinRecheck` does not, and the
 //! progress under churn that only `unifiedMinChurn` has.
 
+#![cfg(feature = "testing")]
+
 use loader::model::explore::{explore, Options, Report};
 use loader::model::progress::{check_progress, ProgressReport, DEFAULT_BOUND};
 use loader::model::{Action, Bounds, Invariant, Rules};

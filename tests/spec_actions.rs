@@ -3,6 +3,8 @@
 //! `.cfg` checks has one in `Invariant::name()` and is defined by a module, and every action
 //! and invariant of the model appears in some module. A rename on either side fails here.
 
+#![cfg(feature = "testing")]
+
 use loader::model::{Action, Invariant};
 use std::collections::BTreeSet;
 use std::path::Path;
