@@ -15,6 +15,9 @@ from .enums import (Answer, Coverage, Debt, Direction, Failure, Kind, Phase, Req
                     Result)
 from .errors import (
     ERRORS,
+    ExhaustedError,
+    InternalError,
+    UsageError,
     AlreadyAnsweredError,
     BufferTooSmallError,
     CountOverLimitError,
@@ -52,7 +55,8 @@ __version__ = "0.1.0"
 __all__ = [
     "MAX_CURSOR_LEN", "MAX_PAGE_SIZE", "MAX_POSITION", "library_path", "LibraryNotFoundError",
     "Answer", "Coverage", "Debt", "Failure", "Kind", "Phase", "RequestState", "Result",
-    "ERRORS", "LoaderError", "AlreadyAnsweredError", "BufferTooSmallError",
+    "ERRORS", "LoaderError", "UsageError", "ExhaustedError", "InternalError",
+    "AlreadyAnsweredError", "BufferTooSmallError",
     "CountOverLimitError", "CursorTooLongError", "EpochOverflowError", "IdOverflowError",
     "InvalidBackoffInitialError", "InvalidBackoffMaxError", "InvalidBackoffMultiplierError",
     "InvalidHandleError", "InvalidPageSizeError", "InvalidStructSizeError",
