@@ -1,4 +1,4 @@
-//! Workload 6 (issue 6): heap allocations per event in the steady state.
+//! Workload 6: heap allocations per event in the steady state.
 //!
 //! A counting `#[global_allocator]` wraps the system allocator. Each stream is warmed up
 //! first (the host's and the loader's buffers reach their steady capacity), then the

@@ -1,4 +1,4 @@
-//! Workload 8 (issue 6): states per second of the model checker at MaxEpoch 3, 5 ids, the
+//! Workload 8: states per second of the model checker at MaxEpoch 3, 5 ids, the
 //! model bounds dropped, rules `unifiedMin`: what `loader-check --no-model-bounds
 //! --max-epoch 3 --ids 5` explores. Runs the exploration three times (once in quick mode)
 //! and prints the median.

@@ -1,4 +1,4 @@
-//! Issue 12's measurement: what a recovery costs at depth. Counts, not timings.
+//! What a recovery costs at depth. Counts, not timings.
 //!
 //! A host drives `Loader` directly (sans-IO: `take_effects`, `settle`) over a synthetic
 //! numbered source whose cursor is the index of the next item as 8 big-endian bytes (empty:
@@ -10,7 +10,7 @@
 //!
 //! - `top-anchored`: a loader started at the source's start with its window at the depth.
 //!   It reads from item 0 to the window's end plus prefetch, which is what any recovery
-//!   anchored at the source's start must read: the cost model before issue 12;
+//!   anchored at the source's start must read, for comparison;
 //! - `invalidate`: a whole invalidation of a loaded view at the depth;
 //! - `fail+retry`: an invalidation whose repair fails at its first read, then `retry`;
 //! - `jump`: `Loader::jump` from the depth to half of it;
@@ -18,7 +18,7 @@
 //! - `scroll-up`: back to the top from the depth in window-sized steps, `max_pages` 8, the
 //!   depth reached by a jump (`scroll-up/jumped`) or by `scroll-down` (`scroll-up/scrolled`).
 //!
-//! Targets (issue 12, item 7): each recovery (`invalidate`, `fail+retry`, `jump`) reads at
+//! Targets: each recovery (`invalidate`, `fail+retry`, `jump`) reads at
 //! most window + 2·prefetch + 2·page_size items, at every depth; a scroll reads no item twice
 //! and at most one item per item scrolled, holding at most max(max_pages, the pages the
 //! window plus prefetch overlaps) + 1 acquisitions (the page just accepted, before the
@@ -27,7 +27,7 @@
 //! prints a table and one JSON line, and exits non-zero when a target is missed or a view is
 //! wrong, so it is a check: `make bench-depth`.
 //!
-//! Issue 14's rows (what one repair reads after one row changes in a held view of 10^4
+//! The ranged rows (what one repair reads after one row changes in a held view of 10^4
 //! pages, ranged against whole) are measured over a keyed source in `depth/ranged.rs`, and
 //! printed in a second table; the JSON line carries them under `ranged`.
 
@@ -44,7 +44,7 @@ use std::process::ExitCode;
 
 const MAX_PAGES: u32 = 8;
 const DEPTHS: [u64; 4] = [1_000, 10_000, 100_000, 1_000_000];
-/// Issue 12's bound on the items one recovery reads.
+/// The bound on the items one recovery reads.
 const TARGET: u64 = WINDOW + 2 * PREFETCH + 2 * PAGE as u64;
 
 /// The numbered source, with this case's tallies of what it handed over.
@@ -282,7 +282,7 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     println!(
-        "== issue 12: items read and acquisitions held at depth (page {PAGE}, prefetch {PREFETCH}, \
+        "== depth: items read and acquisitions held at depth (page {PAGE}, prefetch {PREFETCH}, \
          window {WINDOW}; scrolls with max_pages {MAX_PAGES}) =="
     );
     println!(
@@ -318,7 +318,7 @@ fn main() -> ExitCode {
         );
     }
     println!(
-        "\n== issue 14: items read per repair after one change in a held view of {} pages \
+        "\n== ranged: items read per repair after one change in a held view of {} pages \
          (page {PAGE}, prefetch {PREFETCH}, max_pages 0; {} changes per case) ==",
         ranged::PAGES,
         ranged::TRIALS

@@ -1,4 +1,4 @@
-//! Workload 5 (issue 6): a literal baseline. `ledgers::Literal` follows the TLA+ text as
+//! Workload 5: a literal baseline. `ledgers::Literal` follows the TLA+ text as
 //! `src/model` transcribes it, scanning every request wherever the text quantifies over
 //! them (`Normalize`, `Inflight`, `Supersede`). Both ledgers run the same ledger-level
 //! streams; a cross-check first asserts that they emit the same effects for every call.

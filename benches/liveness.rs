@@ -1,4 +1,4 @@
-//! Issue 13's measurement: recovery under continuing failures, and progress under a steady
+//! Recovery under continuing failures, and progress under a steady
 //! stream of invalidations. Counts, not timings.
 //!
 //! A host drives `Loader` directly (sans-IO: `take_effects`, `settle`, `fail`) over a
@@ -13,8 +13,8 @@
 //!   or 20%, failures continuing through the retries, until the loader is quiescent. When
 //!   nothing is outstanding the host ticks its clock to `next_deadline()` (the backoff), or,
 //!   when the automatic retries are spent, calls `retry`. It counts the reads issued (each
-//!   answered or failed), averaged over `TRIALS` seeded trials, and the worst trial. Target
-//!   (issue 13, item 5): at 10%, at most 3x the reads of the failure-free run, at every depth.
+//!   answered or failed), averaged over `TRIALS` seeded trials, and the worst trial. Target:
+//!   at 10%, at most 3x the reads of the failure-free run, at every depth.
 //! - **Churn** (table b): `max_pages` 16, a window at item 1,000, 20,000 answers, an
 //!   invalidation after every 1, 2, 5 or 10 answers; whenever nothing is outstanding the
 //!   user scrolls on by a page, so the stream of answers never stops. A commit is the view changing to a newer epoch's pages: the
@@ -44,7 +44,7 @@ const DEPTHS: [u64; 4] = [100, 1_000, 10_000, 100_000];
 const RATES: [u64; 5] = [0, 1, 5, 10, 20];
 /// Seeded trials per (depth, rate) cell.
 const TRIALS: u64 = 200;
-/// Issue 13's target: at 10% failures, at most this many times the failure-free reads.
+/// The target: at 10% failures, at most this many times the failure-free reads.
 const RECOVERY_FACTOR: f64 = 3.0;
 
 const CHURN_MAX_PAGES: u32 = 16;
@@ -219,7 +219,7 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     println!(
-        "== issue 13 (a): reads to quiescence after an invalidation, failures continuing \
+        "== liveness (a): reads to quiescence after an invalidation, failures continuing \
          (page {PAGE}, prefetch {PREFETCH}, window {WINDOW}; mean and worst of {TRIALS} seeded trials) =="
     );
     println!(
@@ -271,7 +271,7 @@ fn main() -> ExitCode {
     }
 
     println!(
-        "\n== issue 13 (b): commits and acquisitions held under a stream of invalidations \
+        "\n== liveness (b): commits and acquisitions held under a stream of invalidations \
          ({CHURN_ANSWERS} answers, page {PAGE}, window {WINDOW} at item {CHURN_DEPTH}, prefetch {PREFETCH}, \
          max_pages {CHURN_MAX_PAGES}) =="
     );

@@ -1,10 +1,10 @@
-//! Workload 2 (issue 6): workload 1's stream with the view holding 10, 1,000, 100,000 and
+//! Workload 2: workload 1's stream with the view holding 10, 1,000, 100,000 and
 //! 1,000,000 pages, and with 0 and 10,000 stale reads in flight. Reports ns per event.
 //!
 //! The view is built in setup by finite settles (one request per page, as scrolling builds
 //! it), then the stream runs two repairs before anything is timed, so what is measured is the
 //! steady state: a view held by the last chain or full read, repaired by a chain of N reads
-//! after each burst of invalidations. Each read a repair issues is one event (issue 6).
+//! after each burst of invalidations. Each read a repair issues is one event.
 //!
 //! # "10,000 stale reads in flight"
 //!

@@ -1,4 +1,4 @@
-//! Workload 1 (issue 6): a steady mixed stream against one `Loader`; the same stream recorded
+//! Workload 1: a steady mixed stream against one `Loader`; the same stream recorded
 //! and replayed by a host that only makes the calls (the library's share); and the stream's
 //! ledger calls against the bare `Ledger`. Reports ns per event.
 //!

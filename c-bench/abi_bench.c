@@ -1,4 +1,4 @@
-/* Workloads 3 and 4 of issue 6: the steady stream of benches/steady.rs, driven through the
+/* Workloads 3 and 4 (docs/BENCHMARKS.md): the steady stream of benches/steady.rs, driven through the
  * exported C functions of libloader.so, and the ABI floor (loader_floor), in the same run.
  * loader_floor is in the test ABI: build with -DLOADER_TESTING against the library built with
  * the `testing` feature (`make bench-abi` does).
@@ -295,13 +295,14 @@ static void reset_counts(stream *s) {
 
 static void stream_init(stream *s, uint64_t pages) {
     memset(s, 0, sizeof *s);
+    s->st.struct_size = sizeof s->st;
     s->pages = pages;
     uint64_t slack = pages / 2;
     s->slack = slack < 2 ? 2 : slack > 1000 ? 1000 : slack;
     s->next_acq = 1;
     s->extend_next = 1;
     s->arr.rng = 0x5eed;
-    loader_config cfg;
+    loader_config cfg = {.struct_size = sizeof cfg};
     CALL(loader_config_default(&cfg));
     cfg.page_size = PAGE;
     cfg.prefetch_distance = 0;
@@ -309,7 +310,7 @@ static void stream_init(stream *s, uint64_t pages) {
      * and no cancel callback, so that failing a superseded read shrinks the view through the
      * full read its debt costs instead of letting the read go. */
     cfg.commit_overtaken = 0;
-    loader_callbacks cb = {s, cb_issue, cb_release, cb_changed, NULL, NULL};
+    loader_callbacks cb = {sizeof cb, s, cb_issue, cb_release, cb_changed, NULL, NULL};
     CALL(loader_new(&cfg, &cb, &s->h));
     CALL(loader_set_window(s->h, 0, pages * (uint64_t)PAGE));
     for (;;) {

@@ -22,7 +22,7 @@ static int bound_violations;
 
 static host *anchored_host(uint64_t len, uint32_t max_pages) {
     host *h = (host *)calloc(1, sizeof(host));
-    loader_config cfg;
+    loader_config cfg = {.struct_size = sizeof cfg};
     loader_config_default(&cfg);
     cfg.page_size = PAGE;
     cfg.prefetch_distance = PREFETCH;
@@ -45,8 +45,7 @@ static void free_anchored(host *h) {
 }
 
 static loader_counts counts_of(host *h) {
-    loader_counts c;
-    memset(&c, 0, sizeof c);
+    loader_counts c = {.struct_size = sizeof c};
     if (loader_stats(h->handle, &c) != LOADER_RESULT_OK) current_failed = 1;
     return c;
 }
@@ -230,7 +229,7 @@ static void a_starting_point_opens_a_loader_at_the_end_of_a_log(void) {
     cfg_max_pages = 0;
     answered_forward = answered_backward = 0;
     bound_violations = 0;
-    loader_config cfg;
+    loader_config cfg = {.struct_size = sizeof cfg};
     CHECK_CODE(loader_config_default(&cfg), LOADER_RESULT_OK);
     CHECK(cfg.initial_cursor == NULL && cfg.initial_cursor_len == 0 && cfg.initial_position == 0);
     cfg.page_size = PAGE;

@@ -4,7 +4,7 @@
 // that throws costs no other release, threads keep their exceptions apart, a Loader may be
 // freed inside its own callback, and a thread may end inside one. And without the wrapper: a
 // C++ exception thrown by a callback registered through the C API itself passes through the
-// library to the caller of the C function that delivered it (include/loader.h, THREADS).
+// library to the caller of the C function that delivered it (include/loader.h, CALLBACKS).
 #include <pthread.h>
 
 #include <algorithm>
@@ -536,6 +536,7 @@ static void raw_callbacks_throw_through_the_c_abi() {
     cfg.prefetch_distance = 0;
     cfg.max_auto_retries = 1;
     loader_callbacks cb{};
+    cb.struct_size = sizeof cb;
     cb.userdata = &host;
     cb.issue = &RawHost::on_issue;
     cb.release = &RawHost::on_release;
@@ -546,6 +547,7 @@ static void raw_callbacks_throw_through_the_c_abi() {
     EXPECT(loader_new(&cfg, &cb, &h) == LOADER_RESULT_OK);
     auto state = [&] {
         loader_snapshot s{};
+        s.struct_size = sizeof s;
         EXPECT(loader_state(h, &s) == LOADER_RESULT_OK);
         return s;
     };
@@ -621,6 +623,7 @@ static void raw_callbacks_throw_through_the_c_abi() {
     }
     EXPECT(caught == 2 && host.throws_left == 0);
     loader_snapshot gone{};
+    gone.struct_size = sizeof gone;
     EXPECT(loader_state(h, &gone) == LOADER_RESULT_STALE_HANDLE || loader_state(h, &gone) == LOADER_RESULT_INVALID_HANDLE);
     for (auto &kv : host.released) EXPECT(kv.second == 1);
 }

@@ -183,7 +183,7 @@ static void an_empty_page_that_repeats_its_cursor_is_a_stall(void) {
     uint64_t deadline = 0;
     CHECK_CODE(loader_next_deadline(h->handle, &armed, &deadline), LOADER_RESULT_OK);
     CHECK(armed);
-    loader_counts c;
+    loader_counts c = {.struct_size = sizeof c};
     CHECK_CODE(loader_stats(h->handle, &c), LOADER_RESULT_OK);
     CHECK(c.cursor_stalls == 1);
     /* The backoff retry reads again, and a truthful answer recovers. */

@@ -185,8 +185,7 @@ static void cb_cancel(void *userdata, uint64_t read_id) {
 }
 
 static loader_callbacks host_callbacks(host *h) {
-    loader_callbacks cb;
-    memset(&cb, 0, sizeof cb);
+    loader_callbacks cb = {.struct_size = sizeof cb};
     cb.userdata = h;
     cb.issue = cb_issue;
     cb.release = cb_release;
@@ -198,7 +197,7 @@ static loader_callbacks host_callbacks(host *h) {
 /* A host and a loader with `page_size` and no prefetch over a source of `len` items. */
 static inline host *host_new(uint32_t page_size, uint64_t len) {
     host *h = (host *)calloc(1, sizeof(host));
-    loader_config cfg;
+    loader_config cfg = {.struct_size = sizeof cfg};
     loader_config_default(&cfg);
     cfg.page_size = page_size;
     cfg.prefetch_distance = 0;
@@ -296,8 +295,7 @@ static inline int states_equal(const loader_snapshot *a, const loader_snapshot *
 }
 
 static loader_snapshot state_of(host *h) {
-    loader_snapshot s;
-    memset(&s, 0, sizeof s);
+    loader_snapshot s = {.struct_size = sizeof s};
     if (loader_state(h->handle, &s) != LOADER_RESULT_OK) current_failed = 1;
     return s;
 }

@@ -74,7 +74,7 @@ static size_t cancels_of(uint64_t read_id) {
 static host *hostile_new(uint32_t page, uint64_t prefetch, uint64_t drop, uint64_t len, uint64_t epoch,
                          uint64_t next_id) {
     host *h = (host *)calloc(1, sizeof(host));
-    loader_config cfg;
+    loader_config cfg = {.struct_size = sizeof cfg};
     loader_config_default(&cfg);
     cfg.page_size = page;
     cfg.prefetch_distance = prefetch;
@@ -202,7 +202,7 @@ static int release_rounds;
 static void release_calls_everything(host *h) {
     /* Bounded: answering from here produces more releases, and so on without end. */
     if (release_rounds++ >= 2000) return;
-    loader_snapshot s;
+    loader_snapshot s = {.struct_size = sizeof s};
     loader_request_info reqs[64];
     loader_page pages[64];
     size_t n;
@@ -449,11 +449,11 @@ static void t_wait_threads(void) {
 /* `free_early`: free while answers are still in flight, instead of waiting for quiescence. */
 static void t_run(int free_early) {
     const int rounds = quick ? 20 : 300;
-    loader_config cfg;
+    loader_config cfg = {.struct_size = sizeof cfg};
     loader_config_default(&cfg);
     cfg.page_size = 16;
     cfg.prefetch_distance = 16;
-    loader_callbacks cb = {NULL, t_issue, t_release, t_other, t_cancel, NULL};
+    loader_callbacks cb = {sizeof cb, NULL, t_issue, t_release, t_other, t_cancel, NULL};
     t_main = pthread_self();
     atomic_store(&t_next_acq, 1);
     memset((void *)t_accepted, 0, sizeof t_accepted);
@@ -471,7 +471,7 @@ static void t_run(int free_early) {
         CHECK_CODE(loader_invalidate(t_handle), LOADER_RESULT_OK);
         CHECK_CODE(loader_set_window(t_handle, (uint64_t)(i % 5) * 8, 64 + (uint64_t)(i % 3) * 16), LOADER_RESULT_OK);
         if (i % 4 == 3) continue; /* the next events overlap this round's answers */
-        loader_snapshot q;
+        loader_snapshot q = {.struct_size = sizeof q};
         for (int k = 0; k < 100000; k++) {
             if (loader_state(t_handle, &q) != LOADER_RESULT_OK || q.outstanding_reads == 0) break;
             usleep(20);
@@ -485,8 +485,7 @@ static void t_run(int free_early) {
             loader_set_window(t_handle, (uint64_t)(i % 7) * 16, 200);
         }
     }
-    loader_snapshot s;
-    memset(&s, 0, sizeof s);
+    loader_snapshot s = {.struct_size = sizeof s};
     if (!free_early) {
         /* Answers keep arriving until the loader is quiet; wait for that, then check it. */
         for (int i = 0; i < 200000; i++) {
@@ -768,7 +767,7 @@ static void the_cancellation_hint(void) {
     h = (host *)calloc(1, sizeof(host));
     h->source_len = 100;
     h->next_acq = 1;
-    loader_config cfg;
+    loader_config cfg = {.struct_size = sizeof cfg};
     loader_config_default(&cfg);
     cfg.page_size = 4;
     cfg.prefetch_distance = 0;
@@ -872,7 +871,7 @@ static void loader_floor_queues_callbacks_like_every_call(void) {
     host *h = (host *)calloc(1, sizeof(host));
     h->source_len = 100;
     h->next_acq = 1;
-    loader_config cfg;
+    loader_config cfg = {.struct_size = sizeof cfg};
     loader_config_default(&cfg);
     loader_callbacks cb = host_callbacks(h);
     cb.issue = floor_issue;

@@ -108,7 +108,7 @@ static void keyed_drain(host *h) {
 /* A loader (with `compare` or without) over `n` keys, its window [0, window), loaded. */
 static host *keyed_host(size_t n, uint64_t window, bool with_compare) {
     host *h = (host *)calloc(1, sizeof(host));
-    loader_config cfg;
+    loader_config cfg = {.struct_size = sizeof cfg};
     loader_config_default(&cfg);
     cfg.page_size = PAGE;
     cfg.prefetch_distance = 0;
@@ -135,8 +135,7 @@ static void free_keyed(host *h) {
 }
 
 static loader_counts counts_of(host *h) {
-    loader_counts c;
-    memset(&c, 0, sizeof c);
+    loader_counts c = {.struct_size = sizeof c};
     CHECK_CODE(loader_stats(h->handle, &c), LOADER_RESULT_OK);
     return c;
 }

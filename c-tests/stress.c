@@ -186,7 +186,7 @@ static void *mover(void *arg) {
         CALL(loader_set_window(handle, rnd(&seed) % 500, 1 + rnd(&seed) % 200));
         now += 50;
         CALL(loader_tick(handle, now));
-        loader_snapshot s;
+        loader_snapshot s = {.struct_size = sizeof s};
         CALL(loader_state(handle, &s));
         usleep(100);
     }
@@ -205,13 +205,13 @@ int main(int argc, char **argv) {
     signal(SIGALRM, watchdog);
     alarm(300);
     atomic_store(&answers_left, answers);
-    loader_config cfg;
+    loader_config cfg = {.struct_size = sizeof cfg};
     loader_config_default(&cfg);
     cfg.page_size = 16;
     cfg.prefetch_distance = 32;
     cfg.drop_margin = 64;
     cfg.backoff_initial_ms = 10;
-    loader_callbacks cb = {NULL, on_issue, on_release, NULL, NULL, NULL};
+    loader_callbacks cb = {sizeof cb, NULL, on_issue, on_release, NULL, NULL, NULL};
     if (loader_new(&cfg, &cb, &handle) != LOADER_RESULT_OK) return 2;
     CALL(loader_set_window(handle, 0, 100));
 
@@ -222,7 +222,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < READERS; i++) pthread_create(&t[ANSWERERS + 2 + i], NULL, reader, NULL);
     for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
 
-    loader_snapshot s;
+    loader_snapshot s = {.struct_size = sizeof s};
     CALL(loader_state(handle, &s));
     /* Free with a view pinned: what it lists outlives the free, until the view goes. Answer
      * what is left first, so the view has pages. */

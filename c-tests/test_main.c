@@ -23,7 +23,7 @@ static void every_result_code_has_a_distinct_message(void) {
 }
 
 static void config_defaults_and_bad_configs(void) {
-    loader_config cfg;
+    loader_config cfg = {.struct_size = sizeof cfg};
     CHECK_CODE(loader_config_default(NULL), LOADER_RESULT_NULL_POINTER);
     CHECK_CODE(loader_config_default(&cfg), LOADER_RESULT_OK);
     CHECK(cfg.page_size == 50 && cfg.prefetch_distance == 50 && cfg.drop_margin == 0);
@@ -66,7 +66,7 @@ static void config_defaults_and_bad_configs(void) {
 static void null_forged_freed_and_double_freed_handles_are_errors(void) {
     host *h = host_new(4, 10);
     loader_handle good = h->handle;
-    loader_snapshot s;
+    loader_snapshot s = {.struct_size = sizeof s};
     CHECK_CODE(loader_invalidate(0), LOADER_RESULT_INVALID_HANDLE);
     CHECK_CODE(loader_state(0, &s), LOADER_RESULT_INVALID_HANDLE);
     uint64_t forged[] = {1, 2, 0xffffffffull, 0x100000000ull, 0xdeadbeefcafef00dull, UINT64_MAX,
@@ -122,7 +122,7 @@ static void loads_the_window_and_frees_everything(void) {
     CHECK(n == 3 && !reval);
     for (size_t i = 0; i < n; i++) CHECK(pages[i].start == 4 * i && pages[i].count == 4);
     CHECK(h->changes > 0);
-    loader_counts c;
+    loader_counts c = {.struct_size = sizeof c};
     CHECK_CODE(loader_stats(h->handle, NULL), LOADER_RESULT_NULL_POINTER);
     CHECK_CODE(loader_stats(h->handle, &c), LOADER_RESULT_OK);
     CHECK(c.issued_finite == 3 && c.issued_chain == 0 && c.answered_current == 3);
@@ -209,7 +209,7 @@ static void own_failures_arm_the_backoff_timer(void) {
 
 static void counters_near_their_end_are_refused(void) {
     host *h = (host *)calloc(1, sizeof(host));
-    loader_config cfg;
+    loader_config cfg = {.struct_size = sizeof cfg};
     loader_config_default(&cfg);
     loader_callbacks cb = host_callbacks(h);
     CHECK_CODE(loader_new_with_counters(&cfg, &cb, UINT64_MAX, 1, &h->handle), LOADER_RESULT_OK);
@@ -406,7 +406,7 @@ static void a_panic_is_caught_and_poisons_the_handle(void) {
     loader_set_window(h->handle, 0, 4);
     drain(h);
     CHECK_CODE(loader_test_panic(h->handle), LOADER_RESULT_PANIC);
-    loader_snapshot s;
+    loader_snapshot s = {.struct_size = sizeof s};
     CHECK_CODE(loader_state(h->handle, &s), LOADER_RESULT_POISONED);
     CHECK_CODE(loader_invalidate(h->handle), LOADER_RESULT_POISONED);
     CHECK_CODE(loader_test_panic(h->handle), LOADER_RESULT_POISONED);
@@ -462,7 +462,7 @@ static void an_issue_callback_may_fail_synchronously(void) {
 }
 
 static void call_back_in(host *h) {
-    loader_snapshot s;
+    loader_snapshot s = {.struct_size = sizeof s};
     loader_result r = loader_state(h->handle, &s);
     CHECK(r == LOADER_RESULT_OK || r == LOADER_RESULT_STALE_HANDLE);
     r = loader_set_window(h->handle, 0, 6);

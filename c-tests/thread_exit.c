@@ -50,7 +50,7 @@ static void a_thread_ended_in_issue_leaves_the_loader_usable(void) {
     /* No lock is held: the state is readable from this thread, and not poisoned. */
     loader_snapshot s = state_of(h);
     CHECK(s.outstanding_reads == 1 && s.pages == 1 && s.accepted == 1);
-    loader_counts c;
+    loader_counts c = {.struct_size = sizeof c};
     CHECK_CODE(loader_stats(h->handle, &c), LOADER_RESULT_OK);
     CHECK(c.issued_finite == 2);
 

@@ -131,12 +131,12 @@ static feed *feed_new(loader_compare_fn compare) {
     if (f == NULL) abort();
     pthread_mutex_init(&f->qlock, NULL);
     atomic_store(&f->next_acq, 1);
-    loader_config cfg;
+    loader_config cfg = {.struct_size = sizeof cfg};
     loader_config_default(&cfg);
     cfg.page_size = 16;
     cfg.prefetch_distance = 32;
     cfg.backoff_initial_ms = 5;
-    loader_callbacks cb = {f, f_issue, f_release, f_changed, f_cancel, compare};
+    loader_callbacks cb = {sizeof cb, f, f_issue, f_release, f_changed, f_cancel, compare};
     if (loader_new(&cfg, &cb, &f->handle) != LOADER_RESULT_OK) abort();
     return f;
 }
@@ -258,7 +258,7 @@ static void read_view(loader_view_snapshot *v, size_t want) {
         }
         if (pass == 0) sched_yield();
     }
-    loader_snapshot s;
+    loader_snapshot s = {.struct_size = sizeof s};
     if (loader_view_state(v, &s) != LOADER_RESULT_OK || s.pages != n) atomic_fetch_add(&mismatched_views, 1);
     atomic_fetch_add(&shared_page_reads, n);
 }
@@ -464,7 +464,7 @@ static void calls_on_different_handles_proceed_at_once(void) {
     pthread_join(ta, NULL);
     pthread_join(tb, NULL);
     pthread_barrier_destroy(&meet_round);
-    loader_snapshot sa, sb;
+    loader_snapshot sa = {.struct_size = sizeof sa}, sb = {.struct_size = sizeof sb};
     EXPECT(CALL(a, loader_state(a->handle, &sa)) == LOADER_RESULT_OK && sa.quiescent, "loader a not quiescent");
     EXPECT(CALL(b, loader_state(b->handle, &sb)) == LOADER_RESULT_OK && sb.quiescent, "loader b not quiescent");
     EXPECT(CALL(a, loader_free(a->handle)) == LOADER_RESULT_OK, "loader_free a");

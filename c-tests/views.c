@@ -55,7 +55,7 @@ static void a_pinned_view_is_the_view_the_state_and_the_requests_of_one_moment(v
     for (size_t i = 0; i < n && i < wn; i++)
         CHECK(pages[i].acquisition == want[i].acquisition && pages[i].start == want[i].start &&
               pages[i].count == want[i].count && pages[i].epoch == want[i].epoch);
-    loader_snapshot vs, s = state_of(h);
+    loader_snapshot vs = {.struct_size = sizeof vs}, s = state_of(h);
     CHECK_CODE(loader_view_state(v, &vs), LOADER_RESULT_OK);
     CHECK(states_equal(&vs, &s));
     CHECK(vs.quiescent && vs.pages == 3);
@@ -70,7 +70,7 @@ static void a_pinned_view_is_the_view_the_state_and_the_requests_of_one_moment(v
         CHECK(reqs[i].id == wr[i].id && reqs[i].state == wr[i].state && reqs[i].kind == wr[i].kind);
     /* The snapshot does not follow the loader: a later call leaves it as it was. */
     CHECK_CODE(loader_invalidate(h->handle), LOADER_RESULT_OK);
-    loader_snapshot after;
+    loader_snapshot after = {.struct_size = sizeof after};
     CHECK_CODE(loader_view_state(v, &after), LOADER_RESULT_OK);
     CHECK(states_equal(&after, &vs) && state_of(h).revalidating);
     CHECK_CODE(loader_view_release(v), LOADER_RESULT_OK);
@@ -98,7 +98,7 @@ static void an_empty_view_has_no_pages_and_null_is_refused(void) {
     CHECK_CODE(loader_view_requests(NULL, &reqs, &n), LOADER_RESULT_NULL_POINTER);
     CHECK_CODE(loader_view_requests(v, NULL, &n), LOADER_RESULT_NULL_POINTER);
     CHECK_CODE(loader_view_requests(v, &reqs, NULL), LOADER_RESULT_NULL_POINTER);
-    loader_snapshot s;
+    loader_snapshot s = {.struct_size = sizeof s};
     CHECK_CODE(loader_view_state(NULL, &s), LOADER_RESULT_NULL_POINTER);
     CHECK_CODE(loader_view_state(v, NULL), LOADER_RESULT_NULL_POINTER);
     CHECK_CODE(loader_view_release(v), LOADER_RESULT_OK);
@@ -250,7 +250,7 @@ static void log_cancel(void *ud, uint64_t id) {
     cb_cancel(ud, id);
     if (norder < sizeof order) order[norder++] = 'x';
 }
-static loader_snapshot seen_in_changed;
+static loader_snapshot seen_in_changed = {.struct_size = sizeof seen_in_changed};
 static void log_changed(void *ud) {
     host *h = (host *)ud;
     cb_changed(ud);
@@ -262,7 +262,7 @@ static void log_changed(void *ud) {
 static host *logging_host(uint32_t page_size, uint64_t len) {
     host *h = host_new(page_size, len);
     loader_free(h->handle);
-    loader_config cfg;
+    loader_config cfg = {.struct_size = sizeof cfg};
     loader_config_default(&cfg);
     cfg.page_size = page_size;
     cfg.prefetch_distance = 0;
@@ -378,7 +378,7 @@ static void a_cancelled_read_stays_outstanding_until_answered(void) {
                     uint64_t acq = h->next_acq;
                     CHECK_CODE(answer(h, &late), LOADER_RESULT_OK);
                     CHECK(acq < MAX_ACQ && h->released[acq]); /* stale, released at once */
-                    loader_counts c;
+                    loader_counts c = {.struct_size = sizeof c};
                     CHECK_CODE(loader_stats(h->handle, &c), LOADER_RESULT_OK);
                     CHECK(c.late_answers == 1 && c.answered_stale >= 1);
                 }
@@ -395,7 +395,7 @@ static void a_cancelled_read_stays_outstanding_until_answered(void) {
             CHECK_CODE(loader_tick(h->handle, deadline), LOADER_RESULT_OK);
             s = state_of(h);
             CHECK(s.quiescent && s.outstanding_reads == 0);
-            loader_counts c;
+            loader_counts c = {.struct_size = sizeof c};
             CHECK_CODE(loader_stats(h->handle, &c), LOADER_RESULT_OK);
             CHECK(c.timed_out == 1 && c.abandoned == 1);
             CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
@@ -429,7 +429,7 @@ static void documented_loop(host *h, int spent_branch, loop_run *run) {
             continue;
         }
         if (spent_branch && !armed) {
-            loader_snapshot s;
+            loader_snapshot s = {.struct_size = sizeof s};
             if (loader_state(h->handle, &s) != LOADER_RESULT_OK) break;
             if (s.failure == LOADER_FAILURE_OWN) {
                 if (run->retries >= run->budget) { /* the host's own rule */
@@ -469,7 +469,7 @@ static void the_documented_deadline_loop_reaches_quiescence(void) {
     documented_loop(h, 0, &run);
     loader_snapshot s = state_of(h);
     CHECK(!run.slept_forever && s.quiescent && s.covered_end >= 8 && run.failures_left == 0 && run.sleeps == 3);
-    loader_counts c;
+    loader_counts c = {.struct_size = sizeof c};
     CHECK_CODE(loader_stats(h->handle, &c), LOADER_RESULT_OK);
     CHECK(c.retries_auto == 3);
     host_free(h);
@@ -479,7 +479,7 @@ static void the_documented_deadline_loop_reaches_quiescence(void) {
 static host *host_without_auto_retries(void) {
     host *h = host_new(4, 40);
     CHECK_CODE(loader_free(h->handle), LOADER_RESULT_OK);
-    loader_config cfg;
+    loader_config cfg = {.struct_size = sizeof cfg};
     loader_config_default(&cfg);
     cfg.page_size = 4;
     cfg.prefetch_distance = 0;
@@ -512,7 +512,7 @@ static void the_documented_loop_ends_when_the_automatic_retries_are_spent(void) 
     s = state_of(h);
     CHECK(!run.slept_forever && !run.gave_up && run.retries == 3 && run.sleeps == 0);
     CHECK(s.quiescent && s.covered_end >= 8 && run.failures_left == 0);
-    loader_counts c;
+    loader_counts c = {.struct_size = sizeof c};
     CHECK_CODE(loader_stats(h->handle, &c), LOADER_RESULT_OK);
     CHECK(c.retries_auto == 0 && c.retries_explicit == 3 && c.failed_own == 3);
     host_free(h);

@@ -1,4 +1,4 @@
-//! Runs workload 1's stream (issue 6) outside criterion, for a profiler:
+//! Runs workload 1's stream outside criterion, for a profiler:
 //!
 //! ```text
 //! cargo build --release --example profile_stream

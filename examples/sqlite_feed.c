@@ -575,7 +575,7 @@ static void copy_view(host *h, view_copy *v) {
 /* The backoff driver: gives the loader the time, and retries by hand once its automatic
  * retries are spent (an own failure with no deadline armed). */
 static void drive_clock(host *h) {
-    loader_snapshot s;
+    loader_snapshot s = {.struct_size = sizeof s};
     bool armed;
     uint64_t deadline;
     expect_ok(h, loader_tick(h->loader, now_ms()), "loader_tick");
@@ -596,7 +596,7 @@ static void wait_until(host *h, uint64_t until) {
 }
 
 static void scroll(host *h, uint64_t *rng) {
-    loader_snapshot s;
+    loader_snapshot s = {.struct_size = sizeof s};
     expect_ok(h, loader_state(h->loader, &s), "loader_state");
     uint64_t start = s.window_start + 1 + below(rng, 10);
     if (start > h->opt.depth || (s.end_of_source && start + WINDOW > s.covered_end))
@@ -610,8 +610,8 @@ static bool covers_window(const loader_snapshot *s) {
 }
 
 static void progress(host *h, double seconds) {
-    loader_snapshot s;
-    loader_counts c;
+    loader_snapshot s = {.struct_size = sizeof s};
+    loader_counts c = {.struct_size = sizeof c};
     expect_ok(h, loader_state(h->loader, &s), "loader_state");
     expect_ok(h, loader_stats(h->loader, &c), "loader_stats");
     printf("[%4.1fs] epoch %" PRIu64 " | %" PRIu64 " reads in flight, %" PRIu64 " answered (%"
@@ -759,7 +759,7 @@ int main(int argc, char **argv) {
     snprintf(h.db_path, sizeof h.db_path, "%s/events.db", h.dir);
     create_db(&h);
 
-    loader_config config;
+    loader_config config = {.struct_size = sizeof config};
     loader_config_default(&config);
     config.page_size = PAGE_SIZE;
     config.prefetch_distance = 2 * PAGE_SIZE;
@@ -768,7 +768,7 @@ int main(int argc, char **argv) {
     config.backoff_max_ms = 500;
     config.jitter_seed = h.opt.seed;
     /* No cancel callback: a superseded read is answered anyway, and classified stale. */
-    loader_callbacks callbacks = {&h, on_issue, on_release, on_changed, NULL, on_compare};
+    loader_callbacks callbacks = {sizeof callbacks, &h, on_issue, on_release, on_changed, NULL, on_compare};
     if (loader_new(&config, &callbacks, &h.loader) != LOADER_RESULT_OK) return 1;
 
     pthread_t workers[WORKERS], writer_thread;
@@ -785,14 +785,14 @@ int main(int argc, char **argv) {
     atomic_store(&h.stop_writer, true);
     pthread_join(writer_thread, NULL);
     uint64_t settle_start = now_ms();
-    loader_snapshot s;
+    loader_snapshot s = {.struct_size = sizeof s};
     bool quiet = settle_down(&h, &s);
     double settle_s = (double)(now_ms() - settle_start) / 1000;
     progress(&h, (double)(now_ms() - start) / 1000);
 
     view_copy final;
     int64_t rows_now;
-    loader_counts c;
+    loader_counts c = {.struct_size = sizeof c};
     copy_view(&h, &final);
     bool same = matches_sql(&h, &final, &rows_now) && quiet;
     expect_ok(&h, loader_stats(h.loader, &c), "loader_stats");

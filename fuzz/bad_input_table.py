@@ -55,6 +55,9 @@ BAD: Dict[str, Tuple[str, str]] = {
     "InvalidBackoffMultiplier": ("LOADER_RESULT_INVALID_BACKOFF_MULTIPLIER",
                                  "backoff_multiplier below 1, above 16, NaN or infinite"),
     "MissingCallback": ("LOADER_RESULT_MISSING_CALLBACK", "the issue or release callback NULL"),
+    "InvalidStructSize": ("LOADER_RESULT_INVALID_STRUCT_SIZE",
+                          "a config whose struct_size is 0, callbacks whose struct_size is "
+                          "UINT32_MAX"),
 }
 
 

@@ -6,6 +6,7 @@
 #                       demo import it from the sources (PYTHONPATH)
 #   make py-test        the bindings' pytest suite, against the sources and $(TEST_LIB) (the
 #                       `testing` build, which adds the test ABI); runs py-wheel-test first
+#   make py-test-quick  the pytest suite alone, as py-test runs it, without building the wheel
 #   make py-wheel-test  builds the wheel (pip runs cargo), installs it into a fresh venv under
 #                       /tmp and runs the suite from /tmp against it, LIBLOADER_PATH unset (the
 #                       few tests that need the test ABI skip there)
@@ -29,7 +30,7 @@ PY_TEST_ENV := LIBLOADER_PATH=$(abspath $(TEST_LIB)) PYTHONPATH=$(abspath $(PY_P
 PY_WHEEL_DIR := target/python-wheel
 PY_WHEEL_CARGO := $(abspath target/python-wheel-cargo)
 
-.PHONY: venv py-test py-wheel-test py-demo demo
+.PHONY: venv py-test py-test-quick py-wheel-test py-demo demo
 
 venv: $(PY_STAMP)
 
@@ -46,7 +47,9 @@ $(PY_STAMP): $(VENV)/pyvenv.cfg
 	$(VENV_PY) -m pip uninstall --quiet --yes libloader ledgered-loader 2>/dev/null || true
 	touch $@
 
-py-test: venv $(TEST_LIB) py-wheel-test py-exit-versions
+py-test: py-wheel-test py-exit-versions py-test-quick
+
+py-test-quick: venv $(TEST_LIB)
 	$(PY_TEST_ENV) $(VENV_PY) -m pytest $(PYTEST_ARGS) $(PY_PKG_DIR)/tests
 
 # Everything but the wheel lives in a temporary directory under /tmp, removed at the end: the

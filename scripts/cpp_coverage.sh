@@ -3,15 +3,17 @@
 #
 #   scripts/cpp_coverage.sh [HEADER [WRAPPER]]   (defaults: include/loader.h, bindings/cpp/loader.hpp)
 #
-# The public functions are those declared at the start of a line outside the header's
-# `#if defined(LOADER_TESTING)` blocks (the test ABI), as `make symbols-test` reads them. A
+# The public functions are those declared at the start of a line (after the LOADER_DEPRECATED
+# prefix of a deprecated one) outside the header's `#if defined(LOADER_TESTING)` blocks (the
+# test ABI), as `make symbols-test` reads them. A
 # function counts as covered when the wrapper's code, its `//` comments removed, calls it
 # (its name followed by `(`).
 set -eu
 header=${1:-include/loader.h}
 wrapper=${2:-bindings/cpp/loader.hpp}
 
-public=$(sed '/^#if defined(LOADER_TESTING)$/,/^#endif$/d' "$header" | grep -E '^[a-z]' \
+public=$(sed -e '/^#if defined(LOADER_TESTING)$/,/^#endif$/d' -e 's/^LOADER_DEPRECATED("[^"]*") //' "$header" \
+    | grep -E '^[a-z]' \
     | grep -oE '\bloader_[a-z_]+\(' | tr -d '(' | sort -u)
 if [ -z "$public" ]; then
     echo "cpp_coverage: no public function found in $header" >&2

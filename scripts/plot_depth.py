@@ -1,12 +1,11 @@
-"""Writes docs/depth.svg from the JSON line of the depth bench (issue 12, item 7).
+"""Writes docs/depth.svg from the JSON line of the depth bench.
 
     make bench-depth 2>&1 | tee /tmp/depth.txt
     python3 scripts/plot_depth.py /tmp/depth.txt docs/depth.svg
 
 Plots the items one recovery reads against the window's depth (log x, log y): a whole
 invalidation, a failure and its retry, a jump to half the depth, and, for comparison, what a
-recovery anchored at the source's start must read (the `top-anchored` row: the cost model
-before issue 12). The target, window + 2 prefetch + 2 page_size items, is a dashed line.
+recovery anchored at the source's start must read (the `top-anchored` row). The target, window + 2 prefetch + 2 page_size items, is a dashed line.
 Stdlib only.
 """
 import json

@@ -1,4 +1,4 @@
-"""Writes docs/scaling.svg from the scaling and literal bench output (issue 6, workload 2).
+"""Writes docs/scaling.svg from the scaling and literal bench output (workload 2).
 
     LOADER_BENCH_PAGES=10,1000,100000,1000000 cargo bench --bench scaling 2>&1 | tee /tmp/scaling.txt
     cargo bench --bench literal 2>&1 | tee /tmp/literal.txt

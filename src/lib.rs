@@ -4,16 +4,16 @@
 //! - [`ffi`]: the C ABI (`loader_*`), the only module with `unsafe`;
 //! - [`loader`]: the OrderedSourceLoader: window, pages, cursors, chain and full reads,
 //!   backoff, the view;
-//! - [`ledger`]: the production request ledger (the module's `unifiedMin` rules, generalised);
-//! - [`model`]: the TLA+ module `LoaderLedger`, executable, with an exhaustive explorer.
+//! - [`ledger`]: the production request ledger (the module's `unifiedMin` rules, generalised).
 //!
-//! Under `ledger` and `model`, [`vocab`] holds the variables' values and the invariants' names
-//! both use, so neither imports the other.
+//! Under `ledger`, the private module `vocab` holds the TLA+ module's variable values and
+//! invariant names, which `ledger` re-exports.
 //!
-//! Beside them, `refinement` checks the ledger against the model, and `sim` is a
-//! deterministic simulated host that checks the loader's properties. Both are test
-//! instruments, compiled only with the `testing` cargo feature (and `sim` in unit tests), so
-//! the default library carries neither; the feature also adds the C test ABI (`ffi::testing`).
+//! Beside them, `model` is the TLA+ module `LoaderLedger`, executable, with an exhaustive
+//! explorer; `refinement` checks the ledger against it; and `sim` is a deterministic simulated
+//! host that checks the loader's properties. All three are test instruments, compiled only
+//! with the `testing` cargo feature (and in unit tests), so the default library carries none of
+//! them; the feature also adds the C test ABI (`ffi::testing`).
 //! `docs/DESIGN.md` in the repository describes the layers, the host contract and how each is
 //! verified.
 //!
@@ -60,12 +60,13 @@ pub mod check;
 pub mod ffi;
 pub mod ledger;
 pub mod loader;
+#[cfg(any(test, feature = "testing"))]
 pub mod model;
 #[cfg(feature = "testing")]
 pub mod refinement;
 #[cfg(any(test, feature = "testing"))]
 pub mod sim;
-pub mod vocab;
+mod vocab;
 
 pub use ledger::Ledger;
 pub use loader::{

@@ -28,6 +28,7 @@ macro_rules! spec_enum {
         }
     };
 }
+#[cfg(any(test, feature = "testing"))]
 pub(crate) use spec_enum;
 
 spec_enum!(

@@ -1,4 +1,5 @@
-//! Every relative link in the README and in docs/ resolves inside a clone of the repository:
+//! Every relative link in the Markdown pages at the repository's root (README, CONTRIBUTING,
+//! CHANGELOG) and in docs/ resolves inside a clone of the repository:
 //! to a file or folder that exists, and, with a `#fragment`, to a heading of that page.
 //! Links to other sites are not followed.
 
@@ -57,16 +58,33 @@ fn anchors(text: &str) -> HashSet<String> {
     out
 }
 
-/// The pages whose links are checked.
-fn pages(root: &Path) -> Vec<PathBuf> {
-    let mut pages = vec![root.join("README.md")];
-    let mut docs: Vec<PathBuf> = fs::read_dir(root.join("docs"))
-        .expect("docs/ exists")
+/// The `.md` files directly in `dir`, sorted.
+fn markdown_in(dir: &Path) -> Vec<PathBuf> {
+    let mut pages: Vec<PathBuf> = fs::read_dir(dir)
+        .expect("a readable folder")
         .map(|e| e.expect("readable entry").path())
         .filter(|p| p.extension().is_some_and(|x| x == "md"))
         .collect();
-    docs.sort();
-    pages.extend(docs);
+    pages.sort();
+    pages
+}
+
+/// The pages whose links are checked: the root's and docs/'s, the README and the guides among
+/// them (a missing one fails here, not silently).
+fn pages(root: &Path) -> Vec<PathBuf> {
+    let mut pages = markdown_in(root);
+    pages.extend(markdown_in(&root.join("docs")));
+    for needed in [
+        "README.md",
+        "CONTRIBUTING.md",
+        "CHANGELOG.md",
+        "docs/DESIGN.md",
+    ] {
+        assert!(
+            pages.contains(&root.join(needed)),
+            "{needed} is not checked"
+        );
+    }
     pages
 }
 

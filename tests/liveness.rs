@@ -1,4 +1,4 @@
-//! The simulated host's liveness properties (issue 13, item 4), over thousands of seeded runs
+//! The simulated host's liveness properties, over thousands of seeded runs
 //! in which failures continue (1 to 20% of reads fail) and the source keeps changing
 //! (inserts and deletes, each an invalidation), with three hosts: one that answers every
 //! read, hinted or not; one that drops the reads it was told to cancel (`Op::Drop`: only the

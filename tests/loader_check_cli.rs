@@ -1,5 +1,5 @@
 //! The `loader-check` command line: its JSON object, its exit status, `--list-rules`,
-//! `--list-mutants`, `--impl`, `--progress` with `--spare-ids`, and the counterexample the README
+//! `--list-mutants`, `--impl`, `--progress` with `--spare-ids`, and the counterexample docs/DESIGN.md
 //! quotes.
 
 // Uses the test instruments (`sim`, `refinement`, `loader-check`).
@@ -214,7 +214,7 @@ fn spare_ids_show_the_failure_the_ids_bound_hides() {
 }
 
 #[test]
-fn readme_quotes_the_trace_loader_check_prints() {
+fn the_design_quotes_the_trace_loader_check_prints() {
     let (_, out) = run(&["--rules", "current"]);
     let start = out
         .find("Invariant NoStrandedStaleFailure is violated")
@@ -224,9 +224,9 @@ fn readme_quotes_the_trace_loader_check_prints() {
         .take_while(|l| !l.is_empty())
         .map(|l| format!("{l}\n"))
         .collect();
-    let readme = include_str!("../README.md");
+    let design = include_str!("../docs/DESIGN.md");
     assert!(
-        readme.contains(&block),
-        "README.md must quote, verbatim, what `loader-check --rules current` prints:\n{block}"
+        design.contains(&block),
+        "docs/DESIGN.md must quote, verbatim, what `loader-check --rules current` prints:\n{block}"
     );
 }

@@ -4,6 +4,8 @@
 //! invariants of the commit that every real variant keeps but two controls, and the progress
 //! under churn that only `unifiedMinChurn` has.
 
+#![cfg(feature = "testing")]
+
 use loader::model::explore::{explore, Options, Report};
 use loader::model::progress::{check_progress, ProgressOptions, ProgressReport, DEFAULT_BOUND};
 use loader::model::{Action, Bounds, Invariant, Rules};
@@ -175,7 +177,7 @@ fn under_churn_only_the_churn_variant_commits_within_the_bound() {
         let r = progress(rules, 3);
         assert!(!r.holds(), "{rules}");
         let (_, path) = r.counterexample.as_ref().expect("a counterexample");
-        // The trace: every answer of the repair is overtaken and replaced.
+        // The trace: every answer of the repair is overtaken and replaced.
         let replaced = path
             .iter()
             .filter(|s| matches!(s.action, Some(Action::SettleChain { k: Some(_), .. })))

@@ -5,6 +5,8 @@
 //! `INVARIANTS`, a step invariant (`[][P]_vars`) under `PROPERTIES`. A rename on either side
 //! fails here.
 
+#![cfg(feature = "testing")]
+
 use loader::model::{Action, Invariant};
 use std::collections::BTreeSet;
 use std::path::Path;

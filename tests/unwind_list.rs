@@ -1,4 +1,4 @@
-//! The header's THREADS section names the unwind-capable functions: exactly the exports the
+//! The header's CALLBACKS section names the unwind-capable functions: exactly the exports the
 //! Rust source declares `extern "C-unwind"`, no more and no fewer.
 
 use std::collections::BTreeSet;
@@ -36,7 +36,7 @@ fn listed_in_header() -> BTreeSet<String> {
     let header = fs::read_to_string(path).expect("include/loader.h");
     let at = header
         .find("unwind-capable")
-        .expect("THREADS names the unwind-capable functions");
+        .expect("CALLBACKS names the unwind-capable functions");
     let list = &header[at..];
     let list = &list[..list.find(';').expect("the list ends with ';'")];
     list.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))

@@ -2,7 +2,7 @@
 //!
 //! Criterion reports time per iteration; an iteration here is a batch of events, so each
 //! bench also keeps its own tally of timed events and timed nanoseconds and prints ns/event,
-//! the figure issue 6 asks for, in one summary table at the end.
+//! each workload's figure against its target, in one summary table at the end.
 #![allow(dead_code)]
 
 use criterion::Criterion;

@@ -1,4 +1,4 @@
-//! The deterministic host that drives workloads 1 and 2 (issue 6) against a real `Loader`.
+//! The deterministic host that drives workloads 1 and 2 against a real `Loader`.
 //!
 //! The host owns a virtual source that never ends and never stores an item: a cursor is the
 //! 8-byte big-endian position between items it names (the number of items before it), so
@@ -25,7 +25,7 @@
 //! # Keeping a view of N pages steady
 //!
 //! A chain re-reads every held page, so a repair of an N-page view costs N reads (each is
-//! counted as one event, as the issue asks). Invalidations arriving every 20 events at random
+//! counted as one event). Invalidations arriving every 20 events at random
 //! points would restart the chain forever once N > 20, and every replaced chain stays live
 //! until a commit: the state would grow without bound. So invalidations, exogenous at 5%,
 //! arrive at random (see `arrivals.rs`) and wait while a full read runs or a chain longer
@@ -56,7 +56,7 @@ pub const SUP_FAIL: usize = 2;
 pub const INVAL: usize = 3;
 pub const WINDOW: usize = 4;
 pub const NAMES: [&str; 5] = ["current", "stale", "sup-fail", "invalidate", "window"];
-/// The issue's mix, in percent.
+/// The target mix, in percent (docs/BENCHMARKS.md, workload 1).
 pub const TARGET: [i64; 5] = [70, 15, 5, 5, 5];
 /// A view this small is repaired in fewer steps than the mean gap between invalidations, so
 /// an invalidation may overtake its chain at any step and the repair still completes.

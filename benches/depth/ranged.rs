@@ -1,4 +1,4 @@
-//! Issue 14's rows of the depth bench: what one repair reads after one row changes in a held
+//! The ranged rows of the depth bench: what one repair reads after one row changes in a held
 //! view of 10^4 pages, with a ranged invalidation and with a whole one.
 //!
 //! The source here has stable cursors, as a keyset host's are: its items are keys (even
@@ -40,7 +40,7 @@ const HELD: u64 = PAGES * PAGE as u64;
 const TAIL: u64 = 10_000;
 /// Changes per case.
 pub const TRIALS: usize = 16;
-/// Issue 14's bound on the items one ranged repair reads: two pages.
+/// The bound on the items one ranged repair reads: two pages.
 pub const TARGET: u64 = 2 * PAGE as u64;
 
 fn cursor_of(key: u64) -> Vec<u8> {

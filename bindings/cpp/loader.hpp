@@ -28,20 +28,16 @@
 //   let through, as the C ABI allows. Destructors and `reset()` cannot throw: they drop what
 //   the release and cancel callbacks they caused threw; `close()` and `release()` rethrow it.
 //
-// Threads. Any thread may call any member function of one Loader concurrently with others,
-//   except move, `close`, `reset` and the destructor, which need no other thread to be in a
-//   call on this Loader. Callbacks run on the thread that made the call, outside the
-//   library's locks, and those of calls on different threads overlap (a `release` on one
-//   while `issue` runs on another; a `release` may even run on another thread before the
-//   `settle` that handed the acquisition over has returned), so the host's callbacks must be
-//   safe to run on every thread that calls in. include/loader.h (THREADS) has the full
-//   contract. A Loader may be closed or destroyed from inside one of its own callbacks: its
-//   callbacks are kept alive until the thread's outermost call returns.
+// Threads. The library's rules hold for every member function and callback: include/loader.h,
+//   THREADS and CALLBACKS (callbacks of calls on different threads overlap, so the host's
+//   callbacks must be safe on every thread that calls in). The wrapper adds two: move,
+//   `close`, `reset` and the destructor need no other thread to be in a call on this Loader;
+//   and a Loader may be closed or destroyed from inside one of its own callbacks (its
+//   callbacks are kept alive until the thread's outermost call returns).
 //
-// Ownership. On a successful settle the loader owns the acquisition and passes it to
-//   `release` exactly once: when its request is retired, its page dropped, or the loader
-//   freed (close, reset or the destructor release every acquisition still held, except those
-//   a pinned view lists, before they return). `Read` owns a copy of its cursor, so a host may
+// Ownership. The library's rules: include/loader.h, OWNERSHIP. close, reset and the destructor
+//   free the loader, so every acquisition it holds but those a pinned view lists is released
+//   before they return. `Read` owns a copy of its cursor, so a host may
 //   answer it later from any thread; `settle` copies the cursor it is given. `state()`,
 //   `stats()`, `requests()` and `view()` return copies; the acquisitions a `View` lists are
 //   not pinned (a call on another thread may release them at any time). `pin_view()` returns
@@ -141,6 +137,7 @@ struct Callbacks {
 // The library's default settings (`loader_config_default`).
 inline loader_config default_config() {
     loader_config c{};
+    c.struct_size = sizeof c;
     check(loader_config_default(&c));
     return c;
 }
@@ -420,6 +417,7 @@ private:
         const loader_request_info *reqs = nullptr;
         std::size_t nreqs = 0;
         if (loader_view_requests(view_, &reqs, &nreqs) == LOADER_RESULT_OK) requests_ = {reqs, nreqs};
+        state_.struct_size = sizeof state_;
         (void)loader_view_state(view_, &state_);
     }
 
@@ -573,15 +571,17 @@ public:
         check(loader_next_deadline(handle_, &armed, &at));
         return armed ? std::optional<std::uint64_t>(at) : std::nullopt;
     }
-    // The spec's abstract state and the loader's counts.
+    // What the loader is doing (loader_snapshot in loader.h).
     loader_snapshot state() const {
         loader_snapshot s{};
+        s.struct_size = sizeof s;
         check(loader_state(handle_, &s));
         return s;
     }
     // Counters since the loader was created.
     loader_counts stats() const {
         loader_counts c{};
+        c.struct_size = sizeof c;
         check(loader_stats(handle_, &c));
         return c;
     }
@@ -616,6 +616,7 @@ private:
         detail::Host *host = host_->host.get();
         host->cb = std::move(callbacks);
         loader_callbacks c{};
+        c.struct_size = sizeof c;
         c.userdata = host;
         c.issue = &on_issue;
         c.release = &on_release;

@@ -14,7 +14,7 @@
 //! then answers everything (`settle_down`: the loader must reach quiescence with the window
 //! covered) and closes (every acquisition released exactly once). Any violation panics.
 //!
-//! `recheck_full` stays on: with it off the harness finds the lost invalidation the README
+//! `recheck_full` stays on: with it off the harness finds the lost invalidation docs/DESIGN.md
 //! describes, by design.
 
 use crate::input::Input;

@@ -5,6 +5,7 @@ use super::instance::{loader_handle, lookup};
 use super::panic::boundary;
 use super::pointer::{finish, token, widen, Out, OutArray};
 use super::result::{code, loader_result};
+use super::sized::{Growable, SizedOut};
 use super::types::{loader_counts, loader_page, loader_request_info, loader_snapshot};
 use crate::loader::Loader;
 
@@ -15,6 +16,7 @@ pub(super) fn snapshot(l: &Loader) -> loader_snapshot {
     let (covered_start, covered_end) = l.covered();
     let (window_start, window_len) = l.window();
     loader_snapshot {
+        struct_size: loader_snapshot::own_size(),
         epoch: s.epoch,
         debt: s.debt.into(),
         phase: s.phase.into(),
@@ -72,10 +74,12 @@ pub(super) fn pages(l: &Loader) -> Vec<loader_page> {
         .collect()
 }
 
-/// Fills `*out` with the spec's abstract state and the loader's counts. `out` is required.
+/// Fills `*out` with what the loader is doing: whether anything is left to do, the window,
+/// what the view covers, and the ledger's state. Set `out->struct_size` first; on success it
+/// holds the bytes filled. `out` is required.
 ///
 /// # Safety
-/// `out` is NULL or valid for a write.
+/// `out` is NULL or valid for reads and writes of its `struct_size` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn loader_state(
     handle: loader_handle,
@@ -83,7 +87,7 @@ pub unsafe extern "C" fn loader_state(
 ) -> loader_result {
     boundary(loader_result::Panic, || {
         // SAFETY: by this function's contract.
-        match unsafe { Out::required(out) } {
+        match unsafe { SizedOut::required(out) } {
             Ok(out) => finish(lookup(handle).and_then(|i| i.read(snapshot)), out),
             Err(e) => e,
         }
@@ -91,10 +95,11 @@ pub unsafe extern "C" fn loader_state(
 }
 
 /// Fills `*out` with the loader's counters: reads by kind, answers by class, failures,
-/// retries, acquisitions and cancellation hints. `out` is required; the caller owns `*out`.
+/// retries, acquisitions and cancellation hints. Set `out->struct_size` first; on success it
+/// holds the bytes filled. `out` is required; the caller owns `*out`.
 ///
 /// # Safety
-/// `out` is NULL or valid for a write.
+/// `out` is NULL or valid for reads and writes of its `struct_size` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn loader_stats(
     handle: loader_handle,
@@ -102,7 +107,7 @@ pub unsafe extern "C" fn loader_stats(
 ) -> loader_result {
     boundary(loader_result::Panic, || {
         // SAFETY: by this function's contract.
-        match unsafe { Out::required(out) } {
+        match unsafe { SizedOut::required(out) } {
             Ok(out) => {
                 let r = lookup(handle).and_then(|i| i.read(|l| loader_counts::from(l.stats())));
                 finish(r, out)

@@ -3,8 +3,9 @@
 use super::delivery::{run, withdraw};
 use super::instance::{loader_handle, register, unregister};
 use super::panic::boundary;
-use super::pointer::{cursor, finish, try_ref, Out};
-use super::result::{self, loader_result};
+use super::pointer::{cursor, finish, Out};
+use super::result::{self, code, loader_result};
+use super::sized::{fill_whole, read_in};
 use super::types::{loader_callbacks, loader_config};
 use crate::loader::{Config, Effect, Loader, LoaderError};
 use std::ffi::c_char;
@@ -13,8 +14,9 @@ use std::ffi::c_char;
 /// config's starting point if it has one, and writes its handle to `*out_handle`.
 ///
 /// # Safety
-/// Each pointer is NULL or valid for reads (writes, for `out_handle`) of its type;
-/// `config->initial_cursor` is NULL or valid for `config->initial_cursor_len` bytes.
+/// Each pointer is NULL or valid for reads of its `struct_size` bytes (a write of a handle, for
+/// `out_handle`); `config->initial_cursor` is NULL or valid for `config->initial_cursor_len`
+/// bytes.
 pub(crate) unsafe fn create(
     config: *const loader_config,
     callbacks: *const loader_callbacks,
@@ -25,14 +27,25 @@ pub(crate) unsafe fn create(
         // SAFETY: by this function's contract.
         let args = unsafe {
             (
-                try_ref(config),
-                try_ref(callbacks),
+                read_in(config),
+                read_in(callbacks),
                 Out::required(out_handle),
             )
         };
         let (config, callbacks, out) = match args {
-            (Ok(config), Ok(callbacks), Ok(out)) => (config, *callbacks, out),
-            _ => return loader_result::NullPointer,
+            (Ok(config), Ok(callbacks), Ok(out)) => (config, callbacks, out),
+            // A NULL pointer first, then the first struct refused, in argument order.
+            (config, callbacks, out) => {
+                let errors = [config.err(), callbacks.err(), out.err()];
+                if errors.contains(&Some(loader_result::NullPointer)) {
+                    return loader_result::NullPointer;
+                }
+                return errors
+                    .into_iter()
+                    .flatten()
+                    .next()
+                    .unwrap_or(loader_result::Panic);
+            }
         };
         if callbacks.issue.is_none() || callbacks.release.is_none() {
             return loader_result::MissingCallback;
@@ -44,7 +57,7 @@ pub(crate) unsafe fn create(
             Err(e) => return e,
         };
         let position = config.initial_position;
-        let handle = make(config.into())
+        let handle = make((&config).into())
             .and_then(|mut loader| {
                 // Without a `cancel` callback the host is told of no cancel hint.
                 loader.set_cancel_hints_heard(callbacks.cancel.is_some());
@@ -62,19 +75,18 @@ pub(crate) unsafe fn create(
     })
 }
 
-/// Fills `*out` with the default settings. Returns `LOADER_RESULT_NULL_POINTER` if `out` is
-/// NULL. The caller owns `*out`.
+/// Fills `*out` with the default settings. Set `out->struct_size` first (to
+/// `sizeof(loader_config)`); it is kept, and the fields this library does not know (a host
+/// built against a newer header) are set to zero. `LOADER_RESULT_NULL_POINTER` if `out` is
+/// NULL, `LOADER_RESULT_INVALID_STRUCT_SIZE` for a bad `struct_size`. The caller owns `*out`.
 ///
 /// # Safety
-/// `out` is NULL or valid for a write of a `loader_config`.
+/// `out` is NULL or valid for reads and writes of its `struct_size` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn loader_config_default(out: *mut loader_config) -> loader_result {
     boundary(loader_result::Panic, || {
         // SAFETY: by this function's contract.
-        match unsafe { Out::required(out) } {
-            Ok(out) => finish(Ok(Config::default().into()), out),
-            Err(e) => e,
-        }
+        code(unsafe { fill_whole(out, Config::default().into()) })
     })
 }
 
@@ -84,7 +96,9 @@ pub unsafe extern "C" fn loader_config_default(out: *mut loader_config) -> loade
 /// `callbacks->issue` and `callbacks->release` must not be NULL (else
 /// `LOADER_RESULT_MISSING_CALLBACK`); `changed` and `cancel` may be. `callbacks->userdata`
 /// must stay valid as `loader_callbacks` says. NULL `config`, `callbacks` or `out_handle`
-/// returns `LOADER_RESULT_NULL_POINTER`; a bad setting returns the code naming it. The
+/// returns `LOADER_RESULT_NULL_POINTER`; a `struct_size` not set returns
+/// `LOADER_RESULT_INVALID_STRUCT_SIZE`, a field this library does not know set (a newer
+/// header's) `LOADER_RESULT_UNKNOWN_FIELD`; a bad setting returns the code naming it. The
 /// caller owns the handle and must pass it to `loader_free`.
 ///
 /// A starting point in `config` (`initial_cursor`, `initial_position`) is applied as
@@ -92,7 +106,8 @@ pub unsafe extern "C" fn loader_config_default(out: *mut loader_config) -> loade
 /// callback runs here: the starting point's reads are issued by the loader's first event call.
 ///
 /// # Safety
-/// Each pointer is NULL or valid for its type; `config->initial_cursor` is NULL or valid for
+/// Each pointer is NULL or valid for its type (`config` and `callbacks` for their
+/// `struct_size` bytes); `config->initial_cursor` is NULL or valid for
 /// `config->initial_cursor_len` bytes; the callbacks follow their documented contract.
 #[no_mangle]
 pub unsafe extern "C" fn loader_new(
@@ -113,13 +128,13 @@ pub unsafe extern "C" fn loader_new(
 /// yet) gets a `cancel` and never its `issue`: the host may be sent a `cancel` for a read id it
 /// never saw, and must ignore it. No `issue` or `changed` callback starts for this loader
 /// afterwards, but the one another thread was already about to make (at most one per thread:
-/// see THREADS). Answers to its reads then return `LOADER_RESULT_STALE_HANDLE`: no read needs
+/// see CALLBACKS). Answers to its reads then return `LOADER_RESULT_STALE_HANDLE`: no read needs
 /// an answer after the free.
 ///
 /// An acquisition that a pinned view (`loader_view_acquire`) lists is released when the last
 /// view listing it is released (`loader_view_release`), with the same callbacks and
 /// `userdata`: keep `userdata` valid until every view of the loader is released. Calls on
-/// other threads that overlap the free: see THREADS at the top of this header.
+/// other threads that overlap the free: see CALLBACKS at the top of this header.
 ///
 /// It may be called from inside any of this loader's callbacks. A handle that is 0 or forged
 /// returns `LOADER_RESULT_INVALID_HANDLE`; a second free returns `LOADER_RESULT_STALE_HANDLE`.

@@ -13,6 +13,7 @@
 //! - `pins`: the acquisitions pinned views list, and the releases they hold back;
 //! - `panic`: the panic boundary;
 //! - `pointer`: checked conversions of every pointer and integer C passes;
+//! - `sized`: the structs that may grow, read and written by their `struct_size`;
 //! - `result`, `types`: the C types;
 //! - `lifecycle`, `events`, `introspection`, `view`: the exported functions, by what they do;
 //! - `testing`: the test ABI, only with the `testing` cargo feature.
@@ -27,6 +28,7 @@ mod instance;
 mod panic;
 mod pins;
 mod pointer;
+mod sized;
 
 mod result;
 mod types;

@@ -59,11 +59,17 @@ pub enum loader_result {
     NoCompare = 21,
     /// A ranged invalidation's end comes before its start.
     RangeReversed = 22,
+    /// A struct's `struct_size` is not one this library accepts: smaller than the struct's
+    /// first release (0: never set) or larger than 4096 bytes.
+    InvalidStructSize = 23,
+    /// A struct sets a field this library does not know (a non-zero byte past the struct as
+    /// the library declares it): the host was built against a newer `loader.h`.
+    UnknownField = 24,
 }
 
 impl loader_result {
     /// Every code, in value order.
-    pub(crate) const ALL: [loader_result; 23] = [
+    pub(crate) const ALL: [loader_result; 25] = [
         loader_result::Ok,
         loader_result::NullPointer,
         loader_result::InvalidHandle,
@@ -87,6 +93,8 @@ impl loader_result {
         loader_result::TooManyHandles,
         loader_result::NoCompare,
         loader_result::RangeReversed,
+        loader_result::InvalidStructSize,
+        loader_result::UnknownField,
     ];
 
     /// The code's stable value, as C sees it.
@@ -134,6 +142,12 @@ impl loader_result {
                 b"a ranged invalidation needs the compare callback, which the loader lacks\0"
             }
             loader_result::RangeReversed => b"the range's end comes before its start\0",
+            loader_result::InvalidStructSize => {
+                b"struct_size is not set to the struct's sizeof, or is not one this library knows\0"
+            }
+            loader_result::UnknownField => {
+                b"a field this library does not know is set: loader.h is newer than the library\0"
+            }
         }
     }
 }

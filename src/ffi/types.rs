@@ -5,9 +5,11 @@
 
 #![allow(non_camel_case_types)]
 
+use super::sized::{Growable, GrowableIn};
 use crate::ledger::{self, Coverage, Debt, Failure, Phase, St};
 use crate::loader::{self, Answer};
 use std::ffi::c_void;
+use std::mem::{offset_of, size_of};
 
 /// The kind of a request, and of the reads it issues.
 #[repr(C)]
@@ -240,13 +242,24 @@ impl From<Coverage> for loader_coverage {
     }
 }
 
-/// Loader settings. Fill one with `loader_config_default`, then change fields.
+/// Loader settings. Set `struct_size`, fill the rest with `loader_config_default`, then change
+/// fields:
+///
+/// ```c
+/// loader_config config = { .struct_size = sizeof config };
+/// loader_config_default(&config);
+/// config.page_size = 100;
+/// ```
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct loader_config {
+    /// `sizeof` this struct as the host's `loader.h` declares it; set it before
+    /// `loader_config_default`, which keeps it (STRUCTS THAT GROW at the top of this header).
+    pub struct_size: u32,
     /// Items per read. Default 50; 1..=`LOADER_MAX_PAGE_SIZE`.
     pub page_size: u32,
-    /// Items past the window's end to keep loaded. Default 50.
+    /// Items to keep loaded on each side of the window: past its end, and before its start.
+    /// Default 50.
     pub prefetch_distance: u64,
     /// Pages wholly more than this many items before the window start are released; 0 (the
     /// default) never drops.
@@ -266,6 +279,10 @@ pub struct loader_config {
     /// Non-zero (the default): repair an invalidation that overtook a full read. Zero restores
     /// the model's exact `unifiedMin`, which loses it.
     pub recheck_full: u8,
+    /// Non-zero (the default): a repair an invalidation overtook runs to its end and commits,
+    /// and a new repair starts at once, so the view keeps refreshing under any rate of
+    /// changes. Zero settles it stale and starts a replacement. Needs `recheck_full`.
+    pub commit_overtaken: u8,
     /// The most pages the view holds, on both sides of the window. Over it, the pages
     /// farthest from the window are released first (before or after it); pages overlapping
     /// `[window_start - prefetch, window_end + prefetch)` are never released, and nothing is
@@ -302,15 +319,19 @@ pub struct loader_config {
     /// The position the item after `initial_cursor` gets, and where the window starts.
     /// Default 0.
     pub initial_position: u64,
-    /// Non-zero (the default): a repair an invalidation overtook runs to its end and commits,
-    /// and a new repair starts at once, so the view keeps refreshing under any rate of
-    /// changes. Zero settles it stale and starts a replacement. Needs `recheck_full`.
-    pub commit_overtaken: u8,
 }
+
+// SAFETY: `#[repr(C)]`, `struct_size` first; FIRST_SIZE ends at its last field.
+unsafe impl Growable for loader_config {
+    const FIRST_SIZE: usize = offset_of!(loader_config, initial_position) + size_of::<u64>();
+}
+// SAFETY: integers, a float and a raw pointer: every bit pattern is a valid config.
+unsafe impl GrowableIn for loader_config {}
 
 impl From<loader::Config> for loader_config {
     fn from(c: loader::Config) -> loader_config {
         loader_config {
+            struct_size: loader_config::own_size(),
             page_size: c.page_size,
             prefetch_distance: c.prefetch_distance,
             drop_margin: c.drop_margin,
@@ -320,12 +341,12 @@ impl From<loader::Config> for loader_config {
             max_auto_retries: c.max_auto_retries,
             jitter_seed: c.jitter_seed,
             recheck_full: u8::from(c.recheck_full),
+            commit_overtaken: u8::from(c.commit_overtaken),
             max_pages: c.max_pages,
             read_timeout_ms: c.read_timeout_ms,
             initial_cursor: std::ptr::null(),
             initial_cursor_len: 0,
             initial_position: 0,
-            commit_overtaken: u8::from(c.commit_overtaken),
         }
     }
 }
@@ -442,7 +463,7 @@ pub type loader_cancel_fn =
 /// only during the call.
 ///
 /// It runs INSIDE the loader's state change, with the loader's lock held: the one callback
-/// that does (THREADS). Other calls on this loader wait for it; calls on other loaders do not.
+/// that does (CALLBACKS). Other calls on this loader wait for it; calls on other loaders do not.
 /// So it must be a pure function of its arguments (and of data that does not change during the
 /// call): it must not call any libloader function (a call on the same loader deadlocks, and
 /// one on another loader may run that loader's callbacks inside this one), must not block on a
@@ -461,10 +482,14 @@ pub type loader_compare_fn = Option<
 >;
 
 /// The host's callbacks. `issue` and `release` are required; `changed`, `cancel` and
-/// `compare` may be NULL. Each receives `userdata` first, unchanged.
+/// `compare` may be NULL. Each receives `userdata` first, unchanged. Where each runs and what
+/// it may do: THREADS and CALLBACKS at the top of this header.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct loader_callbacks {
+    /// `sizeof` this struct as the host's `loader.h` declares it; set it before the struct is
+    /// passed to the library (STRUCTS THAT GROW at the top of this header).
+    pub struct_size: u32,
     /// Passed to every callback, from whichever thread runs it. The host keeps it valid until
     /// `loader_free` returns, every callback running on another thread has returned, and
     /// every pinned view of the loader is released.
@@ -482,55 +507,23 @@ pub struct loader_callbacks {
     pub compare: loader_compare_fn,
 }
 
-/// The spec's abstract state, plus the loader's counts.
+// SAFETY: `#[repr(C)]`, `struct_size` first; FIRST_SIZE ends at its last field.
+unsafe impl Growable for loader_callbacks {
+    const FIRST_SIZE: usize = offset_of!(loader_callbacks, compare) + size_of::<usize>();
+}
+// SAFETY: a raw pointer and `Option`s of function pointers: every bit pattern is valid (NULL
+// is `None`).
+unsafe impl GrowableIn for loader_callbacks {}
+
+/// What a loader is doing, as `loader_state` reports it: first what a host acts on (whether
+/// anything is left to do, the window, what the view covers), then the ledger's state under
+/// the names the model (`spec/LoaderLedger.tla`) gives it, for diagnostics and tests.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct loader_snapshot {
-    /// The spec's `epoch`: bumped by every invalidation.
-    pub epoch: u64,
-    /// The spec's `debt`.
-    pub debt: loader_debt,
-    /// The spec's `phase`.
-    pub phase: loader_phase,
-    /// The spec's `chainEpoch`: the epoch the running repair chain was stamped with.
-    pub chain_epoch: u64,
-    /// The spec's `failure`.
-    pub failure: loader_failure,
-    /// The spec's `coverage`.
-    pub coverage: loader_coverage,
-    /// The spec's `settledOnce`: some authoritative answer has committed.
-    pub settled_once: bool,
-    /// The spec's `coverEpoch`: the epoch stamp of the request that established the coverage.
-    pub cover_epoch: u64,
-    /// Live requests in flight.
-    pub inflight: u64,
-    /// Live requests settled.
-    pub settled: u64,
-    /// Live requests failed (waiting for a retry to release them).
-    pub failed: u64,
-    /// The id the next request will get.
-    pub next_request_id: u64,
-    /// Pages in the view.
-    pub pages: u64,
-    /// Reads issued and not yet answered.
-    pub outstanding_reads: u64,
-    /// A repair or full read is pending or running; the view shown is the old one.
-    pub revalidating: bool,
-    /// The view reaches the source's end.
-    pub end_of_source: bool,
-    /// The view covers items `[covered_start, covered_end)`.
-    pub covered_start: u64,
-    /// See `covered_start`.
-    pub covered_end: u64,
-    /// The window's first item.
-    pub window_start: u64,
-    /// The window's length in items.
-    pub window_len: u64,
-    /// Acquisitions accepted so far.
-    pub accepted: u64,
-    /// Acquisitions the loader let go of so far. It counts a release that a pinned view
-    /// defers when the loader lets go, not when the callback runs.
-    pub released: u64,
+    /// `sizeof` this struct as the host's `loader.h` declares it; set it before the call
+    /// that fills it, which sets it to the bytes it filled (STRUCTS THAT GROW at the top of this header).
+    pub struct_size: u32,
     /// Nothing is left to do until the host calls again: no read outstanding, no repair or
     /// full read pending or running (so not `revalidating`), no failure recorded, and the
     /// ledger quiescent (phase idle, no debt, nothing in flight). A host that waits for the
@@ -540,16 +533,75 @@ pub struct loader_snapshot {
     /// `loader_next_deadline` arms nothing and `failure` is `LOADER_FAILURE_OWN`, the host
     /// calls `loader_retry` or gives up by its own rule (the loop at `loader_next_deadline`).
     pub quiescent: bool,
+    /// The view shown is the old one: a repair or full read is pending or running.
+    pub revalidating: bool,
+    /// The view reaches the source's end.
+    pub end_of_source: bool,
     /// The first page held starts at the source's start (nothing before it): the view's
     /// positions are then the source's own (item `n` of the source is at `n`). Otherwise
     /// they are anchored (see `loader_page.start`).
     pub start_of_source: bool,
+    /// The window's first item. Read it back after `changed`: a renumbering moves it (see
+    /// `loader_page.start`).
+    pub window_start: u64,
+    /// The window's length in items.
+    pub window_len: u64,
+    /// The view holds items `[covered_start, covered_end)`.
+    pub covered_start: u64,
+    /// See `covered_start`.
+    pub covered_end: u64,
+    /// Pages in the view.
+    pub pages: u64,
+    /// Reads issued and not yet answered (nor let go of).
+    pub outstanding_reads: u64,
+    /// Acquisitions accepted so far.
+    pub accepted: u64,
+    /// Acquisitions the loader let go of so far. It counts a release that a pinned view
+    /// defers when the loader lets go, not when the callback runs.
+    pub released: u64,
+    /// Whether a read failed and what it costs: nothing, the loader's own read (it waits for
+    /// a retry), or a superseded one (it only raised `debt`). The model's `failure`.
+    pub failure: loader_failure,
+    /// The work the loader owes the view since the last invalidation: nothing, a bounded
+    /// repair, or a full read. The model's `debt`.
+    pub debt: loader_debt,
+    /// The repair running: none, a bounded repair (chain), or a full read. The model's
+    /// `phase`.
+    pub phase: loader_phase,
+    /// What the view was last made current by: nothing yet, finite pages only, a repair, or
+    /// a full read. The model's `coverage`.
+    pub coverage: loader_coverage,
+    /// A current (not stale) answer has committed at least once. The model's `settledOnce`.
+    pub settled_once: bool,
+    /// How many invalidations the loader has seen: each one bumps it. The model's `epoch`.
+    pub epoch: u64,
+    /// The epoch the running repair was started at. The model's `chainEpoch`.
+    pub chain_epoch: u64,
+    /// The epoch of the request that last made the view current: the view reflects every
+    /// change before it. The model's `coverEpoch`.
+    pub cover_epoch: u64,
+    /// The id the next request will get.
+    pub next_request_id: u64,
+    /// Live requests in flight.
+    pub inflight: u64,
+    /// Live requests answered and waiting to commit or be released.
+    pub settled: u64,
+    /// Live requests failed (waiting for a retry to release them).
+    pub failed: u64,
+}
+
+// SAFETY: `#[repr(C)]`, `struct_size` first; FIRST_SIZE ends at its last field.
+unsafe impl Growable for loader_snapshot {
+    const FIRST_SIZE: usize = offset_of!(loader_snapshot, failed) + size_of::<u64>();
 }
 
 /// Counters since the loader was created, for reports and monitoring.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct loader_counts {
+    /// `sizeof` this struct as the host's `loader.h` declares it; set it before the call
+    /// that fills it, which sets it to the bytes it filled (STRUCTS THAT GROW at the top of this header).
+    pub struct_size: u32,
     /// Finite reads issued.
     pub issued_finite: u64,
     /// Chain (repair) reads issued.
@@ -606,6 +658,7 @@ pub struct loader_counts {
 impl From<crate::loader::Stats> for loader_counts {
     fn from(s: crate::loader::Stats) -> loader_counts {
         loader_counts {
+            struct_size: loader_counts::own_size(),
             issued_finite: s.issued[0],
             issued_chain: s.issued[1],
             issued_full: s.issued[2],
@@ -631,6 +684,11 @@ impl From<crate::loader::Stats> for loader_counts {
             ranged_repairs: s.ranged_repairs,
         }
     }
+}
+
+// SAFETY: `#[repr(C)]`, `struct_size` first; FIRST_SIZE ends at its last field.
+unsafe impl Growable for loader_counts {
+    const FIRST_SIZE: usize = offset_of!(loader_counts, ranged_repairs) + size_of::<u64>();
 }
 
 /// One live request.

@@ -15,6 +15,7 @@ use super::introspection::{pages, requests, snapshot};
 use super::panic::boundary;
 use super::pointer::{finish, try_ref, widen, Out};
 use super::result::loader_result;
+use super::sized::SizedOut;
 use super::types::{loader_page, loader_request_info, loader_snapshot};
 use std::sync::Arc;
 
@@ -156,10 +157,12 @@ pub unsafe extern "C" fn loader_view_requests(
 }
 
 /// Copies the loader's state when the view was pinned (as `loader_state` gave it then) to
-/// `*out`. Both arguments are required.
+/// `*out`. Set `out->struct_size` first; on success it holds the bytes filled. Both arguments
+/// are required.
 ///
 /// # Safety
-/// `view` as for `loader_view_pages`; `out` is NULL or valid for a write.
+/// `view` as for `loader_view_pages`; `out` is NULL or valid for reads and writes of its
+/// `struct_size` bytes.
 #[no_mangle]
 pub unsafe extern "C" fn loader_view_state(
     view: *const loader_view_snapshot,
@@ -167,11 +170,11 @@ pub unsafe extern "C" fn loader_view_state(
 ) -> loader_result {
     boundary(loader_result::Panic, || {
         // SAFETY: by this function's contract.
-        let args = unsafe { (try_ref(view), Out::required(out)) };
-        let (Ok(view), Ok(out)) = args else {
-            return loader_result::NullPointer;
-        };
-        finish(Ok(view.state), out)
+        let (view, out) = unsafe { (try_ref(view), SizedOut::required(out)) };
+        match (view, out) {
+            (Ok(view), Ok(out)) => finish(Ok(view.state), out),
+            (Err(e), _) | (_, Err(e)) => e,
+        }
     })
 }
 

@@ -19,7 +19,7 @@
 //!
 //! This file holds the ledger's types and state; actions.rs its actions, one per action of the
 //! module and in its order; invariants.rs the module's invariants on its state. The values it
-//! shares with the model come from [`crate::vocab`]; it does not use the model.
+//! shares with the model come from `crate::vocab`; it does not use the model.
 
 mod actions;
 mod invariants;

@@ -50,8 +50,18 @@ c_enum = c_int
 loader_handle = c_uint64
 
 
-class loader_config(Structure):
+class _Growable(Structure):
+    """A struct that may grow: its first field, ``struct_size``, is set to its ``sizeof`` when
+    it is made (positional arguments fill the fields after it), as ``loader.h`` asks of every
+    host ("Structs that grow")."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(ctypes.sizeof(type(self)), *args, **kwargs)
+
+
+class loader_config(_Growable):
     _fields_ = [
+        ("struct_size", c_uint32),
         ("page_size", c_uint32),
         ("prefetch_distance", c_uint64),
         ("drop_margin", c_uint64),
@@ -61,12 +71,12 @@ class loader_config(Structure):
         ("max_auto_retries", c_uint32),
         ("jitter_seed", c_uint64),
         ("recheck_full", c_uint8),
+        ("commit_overtaken", c_uint8),
         ("max_pages", c_uint32),
         ("read_timeout_ms", c_uint64),
         ("initial_cursor", POINTER(c_uint8)),
         ("initial_cursor_len", c_size_t),
         ("initial_position", c_uint64),
-        ("commit_overtaken", c_uint8),
     ]
 
 
@@ -106,8 +116,9 @@ loader_compare_fn = CFUNCTYPE(c_int32, c_void_p, POINTER(c_uint8), c_size_t, POI
                               c_size_t)
 
 
-class loader_callbacks(Structure):
+class loader_callbacks(_Growable):
     _fields_ = [
+        ("struct_size", c_uint32),
         ("userdata", c_void_p),
         ("issue", loader_issue_fn),
         ("release", loader_release_fn),
@@ -117,37 +128,39 @@ class loader_callbacks(Structure):
     ]
 
 
-class loader_snapshot(Structure):
+class loader_snapshot(_Growable):
     _fields_ = [
-        ("epoch", c_uint64),
+        ("struct_size", c_uint32),
+        ("quiescent", c_bool),
+        ("revalidating", c_bool),
+        ("end_of_source", c_bool),
+        ("start_of_source", c_bool),
+        ("window_start", c_uint64),
+        ("window_len", c_uint64),
+        ("covered_start", c_uint64),
+        ("covered_end", c_uint64),
+        ("pages", c_uint64),
+        ("outstanding_reads", c_uint64),
+        ("accepted", c_uint64),
+        ("released", c_uint64),
+        ("failure", c_enum),
         ("debt", c_enum),
         ("phase", c_enum),
-        ("chain_epoch", c_uint64),
-        ("failure", c_enum),
         ("coverage", c_enum),
         ("settled_once", c_bool),
+        ("epoch", c_uint64),
+        ("chain_epoch", c_uint64),
         ("cover_epoch", c_uint64),
+        ("next_request_id", c_uint64),
         ("inflight", c_uint64),
         ("settled", c_uint64),
         ("failed", c_uint64),
-        ("next_request_id", c_uint64),
-        ("pages", c_uint64),
-        ("outstanding_reads", c_uint64),
-        ("revalidating", c_bool),
-        ("end_of_source", c_bool),
-        ("covered_start", c_uint64),
-        ("covered_end", c_uint64),
-        ("window_start", c_uint64),
-        ("window_len", c_uint64),
-        ("accepted", c_uint64),
-        ("released", c_uint64),
-        ("quiescent", c_bool),
-        ("start_of_source", c_bool),
     ]
 
 
-class loader_counts(Structure):
+class loader_counts(_Growable):
     _fields_ = [
+        ("struct_size", c_uint32),
         ("issued_finite", c_uint64),
         ("issued_chain", c_uint64),
         ("issued_full", c_uint64),

@@ -35,6 +35,8 @@ class Result(IntEnum):
     TOO_MANY_HANDLES = 20
     NO_COMPARE = 21
     RANGE_REVERSED = 22
+    INVALID_STRUCT_SIZE = 23
+    UNKNOWN_FIELD = 24
 
 
 class Kind(IntEnum):

@@ -1,4 +1,12 @@
-"""One exception class per ``loader_result`` error code, all subclasses of :class:`LoaderError`.
+"""One exception class per ``loader_result`` error code, grouped under three bases, all
+subclasses of :class:`LoaderError`:
+
+- :class:`UsageError`: the call was wrong (a bad argument, handle, read, cursor, range or
+  setting); nothing changed, so the host fixes the call;
+- :class:`ExhaustedError`: a counter or table ran out (epochs, ids, loaders); the loader is
+  consistent, but cannot do more of that;
+- :class:`InternalError`: a panic inside the library; the loader is poisoned, only ``close()``
+  works on it.
 
 Each carries ``code`` (a :class:`~libloader.enums.Result`) and ``message`` (the library's own
 text from ``loader_result_str``). :func:`error_for` picks the class for a code.
@@ -28,93 +36,117 @@ class LoaderError(Exception):
         super().__init__(f"{where}{message} (LOADER_RESULT_{name})")
 
 
-class NullPointerError(LoaderError):
+class UsageError(LoaderError):
+    """The call was wrong: a bad argument, handle, read, cursor, range or setting. Nothing
+    changed; nothing changed hands."""
+
+
+class ExhaustedError(LoaderError):
+    """A counter or table ran out: the epochs, the request or read ids, or the loaders a
+    process may hold."""
+
+
+class InternalError(LoaderError):
+    """A panic inside the library was caught: the loader is poisoned."""
+
+
+class NullPointerError(UsageError):
     """A required pointer argument was NULL (only reachable through the raw ctypes layer)."""
 
 
-class InvalidHandleError(LoaderError):
+class InvalidHandleError(UsageError):
     """The handle is 0, or was never issued."""
 
 
-class StaleHandleError(LoaderError):
+class StaleHandleError(UsageError):
     """The handle was freed: a call after ``close()``."""
 
 
-class UnknownReadError(LoaderError):
+class UnknownReadError(UsageError):
     """The read id was never issued by this loader."""
 
 
-class AlreadyAnsweredError(LoaderError):
+class AlreadyAnsweredError(UsageError):
     """The read was already answered."""
 
 
-class CountOverLimitError(LoaderError):
+class CountOverLimitError(UsageError):
     """``count`` exceeds the read's ``limit``."""
 
 
-class NullCursorError(LoaderError):
+class NullCursorError(UsageError):
     """A cursor pointer was NULL while its length was not 0."""
 
 
-class CursorTooLongError(LoaderError):
+class CursorTooLongError(UsageError):
     """A cursor is longer than ``MAX_CURSOR_LEN``."""
 
 
-class WindowOverflowError(LoaderError):
+class WindowOverflowError(UsageError):
     """``start + length`` of a window overflows 64 bits."""
 
 
-class BufferTooSmallError(LoaderError):
+class BufferTooSmallError(UsageError):
     """An output array was too small (the bindings resize and retry; seen only raw)."""
 
 
-class PanicError(LoaderError):
+class PanicError(InternalError):
     """A panic inside the library was caught; the handle is now poisoned."""
 
 
-class PoisonedError(LoaderError):
+class PoisonedError(InternalError):
     """An earlier panic poisoned the handle; only ``close()`` works on it."""
 
 
-class EpochOverflowError(LoaderError):
+class EpochOverflowError(ExhaustedError):
     """The epoch counter is exhausted."""
 
 
-class IdOverflowError(LoaderError):
+class IdOverflowError(ExhaustedError):
     """The request or read id space is exhausted."""
 
 
-class InvalidPageSizeError(LoaderError):
+class InvalidPageSizeError(UsageError):
     """``page_size`` is 0 or larger than ``MAX_PAGE_SIZE``."""
 
 
-class InvalidBackoffInitialError(LoaderError):
+class InvalidBackoffInitialError(UsageError):
     """``backoff_initial_ms`` is 0."""
 
 
-class InvalidBackoffMaxError(LoaderError):
+class InvalidBackoffMaxError(UsageError):
     """``backoff_max_ms`` is below ``backoff_initial_ms``."""
 
 
-class InvalidBackoffMultiplierError(LoaderError):
+class InvalidBackoffMultiplierError(UsageError):
     """``backoff_multiplier`` is not a finite number in 1.0..=16.0."""
 
 
-class MissingCallbackError(LoaderError):
+class MissingCallbackError(UsageError):
     """The ``issue`` or ``release`` callback is missing."""
 
 
-class TooManyHandlesError(LoaderError):
+class TooManyHandlesError(ExhaustedError):
     """No more loaders can be created in this process."""
 
 
-class NoCompareError(LoaderError):
+class NoCompareError(UsageError):
     """A ranged invalidation needs the ``compare`` callback, which the loader was not given
     (``Loader(..., compare=...)``). Nothing changed: call ``invalidate()`` instead."""
 
 
-class RangeReversedError(LoaderError):
+class RangeReversedError(UsageError):
     """A ranged invalidation's end comes before its start. Nothing changed."""
+
+
+class InvalidStructSizeError(UsageError):
+    """A struct's ``struct_size`` is not one the library accepts (only reachable through the
+    raw ctypes layer, whose structs set it when they are made)."""
+
+
+class UnknownFieldError(UsageError):
+    """A struct sets a field the library does not know: the bindings are newer than the
+    library they loaded."""
 
 
 ERRORS: Dict[Result, Type[LoaderError]] = {
@@ -140,6 +172,8 @@ ERRORS: Dict[Result, Type[LoaderError]] = {
     Result.TOO_MANY_HANDLES: TooManyHandlesError,
     Result.NO_COMPARE: NoCompareError,
     Result.RANGE_REVERSED: RangeReversedError,
+    Result.INVALID_STRUCT_SIZE: InvalidStructSizeError,
+    Result.UNKNOWN_FIELD: UnknownFieldError,
 }
 """The exception class for each error code."""
 

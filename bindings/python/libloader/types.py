@@ -47,7 +47,8 @@ class Config:
     page_size: Optional[int] = None
     """Items per read (library default 50); 1..=``MAX_PAGE_SIZE``."""
     prefetch_distance: Optional[int] = None
-    """Items past the window's end to keep loaded (default 50)."""
+    """Items to keep loaded on each side of the window: past its end and before its start
+    (default 50)."""
     drop_margin: Optional[int] = None
     """Pages wholly more than this many items before the window start are released; 0 (the
     default) never drops."""
@@ -293,25 +294,33 @@ def _read_from_c(address: int, loader_key: int) -> Read:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """``loader_snapshot``: the spec's abstract state, plus the loader's counts."""
+    """``loader_snapshot``: what the loader is doing. The fields a host acts on come last in
+    this class (``quiescent``, the window, what the view covers); the first are the ledger's
+    state under the model's names, for diagnostics and tests (include/loader.h describes
+    each)."""
 
     epoch: int
-    """The spec's ``epoch``: bumped by every invalidation."""
+    """How many invalidations the loader has seen: each bumps it. The model's ``epoch``."""
     debt: Debt
-    """The spec's ``debt``: what the view owes the source."""
+    """The work the view owes the source since the last invalidation: nothing, a bounded
+    repair, or a full read. The model's ``debt``."""
     phase: Phase
-    """The spec's ``phase``: idle, a repair, or a full read held."""
+    """The repair running: none (idle), a bounded repair, or a full read. The model's
+    ``phase``."""
     chain_epoch: int
-    """The spec's ``chainEpoch``: the epoch of the latest repair chain."""
+    """The epoch the running repair was started at. The model's ``chainEpoch``."""
     failure: Failure
-    """The spec's ``failure``: none, an own failure, or a superseded one."""
+    """Whether a read failed and what it costs: nothing, the loader's own read (it waits for
+    a retry), or a superseded one. The model's ``failure``."""
     coverage: Coverage
-    """The spec's ``coverage``: what made the current view."""
+    """What the view was last made current by: nothing yet, pages, a repair or a full read.
+    The model's ``coverage``."""
     settled_once: bool
-    """The spec's ``settledOnce``: some request has settled (an invalidation then owes a
-    repair)."""
+    """A current answer has committed at least once (an invalidation then owes a bounded
+    repair, not a full read). The model's ``settledOnce``."""
     cover_epoch: int
-    """The spec's ``cover_epoch``: the epoch the view is current for."""
+    """The epoch of the request that last made the view current: the view reflects every
+    change before it. The model's ``coverEpoch``."""
     inflight: int
     """Live requests in flight."""
     settled: int
@@ -351,7 +360,7 @@ class Snapshot:
     @classmethod
     def from_c(cls, s: _ffi.loader_snapshot) -> "Snapshot":
         """A copy of the C struct."""
-        values = {f[0]: getattr(s, f[0]) for f in s._fields_}
+        values = {f[0]: getattr(s, f[0]) for f in s._fields_ if f[0] != "struct_size"}
         values["debt"] = Debt(s.debt)
         values["phase"] = Phase(s.phase)
         values["failure"] = Failure(s.failure)
@@ -415,7 +424,7 @@ class Counts:
     @classmethod
     def from_c(cls, c: _ffi.loader_counts) -> "Counts":
         """A copy of the C struct."""
-        return cls(**{f[0]: getattr(c, f[0]) for f in c._fields_})
+        return cls(**{f[0]: getattr(c, f[0]) for f in c._fields_ if f[0] != "struct_size"})
 
 
 @dataclass(frozen=True)

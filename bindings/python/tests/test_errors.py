@@ -83,3 +83,15 @@ def test_missing_callbacks_are_refused_by_the_library() -> None:
     assert out.value == 77  # out-parameters are written only on success
     with pytest.raises(TypeError):
         libloader.Loader(None, lambda a: None)  # type: ignore[arg-type]
+
+
+def test_each_error_is_under_exactly_one_of_three_bases() -> None:
+    bases = (libloader.UsageError, libloader.ExhaustedError, libloader.InternalError)
+    for b in bases:
+        assert issubclass(b, LoaderError) and b.__bases__ == (LoaderError,)
+    for code, cls in ERRORS.items():
+        assert [b for b in bases if issubclass(cls, b)] == [cls.__bases__[0]], code
+    assert {c for c, cls in ERRORS.items() if issubclass(cls, libloader.InternalError)} == \
+        {Result.PANIC, Result.POISONED}
+    assert {c for c, cls in ERRORS.items() if issubclass(cls, libloader.ExhaustedError)} == \
+        {Result.EPOCH_OVERFLOW, Result.ID_OVERFLOW, Result.TOO_MANY_HANDLES}

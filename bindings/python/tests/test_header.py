@@ -52,6 +52,7 @@ def parse(text: str) -> Header:
     code = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
     code = re.sub(r"//[^\n]*", "", code)
     code = re.sub(r"^\s*#.*$", "", code, flags=re.M)
+    code = re.sub(r'LOADER_DEPRECATED\("[^"]*"\)\s*', "", code)  # a deprecated function
     code = re.sub(r'extern "C" \{|^\s*\}\s*$', "", code, flags=re.M)
 
     enums_: Dict[str, Dict[str, int]] = {}

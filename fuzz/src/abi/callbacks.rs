@@ -24,6 +24,7 @@ impl Host {
     /// The callbacks that keep these books; `changed` and `cancel` only if the host has them.
     pub fn callbacks(&self) -> loader_callbacks {
         loader_callbacks {
+            struct_size: std::mem::size_of::<loader_callbacks>() as u32,
             userdata: self as *const Host as *mut c_void,
             issue: Some(on_issue),
             release: Some(on_release),

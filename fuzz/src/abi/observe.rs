@@ -8,6 +8,7 @@ use loader::ffi::*;
 /// A zeroed snapshot, for out-parameters whose contents do not matter.
 pub(super) fn blank_snapshot() -> loader_snapshot {
     loader_snapshot {
+        struct_size: std::mem::size_of::<loader_snapshot>() as u32,
         epoch: 0,
         debt: loader_debt::None,
         phase: loader_phase::Idle,

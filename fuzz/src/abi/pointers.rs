@@ -115,7 +115,7 @@ impl World {
                 let mut cbs = stray.callbacks();
                 let mut cfg = loader_config::from(loader::Config::default());
                 let mut out: loader_handle = 7;
-                let (r2, want2) = match input.byte() % 5 {
+                let (r2, want2) = match input.byte() % 7 {
                     0 => (
                         calls::new(None, Some(&cbs), None, Some(&mut out)),
                         R::NullPointer,
@@ -128,6 +128,20 @@ impl World {
                         calls::new(Some(&cfg), Some(&cbs), Some((1, 1)), None),
                         R::NullPointer,
                     ),
+                    5 => {
+                        cfg.struct_size = 0;
+                        (
+                            calls::new(Some(&cfg), Some(&cbs), None, Some(&mut out)),
+                            R::InvalidStructSize,
+                        )
+                    }
+                    6 => {
+                        cbs.struct_size = u32::MAX;
+                        (
+                            calls::new(Some(&cfg), Some(&cbs), None, Some(&mut out)),
+                            R::InvalidStructSize,
+                        )
+                    }
                     3 => {
                         cbs.issue = None;
                         (
@@ -144,7 +158,7 @@ impl World {
                         )
                     }
                 };
-                tally("loader_new (bad pointer or callback)", r2);
+                tally("loader_new (bad pointer, struct size or callback)", r2);
                 if r2 != want2 || out != 7 {
                     self.fail(format!("loader_new with a bad pointer: {r2:?} (out {out})"));
                 }
