@@ -27,7 +27,7 @@ CTEST_FLAGS := -std=c11 $(WARN) -g -Iinclude -DLOADER_TESTING -DLOADER_EXPECTED_
 RPATH := -Ltarget/release -lloader -Wl,-rpath,$(CURDIR)/target/release
 TEST_RPATH := -L$(TEST_DIR) -lloader -Wl,-rpath,$(CURDIR)/$(TEST_DIR)
 
-.PHONY: all build test-lib test tsan-lib rust-test doc lint check check-header bench bench-quick bench-abi bench-py bench-depth bench-liveness c-test c-test-asan c-test-valgrind \
+.PHONY: all build test-lib test tsan-lib rust-test doc lint check check-deep check-header bench bench-quick bench-abi bench-py bench-depth bench-liveness c-test c-test-asan c-test-valgrind \
         c-test-abi c-test-tsan c-test-stress c-test-empty c-test-anchored c-test-ranged cpp-test cpp-coverage cpp-example cpp-pkgconfig-test header-test symbols-test install pkgconfig-test \
         readme-c-example clean
 
@@ -105,6 +105,14 @@ check: test-lib | $(OUT)
 	$(call violates,--rules mutantChurnNoNormalize --no-model-bounds,CommitReleases)
 	$(call violates,--rules mutantChurnCommitFullDebt --no-model-bounds,ChainCommitBoundedDebt)
 	./$(TEST_DIR)/loader-check --impl --max-epoch 3 --ids 6
+	# The production Loader, explored exhaustively over the quick grid of small sources and
+	# settings (src/check: every host event interleaving to depth 7, every property after
+	# every event and progress from every state); `--deep` is the longer run.
+	./$(TEST_DIR)/loader-check --loader
+
+# The loader checker's longer run (not in CI): the deep grid, to depth 9.
+check-deep: test-lib
+	./$(TEST_DIR)/loader-check --loader --deep --verbose
 
 # ---- benchmarks (see benches/; each prints its ns/event table and met/missed lines) ----
 

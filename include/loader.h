@@ -630,8 +630,9 @@ typedef struct loader_config {
    */
   double backoff_multiplier;
   /**
-   * Automatic retries in a row (a success starts the count again) before waiting for an
-   * explicit one. Default 5; 0 disables them. Once they are spent, an own failure arms no
+   * Automatic retries in a row before waiting for an explicit one: any successful answer
+   * (a page, or one step of a repair or retry) starts the count again, so failures spread
+   * over a long scroll never spend it. Default 5; 0 disables them. Once they are spent, an own failure arms no
    * deadline and waits for `loader_retry` or a window move: see `loader_next_deadline`.
    */
   uint32_t max_auto_retries;
@@ -657,16 +658,18 @@ typedef struct loader_config {
    * dropped on the side a finite read in flight extends. Scrolling back over released
    * pages reads them again, backward from the first page held. 0 (the default): no bound.
    *
-   * The acquisitions the loader holds at once (not yet passed to `release`) are at most:
-   * - max(`max_pages`, the pages overlapping the window ± prefetch) pages of the view;
-   * - plus the pages a running repair or full read has staged: with full pages at most
-   *   ceil((window_len + 2 * prefetch) / page_size) + 2;
-   * - plus one finite page in flight (read and not yet committed);
-   * - plus the pages of repairs an invalidation overtook, held until the next commit
-   *   retires them. This last term is not bounded: under invalidations that keep
-   *   overtaking every repair, it grows until one commits.
+   * The acquisitions the loader holds at once (not yet passed to `release`), at every
+   * instant, are at most:
+   * - max(`max_pages`, the pages overlapping the window ± prefetch) pages of the view,
+   *   plus one while a finite read is in flight;
+   * - plus the pages the one running repair, full read or retry has staged: with full
+   *   pages at most ceil((window_len + 2 * prefetch) / page_size) + 2, however far the
+   *   window is from where it started (pages it reads on its way to a far window go back
+   *   as soon as they are read).
    *
-   * Empty pages are released at once and hold nothing.
+   * Nothing else holds a page: a stale page, the pages of a repair abandoned or
+   * overtaken, and empty pages go back at once. `loader-check --loader` checks this bound
+   * after every event of every interleaving it explores.
    */
   uint32_t max_pages;
   /**
@@ -679,7 +682,8 @@ typedef struct loader_config {
    * jumps there (as `loader_jump` does) before it returns, so the view is first loaded
    * around the item just after this cursor, which gets position `initial_position` (the
    * end of a log, a bookmarked row). NULL with `initial_cursor_len` 0 is the source's
-   * start. The bytes are copied: the pointer need only be valid during `loader_new`. NULL
+   * start, where positions are the source's own: its first item gets 0 whatever
+   * `initial_position` says. The bytes are copied: the pointer need only be valid during `loader_new`. NULL
    * with a length other than 0 is `LOADER_RESULT_NULL_CURSOR`; longer than
    * `LOADER_MAX_CURSOR_LEN` is `LOADER_RESULT_CURSOR_TOO_LONG`. `loader_new` runs no
    * callback: the starting point's reads are issued by the loader's first event call
@@ -1265,9 +1269,13 @@ enum loader_result loader_invalidate(loader_handle handle);
  * cursor), and rejoins the view there. The pages before and after are kept (not re-read, not
  * released, not reordered); the pages it replaces are released when it commits, atomically
  * as for any repair; positions after the re-read run move by the net change (the window too
- * when it starts after the run: read `window_start` back after `changed`). A change outside
- * the held pages re-reads nothing: the repair commits at once and the view is current again
- * (`loader_counts.ranged_repairs`). Several ranged invalidations before a commit merge;
+ * when it starts after the run: read `window_start` back after `changed`). A change that no
+ * held page and no read still needed can contain (a finite read forward reads what follows
+ * its cursor, backward what precedes it; a running repair always counts) supersedes nothing
+ * and re-reads nothing: no repair starts, the reads in flight stay current, and reads to
+ * come see the change (a claim of the source's end past the last page is dropped). So a
+ * writer appending at a log's end costs a scroll back through its history nothing.
+ * Several ranged invalidations before a commit merge;
  * `loader_invalidate` subsumes them.
  *
  * A range that is too narrow (a change outside it) is a host bug. The library stays memory
@@ -1414,7 +1422,9 @@ enum loader_result loader_set_window(loader_handle handle, uint64_t start, uint6
 /**
  * Rebuilds the view around `cursor` (a position between items, as a `next_cursor`; empty:
  * the source's start): the item just after it gets position `position`, and the window
- * moves to start there, its length kept. Use it to go to a search hit, a bookmark, or the
+ * moves to start there, its length kept. At the source's start (an empty `cursor`) the
+ * positions are the source's own, so its first item gets 0 whatever `position` says, and
+ * the window starts at 0 (counted in `loader_counts.renumbered`). Use it to go to a search hit, a bookmark, or the
  * end of a log without reading what lies between.
  *
  * On a loader that holds nothing and has nothing in flight, the view moves at once, with no

@@ -40,9 +40,9 @@ fn fails(s: &Settings, trace: &[Event], property: Property) {
     }
 }
 
-/// A finite read in flight, an invalidation, the superseded read fails (full debt), and the
-/// repair's next answer settles it stale, abandoned for a full read: its pages went back
-/// only at a later commit (`held_accounted`).
+/// A finite read in flight, an invalidation, the superseded read is answered with a repeated
+/// cursor (full debt), and the repair's next answer settles it stale, abandoned for a full
+/// read: its pages went back only at a later commit (`held_accounted`).
 #[test]
 fn an_abandoned_repair_releases_its_pages_at_once() {
     let s = settings(5, 1, 2, 0);
@@ -56,7 +56,7 @@ fn an_abandoned_repair_releases_its_pages_at_once() {
                 ranged: false,
             },
             Answer { read: 3 },
-            Fail { read: 2 },
+            Repeat { read: 2 },
             Answer { read: 4 },
         ],
     );
@@ -111,7 +111,13 @@ fn a_jump_to_the_start_numbers_from_zero() {
 fn changed_once_per_call_after_a_starting_point() {
     let mut s = settings(3, 1, 2, 1);
     s.initial = Some((1, 1));
-    holds(&s, &[Event::Window { start: 0, len: 2 }]);
+    holds(
+        &s,
+        &[Event::Insert {
+            key: 0,
+            ranged: false,
+        }],
+    );
 }
 
 /// A retry (a full read) after the window moved past the held pages read and held every
@@ -134,21 +140,25 @@ fn a_retry_during_a_far_move_holds_only_the_window() {
     );
 }
 
-/// A change after the held pages while a backward read is in flight superseded it and
-/// started a repair (`ranged_untouched`).
+/// A change before the held pages (a jump left the source's start unread) while a forward
+/// read is in flight superseded that read and started a repair (`ranged_untouched`).
 #[test]
 fn a_change_nothing_reads_supersedes_nothing() {
-    let mut s = settings(5, 1, 1, 0);
-    s.initial = Some((2, 2));
+    let mut s = settings(5, 1, 1, 1);
+    s.moves = 2;
     use Event::*;
     holds(
         &s,
         &[
-            Tick,
             Answer { read: 1 },
-            Window { start: 1, len: 1 },
+            Answer { read: 2 },
+            Jump { index: 2 },
+            Answer { read: 3 },
+            Answer { read: 4 },
+            Answer { read: 5 },
+            Window { start: 7, len: 1 },
             Delete {
-                index: 4,
+                index: 0,
                 ranged: true,
             },
         ],

@@ -32,9 +32,13 @@ pub extern "C-unwind" fn loader_invalidate(handle: loader_handle) -> loader_resu
 /// cursor), and rejoins the view there. The pages before and after are kept (not re-read, not
 /// released, not reordered); the pages it replaces are released when it commits, atomically
 /// as for any repair; positions after the re-read run move by the net change (the window too
-/// when it starts after the run: read `window_start` back after `changed`). A change outside
-/// the held pages re-reads nothing: the repair commits at once and the view is current again
-/// (`loader_counts.ranged_repairs`). Several ranged invalidations before a commit merge;
+/// when it starts after the run: read `window_start` back after `changed`). A change that no
+/// held page and no read still needed can contain (a finite read forward reads what follows
+/// its cursor, backward what precedes it; a running repair always counts) supersedes nothing
+/// and re-reads nothing: no repair starts, the reads in flight stay current, and reads to
+/// come see the change (a claim of the source's end past the last page is dropped). So a
+/// writer appending at a log's end costs a scroll back through its history nothing.
+/// Several ranged invalidations before a commit merge;
 /// `loader_invalidate` subsumes them.
 ///
 /// A range that is too narrow (a change outside it) is a host bug. The library stays memory
@@ -303,7 +307,9 @@ pub extern "C-unwind" fn loader_set_window(
 
 /// Rebuilds the view around `cursor` (a position between items, as a `next_cursor`; empty:
 /// the source's start): the item just after it gets position `position`, and the window
-/// moves to start there, its length kept. Use it to go to a search hit, a bookmark, or the
+/// moves to start there, its length kept. At the source's start (an empty `cursor`) the
+/// positions are the source's own, so its first item gets 0 whatever `position` says, and
+/// the window starts at 0 (counted in `loader_counts.renumbered`). Use it to go to a search hit, a bookmark, or the
 /// end of a log without reading what lies between.
 ///
 /// On a loader that holds nothing and has nothing in flight, the view moves at once, with no

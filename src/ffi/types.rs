@@ -270,8 +270,9 @@ pub struct loader_config {
     pub backoff_max_ms: u64,
     /// Factor between delays. Default 2.0; finite, 1.0..=16.0.
     pub backoff_multiplier: f64,
-    /// Automatic retries in a row (a success starts the count again) before waiting for an
-    /// explicit one. Default 5; 0 disables them. Once they are spent, an own failure arms no
+    /// Automatic retries in a row before waiting for an explicit one: any successful answer
+    /// (a page, or one step of a repair or retry) starts the count again, so failures spread
+    /// over a long scroll never spend it. Default 5; 0 disables them. Once they are spent, an own failure arms no
     /// deadline and waits for `loader_retry` or a window move: see `loader_next_deadline`.
     pub max_auto_retries: u32,
     /// Seeds the backoff jitter. Default 0.
@@ -289,16 +290,18 @@ pub struct loader_config {
     /// dropped on the side a finite read in flight extends. Scrolling back over released
     /// pages reads them again, backward from the first page held. 0 (the default): no bound.
     ///
-    /// The acquisitions the loader holds at once (not yet passed to `release`) are at most:
-    /// - max(`max_pages`, the pages overlapping the window ± prefetch) pages of the view;
-    /// - plus the pages a running repair or full read has staged: with full pages at most
-    ///   ceil((window_len + 2 * prefetch) / page_size) + 2;
-    /// - plus one finite page in flight (read and not yet committed);
-    /// - plus the pages of repairs an invalidation overtook, held until the next commit
-    ///   retires them. This last term is not bounded: under invalidations that keep
-    ///   overtaking every repair, it grows until one commits.
+    /// The acquisitions the loader holds at once (not yet passed to `release`), at every
+    /// instant, are at most:
+    /// - max(`max_pages`, the pages overlapping the window ± prefetch) pages of the view,
+    ///   plus one while a finite read is in flight;
+    /// - plus the pages the one running repair, full read or retry has staged: with full
+    ///   pages at most ceil((window_len + 2 * prefetch) / page_size) + 2, however far the
+    ///   window is from where it started (pages it reads on its way to a far window go back
+    ///   as soon as they are read).
     ///
-    /// Empty pages are released at once and hold nothing.
+    /// Nothing else holds a page: a stale page, the pages of a repair abandoned or
+    /// overtaken, and empty pages go back at once. `loader-check --loader` checks this bound
+    /// after every event of every interleaving it explores.
     pub max_pages: u32,
     /// How long (ms of the `loader_tick` clock) a superseded read's answer is awaited before
     /// the loader lets it go, as `loader_abandon` would. Default 10000; 0 never lets go.
@@ -307,7 +310,8 @@ pub struct loader_config {
     /// jumps there (as `loader_jump` does) before it returns, so the view is first loaded
     /// around the item just after this cursor, which gets position `initial_position` (the
     /// end of a log, a bookmarked row). NULL with `initial_cursor_len` 0 is the source's
-    /// start. The bytes are copied: the pointer need only be valid during `loader_new`. NULL
+    /// start, where positions are the source's own: its first item gets 0 whatever
+    /// `initial_position` says. The bytes are copied: the pointer need only be valid during `loader_new`. NULL
     /// with a length other than 0 is `LOADER_RESULT_NULL_CURSOR`; longer than
     /// `LOADER_MAX_CURSOR_LEN` is `LOADER_RESULT_CURSOR_TOO_LONG`. `loader_new` runs no
     /// callback: the starting point's reads are issued by the loader's first event call

@@ -271,7 +271,7 @@ impl Host {
     }
 
     /// Carries out the loader's effects as a host would.
-    pub(crate) fn collect(&mut self) -> Result<(), Violation> {
+    pub fn collect(&mut self) -> Result<(), Violation> {
         let effects = self.loader.take_effects();
         self.collect_from(effects)
     }
