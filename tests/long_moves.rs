@@ -133,7 +133,7 @@ fn a_failure_every_tenth_load_never_spends_the_budget() {
     while h.pending() > 0 || h.loader.next_deadline().is_some() {
         if h.pending() > 0 {
             n += 1;
-            let op = if n % 10 == 0 {
+            let op = if n.is_multiple_of(10) {
                 Op::Fail { index: 0 }
             } else {
                 Op::Deliver {
