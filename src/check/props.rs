@@ -7,7 +7,7 @@
 
 use super::{Settings, State};
 use crate::loader::{Direction, Holder};
-use crate::sim::{Host, Source};
+use crate::sim::Host;
 use std::collections::HashSet;
 
 /// A named property of the loader.
@@ -230,42 +230,9 @@ fn bound(h: &Host, holders: &[(u64, Holder)]) -> Result<(), (Property, String)> 
 }
 
 /// Whether a change at cursor `at` lies outside the held pages (and what the view knows past
-/// them: the source's end, empty pages skipped) and outside every read in flight.
+/// them) and outside every read in flight: `Host::untouched`.
 pub(super) fn untouched(h: &Host, at: &[u8]) -> bool {
-    use std::cmp::Ordering::*;
-    let l = &h.loader;
-    let lt = |a: &[u8], b: &[u8]| match (a.is_empty(), b.is_empty()) {
-        (true, b_empty) => !b_empty,
-        (false, true) => false,
-        (false, false) => Source::compare(a, b) == Less,
-    };
-    let le = |a: &[u8], b: &[u8]| !lt(b, a);
-    if l.page_count() > 0 {
-        let base = l.base_cursor();
-        let end = l.pages().last().map(|p| p.end_cursor()).unwrap_or(base);
-        let inside = lt(base, at) && le(at, end);
-        let past = lt(end, at) && (l.end_of_source() || l.tail_known());
-        let before = l.start_of_source() && le(at, base);
-        if inside || past || before {
-            return false;
-        }
-    } else if l.end_of_source() || l.tail_known() {
-        return false;
-    }
-    // A running repair may have staged pages the change hits: it counts as touching. Reads
-    // still queued for the host (a starting point's) are in flight too.
-    let mut reads = h.pending_reads();
-    reads.extend(l.queued_effects().iter().filter_map(|e| match e {
-        crate::loader::Effect::Issue(r) => Some(r.clone()),
-        _ => None,
-    }));
-    if reads.iter().any(|r| r.kind != crate::loader::Kind::Finite) {
-        return false;
-    }
-    reads.iter().all(|r| match r.direction {
-        Direction::Forward => !(lt(&r.cursor, at) && r.until.as_deref().is_none_or(|u| le(at, u))),
-        Direction::Backward => !le(at, &r.cursor),
-    })
+    h.untouched(at)
 }
 
 /// Progress: from `st`, with the source left alone and every read answered honestly (oldest

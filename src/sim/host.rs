@@ -60,6 +60,17 @@ pub struct Host {
     /// model's exact `unifiedMin`), an invalidation that overtook a full read is lost, as
     /// documented, and nothing shows it. The view is then not compared with the source.
     pub lossy: bool,
+    /// Own failures that came after a successful answer since the one before.
+    pub interleaved_failures: u64,
+    current_at_failure: u64,
+    /// Ranged changes outside the held pages and every read in flight, made while a read
+    /// was in flight.
+    pub far_changes: u64,
+    /// Window moves of three pages or more beyond what the view held.
+    pub long_moves: u64,
+    /// Reads whose `issue` threw (`Op::IssueThrows`), let go of as the C layer does.
+    pub thrown_issues: u64,
+    throw_next: bool,
 }
 
 /// What a run found wrong.
@@ -81,6 +92,12 @@ impl Host {
             steps: 0,
             lied: false,
             lossy: false,
+            interleaved_failures: 0,
+            current_at_failure: 0,
+            far_changes: 0,
+            long_moves: 0,
+            thrown_issues: 0,
+            throw_next: false,
         }
     }
 
@@ -135,7 +152,18 @@ impl Host {
                     let p = self
                         .pending
                         .swap_remove(index as usize % self.pending.len());
-                    self.loader.fail(p.read.read_id, 1).map(|_| ())
+                    let (own, current) = {
+                        let s = self.loader.stats();
+                        (s.failed_own, s.answered_current)
+                    };
+                    let r = self.loader.fail(p.read.read_id, 1).map(|_| ());
+                    // An own failure after successes since the last one: failures
+                    // interleaved with successes, as over a long scroll.
+                    if self.loader.stats().failed_own > own && current > self.current_at_failure {
+                        self.interleaved_failures += 1;
+                        self.current_at_failure = current;
+                    }
+                    r
                 }
             }
             Op::Insert { key } => {
@@ -148,7 +176,16 @@ impl Host {
                 self.lied = false;
                 self.loader.invalidate()
             }
-            Op::Window { start, len } => self.loader.set_window(start as u64, len as u64),
+            Op::Window { start, len } => {
+                // A move of three pages or more beyond what the view holds.
+                let (from, to) = self.loader.covered();
+                let far = 3 * u64::from(self.loader.config().page_size);
+                let start = start as u64;
+                if start + far <= from || start >= to + far {
+                    self.long_moves += 1;
+                }
+                self.loader.set_window(start, len as u64)
+            }
             Op::Tick { ms } => {
                 self.now += ms as u64;
                 self.loader.tick(self.now)
@@ -166,17 +203,23 @@ impl Host {
             Op::InsertRanged { key } => {
                 let item = self.source.insert(key as u32 % 16);
                 let at = encode_cursor(item);
+                self.count_far_change(&at);
                 self.loader
                     .invalidate_range(&at, Some(&at), &mut Source::compare)
             }
             Op::DeleteRanged { index } => match self.source.delete(index as usize) {
                 Some(item) => {
                     let at = encode_cursor(item);
+                    self.count_far_change(&at);
                     self.loader
                         .invalidate_range(&at, Some(&at), &mut Source::compare)
                 }
                 None => Ok(()),
             },
+            Op::IssueThrows => {
+                self.throw_next = true;
+                Ok(())
+            }
             Op::DeleteLying { index } => match self.source.delete(index as usize) {
                 Some(item) => {
                     // The range names the item after the deleted one: too narrow.
@@ -286,8 +329,16 @@ impl Host {
                 self.steps
             ));
         }
+        let mut thrown = Vec::new();
         for e in effects {
             match e {
+                Effect::Issue(read) if self.throw_next => {
+                    // The host's `issue` threw for this read: it never saw it. The C layer
+                    // lets it go at once (as `loader_abandon`), after the call's effects.
+                    self.throw_next = false;
+                    self.thrown_issues += 1;
+                    thrown.push(read.read_id);
+                }
                 Effect::Issue(read) => {
                     if self.pending.iter().any(|p| p.read.read_id == read.read_id) {
                         return Err(format!("read {} issued twice", read.read_id));
@@ -317,6 +368,20 @@ impl Host {
                 Effect::Changed => {}
             }
         }
+        for read_id in thrown {
+            self.loader
+                .abandon(read_id)
+                .map_err(|e| format!("step {}: letting go of a thrown read: {e}", self.steps))?;
+            self.collect()?;
+        }
         Ok(())
+    }
+
+    /// Counts a ranged change at `at` made while a read is in flight that lies outside the
+    /// held pages and every read in flight.
+    fn count_far_change(&mut self, at: &[u8]) {
+        if !self.pending.is_empty() && self.untouched(at) {
+            self.far_changes += 1;
+        }
     }
 }

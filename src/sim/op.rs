@@ -98,6 +98,9 @@ pub enum Op {
         /// Which pending read.
         index: u16,
     },
+    /// The host's `issue` callback throws for the next read the loader issues: the host never
+    /// sees that read, and the C layer lets it go at once (as `loader_abandon`).
+    IssueThrows,
     /// Insert an item with this key and report nothing: a host bug.
     InsertSilently {
         /// The new item's key (modulo 16).

@@ -6,8 +6,9 @@ use super::Op;
 use crate::loader::Config;
 
 /// A seeded op list: the same seed gives the same run. It includes filter changes
-/// ([`Op::Hide`]) and, with `failures`, host bugs: failed reads and empty pages that repeat
-/// their read's cursor ([`Op::StallEmpty`]).
+/// ([`Op::Hide`]) and, with `failures`, host bugs: failed reads, empty pages that repeat
+/// their read's cursor ([`Op::StallEmpty`]) and `issue` callbacks that throw
+/// ([`Op::IssueThrows`]).
 pub fn random_ops(seed: u64, n: usize, failures: bool) -> Vec<Op> {
     let mut rng = seed;
     let mut next = move || {
@@ -27,6 +28,7 @@ pub fn random_ops(seed: u64, n: usize, failures: bool) -> Vec<Op> {
             match (r >> 48) % 40 {
                 0 => return Op::Hide { mask: b as u8 },
                 1 if failures => return Op::StallEmpty { index: a },
+                2 if failures => return Op::IssueThrows,
                 _ => {}
             }
             match r % 100 {
