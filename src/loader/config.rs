@@ -21,7 +21,8 @@ pub const MAX_PAGE_SIZE: u32 = 1 << 20;
 pub struct Config {
     /// Items per read (`limit`). Default 50; 1..=[`MAX_PAGE_SIZE`].
     pub page_size: u32,
-    /// How many items past the window's end to keep loaded. Default 50.
+    /// How many items to keep loaded on each side of the window: before its start and past
+    /// its end. Default 50.
     pub prefetch_distance: u64,
     /// A page lying wholly more than this many items before the window start (and before the
     /// prefetch) is released. 0 (the default) drops no page for this reason.
@@ -29,7 +30,9 @@ pub struct Config {
     /// The most pages the view holds, on both sides of the window. Over it, the pages
     /// farthest from the window are released first; pages the window plus prefetch needs are
     /// never released, so a window wider than the bound holds what it needs. 0 (the
-    /// default): no bound.
+    /// default): no bound. The acquisitions held at every instant are at most this bound
+    /// (plus one while a finite read is in flight) plus one running repair's staged pages,
+    /// ceil((window + 2 prefetch) / page_size) + 2 with full pages, however far it walks.
     pub max_pages: u32,
     /// The first backoff delay after an own failure, in ms. Default 100; at least 1.
     pub backoff_initial_ms: u64,
@@ -38,7 +41,8 @@ pub struct Config {
     /// The factor between consecutive delays. Default 2.0; finite, 1.0..=16.0.
     pub backoff_multiplier: f64,
     /// Automatic retries after consecutive own failures before the loader waits for an
-    /// explicit retry. Default 5; 0 turns automatic retry off.
+    /// explicit retry. Any successful answer starts the count again. Default 5; 0 turns
+    /// automatic retry off.
     pub max_auto_retries: u32,
     /// Seeds the backoff jitter, so runs are reproducible. Default 0.
     pub jitter_seed: u64,

@@ -143,7 +143,8 @@ impl Loader {
     }
 
     /// A loader whose epoch and request ids start near given values, for testing counter
-    /// exhaustion.
+    /// exhaustion (a test instrument: only with the `testing` feature).
+    #[cfg(any(test, feature = "testing"))]
     pub fn with_counters(config: Config, epoch: u64, next_id: u64) -> Result<Loader, LoaderError> {
         let ledger = Ledger::with_counters(Self::ledger_config(&config), epoch, next_id);
         Loader::with_ledger(config, ledger)
