@@ -1416,6 +1416,15 @@ enum loader_result loader_retry(loader_handle handle, bool *out_started);
 /**
  * Moves the window to items `[start, start + len)`. Growing it issues reads; with a failure
  * recorded it retries. `LOADER_RESULT_WINDOW_OVERFLOW` if `start + len` overflows.
+ *
+ * What a move costs: to a window that overlaps or adjoins what the view holds, the pages
+ * missing from the window plus prefetch, one read each. To a window far from the held pages,
+ * the loader walks: it reads page by page from the nearest held page toward the window
+ * (forward after the last, backward before the first), so the reads grow with the distance;
+ * the pages it passes are released as `max_pages` says, and a repair or retry that lands
+ * meanwhile holds only the window's share (see `loader_config.max_pages`). When the host has
+ * a cursor for the target (a key, a bookmark, an offset query), `loader_jump` costs the
+ * window plus prefetch at any distance.
  */
 enum loader_result loader_set_window(loader_handle handle, uint64_t start, uint64_t len);
 
@@ -1473,7 +1482,9 @@ enum loader_result loader_abandon(loader_handle handle,
 
 /**
  * Tells the loader the host's time, in ms on any monotonic clock; fires a due backoff retry
- * and lets go of superseded reads that timed out (`read_timeout_ms`).
+ * and lets go of superseded reads that timed out (`read_timeout_ms`). Time never goes back
+ * for the loader: a `now_ms` below one given before is taken as that earlier time (nothing
+ * fires early, nothing is re-armed), so a clock that steps back only delays deadlines.
  */
 enum loader_result loader_tick(loader_handle handle, uint64_t now_ms);
 

@@ -296,6 +296,15 @@ pub unsafe extern "C-unwind" fn loader_retry(
 
 /// Moves the window to items `[start, start + len)`. Growing it issues reads; with a failure
 /// recorded it retries. `LOADER_RESULT_WINDOW_OVERFLOW` if `start + len` overflows.
+///
+/// What a move costs: to a window that overlaps or adjoins what the view holds, the pages
+/// missing from the window plus prefetch, one read each. To a window far from the held pages,
+/// the loader walks: it reads page by page from the nearest held page toward the window
+/// (forward after the last, backward before the first), so the reads grow with the distance;
+/// the pages it passes are released as `max_pages` says, and a repair or retry that lands
+/// meanwhile holds only the window's share (see `loader_config.max_pages`). When the host has
+/// a cursor for the target (a key, a bookmark, an offset query), `loader_jump` costs the
+/// window plus prefetch at any distance.
 #[no_mangle]
 pub extern "C-unwind" fn loader_set_window(
     handle: loader_handle,
@@ -373,7 +382,9 @@ pub unsafe extern "C-unwind" fn loader_abandon(
 }
 
 /// Tells the loader the host's time, in ms on any monotonic clock; fires a due backoff retry
-/// and lets go of superseded reads that timed out (`read_timeout_ms`).
+/// and lets go of superseded reads that timed out (`read_timeout_ms`). Time never goes back
+/// for the loader: a `now_ms` below one given before is taken as that earlier time (nothing
+/// fires early, nothing is re-armed), so a clock that steps back only delays deadlines.
 #[no_mangle]
 pub extern "C-unwind" fn loader_tick(handle: loader_handle, now_ms: u64) -> loader_result {
     code(event(handle, |l| l.tick(now_ms)))
