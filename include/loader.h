@@ -88,7 +88,10 @@
  * - callbacks that were queued on that thread and not yet made are kept by their loader and
  *   made by the next call into it (any of the functions above, from any thread), except
  *   during loader_free, whose remaining callbacks are then not made (the handle is already
- *   freed).
+ *   freed);
+ * - a read whose `issue` callback unwound is let go of, as loader_abandon would: still
+ *   needed, it is an own failure the retry rules recover, and a late answer to it is stale
+ *   (loader_issue_fn). No read stays outstanding because its `issue` did not return.
  * A C++ exception thrown by a callback therefore reaches the caller of that call, which must
  * be C++ (or other code built with unwind tables) to catch it. C callers never see one.
  *
@@ -624,6 +627,17 @@ typedef struct loader_read {
 /**
  * Called to start a read. The host answers it later, exactly once, from any thread, with
  * `loader_settle` or `loader_fail`. The read is valid only during the call: copy its cursor.
+ *
+ * If `issue` does not return normally (a C++ exception or a Rust panic unwinds out of it, or
+ * it ends its thread), the loader lets the read go on the unwind's way out, as
+ * `loader_abandon` would: for a read still needed that is an own failure (`failed_own`),
+ * which the usual retry rules recover (the backoff retry through `loader_tick`,
+ * `loader_retry`, a window move), so nothing stays outstanding. An answer the host gives it
+ * later anyway is accepted as `LOADER_ANSWER_STALE` and its acquisition released at once
+ * (`late_answers`). The unwind continues to the caller; the callbacks still queued on that
+ * thread, the failure's `changed` among them, are delivered by the next call into the
+ * loader. A host that cannot take a read without unwinding may instead call `loader_fail`
+ * (or `loader_abandon`) on it from inside `issue`, and return.
  */
 typedef void (*loader_issue_fn)(void *userdata, const struct loader_read *read);
 

@@ -25,7 +25,12 @@
 //   false means the call itself was refused and changed nothing (a refused settle accepted
 //   nothing; the host still owns the acquisition). A callback's exception wins over the
 //   call's own error. A thread that ends inside a callback (pthread_exit's forced unwind) is
-//   let through, as the C ABI allows. Destructors and `reset()` cannot throw: they drop what
+//   let through, as the C ABI allows. An `issue` that throws has not taken its read: the
+//   trampoline lets the read go at once (loader_abandon), before the exception is rethrown,
+//   so nothing stays outstanding. For a read still needed that is an own failure, which the
+//   usual retry rules recover (the backoff retry through `tick`, `retry`, a window move); an
+//   answer the host gives it later anyway is classified LOADER_ANSWER_STALE and its
+//   acquisition released at once. Destructors and `reset()` cannot throw: they drop what
 //   the release and cancel callbacks they caused threw; `close()` and `release()` rethrow it.
 //
 // Threads. Any thread may call any member function of one Loader concurrently with others,
@@ -208,6 +213,9 @@ namespace detail {
 // pointer as userdata. Shared: a pinned view outliving its Loader still has releases to make.
 struct Host {
     Callbacks cb;
+    // The loader's handle, once loader_new returned it: a read whose `issue` threw is let go
+    // of through it.
+    loader_handle handle = 0;
 };
 
 // One owner's reference to a Host. Allocated with its owner, so that giving it up inside a
@@ -623,6 +631,7 @@ private:
         c.cancel = host->cb.cancel ? &on_cancel : nullptr;
         c.compare = host->cb.compare ? &on_compare : nullptr;
         check(loader_new(&config, &c, &handle_));
+        host->handle = handle_;
     }
 
     template <typename F>
@@ -661,7 +670,12 @@ private:
         run([&] { return loader_jump(handle_, cursor_len ? cursor : nullptr, cursor_len, position); });
     }
 
+    // An `issue` that throws lets its read go (loader_abandon, a nested call: its callbacks
+    // run after this one returns) so that it does not stay outstanding; the exception is
+    // stashed and rethrown by the outermost call as any callback's.
     static void on_issue(void *ud, const loader_read *r) {
+        auto *host = static_cast<detail::Host *>(ud);
+        bool returned = false;
         detail::trampoline([&] {
             Read read;
             read.read_id = r->read_id;
@@ -673,8 +687,11 @@ private:
             read.limit = r->limit;
             read.direction = r->direction;
             if (r->until != nullptr) read.until.emplace(reinterpret_cast<const char *>(r->until), r->until_len);
-            static_cast<detail::Host *>(ud)->cb.issue(read);
+            host->cb.issue(read);
+            returned = true;
         });
+        // Already answered inside `issue`, or the loader freed there: refused, and harmless.
+        if (!returned) (void)loader_abandon(host->handle, r->read_id, nullptr);
     }
     static void on_release(void *ud, loader_acquisition acquisition) {
         detail::trampoline([&] { static_cast<detail::Host *>(ud)->cb.release(acquisition); });

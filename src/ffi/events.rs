@@ -1,7 +1,8 @@
 //! What the host tells a loader: the source changed, a read's answer, a retry, a window move,
 //! the time. Each runs its loader call inside the panic boundary and then delivers the
 //! callbacks it produced, outside it, on the calling thread (see `delivery.rs`); so each is
-//! `extern "C-unwind"`, and a callback that ends its thread or throws unwinds out of it.
+//! `extern "C-unwind"`, and a callback that ends its thread or throws unwinds out of it (a read
+//! whose `issue` unwound is let go of on the way: see `delivery.rs`).
 
 use super::delivery::event;
 use super::instance::{loader_handle, lookup};

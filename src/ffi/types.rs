@@ -404,6 +404,17 @@ pub type loader_acquisition = usize;
 
 /// Called to start a read. The host answers it later, exactly once, from any thread, with
 /// `loader_settle` or `loader_fail`. The read is valid only during the call: copy its cursor.
+///
+/// If `issue` does not return normally (a C++ exception or a Rust panic unwinds out of it, or
+/// it ends its thread), the loader lets the read go on the unwind's way out, as
+/// `loader_abandon` would: for a read still needed that is an own failure (`failed_own`),
+/// which the usual retry rules recover (the backoff retry through `loader_tick`,
+/// `loader_retry`, a window move), so nothing stays outstanding. An answer the host gives it
+/// later anyway is accepted as `LOADER_ANSWER_STALE` and its acquisition released at once
+/// (`late_answers`). The unwind continues to the caller; the callbacks still queued on that
+/// thread, the failure's `changed` among them, are delivered by the next call into the
+/// loader. A host that cannot take a read without unwinding may instead call `loader_fail`
+/// (or `loader_abandon`) on it from inside `issue`, and return.
 pub type loader_issue_fn =
     Option<unsafe extern "C-unwind" fn(userdata: *mut c_void, read: *const loader_read)>;
 /// Called exactly once for every acquisition the loader accepted (a `loader_settle` that
