@@ -321,9 +321,9 @@ class Loader(Generic[T]):
     of at once (as :meth:`abandon`), before the exception is re-raised: for a read still
     needed that is an own failure the retry rules recover (the backoff through :meth:`tick`,
     :meth:`retry`, a window move), and an answer given to it later anyway is
-    :attr:`Answer.STALE`. No read stays outstanding because ``on_issue`` raised. ``on_release(acquisition)`` gets back every
-    object :meth:`settle` handed over, exactly once, when the loader is done with it (at the
-    latest in :meth:`close`). ``on_change()`` runs after the view or the state changed;
+    :attr:`Answer.STALE`. No read stays outstanding because ``on_issue`` raised.
+    ``on_release(acquisition)`` gets back every object :meth:`settle` handed over, exactly
+    once, when the loader is done with it (at the latest in :meth:`close`). ``on_change()`` runs after the view or the state changed;
     ``on_cancel(read_id)`` hints that a read's answer is no longer needed: it runs once when a
     read becomes superseded, and again in :meth:`close` for every read still outstanding.
     Answering a cancelled read anyway is fine: it is classified stale. A host that aborts the
