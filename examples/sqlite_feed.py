@@ -213,7 +213,9 @@ class Demo:
             # A ranged repair's read: only the rows up to `until`. Fewer than `limit` rows
             # tells the loader the range (or the table) ended.
             rows, start = rows_bounded(self.local.conn, cursor, until, limit)
-            nxt = encode(rows[-1][0], rows[-1][1]) if rows else cursor
+            # No row up to `until`: the scan reached `until`, the next cursor. The read's
+            # own cursor would be a stalled cursor, and the repair would read everything.
+            nxt = encode(rows[-1][0], rows[-1][1]) if rows else until
         elif direction is Direction.BACKWARD:
             # The rows just before the cursor, in source order; the next cursor is the one
             # before them: the key of the row before the first (a (limit+1)-th row), or

@@ -154,6 +154,7 @@ inline loader_config default_config() {
 // changes (`Config cfg; cfg.page_size = 20;`, or `{.page_size = 20}` under C++20).
 struct Config {
     std::optional<std::uint32_t> page_size{};
+    // Items kept loaded on each side of the window, past its end and before its start.
     std::optional<std::uint64_t> prefetch_distance{};
     std::optional<std::uint64_t> drop_margin{};
     std::optional<std::uint64_t> backoff_initial_ms{};
@@ -172,7 +173,8 @@ struct Config {
     std::optional<std::string> initial_cursor{};
     std::optional<std::uint64_t> initial_position{};
     // Whether a repair an invalidation overtook runs to its end and commits (the default), or
-    // is settled stale and replaced; needs `recheck_full` (loader_config in loader.h).
+    // is settled stale and replaced. Takes effect only with `recheck_full` on; with it off,
+    // ignored (not an error; loader_config in loader.h).
     std::optional<bool> commit_overtaken{};
 
     // The C settings: the defaults, with every field set here applied. The C config's

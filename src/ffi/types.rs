@@ -246,7 +246,11 @@ impl From<Coverage> for loader_coverage {
 pub struct loader_config {
     /// Items per read. Default 50; 1..=`LOADER_MAX_PAGE_SIZE`.
     pub page_size: u32,
-    /// Items past the window's end to keep loaded. Default 50.
+    /// Items to keep loaded on EACH side of the window: the view reaches for
+    /// `[window_start - prefetch_distance, window_end + prefetch_distance)` (from 0 when the
+    /// window starts closer to it), reading forward past the window's end and backward before
+    /// its start (a window moved back, a jump, pages `max_pages` released). Default 50; 0 loads
+    /// only the window.
     pub prefetch_distance: u64,
     /// Pages wholly more than this many items before the window start are released; 0 (the
     /// default) never drops.
@@ -264,7 +268,7 @@ pub struct loader_config {
     /// Seeds the backoff jitter. Default 0.
     pub jitter_seed: u64,
     /// Non-zero (the default): repair an invalidation that overtook a full read. Zero restores
-    /// the model's exact `unifiedMin`, which loses it.
+    /// the model's exact `unifiedMin`, which loses it; `commit_overtaken` then has no effect.
     pub recheck_full: u8,
     /// The most pages the view holds, on both sides of the window. Over it, the pages
     /// farthest from the window are released first (before or after it); pages overlapping
@@ -304,7 +308,10 @@ pub struct loader_config {
     pub initial_position: u64,
     /// Non-zero (the default): a repair an invalidation overtook runs to its end and commits,
     /// and a new repair starts at once, so the view keeps refreshing under any rate of
-    /// changes. Zero settles it stale and starts a replacement. Needs `recheck_full`.
+    /// changes. Zero settles it stale and starts a replacement. Takes effect only with
+    /// `recheck_full` non-zero: with `recheck_full` zero it is ignored, whatever its value (it
+    /// is not an error, so the default need not be changed to turn `recheck_full` off), and
+    /// an overtaken repair is settled stale, as the model's `unifiedMin` says.
     pub commit_overtaken: u8,
 }
 
@@ -589,8 +596,10 @@ pub struct loader_counts {
     pub cancels: u64,
     /// Reads issued with `LOADER_DIRECTION_BACKWARD` (also counted by kind above).
     pub issued_backward: u64,
-    /// Items the accepted answers held, in both directions: what the loader made the host
-    /// read.
+    /// Items in the answers accepted for reads still outstanding, in both directions (current,
+    /// stale and stalled answers alike): what the loader made the host read. A late answer,
+    /// to a read already let go of (`late_answers`), is not counted here, though its
+    /// acquisition is in `accepted`; a host that wants every item it loaded counts its own.
     pub items_read: u64,
     /// Times the view's positions were renumbered, and the window moved with them (see
     /// `loader_page.start`).
@@ -600,12 +609,18 @@ pub struct loader_counts {
     /// Retries that resumed a failed repair or full read at its failed read, keeping the
     /// reads that succeeded at the same epoch.
     pub resumed: u64,
-    /// Reads let go of: `loader_abandon`, `loader_fail` after a cancel hint, or
-    /// `read_timeout_ms`.
+    /// Reads the loader no longer needed that were let go of at no cost: a superseded read
+    /// passed to `loader_abandon`, failed with `loader_fail` after its `cancel` hint, timed out
+    /// by `read_timeout_ms`, or whose `issue` unwound. A read still needed that is abandoned
+    /// (by `loader_abandon`, or because its `issue` unwound) is a failure instead, counted in
+    /// `failed_own`, not here; its late answer is still stale (`late_answers`).
     pub abandoned: u64,
     /// Of those, the ones `read_timeout_ms` let go of.
     pub timed_out: u64,
-    /// Answers to reads already let go of: stale, their acquisitions released at once.
+    /// Answers (`loader_settle`, `loader_settle_counted` or `loader_fail`) to reads already let
+    /// go of, whether counted in `abandoned` or in `failed_own`: classified stale. A late
+    /// settle's acquisition is accepted (`accepted`, `answered_stale`) and released at once;
+    /// its items are not in `items_read`. A late `loader_fail` is in no other counter.
     pub late_answers: u64,
     /// Calls to `loader_invalidate_range` that succeeded.
     pub ranged_invalidations: u64,
