@@ -366,6 +366,8 @@ class Loader(Generic[T]):
         with the ``testing`` feature, else it raises NotImplementedError)."""
         self._closed = True
         self._handle = 0
+        self._owned = False
+        """A feed owns it: the feed's finalizer closes it, not this one's."""
         if not callable(on_issue) or not callable(on_release):
             raise TypeError("on_issue and on_release must be callable")
         for name, cb in (("on_change", on_change), ("on_cancel", on_cancel),
@@ -501,8 +503,8 @@ class Loader(Generic[T]):
         self.close()
 
     def __del__(self) -> None:
-        if getattr(self, "_closed", True):
-            return
+        if getattr(self, "_closed", True) or getattr(self, "_owned", False):
+            return   # closed, or its owner (a feed) closes it
         try:
             warnings.warn(f"unclosed {self!r}: closing it now", ResourceWarning, stacklevel=2)
         except Exception:  # pragma: no cover - interpreter shutdown
