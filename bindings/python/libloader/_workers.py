@@ -51,6 +51,13 @@ class Job:
             return self.state == CANCELLED
 
 
+class _Chain(threading.local):
+    """Per thread: whether it is a worker answering its own job, and the job kept for it."""
+
+    chaining = False
+    next: Optional[Job] = None
+
+
 class Workers:
     """Daemon threads that run ``owner.<run>(job)`` for each job, ``owner`` held weakly."""
 
@@ -66,14 +73,14 @@ class Workers:
         self._idle = 0
         self._running = 0
         self._stopped = False
-        self._local = threading.local()
+        self._local = _Chain()
 
     def submit(self, read: Any) -> Job:
         """Queues a job for ``read``. On one of these workers, while it answers its own job,
         the first job submitted is kept for it (it runs next, on the same thread)."""
         job = Job(read, self)
         local = self._local
-        if getattr(local, "chaining", False) and local.next is None:
+        if local.chaining and local.next is None:
             local.next = job
             return job
         with self._cond:

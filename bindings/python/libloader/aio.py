@@ -197,7 +197,7 @@ class Feed(_FeedCore[T]):
 
     def _user_called(self) -> None:
         # A retry or a move may have changed the deadline: look at it again.
-        self._signal(False, urgent=True)
+        self._signal(self._bump, urgent=True)
 
     def _rearm(self) -> None:
         """Ticks if the backoff deadline is due, and sets the timer for the next one."""
@@ -211,6 +211,7 @@ class Feed(_FeedCore[T]):
                 deadline = self._loader.next_deadline()
                 if deadline is not None and deadline <= self._now_ms():
                     self._loader.tick(self._now_ms())
+                    self._signal(self._bump)
                     deadline = self._loader.next_deadline()
         except BaseException as e:
             self._record(e, "the backoff timer")

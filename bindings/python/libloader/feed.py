@@ -289,17 +289,27 @@ def _describe(read: Read) -> str:
             f"{read.cursor!r}, limit {read.limit}{bound})")
 
 
-def _weak(method: Callable[..., Any]) -> Callable[..., Any]:
-    """``method`` (bound), called through a weak reference to its object: the loader's
-    callbacks must not keep the feed alive, so an unclosed feed can be collected."""
+def _weak(method: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``method`` (bound, one argument), called through a weak reference to its object: the
+    loader's callbacks must not keep the feed alive, so an unclosed feed can be collected."""
     ref = weakref.ref(method.__self__)  # type: ignore[attr-defined]
     func = method.__func__  # type: ignore[attr-defined]
 
-    def call(*args: Any) -> Any:
+    def call(arg: Any) -> Any:
         owner = ref()
-        if owner is not None:
-            return func(owner, *args)
-        return None
+        return None if owner is None else func(owner, arg)
+
+    return call
+
+
+def _weak0(method: Callable[[], Any]) -> Callable[[], Any]:
+    """:func:`_weak` for a method without arguments."""
+    ref = weakref.ref(method.__self__)  # type: ignore[attr-defined]
+    func = method.__func__  # type: ignore[attr-defined]
+
+    def call() -> Any:
+        owner = ref()
+        return None if owner is None else func(owner)
 
     return call
 
@@ -322,7 +332,7 @@ class _FeedCore(Generic[T]):
     def __init__(self, load: Callable[..., Any], config: Optional[Config],
                  on_release: Optional[Callable[[LoadResult[T]], Any]],
                  compare: Optional[Callable[[bytes, bytes], int]] = None, *,
-                 threaded: bool = True) -> None:
+                 threaded: bool = True, hear_changes: bool = False) -> None:
         self._closing = True   # until the loader exists: __del__ then has nothing to do
         what = f"{'Feed' if threaded else 'aio.Feed'}()"
         self._load_name = _check_load(load, what, threaded)
@@ -365,8 +375,14 @@ class _FeedCore(Generic[T]):
         self.last_error: Optional[BaseException] = None
         """The exception that failed the latest failed read: what a load raised, or the
         TypeError of a result that is not a valid :class:`LoadResult`."""
+        self._bump = not hear_changes
+        """The loader's ``changed`` callback is not registered (nobody needs it called at each
+        change: it costs a crossing into Python per answer): the feed counts a change after
+        each loader call of its own instead, which covers every change (and some answers
+        that changed nothing)."""
         self._loader: Loader[_Acquisition] = Loader(
-            _weak(self._on_issue), _weak(self._on_release), on_change=_weak(self._on_change),
+            _weak(self._on_issue), _weak(self._on_release),
+            on_change=_weak0(self._on_change) if hear_changes else None,
             on_cancel=_weak(self._on_cancel), config=config, compare=compare)
         # The feed closes it: when the feed is collected unclosed, its finalizer does, and
         # the loader's own (which may run first, in a cycle) leaves it.
@@ -392,7 +408,7 @@ class _FeedCore(Generic[T]):
 
     def _user_called(self) -> None:
         """After a user's call that may have loaded, retried or moved the deadline."""
-        self._signal(False)
+        self._signal(self._bump)
 
     def _call_load(self, read: Read) -> Any:
         """Runs the user's load for ``read``, passing ``until`` when the load accepts it.
@@ -427,6 +443,11 @@ class _FeedCore(Generic[T]):
             self._busy -= 1
             if self._busy == 0 and self._closer_waits:
                 self._cond.notify_all()
+
+    def _exit_signal(self, urgent: bool) -> None:
+        """``_exit``, then ``_signal`` for an answer: a feed may do both under one lock."""
+        self._exit()
+        self._signal(self._bump, urgent)
 
     @contextmanager
     def _calling(self) -> Iterator["Loader[_Acquisition]"]:
@@ -532,7 +553,7 @@ class _FeedCore(Generic[T]):
         except BaseException as e:
             if not self._closing:
                 self._record(e, f"the empty answer to cancelled read {read_id}")
-        self._signal(False)
+        self._signal(self._bump)
 
     def _on_release(self, acq: _Acquisition) -> None:
         if self._closing:
@@ -590,26 +611,37 @@ class _FeedCore(Generic[T]):
     def _finish(self, read_id: int, result: Any = None,
                 error: Optional[BaseException] = None) -> None:
         """Answers read ``read_id`` with a load's outcome, unless it was answered already."""
-        if not self._enter():
+        entered = False
+        with self._lock:   # the gate's _enter, and the slot taken, under one lock
+            if self._closing:
+                slot = None
+            else:
+                self._busy += 1
+                slot = self._slots.pop(read_id, None)
+                entered = True
+        if slot is None and not entered:
             self._discard(result)
             return
+        self._inside.depth += 1
         urgent = True   # unless the answer below is a page the loader took as it is
         try:
-            with self._lock:
-                slot = self._slots.pop(read_id, None)
             if slot is None:
                 self._discard(result)   # its read was answered when it was cancelled
                 return
             read = slot.read
             bad: Optional[TypeError] = None
             if error is None:
-                bad = self._check(read, result)
+                # A LoadResult of at most `limit` items checked inline: the common case.
+                bad = (None if type(result) is LoadResult and len(result.items) <= read.limit
+                       else self._check(read, result))
                 if bad is not None:
                     self._discard(result)
                 else:
                     try:
                         # The page's cursor is the one just before its first item.
-                        cursor = bytes(result.next_cursor)
+                        cursor = result.next_cursor
+                        if type(cursor) is not bytes:
+                            cursor = bytes(cursor)
                         before = cursor if read.direction is Direction.BACKWARD else read.cursor
                         answer = self._loader.settle(read, _Acquisition(before, result),
                                                      count=len(result.items),
@@ -650,8 +682,7 @@ class _FeedCore(Generic[T]):
             if not self._closing:
                 self._record(e, f"answering read {read_id}")
         finally:
-            self._exit()
-            self._signal(False, urgent)
+            self._exit_signal(urgent)
 
     def _stall_message(self, read: Read, result: LoadResult[Any]) -> str:
         what = (f"with {len(result.items)} items" if result.items
@@ -937,7 +968,8 @@ class Feed(_FeedCore[T]):
         self._timer_cond = threading.Condition(threading.Lock())
         self._armed: object = _RUNNING
         self._driver: Optional[threading.Thread] = None
-        super().__init__(load, config, on_release, compare, threaded=True)
+        super().__init__(load, config, on_release, compare, threaded=True,
+                         hear_changes=on_change is not None)
         if not self._inline:
             self._timer_cond = threading.Condition(self._lock)
             self._driver = threading.Thread(target=_drive, args=(weakref.ref(self),),
@@ -1012,6 +1044,15 @@ class Feed(_FeedCore[T]):
         return int((time.monotonic() - self._t0) * 1000)
 
     def _signal(self, changed: bool, urgent: bool = False) -> None:
+        if not (changed or urgent):
+            # An answer the loader took as it is: only a settling waiter may care, once
+            # nothing is in flight. Read without the lock: a waiter counts itself under the
+            # lock after it looked at the slots, and the answer took its slot under the lock
+            # before this, so a waiter either saw the slot gone or is counted here.
+            if self._settle_waiters and not self._slots:
+                with self._lock:
+                    self._cond.notify_all()
+            return
         with self._lock:
             if changed:
                 self._generation += 1
@@ -1024,16 +1065,33 @@ class Feed(_FeedCore[T]):
             # come before the one it waits for. The only other deadline, a superseded read's
             # timeout, is rare here (the feed answers a read as soon as it is hinted) and
             # the timer looks at least every _TIMER_HORIZON_S anyway.
-            if self._armed is _RUNNING:
-                self._wake = True   # it is looking: it looks again before it waits
-            elif urgent:
-                self._wake = True
-                self._timer_cond.notify()
+            if urgent:
+                self._wake = True   # if it is looking, it looks again before it waits
+                if self._armed is not _RUNNING:
+                    self._timer_cond.notify()
         if changed and self._user_change is not None:
             try:
                 self._user_change()
             except BaseException as e:
                 self._record(e, "on_change")
+
+    def _exit_signal(self, urgent: bool) -> None:
+        # _exit and _signal under one lock: the answer's last step, once per load.
+        self._inside.depth -= 1
+        changed = self._bump
+        with self._lock:
+            self._busy -= 1
+            if self._busy == 0 and self._closer_waits:
+                self._cond.notify_all()
+            if changed:
+                self._generation += 1
+            if ((self._settle_waiters and (urgent or not self._slots))
+                    or (changed and self._change_waiters)):
+                self._cond.notify_all()
+            if urgent:
+                self._wake = True
+                if self._armed is not _RUNNING:
+                    self._timer_cond.notify()
 
     def _timer_look(self) -> Optional[int]:
         """The timer's step: ticks if the backoff deadline is due. Returns the deadline it
@@ -1047,6 +1105,7 @@ class Feed(_FeedCore[T]):
             now = self._now_ms()
             if deadline is not None and deadline <= now:
                 self._loader.tick(now)
+                self._signal(self._bump)
                 return -1
             return deadline
         except BaseException as e:
@@ -1101,7 +1160,7 @@ class Feed(_FeedCore[T]):
             time.sleep(delay)
         with self._calling() as loader:
             loader.tick(self._now_ms())
-        self._signal(False)
+        self._signal(self._bump)
         return True
 
     def changes(self, timeout: Optional[float] = None) -> Iterator[FeedSnapshot[T]]:
