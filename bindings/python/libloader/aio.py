@@ -24,7 +24,7 @@ from typing import (Any, AsyncIterator, Awaitable, Callable, Coroutine, Generato
 
 from .enums import Direction
 from .feed import (FeedPage, FeedProblem, FeedSnapshot, FeedStalledError, LoadResult, T,
-                   _FeedCore, _seconds)
+                   _FeedCore, _seconds, _weak0)
 from .types import Config, Read
 
 __all__ = ["Feed", "Direction", "FeedPage", "FeedProblem", "FeedSnapshot", "FeedStalledError",
@@ -193,7 +193,7 @@ class Feed(_FeedCore[T]):
         if urgent and not self._rearm_pending and not self._closing:
             # Not now: this may run inside the loader's callbacks.
             self._rearm_pending = True
-            self._loop.call_soon(self._rearm)
+            self._loop.call_soon(_weak0(self._rearm))
 
     def _user_called(self) -> None:
         # A retry or a move may have changed the deadline: look at it again.
@@ -225,7 +225,8 @@ class Feed(_FeedCore[T]):
         self._timer, self._timer_at = None, deadline
         if deadline is not None:
             # One ms late rather than early: the clock is read in whole ms.
-            self._timer = self._loop.call_at(self._t0 + (deadline + 1) / 1000, self._fire)
+            self._timer = self._loop.call_at(self._t0 + (deadline + 1) / 1000,
+                                             _weak0(self._fire))
 
     def _fire(self) -> None:
         self._timer, self._timer_at = None, None
