@@ -80,10 +80,8 @@ impl Fixture {
         });
         let mut config = MaybeUninit::<loader_config>::uninit();
         // SAFETY: `config` is valid for a write.
-        assert_eq!(
-            unsafe { loader_config_default(config.as_mut_ptr()) },
-            loader_result::Ok
-        );
+        let r = unsafe { loader_config_default(config.as_mut_ptr()) };
+        assert_eq!(r, loader_result::Ok);
         // SAFETY: written by `loader_config_default` above.
         let mut config = unsafe { config.assume_init() };
         config.page_size = 10;
@@ -111,10 +109,8 @@ impl Fixture {
     fn state(&self) -> loader_snapshot {
         let mut s = MaybeUninit::<loader_snapshot>::uninit();
         // SAFETY: `s` is valid for a write.
-        assert_eq!(
-            unsafe { loader_state(self.handle, s.as_mut_ptr()) },
-            loader_result::Ok
-        );
+        let r = unsafe { loader_state(self.handle, s.as_mut_ptr()) };
+        assert_eq!(r, loader_result::Ok);
         // SAFETY: written by `loader_state`.
         unsafe { s.assume_init() }
     }
@@ -122,10 +118,8 @@ impl Fixture {
     fn stats(&self) -> loader_counts {
         let mut c = MaybeUninit::<loader_counts>::uninit();
         // SAFETY: `c` is valid for a write.
-        assert_eq!(
-            unsafe { loader_stats(self.handle, c.as_mut_ptr()) },
-            loader_result::Ok
-        );
+        let r = unsafe { loader_stats(self.handle, c.as_mut_ptr()) };
+        assert_eq!(r, loader_result::Ok);
         // SAFETY: written by `loader_stats`.
         unsafe { c.assume_init() }
     }
