@@ -420,7 +420,9 @@ class Counts:
     issued_backward: int = 0
     """Reads issued backward (also counted by kind)."""
     items_read: int = 0
-    """Items the accepted answers held: what the loader made the host read."""
+    """Items in the answers accepted for reads still outstanding (current, stale and stalled
+    alike): what the loader made the host read. A late answer (``late_answers``) is not
+    counted here, though its acquisition is in ``accepted``."""
     renumbered: int = 0
     """Times the view's positions were renumbered, the window moving with them."""
     jumps: int = 0
@@ -428,12 +430,16 @@ class Counts:
     resumed: int = 0
     """Retries that resumed a failed repair at its failed read."""
     abandoned: int = 0
-    """Reads let go of: :meth:`Loader.abandon`, a failure after a cancel hint, or the read
-    timeout."""
+    """Reads the loader no longer needed, let go of at no cost: a superseded read passed to
+    :meth:`Loader.abandon`, failed after its cancel hint, timed out (``read_timeout_ms``), or
+    whose ``on_issue`` raised. A read still needed that is abandoned (or whose ``on_issue``
+    raised) is a failure instead, counted in ``failed_own``."""
     timed_out: int = 0
     """Of those, the ones ``read_timeout_ms`` let go of."""
     late_answers: int = 0
-    """Answers to reads already let go of: stale, released at once."""
+    """Answers (settle or fail) to reads already let go of, whether counted in ``abandoned``
+    or in ``failed_own``: stale; a settle's acquisition is accepted and released at once, its
+    items not in ``items_read``."""
     ranged_invalidations: int = 0
     """Ranged invalidations (:meth:`Loader.invalidate_range`) accepted."""
     ranged_repairs: int = 0
