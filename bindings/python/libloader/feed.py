@@ -85,8 +85,8 @@ T = TypeVar("T")
 _log = logging.getLogger("libloader.feed")
 
 _RUNNING = object()
-"""``Feed._armed`` while the timer thread is not waiting (it is about to look at the
-deadline); otherwise ``_armed`` is the deadline it waits for, or None for none."""
+"""``_Timer.armed`` while the timer thread is not waiting (it is about to look at the
+deadline); otherwise ``armed`` is the deadline it waits for, or None for none."""
 
 _TIMER_HORIZON_S = 1.0
 """The longest the threaded feed's timer waits before it looks at the loader's deadline
@@ -222,6 +222,20 @@ class _Slot:
     def __init__(self, read: Read) -> None:
         self.read = read
         self.job: Any = None
+
+
+class _Timer:
+    """What the threaded feed and its timer thread share, under the feed's lock: the timer
+    waits holding this and the lock, never the feed, so the feed can be collected (and
+    finalized on any thread) meanwhile."""
+
+    __slots__ = ("armed", "wake", "closing", "t0")
+
+    def __init__(self, t0: float) -> None:
+        self.armed: object = _RUNNING
+        self.wake = False
+        self.closing = False
+        self.t0 = t0
 
 
 class _Inside(threading.local):
@@ -956,7 +970,6 @@ class Feed(_FeedCore[T]):
                             f"{type(executor).__name__}")
         self._user_change = on_change
         self._t0 = time.monotonic()
-        self._wake = False
         self._executor = executor
         self._inline = executor is None and max_workers == 0
         self._pool: Optional[_workers.Workers] = None
@@ -966,13 +979,15 @@ class Feed(_FeedCore[T]):
         # when it may have something to do: waking it at every change cost each answer a
         # thread switch and a GIL hand-off.
         self._timer_cond = threading.Condition(threading.Lock())
-        self._armed: object = _RUNNING
+        self._timer = _Timer(self._t0)
         self._driver: Optional[threading.Thread] = None
         super().__init__(load, config, on_release, compare, threaded=True,
                          hear_changes=on_change is not None)
         if not self._inline:
             self._timer_cond = threading.Condition(self._lock)
-            self._driver = threading.Thread(target=_drive, args=(weakref.ref(self),),
+            self._driver = threading.Thread(target=_drive,
+                                            args=(weakref.ref(self), self._timer,
+                                                  self._timer_cond),
                                             name="libloader-feed-timer", daemon=True)
             self._driver.start()
 
@@ -1008,6 +1023,7 @@ class Feed(_FeedCore[T]):
         except BaseException:  # pragma: no cover - interpreter shutdown
             pass
         with self._timer_cond:
+            self._timer.closing = True
             self._timer_cond.notify_all()
         if self._pool is not None:
             self._pool.stop()
@@ -1066,8 +1082,8 @@ class Feed(_FeedCore[T]):
             # timeout, is rare here (the feed answers a read as soon as it is hinted) and
             # the timer looks at least every _TIMER_HORIZON_S anyway.
             if urgent:
-                self._wake = True   # if it is looking, it looks again before it waits
-                if self._armed is not _RUNNING:
+                self._timer.wake = True   # if it is looking, it looks again before it waits
+                if self._timer.armed is not _RUNNING:
                     self._timer_cond.notify()
         if changed and self._user_change is not None:
             try:
@@ -1089,8 +1105,8 @@ class Feed(_FeedCore[T]):
                     or (changed and self._change_waiters)):
                 self._cond.notify_all()
             if urgent:
-                self._wake = True
-                if self._armed is not _RUNNING:
+                self._timer.wake = True
+                if self._timer.armed is not _RUNNING:
                     self._timer_cond.notify()
 
     def _timer_look(self) -> Optional[int]:
@@ -1215,6 +1231,7 @@ class Feed(_FeedCore[T]):
                 jobs = list(self._jobs)
                 self._cond.notify_all()
             with self._timer_cond:
+                self._timer.closing = True
                 self._timer_cond.notify_all()
             for job in jobs:
                 job.cancel()
@@ -1229,30 +1246,28 @@ class Feed(_FeedCore[T]):
             self._closed.set()
 
 
-def _drive(ref: "weakref.ReferenceType[Feed[Any]]") -> None:
+def _drive(ref: "weakref.ReferenceType[Feed[Any]]", timer: _Timer,
+           cond: threading.Condition) -> None:
     """The timer thread: calls ``tick`` when the loader's backoff deadline is due. It holds
-    the feed only while it looks, so a feed never closed can still be collected."""
+    the feed only while it looks, and never under the lock (dropping the last reference
+    there would finalize the feed, which takes that lock), so a feed never closed can
+    still be collected."""
     while True:
         feed = ref()
         if feed is None:
             return
         deadline = feed._timer_look()
+        del feed
         if deadline == -2:
             return
-        cond = feed._timer_cond
         with cond:
-            if feed._closing:
+            if timer.closing:
                 return
-            if deadline != -1 and not feed._wake:
-                # A signal since next_deadline() set _wake: then look again at once.
-                feed._armed = deadline
-                wait = (_TIMER_HORIZON_S if deadline is None
-                        else min((deadline + 1 - feed._now_ms()) / 1000, _TIMER_HORIZON_S))
-                del feed
-                cond.wait(wait)
-                feed = ref()
-                if feed is None:
-                    return
-            feed._armed = _RUNNING
-            feed._wake = False
-        del feed
+            if deadline != -1 and not timer.wake:
+                # A signal since next_deadline() set `wake`: then look again at once.
+                timer.armed = deadline
+                now_ms = (time.monotonic() - timer.t0) * 1000
+                cond.wait(_TIMER_HORIZON_S if deadline is None
+                          else min((deadline + 1 - now_ms) / 1000, _TIMER_HORIZON_S))
+            timer.armed = _RUNNING
+            timer.wake = False
