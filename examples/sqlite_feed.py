@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 import libloader
-from libloader import Config, Direction, Failure, Feed, LoadResult
+from libloader import Config, Direction, Failure, Feed, FeedStalledError, LoadResult
 
 Row = Tuple[int, int, str]
 """(ts, id, payload)."""
@@ -396,10 +396,14 @@ class Demo:
         quiet = False
         settle_deadline = time.monotonic() + 30
         while not quiet and time.monotonic() < settle_deadline:
-            quiet = feed.settled(0.05)
+            try:
+                quiet = feed.settled(0.05)
+            except FeedStalledError as e:
+                # The automatic retries are spent: settled() says so, and the demo retries.
+                quiet = False
+                if e.problem.reason == "retries_spent" and feed.retry():
+                    self.counts["explicit_retries"] += 1
             self.sample()
-            if feed.needs_retry and feed.retry():
-                self.counts["explicit_retries"] += 1
         s = self.sample()
         self.progress(s, out, tty, final=True)
         report = self.report(s, quiet)
