@@ -2,9 +2,11 @@
 // caught in the trampoline, never passed through the C library, and rethrown by the thread's
 // outermost wrapper call once the C call has completed. Nested calls lose nothing, a release
 // that throws costs no other release, threads keep their exceptions apart, a Loader may be
-// freed inside its own callback, and a thread may end inside one. And without the wrapper: a
-// C++ exception thrown by a callback registered through the C API itself passes through the
-// library to the caller of the C function that delivered it (include/loader.h, CALLBACKS).
+// freed inside its own callback, a thread may end inside one, and a read whose `issue` threw
+// is let go of (an own failure the retry rules recover), never left outstanding. And without
+// the wrapper: a C++ exception thrown by a callback registered through the C API itself
+// passes through the library to the caller of the C function that delivered it
+// (include/loader.h, CALLBACKS), and a read whose `issue` threw is let go of on the way.
 #include <pthread.h>
 
 #include <algorithm>
@@ -15,6 +17,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -85,8 +88,33 @@ struct Host {
     }
 };
 
-// The exception reaches the caller with its own type, after the whole call: the read it was
-// issuing is outstanding and the callbacks after the throwing one still ran.
+// Answers every queued read; when none is left and the loader is not quiescent, ticks at its
+// backoff deadline (the retry's read comes through `issue`), or, with the automatic retries
+// spent, retries as the loop at loader_next_deadline in loader.h does. Returns whether the
+// loader became quiescent: `false` when it is stuck (no deadline, no failure to retry: a read
+// outstanding that nobody will answer) or after `rounds`.
+static bool drive_by_deadline(loader::Loader &l, Host &h, int rounds = 1000) {
+    for (int i = 0; i < rounds; i++) {
+        if (!h.reads.empty()) {
+            loader::Read r = h.reads.front();
+            h.reads.pop_front();
+            h.answer(l, r);
+            continue;
+        }
+        loader_snapshot s = l.state();
+        if (s.quiescent) return true;
+        if (std::optional<std::uint64_t> at = l.next_deadline()) {
+            l.tick(*at);
+        } else if (s.failure != LOADER_FAILURE_OWN || !l.retry()) {
+            return false;
+        }
+    }
+    return false;
+}
+
+// The exception reaches the caller with its own type, after the whole call; the read whose
+// `issue` threw was let go of before that (an own failure, nothing outstanding), and the
+// backoff retry recovers it. The host's answer to the read it queued anyway is stale.
 static void an_issue_that_throws_is_rethrown_after_the_call() {
     Host h;
     bool thrown = false;
@@ -99,6 +127,7 @@ static void an_issue_that_throws_is_rethrown_after_the_call() {
                       },
                       [&](loader::Acquisition a) { h.released[a]++; }, [&] { h.changes++; }},
                      small());
+    l.tick(0);
     int caught = 0;
     try {
         l.set_window(0, 10);
@@ -108,14 +137,64 @@ static void an_issue_that_throws_is_rethrown_after_the_call() {
     EXPECT(caught == 7);
     EXPECT(loader::suppressed().empty());
     EXPECT(h.reads.size() == 1 && h.changes > 0);
-    EXPECT(l.state().outstanding_reads == 1);
-    // Nothing is left over: the next call throws nothing, and the host finishes normally.
-    while (!h.reads.empty()) {
-        loader::Read r = h.reads.front();
-        h.reads.pop_front();
-        h.answer(l, r);
-    }
+    loader_snapshot s = l.state();
+    EXPECT(s.outstanding_reads == 0 && s.failure == LOADER_FAILURE_OWN);
+    EXPECT(l.stats().failed_own == 1);
+    EXPECT(l.next_deadline().has_value());
+    // The host had queued the read before it threw, and answers it: a late answer, released
+    // at once.
+    loader::Read late = h.reads.front();
+    h.reads.pop_front();
+    auto released = h.released.size();
+    EXPECT(settle_from(l, late, h.next_acq++, h.len) == LOADER_ANSWER_STALE);
+    EXPECT(h.released.size() == released + 1);
+    // Nothing is left over: the next calls throw nothing, and the backoff retry finishes.
+    EXPECT(drive_by_deadline(l, h));
     EXPECT(l.state().covered_end == 12);
+    l.close();
+    EXPECT(h.released_exactly_once());
+}
+
+// A long traversal whose `issue` throws now and then (every 7th read), driven by the deadline
+// loop alone: every move completes and the loader ends quiescent; nothing is stuck
+// outstanding.
+static void a_traversal_with_throwing_issues_completes_by_the_deadline_alone() {
+    Host h;
+    h.len = 400;
+    int issued = 0, thrown = 0;
+    loader::Loader l({[&](const loader::Read &r) {
+                          if (++issued % 7 == 0) {
+                              thrown++;
+                              throw std::runtime_error("the host's queue is full");
+                          }
+                          h.reads.push_back(r);
+                      },
+                      [&](loader::Acquisition a) { h.released[a]++; }},
+                     small());
+    l.tick(0);
+    int caught = 0;
+    for (std::uint64_t start = 0; start + 20 <= h.len; start += 20) {
+        try {
+            l.set_window(start, 20);
+        } catch (const std::runtime_error &) {
+            caught++;
+        }
+        bool quiet = false;
+        for (;;) {
+            try {
+                quiet = drive_by_deadline(l, h);
+                break;
+            } catch (const std::runtime_error &) {
+                caught++;  // an issue threw during a settle or a tick
+            }
+        }
+        EXPECT(quiet);
+        loader_snapshot s = l.state();
+        EXPECT(s.covered_start <= start && s.covered_end >= start + 20);
+        if (!quiet) break;
+    }
+    EXPECT(thrown > 5 && caught == thrown);
+    EXPECT(l.stats().failed_own == std::uint64_t(thrown));
     l.close();
     EXPECT(h.released_exactly_once());
 }
@@ -290,7 +369,9 @@ static void an_error_escaping_a_callback_is_marked() {
         marked = e.code() == LOADER_RESULT_UNKNOWN_READ && e.in_callback();
     }
     EXPECT(marked);
-    EXPECT(h.reads.size() == 1 && l.state().outstanding_reads == 1);
+    // The error escaped `issue`: its read was let go of, as for any exception there.
+    EXPECT(h.reads.size() == 1 && l.state().outstanding_reads == 0);
+    EXPECT(l.state().failure == LOADER_FAILURE_OWN);
     // A refused call outside any callback is not marked.
     try {
         l.settle(12345, 1, 1, be64(1), false);
@@ -434,12 +515,14 @@ static void a_thread_may_end_inside_a_callback() {
     EXPECT(pthread_join(t, &ret) == 0);
     EXPECT(ret != &l);
     end_thread = false;
-    EXPECT(h.reads.size() == 1 && l.state().outstanding_reads == 1);
-    while (!h.reads.empty()) {
-        loader::Read r = h.reads.front();
-        h.reads.pop_front();
-        h.answer(l, r);
-    }
+    // The read whose `issue` ended the thread was let go of (the library does it on the
+    // unwind's way out): not outstanding, an own failure. The host's answer to it is late.
+    EXPECT(h.reads.size() == 1 && l.state().outstanding_reads == 0);
+    EXPECT(l.state().failure == LOADER_FAILURE_OWN);
+    loader::Read late = h.reads.front();
+    h.reads.pop_front();
+    EXPECT(settle_from(l, late, h.next_acq++, h.len) == LOADER_ANSWER_STALE);
+    EXPECT(drive_by_deadline(l, h));
     EXPECT(l.state().covered_end == 12);
     l.close();
     EXPECT(h.released_exactly_once());
@@ -534,7 +617,7 @@ static void raw_callbacks_throw_through_the_c_abi() {
     loader_config cfg = loader::default_config();
     cfg.page_size = 4;
     cfg.prefetch_distance = 0;
-    cfg.max_auto_retries = 1;
+    cfg.max_auto_retries = 8;
     loader_callbacks cb{};
     cb.struct_size = sizeof cb;
     cb.userdata = &host;
@@ -557,45 +640,65 @@ static void raw_callbacks_throw_through_the_c_abi() {
         return r;
     };
 
+    // A read whose `issue` threw through the library was let go of on the way out: an own
+    // failure, nothing outstanding. The host queued it before it threw, and its answer is
+    // late (stale). `recover` answers what is queued, then retries until quiescent.
+    auto recover = [&] {
+        for (int i = 0; i < 100 && !state().quiescent; i++) {
+            host.answer_all(h);
+            if (state().failure == LOADER_FAILURE_OWN) {
+                bool started = false;
+                EXPECT(loader_retry(h, &started) == LOADER_RESULT_OK && started);
+            }
+        }
+        EXPECT(state().quiescent);
+    };
     EXPECT(raw_throw_through(host, h, [&] { return loader_set_window(h, 0, 8); }) != 0);
-    EXPECT(host.reads.size() == 1 && state().outstanding_reads == 1);
-    EXPECT(raw_throw_through(host, h, [&] { return host.answer(h, take()); }) != 0);
-    host.answer_all(h);
+    EXPECT(host.reads.size() == 1 && state().outstanding_reads == 0);
+    EXPECT(state().failure == LOADER_FAILURE_OWN);
+    EXPECT(raw_throw_through(host, h, [&] { return host.answer(h, take()); }) != 0);  // a late answer's release
+    recover();
     EXPECT(state().covered_end == 8 && state().quiescent);
 
     EXPECT(raw_throw_through(host, h, [&] { return loader_invalidate(h); }) != 0);
     EXPECT(!host.reads.empty() && host.reads.front().kind == LOADER_KIND_CHAIN);
+    EXPECT(state().outstanding_reads == 0);
     EXPECT(raw_throw_through(host, h, [&] { return host.answer(h, take(), true); }) != 0);  // settle_counted
-    host.answer_all(h);
+    recover();
     EXPECT(state().quiescent && state().covered_end == 8);
 
     std::string five = be64(5);
     const auto *c5 = reinterpret_cast<const uint8_t *>(five.data());
     EXPECT(raw_throw_through(host, h, [&] { return loader_invalidate_range(h, c5, 8, c5, 8); }) != 0);
     EXPECT(host.reads.size() == 1 && host.reads.front().until == be64(8));
-    host.answer_all(h);
+    recover();
 
     std::string twenty = be64(20);
     EXPECT(raw_throw_through(host, h, [&] {
                return loader_jump(h, reinterpret_cast<const uint8_t *>(twenty.data()), 8, 20);
            }) != 0);
-    host.answer_all(h);
+    recover();
     EXPECT(state().quiescent && state().window_start == 20);
 
-    // An own failure, recorded by loader_fail; the retry's read; loader_abandon of a read
-    // still needed (a failure too); the backoff retry fired by loader_tick.
+    // An own failure, recorded by loader_fail; the retry's read (its `issue` throws: let go
+    // of); loader_abandon of a read still needed (a failure too); the backoff retry fired by
+    // loader_tick.
     EXPECT(loader_set_window(h, 20, 12) == LOADER_RESULT_OK && host.reads.size() == 1);
     EXPECT(raw_throw_through(host, h, [&] { return loader_fail(h, take().read_id, 5, nullptr); }) != 0);
     // (An unwinding call writes no out-parameter: the read it started is in `reads`.)
     EXPECT(raw_throw_through(host, h, [&] { return loader_retry(h, nullptr); }) != 0);
     EXPECT(host.reads.size() == 1 && host.reads.front().kind == LOADER_KIND_FULL);
+    EXPECT(state().outstanding_reads == 0);
+    host.reads.clear();  // the host drops the read its `issue` could not take
+    bool started = false;
+    EXPECT(loader_retry(h, &started) == LOADER_RESULT_OK && started && host.reads.size() == 1);
     EXPECT(raw_throw_through(host, h, [&] { return loader_abandon(h, take().read_id, nullptr); }) != 0);
     bool armed = false;
     uint64_t deadline = 0;
     EXPECT(loader_next_deadline(h, &armed, &deadline) == LOADER_RESULT_OK && armed);
     EXPECT(raw_throw_through(host, h, [&] { return loader_tick(h, deadline); }) != 0);
     EXPECT(host.reads.size() == 1);
-    host.answer_all(h);
+    recover();
     loader_snapshot s = state();
     EXPECT(s.quiescent && s.failure == LOADER_FAILURE_NONE && s.covered_end == 32);
 
@@ -630,6 +733,7 @@ static void raw_callbacks_throw_through_the_c_abi() {
 
 int main() {
     an_issue_that_throws_is_rethrown_after_the_call();
+    a_traversal_with_throwing_issues_completes_by_the_deadline_alone();
     a_non_standard_exception_comes_back();
     releases_that_throw_miss_no_release();
     deferred_releases_that_throw_miss_no_release();

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 import libloader
-from libloader import Config, Direction, Failure, Feed, LoadResult
+from libloader import Config, Direction, Failure, Feed, FeedStalledError, LoadResult
 
 Row = Tuple[int, int, str]
 """(ts, id, payload)."""
@@ -213,7 +213,9 @@ class Demo:
             # A ranged repair's read: only the rows up to `until`. Fewer than `limit` rows
             # tells the loader the range (or the table) ended.
             rows, start = rows_bounded(self.local.conn, cursor, until, limit)
-            nxt = encode(rows[-1][0], rows[-1][1]) if rows else cursor
+            # No row up to `until`: the scan reached `until`, the next cursor. The read's
+            # own cursor would be a stalled cursor, and the repair would read everything.
+            nxt = encode(rows[-1][0], rows[-1][1]) if rows else until
         elif direction is Direction.BACKWARD:
             # The rows just before the cursor, in source order; the next cursor is the one
             # before them: the key of the row before the first (a (limit+1)-th row), or
@@ -394,10 +396,14 @@ class Demo:
         quiet = False
         settle_deadline = time.monotonic() + 30
         while not quiet and time.monotonic() < settle_deadline:
-            quiet = feed.settled(0.05)
+            try:
+                quiet = feed.settled(0.05)
+            except FeedStalledError as e:
+                # The automatic retries are spent: settled() says so, and the demo retries.
+                quiet = False
+                if e.problem.reason == "retries_spent" and feed.retry():
+                    self.counts["explicit_retries"] += 1
             self.sample()
-            if feed.needs_retry and feed.retry():
-                self.counts["explicit_retries"] += 1
         s = self.sample()
         self.progress(s, out, tty, final=True)
         report = self.report(s, quiet)

@@ -140,7 +140,10 @@
  * - callbacks that were queued on that thread and not yet made are kept by their loader and
  *   made by the next call into it (any of the functions above, from any thread), except
  *   during loader_free, whose remaining callbacks are then not made (the handle is already
- *   freed).
+ *   freed);
+ * - a read whose `issue` callback unwound is let go of, as loader_abandon would: still
+ *   needed, it is an own failure the retry rules recover, and a late answer to it is stale
+ *   (loader_issue_fn). No read stays outstanding because its `issue` did not return.
  * A C++ exception thrown by a callback therefore reaches the caller of that call, which must
  * be C++ (or other code built with unwind tables) to catch it. C callers never see one.
  *
@@ -310,7 +313,9 @@ typedef enum loader_result {
    */
   LOADER_RESULT_CURSOR_TOO_LONG = 8,
   /**
-   * `start + len` of a window overflows 64 bits.
+   * A window's end overflows: `start + len` past 64 bits (`loader_set_window`), or a jump's
+   * `position` over `LOADER_MAX_POSITION` or `position` plus the window's length past 64
+   * bits (`loader_jump`, a config's `initial_position`).
    */
   LOADER_RESULT_WINDOW_OVERFLOW = 9,
   /**
@@ -608,8 +613,11 @@ typedef struct loader_config {
    */
   uint32_t page_size;
   /**
-   * Items to keep loaded on each side of the window: past its end, and before its start.
-   * Default 50.
+   * Items to keep loaded on EACH side of the window: the view reaches for
+   * `[window_start - prefetch_distance, window_end + prefetch_distance)` (from 0 when the
+   * window starts closer to it), reading forward past the window's end and backward before
+   * its start (a window moved back, a jump, pages `max_pages` released). Default 50; 0 loads
+   * only the window.
    */
   uint64_t prefetch_distance;
   /**
@@ -632,8 +640,9 @@ typedef struct loader_config {
   /**
    * Automatic retries in a row before waiting for an explicit one: any successful answer
    * (a page, or one step of a repair or retry) starts the count again, so failures spread
-   * over a long scroll never spend it. Default 5; 0 disables them. Once they are spent, an own failure arms no
-   * deadline and waits for `loader_retry` or a window move: see `loader_next_deadline`.
+   * over a long scroll never spend it. Default 5; 0 disables them. Once they are spent, an
+   * own failure arms no deadline and waits for `loader_retry` or a window move: see
+   * `loader_next_deadline`.
    */
   uint32_t max_auto_retries;
   /**
@@ -642,13 +651,16 @@ typedef struct loader_config {
   uint64_t jitter_seed;
   /**
    * Non-zero (the default): repair an invalidation that overtook a full read. Zero restores
-   * the model's exact `unifiedMin`, which loses it.
+   * the model's exact `unifiedMin`, which loses it; `commit_overtaken` then has no effect.
    */
   uint8_t recheck_full;
   /**
    * Non-zero (the default): a repair an invalidation overtook runs to its end and commits,
    * and a new repair starts at once, so the view keeps refreshing under any rate of
-   * changes. Zero settles it stale and starts a replacement. Needs `recheck_full`.
+   * changes. Zero settles it stale and starts a replacement. Takes effect only with
+   * `recheck_full` non-zero: with `recheck_full` zero it is ignored, whatever its value (it
+   * is not an error, so the default need not be changed to turn `recheck_full` off), and
+   * an overtaken repair is settled stale, as the model's `unifiedMin` says.
    */
   uint8_t commit_overtaken;
   /**
@@ -768,6 +780,17 @@ typedef struct loader_read {
 /**
  * Called to start a read. The host answers it later, exactly once, from any thread, with
  * `loader_settle` or `loader_fail`. The read is valid only during the call: copy its cursor.
+ *
+ * If `issue` does not return normally (a C++ exception or a Rust panic unwinds out of it, or
+ * it ends its thread), the loader lets the read go on the unwind's way out, as
+ * `loader_abandon` would: for a read still needed that is an own failure (`failed_own`),
+ * which the usual retry rules recover (the backoff retry through `loader_tick`,
+ * `loader_retry`, a window move), so nothing stays outstanding. An answer the host gives it
+ * later anyway is accepted as `LOADER_ANSWER_STALE` and its acquisition released at once
+ * (`late_answers`). The unwind continues to the caller; the callbacks still queued on that
+ * thread, the failure's `changed` among them, are delivered by the next call into the
+ * loader. A host that cannot take a read without unwinding may instead call `loader_fail`
+ * (or `loader_abandon`) on it from inside `issue`, and return.
  */
 typedef void (*loader_issue_fn)(void *userdata, const struct loader_read *read);
 
@@ -1066,8 +1089,10 @@ typedef struct loader_counts {
    */
   uint64_t issued_backward;
   /**
-   * Items the accepted answers held, in both directions: what the loader made the host
-   * read.
+   * Items in the answers accepted for reads still outstanding, in both directions (current,
+   * stale and stalled answers alike): what the loader made the host read. A late answer,
+   * to a read already let go of (`late_answers`), is not counted here, though its
+   * acquisition is in `accepted`; a host that wants every item it loaded counts its own.
    */
   uint64_t items_read;
   /**
@@ -1085,8 +1110,11 @@ typedef struct loader_counts {
    */
   uint64_t resumed;
   /**
-   * Reads let go of: `loader_abandon`, `loader_fail` after a cancel hint, or
-   * `read_timeout_ms`.
+   * Reads the loader no longer needed that were let go of at no cost: a superseded read
+   * passed to `loader_abandon`, failed with `loader_fail` after its `cancel` hint, timed out
+   * by `read_timeout_ms`, or whose `issue` unwound. A read still needed that is abandoned
+   * (by `loader_abandon`, or because its `issue` unwound) is a failure instead, counted in
+   * `failed_own`, not here; its late answer is still stale (`late_answers`).
    */
   uint64_t abandoned;
   /**
@@ -1094,7 +1122,10 @@ typedef struct loader_counts {
    */
   uint64_t timed_out;
   /**
-   * Answers to reads already let go of: stale, their acquisitions released at once.
+   * Answers (`loader_settle`, `loader_settle_counted` or `loader_fail`) to reads already let
+   * go of, whether counted in `abandoned` or in `failed_own`: classified stale. A late
+   * settle's acquisition is accepted (`accepted`, `answered_stale`) and released at once;
+   * its items are not in `items_read`. A late `loader_fail` is in no other counter.
    */
   uint64_t late_answers;
   /**
@@ -1259,7 +1290,9 @@ enum loader_result loader_invalidate(loader_handle handle);
  * Positions are cursors, as the host returns them in `next_cursor`: each names the gap just
  * after some item, and an item "lies at" the cursor just after it (its key, with keyset
  * cursors). Name the source's start with an empty `from` (`from_len` 0; `from` may be NULL)
- * and the source's end with `to` NULL (`to_len` 0). A host that inserted, deleted or updated
+ * and the source's end with `to` NULL (`to_len` 0). Only NULL names the end: a non-NULL `to`
+ * with `to_len` 0 is the empty cursor, the source's START, like an empty `from`. A host that
+ * inserted, deleted or updated
  * one row names that row's cursor (its key) as both `from` and `to`; `from` empty and `to`
  * NULL is the whole source, and costs what `loader_invalidate` costs.
  *
@@ -1299,7 +1332,11 @@ enum loader_result loader_invalidate(loader_handle handle);
  * SELECT k, id, ... FROM items WHERE (k, id) > (:k0, :id0) AND (k, id) <= (:k1, :id1)
  *     ORDER BY k, id LIMIT :limit;
  * -- count = the rows returned; next_cursor = the last row's key, or (:k1, :id1) when
- * -- fewer than :limit rows came back; end_of_source = as for an unbounded read.
+ * -- fewer than :limit rows came back; end_of_source = true only when no row at all lies
+ * -- after the last row looked at: fewer than :limit rows came back AND the table has no
+ * -- row after (:k1, :id1) either. A read that stopped at (:k1, :id1) with rows after it
+ * -- sets false: a short page already says `until` was reached, and `end_of_source` would
+ * -- end the view there. False when unsure: it costs at most one more read.
  * ```
  *
  * # Safety
@@ -1399,9 +1436,13 @@ enum loader_result loader_fail(loader_handle handle,
  * Retries a recorded own failure now. The retry is a full read (`LOADER_KIND_FULL`) from the
  * anchor, the held page that holds the window's start: forward from that page's start cursor
  * to the window's end plus `prefetch_distance`, then backward over the prefetch before the
- * window (from the source's start, or a `loader_jump` cursor, only when nothing is held). A
- * failed repair or full read with no invalidation since resumes at the read that failed
- * instead, keeping what its earlier reads got (`loader_counts.resumed`).
+ * window (from the source's start, or a `loader_jump` cursor, only when nothing is held).
+ * When the failure was a repair's or a full read's (not a ranged repair's), the retry
+ * resumes at the read that failed instead, keeping the pages its earlier reads got
+ * (`loader_counts.resumed`), whether or not invalidations came since. If one did, those
+ * pages may predate it: the retry still resumes (every read that succeeded counts), and
+ * when it commits the loader invalidates once more, so a repair follows at once. A finite
+ * read's failure does not resume: its retry reads from the anchor as above.
  *
  * `*out_started` (if not NULL) says whether a read started; with nothing to retry now (no own
  * failure recorded, or an earlier full read still in flight) the call succeeds and starts

@@ -2,21 +2,31 @@
 # Included by the top-level Makefile, which defines OUT, WARN, TSAN_CC, TSAN_DIR, TSAN_RUN and
 # the pkgconfig-test and tsan-lib rules.
 #
-#   make c-example        both runs below; part of `make test`
+#   make c-example        the runs below; part of `make test`
 #   make c-example-asan   built as a user builds it, against the installed library
 #                         (pkgconfig-test installs into $(OUT)/prefix; pkg-config gives the
 #                         flags), and run under ASan+UBSan
 #   make c-example-tsan   built with clang through pkg-config against a prefix where the
 #                         ThreadSanitizer build of the library (tsan-lib) is installed, and
 #                         run under TSan
+#   make c-example-bounded  the example's reader, included by c-tests/sqlite_feed_bounded.c,
+#                         answers a bounded read that finds no row with `until` (no cursor
+#                         stall, no full read), under ASan+UBSan against the installed library
 #   FEED_ARGS             the example's options; a short run by default
 
 FEED_ARGS ?= --duration 3
 FEED_PKG_CONFIG := PKG_CONFIG_PATH=$(OUT)/prefix/lib/pkgconfig pkg-config
 
-.PHONY: c-example c-example-asan c-example-tsan
+.PHONY: c-example c-example-asan c-example-tsan c-example-bounded
 
-c-example: c-example-asan c-example-tsan
+c-example: c-example-asan c-example-bounded c-example-tsan
+
+c-example-bounded: pkgconfig-test | $(OUT)
+	$(CC) -std=c11 $(WARN) -g -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \
+	    -fno-sanitize-recover=all c-tests/sqlite_feed_bounded.c \
+	    $$($(FEED_PKG_CONFIG) --cflags --libs loader sqlite3) -Wl,-rpath,$(CURDIR)/$(OUT)/prefix/lib \
+	    -lpthread -o $(OUT)/sqlite_feed_bounded
+	$(OUT)/sqlite_feed_bounded
 
 c-example-asan: pkgconfig-test | $(OUT)
 	$(CC) -std=c11 $(WARN) -g -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \

@@ -78,10 +78,12 @@ py-demo: $(LIB)
 demo: py-demo
 
 # `make py-mypy`: mypy --strict over the package, whatever Python the examples directory
-# holds, and the typed test (acquisitions typed end to end through Loader[T]). mypy is
+# holds, and the typed tests (acquisitions typed end to end through Loader[T], items through
+# Feed[T] and aio.Feed[T]). mypy is
 # installed here rather than with the venv, so `make venv` needs only pytest; the library
 # is not needed (mypy only reads the sources).
 PY_MYPY_PATHS := $(PY_PKG_DIR)/libloader $(PY_PKG_DIR)/tests/test_typed_acquisitions.py \
+	$(PY_PKG_DIR)/tests/test_typed_feeds.py \
 	$(if $(shell find examples -name '*.py' 2>/dev/null),examples)
 
 .PHONY: py-mypy

@@ -25,7 +25,12 @@
 //   false means the call itself was refused and changed nothing (a refused settle accepted
 //   nothing; the host still owns the acquisition). A callback's exception wins over the
 //   call's own error. A thread that ends inside a callback (pthread_exit's forced unwind) is
-//   let through, as the C ABI allows. Destructors and `reset()` cannot throw: they drop what
+//   let through, as the C ABI allows. An `issue` that throws has not taken its read: the
+//   trampoline lets the read go at once (loader_abandon), before the exception is rethrown,
+//   so nothing stays outstanding. For a read still needed that is an own failure, which the
+//   usual retry rules recover (the backoff retry through `tick`, `retry`, a window move); an
+//   answer the host gives it later anyway is classified LOADER_ANSWER_STALE and its
+//   acquisition released at once. Destructors and `reset()` cannot throw: they drop what
 //   the release and cancel callbacks they caused threw; `close()` and `release()` rethrow it.
 //
 // Threads. The library's rules hold for every member function and callback: include/loader.h,
@@ -146,6 +151,7 @@ inline loader_config default_config() {
 // changes (`Config cfg; cfg.page_size = 20;`, or `{.page_size = 20}` under C++20).
 struct Config {
     std::optional<std::uint32_t> page_size{};
+    // Items kept loaded on each side of the window, past its end and before its start.
     std::optional<std::uint64_t> prefetch_distance{};
     std::optional<std::uint64_t> drop_margin{};
     std::optional<std::uint64_t> backoff_initial_ms{};
@@ -164,7 +170,8 @@ struct Config {
     std::optional<std::string> initial_cursor{};
     std::optional<std::uint64_t> initial_position{};
     // Whether a repair an invalidation overtook runs to its end and commits (the default), or
-    // is settled stale and replaced; needs `recheck_full` (loader_config in loader.h).
+    // is settled stale and replaced. Takes effect only with `recheck_full` on; with it off,
+    // ignored (not an error; loader_config in loader.h).
     std::optional<bool> commit_overtaken{};
 
     // The C settings: the defaults, with every field set here applied. The C config's
@@ -205,6 +212,9 @@ namespace detail {
 // pointer as userdata. Shared: a pinned view outliving its Loader still has releases to make.
 struct Host {
     Callbacks cb;
+    // The loader's handle, once loader_new returned it: a read whose `issue` threw is let go
+    // of through it.
+    loader_handle handle = 0;
 };
 
 // One owner's reference to a Host. Allocated with its owner, so that giving it up inside a
@@ -624,6 +634,7 @@ private:
         c.cancel = host->cb.cancel ? &on_cancel : nullptr;
         c.compare = host->cb.compare ? &on_compare : nullptr;
         check(loader_new(&config, &c, &handle_));
+        host->handle = handle_;
     }
 
     template <typename F>
@@ -662,7 +673,12 @@ private:
         run([&] { return loader_jump(handle_, cursor_len ? cursor : nullptr, cursor_len, position); });
     }
 
+    // An `issue` that throws lets its read go (loader_abandon, a nested call: its callbacks
+    // run after this one returns) so that it does not stay outstanding; the exception is
+    // stashed and rethrown by the outermost call as any callback's.
     static void on_issue(void *ud, const loader_read *r) {
+        auto *host = static_cast<detail::Host *>(ud);
+        bool returned = false;
         detail::trampoline([&] {
             Read read;
             read.read_id = r->read_id;
@@ -674,8 +690,11 @@ private:
             read.limit = r->limit;
             read.direction = r->direction;
             if (r->until != nullptr) read.until.emplace(reinterpret_cast<const char *>(r->until), r->until_len);
-            static_cast<detail::Host *>(ud)->cb.issue(read);
+            host->cb.issue(read);
+            returned = true;
         });
+        // Already answered inside `issue`, or the loader freed there: refused, and harmless.
+        if (!returned) (void)loader_abandon(host->handle, r->read_id, nullptr);
     }
     static void on_release(void *ud, loader_acquisition acquisition) {
         detail::trampoline([&] { static_cast<detail::Host *>(ud)->cb.release(acquisition); });

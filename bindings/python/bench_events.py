@@ -27,26 +27,42 @@ and invalidates every 20 steps; an event there is one load the feed ran and answ
 with loads on the caller's thread (:class:`QueueExecutor`: the feed's own cost) and on the
 default 4-thread pool (wall clock: thread hand-offs included).
 
+The Feed over SQLite (:func:`sqlite_feed`): a table of ``SQL_ROWS`` rows read with a 50-row
+keyset query, a window of ``SQL_MOVE`` pages moved down that far per step (a chain of
+``SQL_MOVE`` loads, then ``settled()``), beside a bare loop calling the same load function
+``SQL_MOVE`` times per step. The threaded Feed (its worker threads, and ``max_workers=0``:
+loads on the caller's thread) and :class:`libloader.aio.Feed` (beside a bare ``await`` loop)
+run side by side, and so does the floor any feed pays: a :class:`libloader.Loader` answered
+synchronously on the caller, with no feed. Each is a ratio to the bare loop timed just
+before it, in process CPU time (every thread's) and wall clock; the target is 1.5.
+
 Each repetition times every part once; figures are medians over the repetitions, and ratios
 are medians of per-repetition ratios. Times are this thread's CPU time
 (``time.thread_time_ns``), so time the scheduler gave to other processes on a shared machine
 is not counted; wall-clock rates are printed too.
 
     LIBLOADER_PATH=$PWD/target/release/libloader.so .venv/bin/python \\
-        bindings/python/bench_events.py [--quick | --run loader|bare|feed N]
+        bindings/python/bench_events.py [--quick] [--sqlite] [--run loader|bare|feed N]
+
+``--sqlite`` runs only the Feed-over-SQLite part.
 """
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import ctypes
+import os
+import sqlite3
 import statistics
 import sys
+import tempfile
+import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar
 
 import libloader
-from libloader import Answer, Direction, Kind, LoadResult, Read, _ffi
+from libloader import Answer, Direction, Kind, LoadResult, Read, _ffi, aio
 
 PAGE = 50
 PAGES = 100
@@ -389,6 +405,202 @@ def time_feed(scroll: FeedScroll, loads: int) -> Tuple[float, float]:
     return (time.thread_time_ns() - t) / n, (time.perf_counter_ns() - w) / n
 
 
+# ---- the Feed over a 50-row SQLite keyset query, beside a bare loop calling the same load ----
+
+SQL_ROWS = 100_000
+SQL_PAGE = 50
+SQL_MOVE = 20
+"""Pages per window move: each move is a chain of this many loads, then ``settled()``."""
+SQL_TARGET = 1.5
+"""The Feed may take at most this many times the bare loop's time."""
+
+Row = Tuple[int, int, str]
+
+
+class KeysetSource:
+    """A SQLite table ``items(k, id, payload)``, about three rows to a key, ordered by
+    ``(k, id)``; a cursor is the 16-byte big-endian ``(k, id)`` of the row just before it.
+    :meth:`load` is what every runner calls: a keyset query of up to 50 rows. Each thread
+    has its own connection."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.local = threading.local()
+        conn = sqlite3.connect(path)
+        conn.execute("CREATE TABLE items (k INTEGER NOT NULL, id INTEGER PRIMARY KEY, "
+                     "payload TEXT NOT NULL)")
+        conn.executemany("INSERT INTO items (k, id, payload) VALUES (?, ?, ?)",
+                         ((i // 3, i, f"event {i}") for i in range(SQL_ROWS)))
+        conn.execute("CREATE INDEX items_k_id ON items (k, id)")
+        conn.commit()
+        conn.close()
+
+    def conn(self) -> sqlite3.Connection:
+        conn: Optional[sqlite3.Connection] = getattr(self.local, "conn", None)
+        if conn is None:
+            # One page cache for every connection: a new worker thread's connection starts
+            # warm, as a long-lived application's would, instead of reading the table again.
+            conn = self.local.conn = sqlite3.connect(f"file:{self.path}?cache=shared",
+                                                     uri=True)
+        return conn
+
+    def load(self, cursor: bytes, limit: int, direction: Direction) -> LoadResult[Row]:
+        conn = self.conn()
+        if direction is Direction.BACKWARD:
+            k, i = int.from_bytes(cursor[:8], "big"), int.from_bytes(cursor[8:], "big")
+            got = conn.execute("SELECT k, id, payload FROM items WHERE (k, id) <= (?, ?) "
+                               "ORDER BY k DESC, id DESC LIMIT ?", (k, i, limit + 1)).fetchall()
+            rows = got[:limit][::-1]
+            start = len(got) <= limit
+            before = b"" if start else _key(got[limit])
+            return LoadResult(rows, before, start)
+        if cursor:
+            k, i = int.from_bytes(cursor[:8], "big"), int.from_bytes(cursor[8:], "big")
+            rows = conn.execute("SELECT k, id, payload FROM items WHERE (k, id) > (?, ?) "
+                                "ORDER BY k, id LIMIT ?", (k, i, limit)).fetchall()
+        else:
+            rows = conn.execute("SELECT k, id, payload FROM items ORDER BY k, id LIMIT ?",
+                                (limit,)).fetchall()
+        return LoadResult(rows, _key(rows[-1]) if rows else cursor, len(rows) < limit)
+
+    async def aload(self, cursor: bytes, limit: int, direction: Direction) -> LoadResult[Row]:
+        return self.load(cursor, limit, direction)
+
+
+def _key(row: Row) -> bytes:
+    return row[0].to_bytes(8, "big") + row[1].to_bytes(8, "big")
+
+
+Clocks = Tuple[float, float]
+"""(process CPU s, wall s)."""
+
+
+def _clocks() -> Clocks:
+    return time.process_time(), time.perf_counter()
+
+
+def _per_load(t0: Clocks, loads: int) -> Clocks:
+    cpu, wall = _clocks()
+    return (cpu - t0[0]) / loads, (wall - t0[1]) / loads
+
+
+def _sql_config() -> libloader.Config:
+    # drop_margin: the pages the window left behind are released, as a scroll would.
+    return libloader.Config(page_size=SQL_PAGE, prefetch_distance=0, drop_margin=1)
+
+
+def bare_loop(src: KeysetSource, moves: int) -> Clocks:
+    """The load called ``SQL_MOVE`` times per move, each from the last one's cursor."""
+    cursor, loads, t0 = b"", 0, _clocks()
+    for _ in range(moves):
+        for _ in range(SQL_MOVE):
+            cursor = src.load(cursor, SQL_PAGE, Direction.FORWARD).next_cursor
+            loads += 1
+    return _per_load(t0, loads)
+
+
+def feed_moves(src: KeysetSource, moves: int, **kw: Any) -> Clocks:
+    """A threaded Feed: the window moved ``SQL_MOVE`` pages down per move, then settled."""
+    feed: libloader.Feed[Row] = libloader.Feed(src.load, config=_sql_config(), **kw)
+    t0 = _clocks()
+    for m in range(moves):
+        feed.set_window(m * SQL_MOVE * SQL_PAGE, SQL_MOVE * SQL_PAGE)
+        assert feed.settled(60), "the feed did not settle"
+    per = _per_load(t0, feed.stats().issued_finite)
+    assert feed.items()[-1][1] == moves * SQL_MOVE * SQL_PAGE - 1
+    feed.close()
+    return per
+
+
+def loader_moves(src: KeysetSource, moves: int) -> Clocks:
+    """The floor: a :class:`libloader.Loader` whose reads the caller answers at once, with
+    no feed (the library's and the bindings' own cost)."""
+    pending: List[Read] = []
+    loader: libloader.Loader[LoadResult[Row]] = libloader.Loader(
+        pending.append, lambda result: None, config=_sql_config())
+    t0 = _clocks()
+    for m in range(moves):
+        loader.set_window(m * SQL_MOVE * SQL_PAGE, SQL_MOVE * SQL_PAGE)
+        while pending:
+            read = pending.pop()
+            result = src.load(read.cursor, read.limit, read.direction)
+            loader.settle(read, result, count=len(result.items),
+                          next_cursor=result.next_cursor, end_of_source=result.end_of_source)
+    per = _per_load(t0, loader.stats().issued_finite)
+    loader.close()
+    return per
+
+
+async def bare_await_loop(src: KeysetSource, moves: int) -> Clocks:
+    cursor, loads, t0 = b"", 0, _clocks()
+    for _ in range(moves):
+        for _ in range(SQL_MOVE):
+            cursor = (await src.aload(cursor, SQL_PAGE, Direction.FORWARD)).next_cursor
+            loads += 1
+    return _per_load(t0, loads)
+
+
+async def aio_moves(src: KeysetSource, moves: int) -> Clocks:
+    feed: aio.Feed[Row] = aio.Feed(src.aload, config=_sql_config())
+    t0 = _clocks()
+    for m in range(moves):
+        feed.set_window(m * SQL_MOVE * SQL_PAGE, SQL_MOVE * SQL_PAGE)
+        assert await feed.settled(60), "the feed did not settle"
+    per = _per_load(t0, feed.stats().issued_finite)
+    await feed.close()
+    return per
+
+
+SQL_RUNNERS = ("threaded Feed (worker threads)", "threaded Feed, max_workers=0 (caller)",
+               "aio.Feed", "floor: Loader answered on the caller")
+
+
+def sqlite_feed(quick: bool) -> Dict[str, Dict[str, float]]:
+    """Times every runner beside its bare loop, ``REPS`` times; prints the table and returns
+    {runner: {"cpu": ratio, "wall": ratio, "us": CPU us/load}}."""
+    moves = 10 if quick else 50
+    with tempfile.TemporaryDirectory() as tmp:
+        src = KeysetSource(os.path.join(tmp, "items.db"))
+        samples: Dict[str, List[Tuple[Clocks, Clocks]]] = {name: [] for name in SQL_RUNNERS}
+        bare: List[Clocks] = []
+        # A warm-up of each (connections opened, pages of the table cached).
+        bare_loop(src, 2)
+        feed_moves(src, 2)
+        asyncio.run(aio_moves(src, 2))
+        for _ in range(REPS):
+            b = bare_loop(src, moves)
+            samples[SQL_RUNNERS[0]].append((feed_moves(src, moves), b))
+            b = bare_loop(src, moves)
+            samples[SQL_RUNNERS[1]].append((feed_moves(src, moves, max_workers=0), b))
+            ab = asyncio.run(bare_await_loop(src, moves))
+            samples[SQL_RUNNERS[2]].append((asyncio.run(aio_moves(src, moves)), ab))
+            b = bare_loop(src, moves)
+            samples[SQL_RUNNERS[3]].append((loader_moves(src, moves), b))
+            bare.append(b)
+    print(f"\n== the Feed over a {SQL_PAGE}-row SQLite keyset query ({SQL_ROWS} rows), beside a "
+          f"bare loop calling the same load ==")
+    print(f"{moves} window moves of {SQL_MOVE} pages (a chain of {SQL_MOVE} loads, then "
+          f"settled()) per repetition; median of {REPS} repetitions; ratios to the bare loop "
+          "timed just before, per repetition")
+    bare_cpu = statistics.median(b[0] for b in bare)
+    print(f"{'bare loop: load(cursor, 50, FORWARD)':<44} {bare_cpu * 1e6:>8.1f} us/load "
+          "(process CPU)")
+    results: Dict[str, Dict[str, float]] = {}
+    for name in SQL_RUNNERS:
+        runs = samples[name]
+        cpu = statistics.median(f[0] / b[0] for f, b in runs)
+        wall = statistics.median(f[1] / b[1] for f, b in runs)
+        us = statistics.median(f[0] for f, _ in runs) * 1e6
+        results[name] = {"cpu": cpu, "wall": wall, "us": us}
+        print(f"{name:<44} {us:>8.1f} us/load  {cpu:>5.2f} x CPU  {wall:>5.2f} x wall")
+    for name in SQL_RUNNERS[:3]:
+        r = results[name]
+        verdict = "met" if r["cpu"] <= SQL_TARGET else "MISSED"
+        print(f"target: {name} <= {SQL_TARGET} x the bare loop: {verdict} ({r['cpu']:.2f} x CPU, "
+              f"{r['wall']:.2f} x wall)")
+    return results
+
+
 H = TypeVar("H", bound=Host)
 
 
@@ -431,6 +643,9 @@ def main() -> int:
             return 2
         return run_only(args[1], int(args[2]))
     quick = "--quick" in args
+    if "--sqlite" in args:
+        sqlite_feed(quick)
+        return 0
     events = 5_000 if quick else 100_000
     floor_calls = 20_000 if quick else 400_000
     h = warmed(LoaderHost(), events)
@@ -508,6 +723,7 @@ def main() -> int:
     bare.close()
     inline.feed.close()
     pooled.feed.close()
+    sqlite_feed(quick)
     return 0
 
 

@@ -19,6 +19,15 @@
 //! still queued back to their loaders ([`Instance::strand`]); the next call into each loader,
 //! from any thread, delivers them first. No lock is held while a callback runs, so none is left
 //! locked.
+//!
+//! # An `issue` that does not return
+//!
+//! A read whose `issue` callback unwound (threw, panicked, ended its thread) may never have
+//! reached the host, and nothing would ever answer it: it would stay outstanding, and the
+//! loader would never be quiescent again. So the unwind lets it go on its way out, as
+//! `loader_abandon` would ([`LetGoOnUnwind`]): a read still needed becomes an own failure,
+//! which the usual retry rules recover; a late answer is stale. The effects of letting it go
+//! join the thread's queue, and are stranded with the rest.
 
 use super::instance::{lookup, Instance};
 use super::panic::boundary;
@@ -145,9 +154,41 @@ pub(crate) fn withdraw(inst: &Arc<Instance>) -> Vec<Effect> {
     mine
 }
 
+/// Lets go of read `read_id` when dropped, unless forgotten: armed around an `issue` callback,
+/// it runs only when the callback unwinds (a C++ exception, a Rust panic, a thread that ends).
+/// Not a `catch_unwind`: the unwind is not stopped, and a thread's forced unwind may pass.
+struct LetGoOnUnwind<'a> {
+    inst: &'a Arc<Instance>,
+    read_id: u64,
+}
+
+impl Drop for LetGoOnUnwind<'_> {
+    fn drop(&mut self) {
+        let (inst, read_id) = (self.inst, self.read_id);
+        boundary((), || {
+            if inst.is_freed() {
+                return; // freed from inside the callback: closing let every read go
+            }
+            let mut effects = Vec::new();
+            // Already answered (the callback settled it, then threw): an error, and nothing
+            // changes. A loader that panics now is poisoned, and delivers nothing.
+            let r = inst.call(&mut effects, |l, _| l.abandon(read_id));
+            if matches!(r, Err(loader_result::Panic | loader_result::Poisoned)) {
+                return;
+            }
+            // Behind what is queued: the delivery loop's guard strands them all, in order.
+            QUEUE.with(|q| {
+                q.borrow_mut()
+                    .extend(effects.into_iter().map(|e| (Arc::clone(inst), e)))
+            });
+        });
+    }
+}
+
 /// Runs the host's callback for one effect. No Rust code here can panic: it copies fields and
-/// calls the host. `issue` and `changed` are skipped once the loader is freed.
-pub(crate) fn run(inst: &Instance, effect: Effect) {
+/// calls the host. `issue` and `changed` are skipped once the loader is freed. A read whose
+/// `issue` unwinds is let go of ([`LetGoOnUnwind`]).
+pub(crate) fn run(inst: &Arc<Instance>, effect: Effect) {
     let cb = inst.callbacks();
     let freed = inst.is_freed();
     match effect {
@@ -170,9 +211,14 @@ pub(crate) fn run(inst: &Instance, effect: Effect) {
                 until_len: read.until.as_ref().map_or(0, |u| u.len()),
             };
             if let Some(issue) = cb.issue {
+                let armed = LetGoOnUnwind {
+                    inst,
+                    read_id: read.read_id,
+                };
                 // SAFETY: `issue` is the host's function for this signature; `r` and the
                 // cursor and `until` bytes it points to live until the call returns.
                 unsafe { issue(cb.userdata, &r) };
+                std::mem::forget(armed);
             }
         }
         Effect::Release { acquisition } => {

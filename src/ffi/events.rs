@@ -1,7 +1,8 @@
 //! What the host tells a loader: the source changed, a read's answer, a retry, a window move,
 //! the time. Each runs its loader call inside the panic boundary and then delivers the
 //! callbacks it produced, outside it, on the calling thread (see `delivery.rs`); so each is
-//! `extern "C-unwind"`, and a callback that ends its thread or throws unwinds out of it.
+//! `extern "C-unwind"`, and a callback that ends its thread or throws unwinds out of it (a read
+//! whose `issue` unwound is let go of on the way: see `delivery.rs`).
 
 use super::delivery::event;
 use super::instance::{loader_handle, lookup};
@@ -22,7 +23,9 @@ pub extern "C-unwind" fn loader_invalidate(handle: loader_handle) -> loader_resu
 /// Positions are cursors, as the host returns them in `next_cursor`: each names the gap just
 /// after some item, and an item "lies at" the cursor just after it (its key, with keyset
 /// cursors). Name the source's start with an empty `from` (`from_len` 0; `from` may be NULL)
-/// and the source's end with `to` NULL (`to_len` 0). A host that inserted, deleted or updated
+/// and the source's end with `to` NULL (`to_len` 0). Only NULL names the end: a non-NULL `to`
+/// with `to_len` 0 is the empty cursor, the source's START, like an empty `from`. A host that
+/// inserted, deleted or updated
 /// one row names that row's cursor (its key) as both `from` and `to`; `from` empty and `to`
 /// NULL is the whole source, and costs what `loader_invalidate` costs.
 ///
@@ -62,7 +65,11 @@ pub extern "C-unwind" fn loader_invalidate(handle: loader_handle) -> loader_resu
 /// SELECT k, id, ... FROM items WHERE (k, id) > (:k0, :id0) AND (k, id) <= (:k1, :id1)
 ///     ORDER BY k, id LIMIT :limit;
 /// -- count = the rows returned; next_cursor = the last row's key, or (:k1, :id1) when
-/// -- fewer than :limit rows came back; end_of_source = as for an unbounded read.
+/// -- fewer than :limit rows came back; end_of_source = true only when no row at all lies
+/// -- after the last row looked at: fewer than :limit rows came back AND the table has no
+/// -- row after (:k1, :id1) either. A read that stopped at (:k1, :id1) with rows after it
+/// -- sets false: a short page already says `until` was reached, and `end_of_source` would
+/// -- end the view there. False when unsure: it costs at most one more read.
 /// ```
 ///
 /// # Safety
@@ -273,9 +280,13 @@ pub unsafe extern "C-unwind" fn loader_fail(
 /// Retries a recorded own failure now. The retry is a full read (`LOADER_KIND_FULL`) from the
 /// anchor, the held page that holds the window's start: forward from that page's start cursor
 /// to the window's end plus `prefetch_distance`, then backward over the prefetch before the
-/// window (from the source's start, or a `loader_jump` cursor, only when nothing is held). A
-/// failed repair or full read with no invalidation since resumes at the read that failed
-/// instead, keeping what its earlier reads got (`loader_counts.resumed`).
+/// window (from the source's start, or a `loader_jump` cursor, only when nothing is held).
+/// When the failure was a repair's or a full read's (not a ranged repair's), the retry
+/// resumes at the read that failed instead, keeping the pages its earlier reads got
+/// (`loader_counts.resumed`), whether or not invalidations came since. If one did, those
+/// pages may predate it: the retry still resumes (every read that succeeded counts), and
+/// when it commits the loader invalidates once more, so a repair follows at once. A finite
+/// read's failure does not resume: its retry reads from the anchor as above.
 ///
 /// `*out_started` (if not NULL) says whether a read started; with nothing to retry now (no own
 /// failure recorded, or an earlier full read still in flight) the call succeeds and starts

@@ -16,7 +16,8 @@
 //! - `sized`: the structs that may grow, read and written by their `struct_size`;
 //! - `result`, `types`: the C types;
 //! - `lifecycle`, `events`, `introspection`, `view`: the exported functions, by what they do;
-//! - `testing`: the test ABI, only with the `testing` cargo feature.
+//! - `testing`: the test ABI, only with the `testing` cargo feature;
+//! - `unwinding_issue`: tests of an `issue` callback that unwinds, through the C ABI.
 
 // The C boundary is the one place `unsafe` is allowed (see Cargo.toml's [lints]).
 #![allow(unsafe_code)]
@@ -43,6 +44,9 @@ mod view;
 
 #[cfg(feature = "testing")]
 mod testing;
+
+#[cfg(test)]
+mod unwinding_issue;
 
 pub use events::*;
 pub use instance::loader_handle;

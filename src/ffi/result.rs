@@ -31,7 +31,9 @@ pub enum loader_result {
     NullCursor = 7,
     /// A cursor is longer than `LOADER_MAX_CURSOR_LEN`.
     CursorTooLong = 8,
-    /// `start + len` of a window overflows 64 bits.
+    /// A window's end overflows: `start + len` past 64 bits (`loader_set_window`), or a jump's
+    /// `position` over `LOADER_MAX_POSITION` or `position` plus the window's length past 64
+    /// bits (`loader_jump`, a config's `initial_position`).
     WindowOverflow = 9,
     /// The output array is too small; `*out_len` holds the length needed.
     BufferTooSmall = 10,
@@ -114,7 +116,9 @@ impl loader_result {
             loader_result::CountOverLimit => b"count exceeds the read's limit\0",
             loader_result::NullCursor => b"the cursor is NULL but its length is not 0\0",
             loader_result::CursorTooLong => b"the cursor is longer than LOADER_MAX_CURSOR_LEN\0",
-            loader_result::WindowOverflow => b"window start plus length overflows\0",
+            loader_result::WindowOverflow => {
+                b"the window's end overflows, or a jump position is over LOADER_MAX_POSITION\0"
+            }
             loader_result::BufferTooSmall => {
                 b"the output array is too small; *out_len holds the length needed\0"
             }

@@ -258,8 +258,11 @@ pub struct loader_config {
     pub struct_size: u32,
     /// Items per read. Default 50; 1..=`LOADER_MAX_PAGE_SIZE`.
     pub page_size: u32,
-    /// Items to keep loaded on each side of the window: past its end, and before its start.
-    /// Default 50.
+    /// Items to keep loaded on EACH side of the window: the view reaches for
+    /// `[window_start - prefetch_distance, window_end + prefetch_distance)` (from 0 when the
+    /// window starts closer to it), reading forward past the window's end and backward before
+    /// its start (a window moved back, a jump, pages `max_pages` released). Default 50; 0 loads
+    /// only the window.
     pub prefetch_distance: u64,
     /// Pages wholly more than this many items before the window start are released; 0 (the
     /// default) never drops.
@@ -272,17 +275,21 @@ pub struct loader_config {
     pub backoff_multiplier: f64,
     /// Automatic retries in a row before waiting for an explicit one: any successful answer
     /// (a page, or one step of a repair or retry) starts the count again, so failures spread
-    /// over a long scroll never spend it. Default 5; 0 disables them. Once they are spent, an own failure arms no
-    /// deadline and waits for `loader_retry` or a window move: see `loader_next_deadline`.
+    /// over a long scroll never spend it. Default 5; 0 disables them. Once they are spent, an
+    /// own failure arms no deadline and waits for `loader_retry` or a window move: see
+    /// `loader_next_deadline`.
     pub max_auto_retries: u32,
     /// Seeds the backoff jitter. Default 0.
     pub jitter_seed: u64,
     /// Non-zero (the default): repair an invalidation that overtook a full read. Zero restores
-    /// the model's exact `unifiedMin`, which loses it.
+    /// the model's exact `unifiedMin`, which loses it; `commit_overtaken` then has no effect.
     pub recheck_full: u8,
     /// Non-zero (the default): a repair an invalidation overtook runs to its end and commits,
     /// and a new repair starts at once, so the view keeps refreshing under any rate of
-    /// changes. Zero settles it stale and starts a replacement. Needs `recheck_full`.
+    /// changes. Zero settles it stale and starts a replacement. Takes effect only with
+    /// `recheck_full` non-zero: with `recheck_full` zero it is ignored, whatever its value (it
+    /// is not an error, so the default need not be changed to turn `recheck_full` off), and
+    /// an overtaken repair is settled stale, as the model's `unifiedMin` says.
     pub commit_overtaken: u8,
     /// The most pages the view holds, on both sides of the window. Over it, the pages
     /// farthest from the window are released first (before or after it); pages overlapping
@@ -429,6 +436,17 @@ pub type loader_acquisition = usize;
 
 /// Called to start a read. The host answers it later, exactly once, from any thread, with
 /// `loader_settle` or `loader_fail`. The read is valid only during the call: copy its cursor.
+///
+/// If `issue` does not return normally (a C++ exception or a Rust panic unwinds out of it, or
+/// it ends its thread), the loader lets the read go on the unwind's way out, as
+/// `loader_abandon` would: for a read still needed that is an own failure (`failed_own`),
+/// which the usual retry rules recover (the backoff retry through `loader_tick`,
+/// `loader_retry`, a window move), so nothing stays outstanding. An answer the host gives it
+/// later anyway is accepted as `LOADER_ANSWER_STALE` and its acquisition released at once
+/// (`late_answers`). The unwind continues to the caller; the callbacks still queued on that
+/// thread, the failure's `changed` among them, are delivered by the next call into the
+/// loader. A host that cannot take a read without unwinding may instead call `loader_fail`
+/// (or `loader_abandon`) on it from inside `issue`, and return.
 pub type loader_issue_fn =
     Option<unsafe extern "C-unwind" fn(userdata: *mut c_void, read: *const loader_read)>;
 /// Called exactly once for every acquisition the loader accepted (a `loader_settle` that
@@ -634,8 +652,10 @@ pub struct loader_counts {
     pub cancels: u64,
     /// Reads issued with `LOADER_DIRECTION_BACKWARD` (also counted by kind above).
     pub issued_backward: u64,
-    /// Items the accepted answers held, in both directions: what the loader made the host
-    /// read.
+    /// Items in the answers accepted for reads still outstanding, in both directions (current,
+    /// stale and stalled answers alike): what the loader made the host read. A late answer,
+    /// to a read already let go of (`late_answers`), is not counted here, though its
+    /// acquisition is in `accepted`; a host that wants every item it loaded counts its own.
     pub items_read: u64,
     /// Times the view's positions were renumbered, and the window moved with them (see
     /// `loader_page.start`).
@@ -645,12 +665,18 @@ pub struct loader_counts {
     /// Retries that resumed a failed repair or full read at its failed read, keeping the
     /// reads that succeeded at the same epoch.
     pub resumed: u64,
-    /// Reads let go of: `loader_abandon`, `loader_fail` after a cancel hint, or
-    /// `read_timeout_ms`.
+    /// Reads the loader no longer needed that were let go of at no cost: a superseded read
+    /// passed to `loader_abandon`, failed with `loader_fail` after its `cancel` hint, timed out
+    /// by `read_timeout_ms`, or whose `issue` unwound. A read still needed that is abandoned
+    /// (by `loader_abandon`, or because its `issue` unwound) is a failure instead, counted in
+    /// `failed_own`, not here; its late answer is still stale (`late_answers`).
     pub abandoned: u64,
     /// Of those, the ones `read_timeout_ms` let go of.
     pub timed_out: u64,
-    /// Answers to reads already let go of: stale, their acquisitions released at once.
+    /// Answers (`loader_settle`, `loader_settle_counted` or `loader_fail`) to reads already let
+    /// go of, whether counted in `abandoned` or in `failed_own`: classified stale. A late
+    /// settle's acquisition is accepted (`accepted`, `answered_stale`) and released at once;
+    /// its items are not in `items_read`. A late `loader_fail` is in no other counter.
     pub late_answers: u64,
     /// Calls to `loader_invalidate_range` that succeeded.
     pub ranged_invalidations: u64,

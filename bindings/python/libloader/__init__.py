@@ -45,7 +45,7 @@ from .errors import (
     WindowOverflowError,
 )
 from .invariants import violations
-from .feed import Feed, FeedPage, FeedSnapshot, LoadResult
+from .feed import Feed, FeedPage, FeedProblem, FeedSnapshot, FeedStalledError, LoadResult
 from .loader import CallbackContext, Loader, callback_context, result_message, version
 from .types import Config, Counts, Page, Read, RequestInfo, Snapshot, View
 from . import aio
@@ -66,5 +66,6 @@ __all__ = [
     "TooManyHandlesError", "UnknownFieldError", "UnknownReadError", "WindowOverflowError",
     "violations", "CallbackContext", "callback_context", "Loader", "result_message", "version",
     "Config", "Counts", "Page", "Read", "RequestInfo", "Snapshot", "View",
-    "Direction", "Feed", "FeedPage", "FeedSnapshot", "LoadResult", "aio",
+    "Direction", "Feed", "FeedPage", "FeedProblem", "FeedSnapshot", "FeedStalledError",
+    "LoadResult", "aio",
 ]

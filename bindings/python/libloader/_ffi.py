@@ -382,3 +382,8 @@ def bytes_at(address: int, length: int) -> bytes:
 def array(struct: type, n: int) -> Sequence[Any]:
     """A zeroed C array of ``n`` structs."""
     return (struct * max(n, 0))()  # type: ignore[no-any-return, operator]
+
+
+def read_id_at(address: int) -> int:
+    """The ``read_id`` of the ``loader_read`` at ``address`` (its first field)."""
+    return int(ctypes.c_uint64.from_address(address + loader_read.read_id.offset).value)

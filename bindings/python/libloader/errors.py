@@ -83,7 +83,9 @@ class CursorTooLongError(UsageError):
 
 
 class WindowOverflowError(UsageError):
-    """``start + length`` of a window overflows 64 bits."""
+    """A window's end overflows: ``start + length`` past 64 bits (``set_window``), or a
+    jump's ``position`` over ``MAX_POSITION`` or ``position`` plus the window's length past
+    64 bits (``jump``, ``Config.initial_position``)."""
 
 
 class BufferTooSmallError(UsageError):

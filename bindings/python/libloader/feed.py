@@ -4,9 +4,9 @@ A host of the low-level :class:`~libloader.Loader` writes the same plumbing ever
 a load for each read the loader issues, answer it exactly once (``settle`` with the page, or
 ``fail`` with the exception), answer a superseded read cheaply and abort its load, and call
 ``tick`` when the backoff timer is due. A :class:`Feed` does all of it. The user gives
-``load(cursor, limit, direction)`` returning a :class:`LoadResult`; the feed runs loads on an
-executor (a small thread pool by default), and the user moves the window, jumps, invalidates,
-reads :meth:`Feed.items` and waits with :meth:`Feed.settled`.
+``load(cursor, limit, direction)`` returning a :class:`LoadResult`; the feed runs loads on
+its worker threads (or on the caller's thread: ``max_workers=0``), and the user moves the
+window, jumps, invalidates, reads :meth:`Feed.items` and waits with :meth:`Feed.settled`.
 
 What a load returns, by direction (:class:`~libloader.Direction`; cursors are positions
 *between* items, ``b""`` the source's start):
@@ -22,30 +22,60 @@ What a load returns, by direction (:class:`~libloader.Direction`; cursors are po
   :meth:`~_FeedCore.invalidate_range`. Return the items after ``cursor`` and at or before
   ``until`` (keyset: ``cursor < key <= until``), at most ``limit``; fewer than ``limit``
   means ``until`` or the source's end was reached (a load that filters rows keeps scanning
-  until it has ``limit`` or reaches ``until``). ``next_cursor`` as for any forward load.
+  until it has ``limit`` or reaches ``until``). ``next_cursor`` as for any forward load:
+  ``until`` itself when no row was left up to it.
 
 The feed passes ``until=`` (``None`` for an unbounded read) only to a load function that
 accepts it (a parameter named ``until``, or ``**kwargs``), seen once from its signature:
 ``def load(cursor, limit, direction, until=None)``. Ranged invalidation needs such a load
 and a ``compare(a, b)`` that orders two non-empty cursors as the source does.
 
+What goes wrong, and how the feed says so:
+
+* A load that raises fails its read, and the loader's backoff retries it (I/O fails now and
+  then). Except a ``TypeError``: that is a bug in the load, not I/O.
+* A load whose result is not a :class:`LoadResult`, or has more than ``limit`` items (a
+  ``list``, ``None``, a coroutine from an ``async def`` given to the threaded feed), or that
+  raised ``TypeError`` (a :class:`LoadResult` refuses fields of the wrong type), is a bug in
+  the load: the read is failed at once and *not* retried, the ``TypeError`` (naming the load
+  function) is logged to the ``libloader.feed`` logger, and :meth:`Feed.settled` raises it.
+  :meth:`~_FeedCore.retry`, or a window move, tries again.
+* A load that answers with the cursor it was given (a stalled cursor) and the automatic
+  retries the loader spent are surfaced as a :class:`FeedProblem`: :meth:`Feed.settled`
+  raises :class:`FeedStalledError` carrying it, :attr:`FeedSnapshot.problem` (and so
+  :meth:`Feed.changes`) shows it, and :attr:`_FeedCore.problem` reads it. Its message is a
+  sentence saying what happened and what to do.
+
+Threads and closing: the threaded feed's worker threads and timer thread are daemons, so a
+load that never returns keeps neither :meth:`Feed.close` past its timeout nor the interpreter
+from exiting, and Ctrl-C ends a program with one press (leaving ``with`` on an exception
+waits for no load). A feed that is never closed warns (``ResourceWarning``) when it is
+collected, and releases its pages and stops its threads then.
+
 :mod:`libloader.aio` has the same feed for asyncio; both share :class:`_FeedCore`, which owns
-the reads, the answers and the gate that ``close`` shuts. The low-level loader is unchanged.
+the reads, the answers, the problems and the gate that ``close`` shuts. The low-level loader
+is unchanged.
 """
 
 from __future__ import annotations
 
+import collections.abc
 import concurrent.futures
+import dataclasses
 import functools
 import inspect
 import logging
+import numbers
 import threading
 import time
+import warnings
+import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import (Any, Callable, Dict, Generic, Iterator, List, Optional, Sequence, Set,
                     TypeVar)
 
+from . import _workers
 from .enums import Answer, Direction, Failure
 from .loader import Loader
 from .types import Config, Counts, Read, Snapshot
@@ -55,21 +85,34 @@ T = TypeVar("T")
 _log = logging.getLogger("libloader.feed")
 
 _RUNNING = object()
-"""``Feed._armed`` while the timer thread is not waiting (it is about to look at the
-deadline); otherwise ``_armed`` is the deadline it waits for, or None for none."""
+"""``_Timer.armed`` while the timer thread is not waiting (it is about to look at the
+deadline); otherwise ``armed`` is the deadline it waits for, or None for none."""
 
 _TIMER_HORIZON_S = 1.0
 """The longest the threaded feed's timer waits before it looks at the loader's deadline
 again: a deadline that no failure announced is served at most this late."""
 
+_SETTLE_POLL_S = 0.05
+"""The longest :meth:`Feed.settled` waits before it looks at the state again: every answer
+that may settle the feed wakes it; this covers one that changed nothing the feed sees."""
+
 _FAIL_CODE = 1
 """The code ``fail`` gets for a failed load; the loader does not interpret it."""
+
+_BAD_RESULT_CODE = 2
+"""The code ``fail`` gets for a load whose result (or TypeError) shows a bug in the load."""
 
 
 @dataclass(frozen=True, eq=False)
 class LoadResult(Generic[T]):
     """What a load function returns: one page of the source. Compared by identity: each one
-    is a separate acquisition, handed to ``on_release`` exactly once."""
+    is a separate acquisition, handed to ``on_release`` exactly once.
+
+    The fields' types are checked when it is made: ``items`` a sized sequence (a list, a
+    tuple, a range; not a str, bytes or a generator), ``next_cursor`` bytes-like (bytes,
+    bytearray, memoryview; not a str), ``end_of_source`` a bool (not ``"no"`` or 0). A
+    wrong one raises TypeError naming the field; raised inside a load, it is reported as a
+    bug in the load (see :mod:`libloader.feed`)."""
 
     items: Sequence[T]
     """At most ``limit`` items, in source order: right after the cursor for a forward load,
@@ -80,6 +123,49 @@ class LoadResult(Generic[T]):
     end_of_source: bool = False
     """Forward: no item follows these. Backward: no item precedes them (the source's
     start)."""
+
+    def __post_init__(self) -> None:
+        items: object = self.items
+        cursor: object = self.next_cursor
+        end: object = self.end_of_source
+        if type(items) is not list and type(items) is not tuple:
+            if isinstance(items, (str, bytes, bytearray)) or not (
+                    hasattr(items, "__len__") and hasattr(items, "__iter__")):
+                raise TypeError(f"LoadResult.items must be a sized sequence of items (a list, "
+                                f"a tuple, a range), not {type(items).__name__}")
+        if type(cursor) is not bytes and not isinstance(cursor, (bytes, bytearray, memoryview)):
+            hint = " (encode it: cursors are bytes)" if isinstance(cursor, str) else ""
+            raise TypeError(f"LoadResult.next_cursor must be bytes, bytearray or memoryview, "
+                            f"not {type(cursor).__name__}{hint}")
+        if end is not True and end is not False:
+            raise TypeError(f"LoadResult.end_of_source must be a bool, not "
+                            f"{type(end).__name__} ({end!r})")
+
+
+@dataclass(frozen=True)
+class FeedProblem:
+    """Why a feed cannot settle until its user acts."""
+
+    reason: str
+    """``"bad_load_result"``: a load returned something that is not a valid
+    :class:`LoadResult`, or raised TypeError (the feed does not retry it);
+    ``"cursor_stalled"``: a load answered with the cursor it was given, so the feed cannot
+    move past it; ``"retries_spent"``: loads kept failing and the automatic retries
+    (``Config.max_auto_retries``) are spent."""
+    message: str
+    """A sentence saying what happened and what to do about it."""
+    error: Optional[BaseException] = None
+    """The exception behind it: the TypeError of a bad result, or the last error a load
+    raised; None for a stalled cursor."""
+
+
+class FeedStalledError(RuntimeError):
+    """Raised by ``settled()`` when the feed cannot settle on its own: a stalled cursor, or
+    the automatic retries spent. :attr:`problem` says which; the message says what to do."""
+
+    def __init__(self, problem: FeedProblem) -> None:
+        super().__init__(problem.message)
+        self.problem = problem
 
 
 @dataclass(frozen=True)
@@ -112,6 +198,9 @@ class FeedSnapshot(Generic[T]):
     needed."""
     settled: bool
     """Quiescent: no read outstanding, not revalidating, no failure."""
+    problem: Optional[FeedProblem] = None
+    """Why the feed cannot settle until its user acts (a bad load result, a stalled cursor,
+    the automatic retries spent), or None."""
 
 
 class _Acquisition:
@@ -135,30 +224,119 @@ class _Slot:
         self.job: Any = None
 
 
-def _check(read: Read, result: Any) -> Optional[BaseException]:
-    """Why ``result`` cannot answer ``read``, or None."""
-    if not isinstance(result, LoadResult):
-        return TypeError(f"load returned {type(result).__name__}, not a LoadResult")
+class _Timer:
+    """What the threaded feed and its timer thread share, under the feed's lock: the timer
+    waits holding this and the lock, never the feed, so the feed can be collected (and
+    finalized on any thread) meanwhile."""
+
+    __slots__ = ("armed", "wake", "closing", "t0")
+
+    def __init__(self, t0: float) -> None:
+        self.armed: object = _RUNNING
+        self.wake = False
+        self.closing = False
+        self.t0 = t0
+
+
+class _Inside(threading.local):
+    """Per thread: how deep in the feed's own calls, and whether inside a load."""
+
+    depth = 0
+    load = 0
+
+
+def _name_of(fn: Any) -> str:
+    """A name a person recognises for a callable: ``module.Qualified.name``."""
+    if isinstance(fn, functools.partial):
+        return f"functools.partial({_name_of(fn.func)}, ...)"
+    name = getattr(fn, "__qualname__", None)
+    if not isinstance(name, str):
+        name = type(fn).__qualname__ + " instance"
+    module = getattr(fn, "__module__", None) or getattr(type(fn), "__module__", None)
+    return f"{module}.{name}" if module and module not in ("builtins", "__main__") else name
+
+
+def _is_async(fn: Any) -> bool:
+    """``fn`` is an ``async def`` (or an object whose ``__call__`` is one)."""
+    return (inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn)
+            or inspect.iscoroutinefunction(getattr(fn, "__call__", None)))
+
+
+def _check_load(load: Any, what: str, threaded: bool) -> str:
+    """Checks ``load`` can be called as ``load(cursor, limit, direction)``; returns its
+    name. TypeError, naming it, otherwise."""
+    if not callable(load):
+        raise TypeError(f"{what}: load must be callable, not {type(load).__name__}")
+    name = _name_of(load)
+    if threaded and _is_async(load):
+        raise TypeError(f"{what}: the load function {name} is an async def; this feed calls "
+                        "it on a thread and would get a coroutine it never awaits. Use "
+                        "libloader.aio.Feed, or make the load a plain def")
     try:
-        n = len(result.items)
-    except TypeError:
-        return TypeError("LoadResult.items has no len()")
-    if n > read.limit:
-        return ValueError(f"load returned {n} items for a limit of {read.limit}")
-    if not isinstance(result.next_cursor, (bytes, bytearray, memoryview)):
-        return TypeError(f"LoadResult.next_cursor must be bytes, not "
-                         f"{type(result.next_cursor).__name__}")
-    return None
+        sig = inspect.signature(load)
+    except (TypeError, ValueError):
+        return name   # no signature to read (a builtin): the first call tells
+    try:
+        sig.bind(b"", 1, Direction.FORWARD)
+    except TypeError as e:
+        raise TypeError(f"{what}: the load function {name}{sig} cannot be called as "
+                        f"load(cursor, limit, direction): {e}") from None
+    return name
+
+
+def _seconds(where: str, timeout: object) -> Optional[float]:
+    """``timeout`` as seconds, or None; TypeError/ValueError naming it and ``where``."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real):
+        raise TypeError(f"{where}: timeout must be a number of seconds or None, not "
+                        f"{type(timeout).__name__} ({timeout!r})")
+    t = float(timeout)
+    if t != t:
+        raise ValueError(f"{where}: timeout must be a number of seconds, not NaN")
+    return t
+
+
+def _describe(read: Read) -> str:
+    bound = "" if read.until is None else f", until={read.until!r}"
+    return (f"read {read.read_id} ({read.direction.name.lower()} from cursor "
+            f"{read.cursor!r}, limit {read.limit}{bound})")
+
+
+def _weak(method: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``method`` (bound, one argument), called through a weak reference to its object: the
+    loader's callbacks must not keep the feed alive, so an unclosed feed can be collected."""
+    ref = weakref.ref(method.__self__)  # type: ignore[attr-defined]
+    func = method.__func__  # type: ignore[attr-defined]
+
+    def call(arg: Any) -> Any:
+        owner = ref()
+        return None if owner is None else func(owner, arg)
+
+    return call
+
+
+def _weak0(method: Callable[[], Any]) -> Callable[[], Any]:
+    """:func:`_weak` for a method without arguments."""
+    ref = weakref.ref(method.__self__)  # type: ignore[attr-defined]
+    func = method.__func__  # type: ignore[attr-defined]
+
+    def call() -> Any:
+        owner = ref()
+        return None if owner is None else func(owner)
+
+    return call
 
 
 class _FeedCore(Generic[T]):
-    """What both feeds share: the loader, the unanswered reads, the answers, the gate.
+    """What both feeds share: the loader, the unanswered reads, the answers, the problems,
+    the gate.
 
     Every read is answered exactly once by whoever takes its slot out of ``_slots`` first:
-    the job's done-callback (with the page, or ``fail`` for an exception or a cancellation
-    the feed did not ask for), or the cancel hint (with an empty page, at once, whether or
-    not the job ever starts). Answering from outside the job is what keeps a job cancelled
-    before it ran from leaving its read unanswered.
+    the job's end (with the page, or ``fail`` for an exception or a cancellation the feed
+    did not ask for), or the cancel hint (with an empty page, at once, whether or not the
+    job ever starts). Answering from outside the job is what keeps a job cancelled before it
+    ran from leaving its read unanswered.
 
     The gate: every loader call the feed makes runs between ``_enter`` and ``_exit``.
     ``close`` shuts the gate, waits until no call is inside, then closes the loader, so no
@@ -167,15 +345,20 @@ class _FeedCore(Generic[T]):
 
     def __init__(self, load: Callable[..., Any], config: Optional[Config],
                  on_release: Optional[Callable[[LoadResult[T]], Any]],
-                 compare: Optional[Callable[[bytes, bytes], int]] = None) -> None:
-        if not callable(load):
-            raise TypeError("load must be callable")
+                 compare: Optional[Callable[[bytes, bytes], int]] = None, *,
+                 threaded: bool = True, hear_changes: bool = False) -> None:
+        self._closing = True   # until the loader exists: __del__ then has nothing to do
+        what = f"{'Feed' if threaded else 'aio.Feed'}()"
+        self._load_name = _check_load(load, what, threaded)
         if compare is not None and not callable(compare):
             raise TypeError("compare must be callable or None")
         self._takes_until = _accepts_until(load)
         self._compare = compare
         if on_release is not None and not callable(on_release):
             raise TypeError("on_release must be callable or None")
+        if config is not None and not isinstance(config, Config):
+            raise TypeError("config must be a libloader.Config or None, not "
+                            f"{type(config).__name__}")
         self._load = load
         self._user_release = on_release
         self._lock = threading.Lock()
@@ -183,24 +366,48 @@ class _FeedCore(Generic[T]):
         self._slots: Dict[int, _Slot] = {}
         self._jobs: Set[Any] = set()
         self._busy = 0
-        self._closing = False
+        self._closer_waits = False
+        self._settle_waiters = 0
+        self._change_waiters = 0
         self._closed = threading.Event()
-        self._inside = threading.local()
+        self._inside = _Inside()
         self._generation = 0
+        self._bad_result: Optional[TypeError] = None
+        self._stall: Optional[str] = None
+        self._failures = 0
+        self._final_stats: Optional[Counts] = None
+        self._stats_ready = threading.Event()
+        self._closing_releases = 0
+        self._closing_cancels = 0
+        retries = config.max_auto_retries if config is not None else None
+        self._max_auto_retries = (retries if retries is not None
+                                  else Config.defaults().max_auto_retries)
         self.errors: List[BaseException] = []
         """Exceptions the user's callbacks (``on_release``, ``on_change``) raised, and the
         feed's own loader calls that failed (the backoff timer's ``tick``, say): each is also
         logged to the ``libloader.feed`` logger. Empty in a correct host."""
         self.last_error: Optional[BaseException] = None
-        """The exception that failed the latest failed read (a load raised, or returned
-        something that is not a valid :class:`LoadResult`)."""
-        self._loader = Loader(self._on_issue, self._on_release, on_change=self._on_change,
-                              on_cancel=self._on_cancel, config=config, compare=compare)
+        """The exception that failed the latest failed read: what a load raised, or the
+        TypeError of a result that is not a valid :class:`LoadResult`."""
+        self._bump = not hear_changes
+        """The loader's ``changed`` callback is not registered (nobody needs it called at each
+        change: it costs a crossing into Python per answer): the feed counts a change after
+        each loader call of its own instead, which covers every change (and some answers
+        that changed nothing)."""
+        self._loader: Loader[_Acquisition] = Loader(
+            _weak(self._on_issue), _weak(self._on_release),
+            on_change=_weak0(self._on_change) if hear_changes else None,
+            on_cancel=_weak(self._on_cancel), config=config, compare=compare)
+        # The feed closes it: when the feed is collected unclosed, its finalizer does, and
+        # the loader's own (which may run first, in a cycle) leaves it.
+        self._loader._owned = True
+        self._closing = False
 
     # ---- what each feed provides ----
 
     def _start(self, read: Read) -> Any:
-        """Starts loading ``read``; returns the job (a future or a task)."""
+        """Starts loading ``read``; returns the job (it has ``cancel()``), or None when the
+        load already ran."""
         raise NotImplementedError
 
     def _now_ms(self) -> int:
@@ -213,16 +420,26 @@ class _FeedCore(Generic[T]):
         loader may have a deadline earlier than any it had (a backoff)."""
         raise NotImplementedError
 
+    def _user_called(self) -> None:
+        """After a user's call that may have loaded, retried or moved the deadline."""
+        self._signal(self._bump)
+
     def _call_load(self, read: Read) -> Any:
-        """Runs the user's load for ``read``, passing ``until`` when the load accepts it."""
-        if self._takes_until:
-            return self._load(read.cursor, read.limit, read.direction, until=read.until)
-        if read.until is not None:
-            # Only a ranged repair reads bounded, and invalidate_range refuses such a load;
-            # answering unbounded would hand the loader items past the range.
-            raise TypeError("a bounded read (until) reached a load that does not accept "
-                            "until=")
-        return self._load(read.cursor, read.limit, read.direction)
+        """Runs the user's load for ``read``, passing ``until`` when the load accepts it.
+        Marks the thread as inside a load meanwhile (``close`` refuses to run there)."""
+        inside = self._inside
+        inside.load += 1
+        try:
+            if self._takes_until:
+                return self._load(read.cursor, read.limit, read.direction, until=read.until)
+            if read.until is not None:
+                # Only a ranged repair reads bounded, and invalidate_range refuses such a
+                # load; answering unbounded would hand the loader items past the range.
+                raise TypeError("a bounded read (until) reached a load that does not accept "
+                                "until=")
+            return self._load(read.cursor, read.limit, read.direction)
+        finally:
+            inside.load -= 1
 
     # ---- the gate ----
 
@@ -231,15 +448,20 @@ class _FeedCore(Generic[T]):
             if self._closing:
                 return False
             self._busy += 1
-        self._inside.depth = getattr(self._inside, "depth", 0) + 1
+        self._inside.depth += 1
         return True
 
     def _exit(self) -> None:
         self._inside.depth -= 1
         with self._lock:
             self._busy -= 1
-            if self._busy == 0:
+            if self._busy == 0 and self._closer_waits:
                 self._cond.notify_all()
+
+    def _exit_signal(self, urgent: bool) -> None:
+        """``_exit``, then ``_signal`` for an answer: a feed may do both under one lock."""
+        self._exit()
+        self._signal(self._bump, urgent)
 
     @contextmanager
     def _calling(self) -> Iterator["Loader[_Acquisition]"]:
@@ -251,17 +473,60 @@ class _FeedCore(Generic[T]):
         finally:
             self._exit()
 
-    def _shut(self) -> bool:
-        """Shuts the gate and waits until no call is inside. False if it was already shut."""
-        if getattr(self._inside, "depth", 0):
+    def _refuse_close_inside(self) -> None:
+        if self._inside.load:
+            raise RuntimeError(
+                "close() was called from inside the feed's load function: it would wait for "
+                "that very load to end. Return from the load first, or close the feed from "
+                "another thread (or task)")
+        if self._inside.depth:
             raise RuntimeError("close() called from inside the feed's own call or callback")
+
+    def _shut(self, deadline: Optional[float] = None) -> bool:
+        """Shuts the gate and waits until no call is inside (until ``deadline``, on
+        ``time.monotonic()``, at the latest: a call still inside then finds the loader
+        closed, and its answer is discarded). False if it was already shut."""
+        self._refuse_close_inside()
         with self._lock:
             if self._closing:
                 return False
             self._closing = True
+            self._closer_waits = True
             while self._busy:
-                self._cond.wait()
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    break
+                self._cond.wait(remaining)
+            self._closer_waits = False
         return True
+
+    def _close_loader(self) -> None:
+        """Closes the loader (every page to ``on_release``, every unanswered read hinted),
+        keeping its counters as they end for :meth:`stats`."""
+        try:
+            try:
+                before: Optional[Counts] = self._loader.stats()
+            except BaseException:
+                before = None
+            try:
+                self._loader.close()   # hints every unanswered read: their jobs are cancelled
+            except BaseException as e:
+                self._record(e, "closing the loader")
+            if before is not None:
+                self._final_stats = dataclasses.replace(
+                    before, released=before.released + self._closing_releases,
+                    cancels=before.cancels + self._closing_cancels)
+        finally:
+            self._stats_ready.set()
+
+    def _collect_loader(self) -> None:
+        """Closes the loader of a feed being collected. The loader's callbacks hold the
+        feed weakly, and a collected cycle has its weak references cleared first: they are
+        made strong again, so every page still reaches ``on_release``."""
+        host = self._loader._host
+        host.on_issue, host.on_release = self._on_issue, self._on_release
+        host.on_change, host.on_cancel = self._on_change, self._on_cancel
+        self._close_loader()
 
     def _record(self, e: BaseException, where: str) -> None:
         self.errors.append(e)
@@ -278,12 +543,14 @@ class _FeedCore(Generic[T]):
                 return   # the loader is being closed: it hints this read cancelled
         try:
             slot.job = self._start(read)
-        except BaseException as e:   # the executor is shut down, say: the read fails
+        except BaseException as e:   # the workers are stopped, say: the read fails
             self._finish(read.read_id, error=e)
 
     def _on_cancel(self, read_id: int) -> None:
         with self._lock:
             closing = self._closing
+            if closing:
+                self._closing_cancels += 1
             slot = self._slots.get(read_id) if closing else self._slots.pop(read_id, None)
         if slot is None:
             return   # already answered: the hint was queued before the answer
@@ -298,10 +565,13 @@ class _FeedCore(Generic[T]):
             self._loader.settle(read, _Acquisition(read.cursor, None), count=0,
                                 next_cursor=read.cursor, end_of_source=True)
         except BaseException as e:
-            self._record(e, f"the empty answer to cancelled read {read_id}")
-        self._signal(False)
+            if not self._closing:
+                self._record(e, f"the empty answer to cancelled read {read_id}")
+        self._signal(self._bump)
 
     def _on_release(self, acq: _Acquisition) -> None:
+        if self._closing:
+            self._closing_releases += 1
         if acq.result is not None:
             self._release(acq.result)
 
@@ -311,7 +581,8 @@ class _FeedCore(Generic[T]):
     # ---- answers ----
 
     def _job_done(self, read_id: int, job: Any) -> None:
-        """A job's done-callback: it runs however the job ended, even cancelled unstarted."""
+        """A future's or a task's done-callback: it runs however the job ended, even
+        cancelled unstarted."""
         with self._lock:
             self._jobs.discard(job)
         try:
@@ -323,48 +594,121 @@ class _FeedCore(Generic[T]):
         else:
             self._finish(read_id, result=result)
 
+    def _check(self, read: Read, result: Any) -> Optional[TypeError]:
+        """Why ``result`` cannot answer ``read`` (a TypeError naming the load), or None."""
+        if not isinstance(result, LoadResult):
+            name = type(result).__name__
+            if inspect.iscoroutine(result):
+                result.close()   # never awaited: no "never awaited" warning on top
+                return TypeError(
+                    f"the load function {self._load_name} returned a coroutine for "
+                    f"{_describe(read)}: it is an async def (or returns an awaitable), which "
+                    "the threaded Feed does not await. Use libloader.aio.Feed, or return a "
+                    "LoadResult")
+            return TypeError(
+                f"the load function {self._load_name} returned {name} for {_describe(read)}, "
+                "not a LoadResult: return LoadResult(items, next_cursor, end_of_source)")
+        n = len(result.items)
+        if n > read.limit:
+            return TypeError(
+                f"the load function {self._load_name} returned {n} items for "
+                f"{_describe(read)}, more than its limit of {read.limit}")
+        return None
+
+    def _bad_load(self, read: Read, error: TypeError) -> TypeError:
+        """A TypeError the load raised, as one naming the load (the original its cause)."""
+        bad = TypeError(f"the load function {self._load_name} raised TypeError for "
+                        f"{_describe(read)}: {error}")
+        bad.__cause__ = error
+        return bad
+
     def _finish(self, read_id: int, result: Any = None,
                 error: Optional[BaseException] = None) -> None:
         """Answers read ``read_id`` with a load's outcome, unless it was answered already."""
-        if not self._enter():
+        entered = False
+        with self._lock:   # the gate's _enter, and the slot taken, under one lock
+            if self._closing:
+                slot = None
+            else:
+                self._busy += 1
+                slot = self._slots.pop(read_id, None)
+                entered = True
+        if slot is None and not entered:
             self._discard(result)
             return
+        self._inside.depth += 1
         urgent = True   # unless the answer below is a page the loader took as it is
         try:
-            with self._lock:
-                slot = self._slots.pop(read_id, None)
             if slot is None:
                 self._discard(result)   # its read was answered when it was cancelled
                 return
             read = slot.read
+            bad: Optional[TypeError] = None
             if error is None:
-                error = _check(read, result)
-                if error is not None:
+                # A LoadResult of at most `limit` items checked inline: the common case.
+                bad = (None if type(result) is LoadResult and len(result.items) <= read.limit
+                       else self._check(read, result))
+                if bad is not None:
                     self._discard(result)
-            if error is None:
-                try:
-                    # The page's cursor is the one just before its first item.
-                    before = (bytes(result.next_cursor) if read.direction is Direction.BACKWARD
-                              else read.cursor)
-                    answer = self._loader.settle(read, _Acquisition(before, result),
-                                                 count=len(result.items),
-                                                 next_cursor=bytes(result.next_cursor),
-                                                 end_of_source=bool(result.end_of_source))
-                    # A stalled answer records a failure, with its backoff deadline.
-                    urgent = answer is Answer.CURSOR_STALLED
-                    return
-                except BaseException as e:   # refused (a cursor too long): still ours
-                    self._discard(result)
-                    error = e
+                else:
+                    try:
+                        # The page's cursor is the one just before its first item.
+                        cursor = result.next_cursor
+                        if type(cursor) is not bytes:
+                            cursor = bytes(cursor)
+                        before = cursor if read.direction is Direction.BACKWARD else read.cursor
+                        answer = self._loader.settle(read, _Acquisition(before, result),
+                                                     count=len(result.items),
+                                                     next_cursor=cursor,
+                                                     end_of_source=result.end_of_source)
+                    except BaseException as e:   # refused (a cursor too long): still ours
+                        self._discard(result)
+                        if self._closing:
+                            return   # closed under this answer: nothing to fail
+                        error = e
+                    else:
+                        if answer is Answer.CURSOR_STALLED:
+                            # It records a failure, with its backoff deadline.
+                            self._stall = self._stall_message(read, result)
+                            self._failures += 1
+                        else:
+                            urgent = False
+                            if answer is Answer.CURRENT:
+                                self._stall = None
+                                self._failures = 0
+                        return
+            elif isinstance(error, TypeError):
+                bad = self._bad_load(read, error)
+            if bad is not None:
+                # A bug in the load: failed now, not retried by the backoff (the timer
+                # leaves it), and reported to whoever waits or watches.
+                self._bad_result = bad
+                self.last_error = bad
+                _log.error("libloader feed: %s", bad)
+                self._loader.fail(read, _BAD_RESULT_CODE)
+                return
             self.last_error = error
+            self._failures += 1
             # The backoff is timed from the loader's clock: bring it up to now first.
             self._loader.tick(self._now_ms())
             self._loader.fail(read, _FAIL_CODE)
         except BaseException as e:
-            self._record(e, f"answering read {read_id}")
+            if not self._closing:
+                self._record(e, f"answering read {read_id}")
         finally:
-            self._exit()
-            self._signal(False, urgent)
+            self._exit_signal(urgent)
+
+    def _stall_message(self, read: Read, result: LoadResult[Any]) -> str:
+        what = (f"with {len(result.items)} items" if result.items
+                else "with no items and end_of_source false")
+        side = "before the first item" if read.direction is Direction.BACKWARD else \
+            "after the last item"
+        return (f"the load function {self._load_name} answered {_describe(read)} {what} and "
+                f"next_cursor {bytes(result.next_cursor)!r}, the cursor it was given: a "
+                "stalled cursor, and the feed cannot move past it. Return the cursor "
+                f"{side} the load looked at (it must move), or end_of_source=True at the "
+                "source's end; the feed retries after the backoff, and retry() tries again "
+                "at once")
 
     def _discard(self, result: Any) -> None:
         """A result the loader never got: it goes back to the user here, instead."""
@@ -379,6 +723,46 @@ class _FeedCore(Generic[T]):
         except BaseException as e:
             self._record(e, "on_release")
 
+    # ---- problems ----
+
+    def _problem_now(self, loader: "Loader[_Acquisition]",
+                     state: Optional[Snapshot] = None) -> Optional[FeedProblem]:
+        """What keeps the feed from settling until its user acts, or None. Inside the
+        gate."""
+        bad = self._bad_result
+        if bad is not None:
+            return FeedProblem("bad_load_result",
+                               f"{bad}. The feed does not retry a bug in the load: fix it, "
+                               "then call retry() or move the window", bad)
+        s = loader.state if state is None else state
+        if s.failure is not Failure.OWN:
+            return None
+        stall = self._stall
+        if stall is not None:
+            return FeedProblem("cursor_stalled", stall)
+        if loader.next_deadline() is None and s.outstanding_reads == 0:
+            last = self.last_error
+            cause = f"; the last error was {type(last).__name__}: {last}" if last else ""
+            return FeedProblem(
+                "retries_spent",
+                f"{self._failures} loads failed in a row and the automatic retries "
+                f"(Config.max_auto_retries = {self._max_auto_retries}) are spent{cause}. "
+                "Nothing loads until the feed is told to: fix the cause, then call retry() "
+                "or move the window", last)
+        return None
+
+    @property
+    def problem(self) -> Optional[FeedProblem]:
+        """Why the feed cannot settle until its user acts (a load result that is not valid,
+        a stalled cursor, the automatic retries spent), or None."""
+        with self._calling() as loader:
+            return self._problem_now(loader)
+
+    def _acted(self) -> None:
+        """The user moved, invalidated or retried: what stopped the feed may be over."""
+        self._bad_result = None
+        self._stall = None
+
     # ---- the user's calls ----
 
     @property
@@ -391,23 +775,26 @@ class _FeedCore(Generic[T]):
         """Shows items ``[start, start + length)``: loads what is missing (and retries a
         recorded failure)."""
         with self._calling() as loader:
+            self._acted()
             loader.set_window(start, length)
-        self._signal(False)
+        self._user_called()
 
     def jump(self, cursor: bytes, position: int) -> None:
         """Rebuilds the view around the item just after ``cursor`` (``b""``: the source's
         start), numbered ``position``; the window moves to start there (its length kept).
         See :meth:`Loader.jump`."""
         with self._calling() as loader:
+            self._acted()
             loader.jump(cursor, position)
-        self._signal(False)
+        self._user_called()
 
     def invalidate(self) -> None:
         """The source changed: re-reads what the view shows. Call it after the change is
         visible to new loads (after the commit)."""
         with self._calling() as loader:
+            self._acted()
             loader.invalidate()
-        self._signal(False)
+        self._user_called()
 
     def invalidate_range(self, from_cursor: bytes, to_cursor: Optional[bytes]) -> None:
         """The source changed only between two positions: every changed row lies at a cursor
@@ -427,14 +814,16 @@ class _FeedCore(Generic[T]):
                             "(def load(cursor, limit, direction, until=None)): the repair "
                             "reads bounded")
         with self._calling() as loader:
+            self._acted()
             loader.invalidate_range(from_cursor, to_cursor)
-        self._signal(False)
+        self._user_called()
 
     def retry(self) -> bool:
         """Retries a recorded failure now. Returns whether a read started."""
         with self._calling() as loader:
+            self._acted()
             started = loader.retry()
-        self._signal(False)
+        self._user_called()
         return started
 
     @property
@@ -451,7 +840,12 @@ class _FeedCore(Generic[T]):
             return loader.state
 
     def stats(self) -> Counts:
-        """The loader's counters: reads by kind, answers, failures, retries, cancels."""
+        """The loader's counters: reads by kind, answers, failures, retries, cancels. After
+        :meth:`close`, the counters as the loader ended (every page released)."""
+        if self._closing:
+            self._stats_ready.wait()
+            if self._final_stats is not None:
+                return self._final_stats
         with self._calling() as loader:
             return loader.stats()
 
@@ -474,16 +868,34 @@ class _FeedCore(Generic[T]):
     def snapshot(self) -> FeedSnapshot[T]:
         """The view's items and the state, from one moment: taken again while another
         thread changed the loader in between (every change moves a counter)."""
-        for _ in range(100):
-            s = self.state
-            pages = self.pages()
-            if self.state == s:
-                break
-        return FeedSnapshot(items=[x for p in pages for x in p.result.items],
-                            start=pages[0].start if pages else s.covered_start,
-                            revalidating=s.revalidating,
-                            reads_in_flight=s.outstanding_reads,
-                            failed=s.failure is Failure.OWN, settled=_quiet(s))
+        with self._calling() as loader:
+            for _ in range(100):
+                s = loader.state
+                view = loader.view()
+                if loader.state == s:
+                    break
+            problem = None if _quiet(s) else self._problem_now(loader, s)
+        pages = [p for p in view.pages if p.acquisition.result is not None]
+        return FeedSnapshot(
+            items=[x for p in pages for x in p.acquisition.result.items],  # type: ignore
+            start=pages[0].start if pages else s.covered_start,
+            revalidating=s.revalidating, reads_in_flight=s.outstanding_reads,
+            failed=s.failure is Failure.OWN, settled=_quiet(s), problem=problem)
+
+    def _settled_or_raise(self) -> bool:
+        """True when quiescent; raises what keeps the feed from settling on its own; False
+        otherwise."""
+        with self._calling() as loader:
+            s = loader.state
+            if _quiet(s):
+                return True
+            problem = self._problem_now(loader, s)
+        if problem is None:
+            return False
+        if problem.reason == "bad_load_result":
+            assert isinstance(problem.error, TypeError)
+            raise problem.error
+        raise FeedStalledError(problem)
 
     def _is_settled(self) -> bool:
         return _quiet(self.state)
@@ -509,21 +921,31 @@ def _quiet(s: Snapshot) -> bool:
 
 class Feed(_FeedCore[T]):
     """A loader that runs ``load(cursor, limit, direction)`` (with ``until=`` if it takes
-    it: see the module documentation) on an executor.
+    it: see the module documentation) on worker threads.
 
     ``load`` returns a :class:`LoadResult` (at most ``limit`` items after ``cursor``, or
     before it for :attr:`Direction.BACKWARD`: see the module documentation) or raises: the
-    read fails and the loader's backoff retries it, on a timer the feed drives.
-    When the loader no longer needs a read (the source changed under it), the feed answers
-    the read at once and cancels its load if it has not started; a load already running
-    finishes and its result is released. ``on_release(result)`` gets every result a load
-    returned, exactly once: when the view drops it, or at once if it was never used.
+    read fails and the loader's backoff retries it, on a timer the feed drives (a TypeError,
+    or a result that is not a valid LoadResult, is a bug in the load: reported, not
+    retried). When the loader no longer needs a read (the source changed under it), the feed
+    answers the read at once and cancels its load if it has not started; a load already
+    running finishes and its result is released. ``on_release(result)`` gets every result a
+    load returned, exactly once: when the view drops it, or at once if it was never used.
     ``on_change()`` runs after the view or the state changed, on whichever thread changed
     it, possibly inside the loader's callbacks: keep it short (it may call :meth:`items`).
 
-    ``executor`` defaults to a pool of ``max_workers`` threads that the feed shuts down on
-    close. Any thread may call any method, except :meth:`close` from inside a load or a
-    callback. A context manager: ``with Feed(load) as feed:`` closes it on exit.
+    Where loads run: by default on up to ``max_workers`` daemon threads of the feed's own
+    (a load's answer runs the next read on the same thread, so a scroll costs no thread
+    switch per load). ``max_workers=0``: on the caller's thread, inside the call that needs
+    them (:meth:`set_window`, :meth:`invalidate`, ...), and the backoff retries inside
+    :meth:`settled`; no thread at all, the least overhead per load. ``executor``: on that
+    :class:`concurrent.futures.Executor` (the feed does not shut it down; its threads are
+    its own: a ThreadPoolExecutor's are joined at exit).
+
+    Any thread may call any method, except :meth:`close` from inside a load or a callback
+    (RuntimeError). A context manager: ``with Feed(load) as feed:`` closes it on exit, and
+    on an exception (Ctrl-C) without waiting for loads still running. A feed never closed
+    warns (``ResourceWarning``) when collected, and releases its pages and threads then.
 
     ``compare(a, b)`` orders two non-empty cursors as the source does (negative, 0,
     positive); with a load that accepts ``until=`` it enables :meth:`invalidate_range`.
@@ -536,120 +958,243 @@ class Feed(_FeedCore[T]):
                  on_release: Optional[Callable[[LoadResult[T]], Any]] = None,
                  on_change: Optional[Callable[[], Any]] = None,
                  compare: Optional[Callable[[bytes, bytes], int]] = None) -> None:
+        self._closing = True
         if on_change is not None and not callable(on_change):
             raise TypeError("on_change must be callable or None")
+        if isinstance(max_workers, bool) or not isinstance(max_workers, int):
+            raise TypeError(f"max_workers must be an int, not {type(max_workers).__name__}")
+        if max_workers < 0:
+            raise ValueError(f"max_workers must be at least 0, got {max_workers}")
+        if executor is not None and not isinstance(executor, concurrent.futures.Executor):
+            raise TypeError("executor must be a concurrent.futures.Executor or None, not "
+                            f"{type(executor).__name__}")
         self._user_change = on_change
         self._t0 = time.monotonic()
-        self._wake = False
-        self._owns_executor = executor is None
-        self._executor = executor or concurrent.futures.ThreadPoolExecutor(
-            max_workers, thread_name_prefix="libloader-feed")
-        try:
-            super().__init__(load, config, on_release, compare)
-        except BaseException:
-            if self._owns_executor:
-                self._executor.shutdown(wait=False)
-            raise
+        self._executor = executor
+        self._inline = executor is None and max_workers == 0
+        self._pool: Optional[_workers.Workers] = None
+        if executor is None and max_workers > 0:
+            self._pool = _workers.Workers(self, Feed._run_job, max_workers, "libloader-feed")
         # The timer thread waits on its own condition (over the same lock), and is woken only
         # when it may have something to do: waking it at every change cost each answer a
         # thread switch and a GIL hand-off.
-        self._timer_cond = threading.Condition(self._lock)
-        self._armed: object = _RUNNING
-        self._driver = threading.Thread(target=self._drive, name="libloader-feed-timer",
-                                        daemon=True)
-        self._driver.start()
+        self._timer_cond = threading.Condition(threading.Lock())
+        self._timer = _Timer(self._t0)
+        self._driver: Optional[threading.Thread] = None
+        super().__init__(load, config, on_release, compare, threaded=True,
+                         hear_changes=on_change is not None)
+        if not self._inline:
+            self._timer_cond = threading.Condition(self._lock)
+            self._driver = threading.Thread(target=_drive,
+                                            args=(weakref.ref(self), self._timer,
+                                                  self._timer_cond),
+                                            name="libloader-feed-timer", daemon=True)
+            self._driver.start()
 
     def __enter__(self) -> "Feed[T]":
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        # On an exception (Ctrl-C among them), loads still running are not waited for.
+        self.close(timeout=None if exc_type is None else 0)
 
-    def _start(self, read: Read) -> concurrent.futures.Future:  # type: ignore[type-arg]
+    def __repr__(self) -> str:
+        state = "closed" if self._closing else "open"
+        return f"<libloader.Feed of {getattr(self, '_load_name', '?')} {state}>"
+
+    def __del__(self) -> None:
+        if getattr(self, "_closing", True):
+            return
+        try:
+            warnings.warn(f"unclosed {self!r}: closing it now (call close(), or use `with "
+                          "Feed(...) as feed:`)", ResourceWarning, stacklevel=2)
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
+        self._collected()
+
+    def _collected(self) -> None:
+        """An unclosed feed is being collected: no call can be inside, and no load running
+        (each would hold a reference). Releases the pages, stops the threads; waits for
+        nothing."""
+        with self._lock:
+            self._closing = True
+        try:
+            self._collect_loader()
+        except BaseException:  # pragma: no cover - interpreter shutdown
+            pass
+        with self._timer_cond:
+            self._timer.closing = True
+            self._timer_cond.notify_all()
+        if self._pool is not None:
+            self._pool.stop()
+
+    def _start(self, read: Read) -> Any:
+        if self._inline:
+            try:
+                result = self._call_load(read)
+            except BaseException as e:
+                self._finish(read.read_id, error=e)
+            else:
+                self._finish(read.read_id, result=result)
+            return None
+        if self._pool is not None:
+            return self._pool.submit(read)
+        assert self._executor is not None
         job = self._executor.submit(self._call_load, read)
         with self._lock:
             self._jobs.add(job)
         job.add_done_callback(functools.partial(self._job_done, read.read_id))
         return job
 
+    def _run_job(self, job: _workers.Job) -> None:
+        """On a worker thread: loads ``job``'s read and answers it."""
+        read = job.read
+        try:
+            result = self._call_load(read)
+        except BaseException as e:
+            self._finish(read.read_id, error=e)
+        else:
+            self._finish(read.read_id, result=result)
+
     def _now_ms(self) -> int:
         return int((time.monotonic() - self._t0) * 1000)
 
     def _signal(self, changed: bool, urgent: bool = False) -> None:
+        if not (changed or urgent):
+            # An answer the loader took as it is: only a settling waiter may care, once
+            # nothing is in flight. Read without the lock: a waiter counts itself under the
+            # lock after it looked at the slots, and the answer took its slot under the lock
+            # before this, so a waiter either saw the slot gone or is counted here.
+            if self._settle_waiters and not self._slots:
+                with self._lock:
+                    self._cond.notify_all()
+            return
         with self._lock:
             if changed:
                 self._generation += 1
-            self._cond.notify_all()
+            # Settling waiters look again when nothing is in flight (or something went
+            # wrong); change waiters at every change.
+            if ((self._settle_waiters and (urgent or not self._slots))
+                    or (changed and self._change_waiters)):
+                self._cond.notify_all()
             # The timer is woken only for a failure or a stall, whose backoff deadline may
             # come before the one it waits for. The only other deadline, a superseded read's
             # timeout, is rare here (the feed answers a read as soon as it is hinted) and
             # the timer looks at least every _TIMER_HORIZON_S anyway.
-            if self._armed is _RUNNING:
-                self._wake = True   # it is looking: it looks again before it waits
-            elif urgent:
-                self._wake = True
-                self._timer_cond.notify()
+            if urgent:
+                self._timer.wake = True   # if it is looking, it looks again before it waits
+                if self._timer.armed is not _RUNNING:
+                    self._timer_cond.notify()
         if changed and self._user_change is not None:
             try:
                 self._user_change()
             except BaseException as e:
                 self._record(e, "on_change")
 
-    def _drive(self) -> None:
-        """The timer thread: calls ``tick`` when the loader's backoff deadline is due."""
-        while True:
-            if not self._enter():
-                return
-            try:
-                deadline = self._loader.next_deadline()
-                now = self._now_ms()
-                if deadline is not None and deadline <= now:
-                    self._loader.tick(now)
-                    deadline = -1   # look again at once
-            except BaseException as e:
-                self._record(e, "the backoff timer")
-                deadline = None
-            finally:
-                self._exit()
-            with self._lock:
-                if self._closing:
-                    return
-                if deadline != -1 and not self._wake:
-                    # A signal since next_deadline() set _wake: then look again at once.
-                    self._armed = deadline
-                    wait = (_TIMER_HORIZON_S if deadline is None
-                            else min((deadline + 1 - self._now_ms()) / 1000, _TIMER_HORIZON_S))
-                    self._timer_cond.wait(wait)
-                self._armed = _RUNNING
-                self._wake = False
+    def _exit_signal(self, urgent: bool) -> None:
+        # _exit and _signal under one lock: the answer's last step, once per load.
+        self._inside.depth -= 1
+        changed = self._bump
+        with self._lock:
+            self._busy -= 1
+            if self._busy == 0 and self._closer_waits:
+                self._cond.notify_all()
+            if changed:
+                self._generation += 1
+            if ((self._settle_waiters and (urgent or not self._slots))
+                    or (changed and self._change_waiters)):
+                self._cond.notify_all()
+            if urgent:
+                self._timer.wake = True
+                if self._timer.armed is not _RUNNING:
+                    self._timer_cond.notify()
+
+    def _timer_look(self) -> Optional[int]:
+        """The timer's step: ticks if the backoff deadline is due. Returns the deadline it
+        waits for next (None: none; -1: look again at once), or -2 to stop."""
+        if not self._enter():
+            return -2
+        try:
+            if self._bad_result is not None:
+                return None   # a bug in the load: not retried until the user acts
+            deadline = self._loader.next_deadline()
+            now = self._now_ms()
+            if deadline is not None and deadline <= now:
+                self._loader.tick(now)
+                self._signal(self._bump)
+                return -1
+            return deadline
+        except BaseException as e:
+            self._record(e, "the backoff timer")
+            return None
+        finally:
+            self._exit()
 
     def settled(self, timeout: Optional[float] = None) -> bool:
         """Waits until the feed is quiescent (no read outstanding, not revalidating, no
-        failure); False if ``timeout`` seconds passed first."""
-        end = None if timeout is None else time.monotonic() + timeout
+        failure); False if ``timeout`` seconds passed first.
+
+        Raises what keeps the feed from settling until its user acts (:attr:`problem`): the
+        TypeError of a load result that is not valid (naming the load function), or
+        :class:`FeedStalledError` for a stalled cursor or spent automatic retries. With
+        ``max_workers=0`` it also serves the backoff retries (their loads run here)."""
+        wait = _seconds("settled", timeout)
+        end = None if wait is None else time.monotonic() + wait
         while True:
             with self._lock:
-                seen = self._generation, self._busy
-            if self._is_settled():
+                seen = self._generation, len(self._slots)
+            if self._settled_or_raise():
                 return True
             remaining = None if end is None else end - time.monotonic()
             if remaining is not None and remaining <= 0:
                 return False
+            if self._inline and self._serve_backoff(remaining):
+                continue
             with self._lock:
-                if (self._generation, self._busy) == seen and not self._closing:
-                    # Every answer signals; the cap covers one that changed no counter.
-                    self._cond.wait(0.05 if remaining is None else min(remaining, 0.05))
+                if (self._generation, len(self._slots)) == seen and not self._closing:
+                    self._settle_waiters += 1
+                    try:
+                        self._cond.wait(_SETTLE_POLL_S if remaining is None
+                                        else min(remaining, _SETTLE_POLL_S))
+                    finally:
+                        self._settle_waiters -= 1
+
+    def _serve_backoff(self, remaining: Optional[float]) -> bool:
+        """``max_workers=0``: sleeps until the backoff deadline (within ``remaining``) and
+        ticks, which runs the retry's loads here. Returns whether it ticked or slept."""
+        with self._calling() as loader:
+            if self._bad_result is not None:
+                return False
+            deadline = loader.next_deadline()
+        if deadline is None:
+            return False
+        delay = (deadline - self._now_ms() + 1) / 1000
+        if remaining is not None and delay > remaining:
+            time.sleep(max(remaining, 0))
+            return True
+        if delay > 0:
+            time.sleep(delay)
+        with self._calling() as loader:
+            loader.tick(self._now_ms())
+        self._signal(self._bump)
+        return True
 
     def changes(self, timeout: Optional[float] = None) -> Iterator[FeedSnapshot[T]]:
         """A snapshot now, then one after each change (several changes while the consumer
-        was busy give one snapshot). Ends when the feed closes, or when ``timeout`` seconds
-        pass without a change."""
+        was busy give one snapshot). A snapshot's :attr:`~FeedSnapshot.problem` says when
+        the feed cannot settle until its user acts. Ends when the feed closes, or when
+        ``timeout`` seconds pass without a change."""
+        wait = _seconds("changes", timeout)
         seen = None
         while True:
             with self._lock:
-                while self._generation == seen and not self._closing:
-                    if not self._cond.wait(timeout):
-                        return
+                self._change_waiters += 1
+                try:
+                    while self._generation == seen and not self._closing:
+                        if not self._cond.wait(wait):
+                            return
+                finally:
+                    self._change_waiters -= 1
                 if self._closing:
                     return
                 seen = self._generation
@@ -662,27 +1207,67 @@ class Feed(_FeedCore[T]):
             yield snap
 
     def close(self, timeout: Optional[float] = None) -> None:
-        """Cancels the loads that have not started, waits (up to ``timeout`` seconds) for
-        those running, closes the loader (every page goes to ``on_release``, once) and stops
-        the timer. A load that outlives ``timeout`` has its result released when it ends.
-        Idempotent; a second caller waits for the first."""
-        if not self._shut():
-            self._closed.wait()
+        """Cancels the loads that have not started, closes the loader (every page goes to
+        ``on_release``, once), waits up to ``timeout`` seconds (None: as long as it takes)
+        for the loads still running, and stops the threads. A load that outlives
+        ``timeout`` has its result released when it ends; its thread is a daemon, so it
+        keeps nothing from exiting. Idempotent; a second caller waits for the first (up to
+        its own ``timeout``). RuntimeError from inside a load or a callback of this feed:
+        closing there would wait for itself."""
+        wait = _seconds("close", timeout)
+        end = None if wait is None else time.monotonic() + wait
+
+        def remaining() -> Optional[float]:
+            return None if end is None else max(end - time.monotonic(), 0)
+
+        if not self._shut(end):
+            self._closed.wait(remaining())
             return
         try:
-            try:
-                self._loader.close()   # hints every unanswered read: their jobs are cancelled
-            except BaseException as e:
-                self._record(e, "closing the loader")
+            if self._pool is not None:
+                self._pool.cancel_queued()
+            self._close_loader()
             with self._lock:
                 jobs = list(self._jobs)
                 self._cond.notify_all()
+            with self._timer_cond:
+                self._timer.closing = True
                 self._timer_cond.notify_all()
             for job in jobs:
                 job.cancel()
-            concurrent.futures.wait(jobs, timeout)
-            self._driver.join()
-            if self._owns_executor:
-                self._executor.shutdown(wait=timeout is None)
+            if self._pool is not None:
+                self._pool.stop()
+                self._pool.wait_idle(end)
+            elif jobs:
+                concurrent.futures.wait(jobs, remaining())
+            if self._driver is not None and self._driver is not threading.current_thread():
+                self._driver.join(remaining())
         finally:
             self._closed.set()
+
+
+def _drive(ref: "weakref.ReferenceType[Feed[Any]]", timer: _Timer,
+           cond: threading.Condition) -> None:
+    """The timer thread: calls ``tick`` when the loader's backoff deadline is due. It holds
+    the feed only while it looks, and never under the lock (dropping the last reference
+    there would finalize the feed, which takes that lock), so a feed never closed can
+    still be collected."""
+    while True:
+        feed = ref()
+        if feed is None:
+            return
+        deadline = feed._timer_look()
+        del feed
+        if deadline == -2:
+            return
+        with cond:
+            if timer.closing:
+                return
+            if deadline != -1 and not timer.wake:
+                # A signal since next_deadline() set `wake`: then look again at once.
+                timer.armed = deadline
+                now_ms = (time.monotonic() - timer.t0) * 1000
+                cond.wait(_TIMER_HORIZON_S if deadline is None
+                          else min((deadline + 1 - now_ms) / 1000, _TIMER_HORIZON_S))
+            timer.armed = _RUNNING
+            timer.wake = False

@@ -135,6 +135,8 @@ class _Host(Generic[T]):
         self.held: Dict[int, T] = {}
         self._tokens = itertools.count(1)
         self.key = 0
+        self.handle = 0
+        """The loader's handle, once ``loader_new`` returned it."""
 
     def lend(self, obj: T) -> int:
         """Keeps ``obj`` under a fresh token, the integer that crosses the ABI for it."""
@@ -195,12 +197,28 @@ def _capture(e: BaseException, where: str) -> None:
 
 def _issue_thunk(userdata: Optional[int], read_address: int) -> None:
     read: Optional[Read] = None
+    host: Optional[_Host[Any]] = None
     try:
         host = _tls.state.pinned.get(userdata or 0) or _host_for(userdata)
         read = _read_from_c(read_address, host.key)
         host.on_issue(read)
     except BaseException as e:
         _capture(e, "on_issue" if read is None else f"on_issue({read!r})")
+        if host is not None:
+            _let_go(host, read_address)
+
+
+def _let_go(host: _Host[Any], read_address: int) -> None:
+    """The read at ``read_address``, whose ``on_issue`` raised, is let go of at once
+    (``loader_abandon``, a nested call: its callbacks run after this one returns), so that it
+    does not stay outstanding: for a read still needed that is an own failure, which the
+    usual retry rules recover; an answer the host gives it later anyway is stale. Refused
+    (answered inside ``on_issue`` already, or the loader closed there): harmless."""
+    try:
+        read_id = _ffi.read_id_at(read_address)
+        _ffi.lib().loader_abandon(host.handle, read_id, None)
+    except BaseException as e:  # pragma: no cover - interpreter shutdown
+        _capture(e, "letting go of the read whose on_issue raised")
 
 
 def _release_thunk(userdata: Optional[int], token: int) -> None:
@@ -299,9 +317,13 @@ class Loader(Generic[T]):
     """One libloader loader, generic in the host's acquisition type ``T``.
 
     ``on_issue(read)`` starts a read; the host answers it later, exactly once, from any
-    thread, with :meth:`settle` or :meth:`fail`. ``on_release(acquisition)`` gets back every
-    object :meth:`settle` handed over, exactly once, when the loader is done with it (at the
-    latest in :meth:`close`). ``on_change()`` runs after the view or the state changed;
+    thread, with :meth:`settle` or :meth:`fail`. If ``on_issue`` raises, the read is let go
+    of at once (as :meth:`abandon`), before the exception is re-raised: for a read still
+    needed that is an own failure the retry rules recover (the backoff through :meth:`tick`,
+    :meth:`retry`, a window move), and an answer given to it later anyway is
+    :attr:`Answer.STALE`. No read stays outstanding because ``on_issue`` raised.
+    ``on_release(acquisition)`` gets back every object :meth:`settle` handed over, exactly
+    once, when the loader is done with it (at the latest in :meth:`close`). ``on_change()`` runs after the view or the state changed;
     ``on_cancel(read_id)`` hints that a read's answer is no longer needed: it runs once when a
     read becomes superseded, and again in :meth:`close` for every read still outstanding.
     Answering a cancelled read anyway is fine: it is classified stale. A host that aborts the
@@ -344,6 +366,8 @@ class Loader(Generic[T]):
         with the ``testing`` feature, else it raises NotImplementedError)."""
         self._closed = True
         self._handle = 0
+        self._owned = False
+        """A feed owns it: the feed's finalizer closes it, not this one's."""
         if not callable(on_issue) or not callable(on_release):
             raise TypeError("on_issue and on_release must be callable")
         for name, cb in (("on_change", on_change), ("on_cancel", on_cancel),
@@ -389,6 +413,7 @@ class Loader(Generic[T]):
         if rc != Result.OK:
             raise error_for(rc, result_message, name)
         self._handle = out.value
+        host.handle = out.value
         self._closed = False
 
     # ---- plumbing ----
@@ -478,8 +503,8 @@ class Loader(Generic[T]):
         self.close()
 
     def __del__(self) -> None:
-        if getattr(self, "_closed", True):
-            return
+        if getattr(self, "_closed", True) or getattr(self, "_owned", False):
+            return   # closed, or its owner (a feed) closes it
         try:
             warnings.warn(f"unclosed {self!r}: closing it now", ResourceWarning, stacklevel=2)
         except Exception:  # pragma: no cover - interpreter shutdown

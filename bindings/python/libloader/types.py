@@ -39,49 +39,78 @@ class Config:
 
     Each field's type is checked when the config is made: an integer field takes an ``int``
     that fits its C field (not a bool, a float or a string), ``backoff_multiplier`` a real
-    number (not a bool or a string), ``recheck_full`` a bool. A wrong type raises TypeError
-    and a negative or oversized integer ValueError, both naming the field. Ranges the library
-    defines (``page_size`` 0, a multiplier above 16, ...) are its own to refuse, at
-    :class:`Loader` construction, with the matching :class:`LoaderError`."""
+    number (not a bool or a string), ``recheck_full`` and ``commit_overtaken`` a bool,
+    ``initial_cursor`` bytes. A wrong type raises TypeError and a negative or oversized
+    integer ValueError, both naming the field. Ranges the library defines (``page_size`` 0, a
+    multiplier above 16, ...) are its own to refuse, at :class:`Loader` construction, with
+    the matching :class:`LoaderError`.
+
+    Fields (default in brackets):
+
+    page_size [50]
+        Items per read (the ``limit`` of each :class:`Read`); 1..=``MAX_PAGE_SIZE``.
+    prefetch_distance [50]
+        Items to keep loaded on EACH side of the window: the view reaches for
+        ``[start - prefetch_distance, start + length + prefetch_distance)`` (from 0 when the
+        window starts closer to it), reading forward past the window's end and backward
+        before its start. 0 loads only the window.
+    drop_margin [0]
+        Pages lying wholly more than this many items before the window's start are released;
+        0 never drops a page for this reason.
+    max_pages [0]
+        The most pages the view holds, on both sides of the window; 0 is no bound. Over it,
+        the pages farthest from the window are released first; pages the window plus
+        prefetch needs are never released. Scrolling back over released pages reads them
+        again, backward.
+    backoff_initial_ms [100]
+        The first backoff delay after an own failure, in ms of the :meth:`Loader.tick`
+        clock; at least 1.
+    backoff_max_ms [30000]
+        The cap on the backoff delay, ms; at least ``backoff_initial_ms``.
+    backoff_multiplier [2.0]
+        The factor between consecutive delays; finite, 1.0..=16.0.
+    max_auto_retries [5]
+        Automatic (backoff) retries of own failures in a row before the loader waits for an
+        explicit one (:meth:`Loader.retry`, a window move); 0 turns them off. Any successful
+        answer starts the count again. Once they are spent, nothing loads again until the
+        host acts.
+    jitter_seed [0]
+        Seeds the backoff jitter, so runs are reproducible.
+    read_timeout_ms [10000]
+        How long, in ms of the :meth:`Loader.tick` clock, a superseded read's answer is
+        awaited before the loader lets it go as :meth:`Loader.abandon` would; 0 never.
+    recheck_full [True]
+        Repair an invalidation that overtook a full read. False restores the model's exact
+        ``unifiedMin`` rules, which lose it; ``commit_overtaken`` then has no effect.
+    commit_overtaken [True]
+        A repair an invalidation overtook runs to its end and commits, and a new one starts
+        at once, so the view keeps refreshing under any rate of changes; False settles it
+        stale and starts a replacement. Takes effect only with ``recheck_full`` True: with
+        ``recheck_full`` False it is ignored, whatever its value (not an error).
+    initial_cursor [b""]
+        A starting point: the loader first loads around the item just after this cursor
+        (the end of a log, a bookmarked row), as :meth:`Loader.jump` does on a fresh loader;
+        ``b""`` is the source's start. At most ``MAX_CURSOR_LEN`` bytes.
+    initial_position [0]
+        The position the item after ``initial_cursor`` gets, and where the window starts;
+        at most :data:`libloader.MAX_POSITION`. With ``initial_cursor`` empty (the source's
+        start) it is ignored: positions there are the source's own, from 0.
+    """
 
     page_size: Optional[int] = None
-    """Items per read (library default 50); 1..=``MAX_PAGE_SIZE``."""
     prefetch_distance: Optional[int] = None
-    """Items to keep loaded on each side of the window: past its end and before its start
-    (default 50)."""
     drop_margin: Optional[int] = None
-    """Pages wholly more than this many items before the window start are released; 0 (the
-    default) never drops."""
     backoff_initial_ms: Optional[int] = None
-    """First backoff delay after an own failure, ms (default 100); at least 1."""
     backoff_max_ms: Optional[int] = None
-    """Cap on the backoff delay, ms (default 30000)."""
     backoff_multiplier: Optional[float] = None
-    """Factor between delays (default 2.0); finite, 1.0..=16.0."""
     max_auto_retries: Optional[int] = None
-    """Automatic retries before waiting for an explicit one (default 5); 0 disables them."""
     jitter_seed: Optional[int] = None
-    """Seeds the backoff jitter (default 0)."""
     recheck_full: Optional[bool] = None
-    """Repair an invalidation that overtook a full read (default True)."""
     max_pages: Optional[int] = None
-    """The most pages the view holds, on both sides of the window (default 0: no bound).
-    Over it, the pages farthest from the window are released first; pages the window plus
-    prefetch needs are never released. Scrolling back over released pages reads backward."""
     commit_overtaken: Optional[bool] = None
-    """A repair an invalidation overtook runs to its end and commits, and a new one starts at
-    once, so the view keeps refreshing under any rate of changes (default True; needs
-    ``recheck_full``)."""
     initial_cursor: Optional[bytes] = None
-    """A starting point: the loader first loads around the item just after this cursor (the
-    end of a log, a bookmarked row), numbered ``initial_position``, as :meth:`Loader.jump`
-    does on a fresh loader (default ``b""``, the source's start)."""
     initial_position: Optional[int] = None
-    """The position the item after ``initial_cursor`` gets, and where the window starts
-    (default 0; at most :data:`libloader.MAX_POSITION`)."""
     read_timeout_ms: Optional[int] = None
-    """How long, in ms of the ``tick`` clock, a superseded read's answer is awaited before the
-    loader lets it go as :meth:`Loader.abandon` would (default 10000; 0 never)."""
 
     def __post_init__(self) -> None:
         for name, bits in _CONFIG_INT_BITS.items():
@@ -401,7 +430,9 @@ class Counts:
     issued_backward: int = 0
     """Reads issued backward (also counted by kind)."""
     items_read: int = 0
-    """Items the accepted answers held: what the loader made the host read."""
+    """Items in the answers accepted for reads still outstanding (current, stale and stalled
+    alike): what the loader made the host read. A late answer (``late_answers``) is not
+    counted here, though its acquisition is in ``accepted``."""
     renumbered: int = 0
     """Times the view's positions were renumbered, the window moving with them."""
     jumps: int = 0
@@ -409,12 +440,16 @@ class Counts:
     resumed: int = 0
     """Retries that resumed a failed repair at its failed read."""
     abandoned: int = 0
-    """Reads let go of: :meth:`Loader.abandon`, a failure after a cancel hint, or the read
-    timeout."""
+    """Reads the loader no longer needed, let go of at no cost: a superseded read passed to
+    :meth:`Loader.abandon`, failed after its cancel hint, timed out (``read_timeout_ms``), or
+    whose ``on_issue`` raised. A read still needed that is abandoned (or whose ``on_issue``
+    raised) is a failure instead, counted in ``failed_own``."""
     timed_out: int = 0
     """Of those, the ones ``read_timeout_ms`` let go of."""
     late_answers: int = 0
-    """Answers to reads already let go of: stale, released at once."""
+    """Answers (settle or fail) to reads already let go of, whether counted in ``abandoned``
+    or in ``failed_own``: stale; a settle's acquisition is accepted and released at once, its
+    items not in ``items_read``."""
     ranged_invalidations: int = 0
     """Ranged invalidations (:meth:`Loader.invalidate_range`) accepted."""
     ranged_repairs: int = 0

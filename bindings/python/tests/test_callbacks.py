@@ -36,13 +36,79 @@ def test_an_exception_in_on_issue_is_raised_by_the_call(make_host: Make) -> None
     notes = getattr(e.value, "__notes__", [])
     if sys.version_info >= (3, 11):
         assert any("on_issue(Read(read_id=1" in n and "loader_set_window" in n for n in notes)
-    # The call completed: the read was issued and is outstanding; the state is consistent.
+    # The call completed; the read whose on_issue raised was let go of, not left
+    # outstanding: an own failure, which the backoff retry recovers. The state is consistent.
     s = h.loader.state
-    assert s.outstanding_reads == 1 and s.window_len == 8
+    assert s.outstanding_reads == 0 and s.window_len == 8 and s.failure is L.Failure.OWN
+    assert h.loader.stats().failed_own == 1
     assert not L.violations(s, h.loader.requests())
     h.on_issue_hook = None
+    # The host had queued the read before it raised; its answer now is a late one.
+    released = sum(h.ledger.released.values())
+    assert h.answer(h.take()) is Answer.STALE
+    assert sum(h.ledger.released.values()) == released + 1
+    deadline = h.loader.next_deadline()
+    assert deadline is not None
+    h.loader.tick(deadline)
     h.drain()
-    assert h.loader.state.covered_end >= 8
+    s = h.loader.state
+    assert s.covered_end >= 8 and s.quiescent
+    h.loader.close()
+    assert h.ledger.released_exactly_once()
+
+
+def drive_by_deadline(h: CountingHost, rounds: int = 10000) -> bool:
+    """Answers every pending read; with none left and the loader not quiescent, ticks at its
+    backoff deadline, or retries when the automatic retries are spent (the loop at
+    ``loader_next_deadline``). False when stuck: no deadline and no failure to retry (a read
+    outstanding that nobody will answer)."""
+    for _ in range(rounds):
+        if h.pending:
+            h.answer(h.take())
+            continue
+        s = h.loader.state
+        if s.quiescent:
+            return True
+        deadline = h.loader.next_deadline()
+        if deadline is not None:
+            h.loader.tick(deadline)
+        elif s.failure is not L.Failure.OWN or not h.loader.retry():
+            return False
+    return False
+
+
+def test_a_traversal_whose_on_issue_raises_now_and_then_completes(make_host: Make) -> None:
+    """Every 7th on_issue raises before it queues its read: each such read is let go of, and
+    a host that drives only the deadline loop moves through 400 items without a read stuck
+    outstanding."""
+    h = make_host(4, 400)
+    h.loader.tick(0)
+    raised = caught = 0
+
+    def sometimes(host: CountingHost, read: Read) -> None:
+        nonlocal raised
+        if host.issues % 7 == 0:
+            host.pending.remove(read)
+            raised += 1
+            raise Boom(f"the queue is full for read {read.read_id}")
+
+    h.on_issue_hook = sometimes
+    for start in range(0, 400, 20):
+        try:
+            h.loader.set_window(start, 20)
+        except Boom:
+            caught += 1
+        while True:
+            try:
+                quiet = drive_by_deadline(h)
+                break
+            except Boom:
+                caught += 1
+        assert quiet, f"stuck at {start}: {h.loader.state}"
+        s = h.loader.state
+        assert s.covered_start <= start and s.covered_end >= start + 20
+    assert raised > 5 and caught == raised
+    assert h.loader.stats().failed_own == raised
     h.loader.close()
     assert h.ledger.released_exactly_once()
 
@@ -115,7 +181,8 @@ def test_a_loader_error_in_a_nested_call_can_be_handled_or_propagate(make_host: 
     assert e.value.function == "loader_fail"
     assert ctx is not None and ctx.call == "loader_set_window" and ctx.result is L.Result.OK
     assert len(caught) == 1 and caught[0].code is L.Result.COUNT_OVER_LIMIT
-    assert h.loader.state.outstanding_reads == 1
+    # The error escaped on_issue: its read was let go of, as for any exception there.
+    assert h.loader.state.outstanding_reads == 0
 
 
 def test_exceptions_in_on_change_and_on_cancel_are_raised_too() -> None:
@@ -142,7 +209,9 @@ def test_keyboard_interrupt_in_a_callback_propagates(make_host: Make) -> None:
     h.on_issue_hook = interrupt
     with pytest.raises(KeyboardInterrupt):
         h.loader.set_window(0, 4)
-    assert h.loader.state.outstanding_reads == 1
+    # The read was let go of, as for any exception out of on_issue.
+    s = h.loader.state
+    assert s.outstanding_reads == 0 and s.failure is L.Failure.OWN
 
 
 def test_a_synchronous_source_keeps_the_stack_flat(make_host: Make) -> None:

@@ -180,7 +180,15 @@ def test_spent_retries_wait_for_an_explicit_retry() -> None:
         while not feed.needs_retry:
             assert time.monotonic() < deadline
             time.sleep(0.005)
-        assert not feed.settled(0.1)
+        # settled() says so at once, with what to do, instead of waiting out its timeout.
+        t0 = time.monotonic()
+        with pytest.raises(libloader.FeedStalledError) as e:
+            feed.settled(30)
+        assert time.monotonic() - t0 < 5
+        problem = e.value.problem
+        assert problem.reason == "retries_spent" and isinstance(problem.error, OSError)
+        assert "max_auto_retries = 2" in str(e.value) and "retry()" in str(e.value)
+        assert feed.problem == problem and feed.snapshot().problem == problem
         assert feed.stats().retries_auto == 2
         broken = False
         assert feed.retry()
@@ -189,25 +197,61 @@ def test_spent_retries_wait_for_an_explicit_retry() -> None:
     assert src.released_exactly_once() and not feed.errors
 
 
-def test_a_result_that_is_not_a_page_fails_the_read() -> None:
+def test_a_result_that_is_not_a_page_fails_the_read_and_is_reported_not_retried() -> None:
+    """Each wrong result is a bug in the load: settled() raises a TypeError naming the load
+    at once, the read is failed (nothing outstanding) and not retried by the backoff; a
+    retry() loads again."""
     src = Source(30)
-    bad: List[object] = [["not", "a", "LoadResult"],
-                         LoadResult([f"x{i}" for i in range(11)], cursor_at(11))]
+    coroutine_load: List[object] = []
 
-    def load(cursor: bytes, limit: int, direction: Direction) -> object:
-        if bad:
-            return bad.pop(0)
-        return src.load(cursor, limit, direction)
+    async def never_awaited(cursor: bytes, limit: int, direction: Direction) -> object:
+        return None
 
-    with Feed(load, config=config(), on_release=src.on_release) as feed:  # type: ignore
-        feed.set_window(0, 20)
-        assert feed.settled(5)
-        assert feed.items() == src.rows[:20]
-        assert feed.stats().failed_own == 2
-        assert isinstance(feed.last_error, ValueError)   # 11 items for a limit of 10
+    def as_coroutine(cursor: bytes, limit: int, direction: Direction) -> object:
+        coroutine_load.append(1)
+        return never_awaited(cursor, limit, direction)
+
+    too_many = LoadResult([f"x{i}" for i in range(11)], cursor_at(11))
+    cases: List[Callable[[bytes, int, Direction], object]] = [
+        lambda c, n, d: ["not", "a", "LoadResult"],
+        lambda c, n, d: None,
+        lambda c, n, d: too_many,
+        as_coroutine,
+        lambda c, n, d: LoadResult(["a"], "a str cursor"),  # type: ignore[arg-type]
+    ]
+    for case in cases:
+        calls: List[int] = []
+
+        def load(cursor: bytes, limit: int, direction: Direction) -> object:
+            calls.append(offset(cursor))
+            if len(calls) == 1:
+                return case(cursor, limit, direction)
+            return src.load(cursor, limit, direction)
+
+        with Feed(load, config=config(), on_release=src.on_release) as feed:  # type: ignore
+            feed.set_window(0, 20)
+            t0 = time.monotonic()
+            with pytest.raises(TypeError) as e:
+                feed.settled(30)
+            assert time.monotonic() - t0 < 5
+            assert "test_a_result_that_is_not_a_page" in str(e.value), e.value
+            assert feed.problem is not None and feed.problem.reason == "bad_load_result"
+            assert feed.last_error is e.value
+            # Failed once, and not retried: the backoff (5 ms) passes many times meanwhile.
+            time.sleep(0.2)
+            s = feed.state
+            assert s.outstanding_reads == 0 and calls == [0]
+            assert feed.stats().failed_own == 1 and feed.stats().retries_auto == 0
+            with pytest.raises(TypeError):
+                feed.settled(1)
+            # The user retries (the load is fixed): it loads again.
+            assert feed.retry()
+            assert feed.settled(5)
+            assert feed.items() == src.rows[:20] and feed.problem is None
+        assert not feed.errors
     # The oversized result never reached the loader: it came back at once, and only once.
-    assert len(src.strays) == 1 and len(src.strays[0].items) == 11  # type: ignore[attr-defined]
-    assert not feed.errors
+    assert len(src.strays) == 1 and src.strays[0] is too_many
+    assert coroutine_load == [1]
 
 
 def test_a_superseded_load_finishing_last_is_released_and_the_view_is_current() -> None:
@@ -296,7 +340,11 @@ def test_invalidations_while_loads_run_end_in_the_current_source() -> None:
                 feed.set_window(rng.randrange(0, 40), 40)
             time.sleep(rng.random() * 0.003)
         src.fail = lambda start, attempt: False
-        assert feed.settled(10) or (feed.needs_retry and feed.retry() and feed.settled(10))
+        try:
+            settled = feed.settled(10)
+        except libloader.FeedStalledError:
+            settled = feed.retry() and feed.settled(10)
+        assert settled
         s = feed.state
         assert src.matches(feed)
         assert s.covered_end >= s.window_start + s.window_len
