@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from ._ffi import MAX_CURSOR_LEN, MAX_PAGE_SIZE, MAX_POSITION, library_path
 from ._library import LibraryNotFoundError
-from .enums import (Answer, Coverage, Debt, Direction, Failure, Kind, Phase, RequestState,
+from ._enums import (Answer, Coverage, Debt, Direction, Failure, Kind, Phase, RequestState,
                     Result)
-from .errors import (
+from ._errors import (
     ERRORS,
     ExhaustedError,
     InternalError,
@@ -44,10 +44,10 @@ from .errors import (
     UnknownReadError,
     WindowOverflowError,
 )
-from .invariants import violations
-from .feed import Feed, FeedPage, FeedProblem, FeedSnapshot, FeedStalledError, LoadResult
-from .loader import CallbackContext, Loader, callback_context, result_message, version
-from .types import Config, Counts, Page, Read, RequestInfo, Snapshot, View
+from ._invariants import violations
+from ._feed import Feed, FeedPage, FeedProblem, FeedSnapshot, FeedStalledError, LoadResult
+from ._loader import CallbackContext, Loader, callback_context, result_message, version
+from ._types import Config, Counts, Page, Read, RequestInfo, Snapshot, View
 from . import aio
 
 __version__ = "0.1.0"

@@ -4,7 +4,7 @@
 A test parses the header and fails when this module and the header disagree (functions,
 parameter and return types, struct fields, sizes and offsets, enum values, constants).
 
-Enums cross the ABI as C ``int`` (``ctypes.c_int``); :mod:`libloader.enums` gives them names.
+Enums cross the ABI as C ``int`` (``ctypes.c_int``); :mod:`libloader._enums` gives them names.
 Handles are ``uint64_t``: every function that takes or returns one declares ``c_uint64``,
 never ctypes' default ``int``, which would truncate it (the library rejects a truncated
 handle as invalid).

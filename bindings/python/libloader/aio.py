@@ -1,6 +1,6 @@
 """The asyncio :class:`Feed`: loads run as coroutines, the backoff timer is ``loop.call_at``.
 
-The same feed as :class:`libloader.Feed` (see :mod:`libloader.feed`: what a load returns,
+The same feed as :class:`libloader.Feed` (see :class:`libloader.Feed`: what a load returns,
 and how the feed reports a load's bugs, a stalled cursor and spent retries), for one event
 loop. A load starts at once, inside the call that needs it (as an eager task does): a load
 that completes without waiting (a local database query) is answered there, with no task and
@@ -22,10 +22,10 @@ import warnings
 from typing import (Any, AsyncIterator, Awaitable, Callable, Coroutine, Generator, Optional,
                     Union)
 
-from .enums import Direction
-from .feed import (FeedPage, FeedProblem, FeedSnapshot, FeedStalledError, LoadResult, T,
+from ._enums import Direction
+from ._feed import (FeedPage, FeedProblem, FeedSnapshot, FeedStalledError, LoadResult, T,
                    _FeedCore, _seconds, _weak0)
-from .types import Config, Read
+from ._types import Config, Read
 
 __all__ = ["Feed", "Direction", "FeedPage", "FeedProblem", "FeedSnapshot", "FeedStalledError",
            "LoadResult"]
@@ -86,11 +86,11 @@ async def _rest(load: Awaitable[Any]) -> Any:
 
 class Feed(_FeedCore[T]):
     """A loader that runs ``await load(cursor, limit, direction)`` (with ``until=`` if it
-    takes it: see :mod:`libloader.feed`).
+    takes it: see :class:`libloader.Feed`).
 
     ``load`` is an ``async def`` (a plain function returning a :class:`LoadResult` works
     too, but blocks the loop); it returns at most ``limit`` items after ``cursor`` (before
-    it, in source order, for :attr:`Direction.BACKWARD`: see :mod:`libloader.feed`), or
+    it, in source order, for :attr:`Direction.BACKWARD`: see :class:`libloader.Feed`), or
     raises: the read fails and the loader's backoff retries it with ``loop.call_at`` (a
     TypeError, or a result that is not a valid LoadResult, is a bug in the load: reported,
     not retried). A load starts inside the call that needs it and runs until it first

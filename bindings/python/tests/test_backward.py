@@ -31,7 +31,7 @@ def check_view(h: CountingHost) -> L.Snapshot:
 
 def test_the_direction_enum_mirrors_the_c_one() -> None:
     assert (Direction.FORWARD, Direction.BACKWARD) == (0, 1)
-    assert L.aio.Direction is Direction and L.feed.Direction is Direction
+    assert L.aio.Direction is Direction and L._feed.Direction is Direction
     # A read made by hand is a forward one.
     assert L.Read(1, 1, Kind.FINITE, 0, 0, b"", 4).direction is Direction.FORWARD
 

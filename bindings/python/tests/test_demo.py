@@ -48,7 +48,8 @@ def test_the_demo_reports_every_check_passing() -> None:
     assert fl["own"] + fl["superseded"] <= fl["injected"]
     assert 0 <= fl["injected_while_settling"] <= fl["injected"]
     assert r["retries"]["by_backoff_timer"] > 0
-    assert r["final"]["cover_epoch"] == r["final"]["epoch"] >= r["source"]["invalidations"]
+    # A ranged change that nothing held or in flight can contain takes no epoch.
+    assert r["final"]["cover_epoch"] == r["final"]["epoch"] > 0
     assert r["final"]["items"] > 0 and r["invariants"]["samples"] > 10
     # The window went deep into the 100,000 rows; repairs read back from the anchor page.
     assert r["source"]["rows_at_start"] == 100_000 and r["final"]["window"][0] > 1_000

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import libloader
-from libloader import ERRORS, LoaderError, Result, _ffi, errors
+from libloader import ERRORS, LoaderError, Result, _errors as errors, _ffi
 
 
 def test_each_error_code_has_its_own_subclass() -> None:

@@ -10,7 +10,7 @@ from typing import Optional
 import pytest
 
 from libloader import Direction, Kind, Read, _ffi
-from libloader.types import _read_from_c
+from libloader._types import _read_from_c
 
 
 def test_issued_read_has_the_layout_of_loader_read() -> None:

@@ -102,7 +102,7 @@ class Source:
         with self.lock:
             return self.rows[:n]
 
-    def matches(self, feed: "libloader.feed._FeedCore[str]") -> bool:
+    def matches(self, feed: "libloader._feed._FeedCore[str]") -> bool:
         """The feed's view is the source's rows from its first page's cursor on; where the
         view reaches the source's start (that cursor is empty), positions are the source's.
         A repair starts at the anchor (the page holding the window's start), so the view

@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Tuple
 import pytest
 
 import libloader
-from libloader import _ffi, enums
+from libloader import _enums as enums, _ffi
 
 # ---- a small parser for the subset of C that cbindgen writes ----
 

@@ -15,6 +15,6 @@ requires_testing = pytest.mark.skipif(
 
 def panic_inside(loader: Loader) -> None:
     """``loader_test_panic``: panics inside the library, under the handle's lock. Raises
-    :class:`~libloader.errors.PanicError`; the handle is poisoned afterwards (only
+    :class:`~libloader.PanicError`; the handle is poisoned afterwards (only
     :meth:`Loader.close` works on it)."""
     loader._call("loader_test_panic")

@@ -8,7 +8,7 @@ subclasses of :class:`LoaderError`:
 - :class:`InternalError`: a panic inside the library; the loader is poisoned, only ``close()``
   works on it.
 
-Each carries ``code`` (a :class:`~libloader.enums.Result`) and ``message`` (the library's own
+Each carries ``code`` (a :class:`~libloader.Result`) and ``message`` (the library's own
 text from ``loader_result_str``). :func:`error_for` picks the class for a code.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Callable, Dict, Optional, Type, Union
 
-from .enums import Result
+from ._enums import Result
 
 
 class LoaderError(Exception):

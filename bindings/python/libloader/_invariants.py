@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import List, Sequence
 
-from .enums import Coverage, Debt, Failure, Kind, Phase, RequestState
-from .types import RequestInfo, Snapshot
+from ._enums import Coverage, Debt, Failure, Kind, Phase, RequestState
+from ._types import RequestInfo, Snapshot
 
 
 def violations(s: Snapshot, requests: Sequence[RequestInfo]) -> List[str]:

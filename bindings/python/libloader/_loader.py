@@ -41,9 +41,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Generic, List, Optional, Sequence, Tuple, Union
 
 from . import _ffi
-from .enums import Answer, Result
-from .errors import error_for
-from .types import (
+from ._enums import Answer, Result
+from ._errors import error_for
+from ._types import (
     Config,
     Counts,
     Page,
@@ -483,7 +483,7 @@ class Loader(Generic[T]):
     def close(self) -> None:
         """Frees the loader. Before this returns, ``on_release`` has run exactly once for
         every acquisition the loader still held and ``on_cancel`` for every read still
-        outstanding. Later calls raise :class:`~libloader.errors.StaleHandleError`; answers
+        outstanding. Later calls raise :class:`~libloader.StaleHandleError`; answers
         to its reads too. Idempotent; allowed inside a callback."""
         self._close(isolated=False)
 
@@ -534,10 +534,10 @@ class Loader(Generic[T]):
         a change outside the held pages re-reads nothing. Several ranged invalidations before
         a commit merge; :meth:`invalidate` subsumes them.
 
-        Needs ``compare=`` (else :class:`~libloader.errors.NoCompareError`, and nothing
+        Needs ``compare=`` (else :class:`~libloader.NoCompareError`, and nothing
         changed). A range whose end comes before its start raises
-        :class:`~libloader.errors.RangeReversedError` (nothing changed); a cursor over
-        ``MAX_CURSOR_LEN`` :class:`~libloader.errors.CursorTooLongError`; a cursor that is
+        :class:`~libloader.RangeReversedError` (nothing changed); a cursor over
+        ``MAX_CURSOR_LEN`` :class:`~libloader.CursorTooLongError`; a cursor that is
         not bytes-like TypeError. An exception ``compare`` raised is re-raised here, after
         the call completed with those two cursors taken as equal: the range may have been
         marked wrongly, so follow it with :meth:`invalidate` to be safe. A range too narrow
@@ -699,9 +699,9 @@ class Loader(Generic[T]):
 
         ``cursor`` is bytes-like (an int, a str or a list is refused: TypeError);
         ``position`` a non-negative int (TypeError, ValueError). The library refuses a cursor
-        over ``MAX_CURSOR_LEN`` (:class:`~libloader.errors.CursorTooLongError`) and a
+        over ``MAX_CURSOR_LEN`` (:class:`~libloader.CursorTooLongError`) and a
         ``position`` whose window would overflow
-        (:class:`~libloader.errors.WindowOverflowError`)."""
+        (:class:`~libloader.WindowOverflowError`)."""
         raw = _cursor("cursor", cursor)
         pos = _unsigned("position", position, 64)
         ptr, length = _ffi.cursor_arg(raw)

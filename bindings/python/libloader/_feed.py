@@ -76,9 +76,9 @@ from typing import (Any, Callable, Dict, Generic, Iterator, List, Optional, Sequ
                     TypeVar)
 
 from . import _workers
-from .enums import Answer, Direction, Failure
-from .loader import Loader
-from .types import Config, Counts, Read, Snapshot
+from ._enums import Answer, Direction, Failure
+from ._loader import Loader
+from ._types import Config, Counts, Read, Snapshot
 
 T = TypeVar("T")
 
@@ -112,7 +112,7 @@ class LoadResult(Generic[T]):
     tuple, a range; not a str, bytes or a generator), ``next_cursor`` bytes-like (bytes,
     bytearray, memoryview; not a str), ``end_of_source`` a bool (not ``"no"`` or 0). A
     wrong one raises TypeError naming the field; raised inside a load, it is reported as a
-    bug in the load (see :mod:`libloader.feed`)."""
+    bug in the load (see :class:`libloader.Feed`)."""
 
     items: Sequence[T]
     """At most ``limit`` items, in source order: right after the cursor for a forward load,

@@ -1,5 +1,5 @@
 """Plain Python values for what crosses the ABI: settings, reads, the spec's state, requests
-and the view. All are frozen dataclasses; enum fields are :mod:`libloader.enums` members.
+and the view. All are frozen dataclasses; enum fields are :mod:`libloader._enums` members.
 :class:`Page` and :class:`View` are generic in the host's acquisition type."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Optional, Tuple, TypeVar
 
 from . import _ffi
-from .enums import Coverage, Debt, Direction, Failure, Kind, Phase, RequestState
+from ._enums import Coverage, Debt, Direction, Failure, Kind, Phase, RequestState
 
 T = TypeVar("T")
 """The host's acquisition type: what :meth:`Loader.settle` takes and ``on_release`` and the
