@@ -66,18 +66,23 @@ int main(void) {
     snprintf(h.db_path, sizeof h.db_path, "%s/events.db", h.dir);
     create_db(&h);
 
-    loader_config config;
+    loader_config config = {.struct_size = sizeof config};
     loader_config_default(&config);
     config.page_size = 5;
     config.prefetch_distance = 0;
-    loader_callbacks callbacks = {&h, on_issue, on_release, on_changed, NULL, on_compare};
+    loader_callbacks callbacks = {.struct_size = sizeof callbacks,
+                                  .userdata = &h,
+                                  .issue = on_issue,
+                                  .release = on_release,
+                                  .changed = on_changed,
+                                  .compare = on_compare};
     EXPECT(loader_new(&config, &callbacks, &h.loader) == LOADER_RESULT_OK);
     reader r = open_reader(&h);
 
     /* Four pages of five rows. */
     EXPECT(loader_set_window(h.loader, 0, 20) == LOADER_RESULT_OK);
     answer_all(&h, &r);
-    loader_snapshot s;
+    loader_snapshot s = {.struct_size = sizeof s};
     EXPECT(loader_state(h.loader, &s) == LOADER_RESULT_OK && s.quiescent && s.pages == 4);
 
     /* The writer deletes every row of the second page, then names their range. */
@@ -93,7 +98,7 @@ int main(void) {
     }
     sqlite3_finalize(del);
     sqlite3_close(db);
-    loader_counts before, after;
+    loader_counts before = {.struct_size = sizeof before}, after = {.struct_size = sizeof after};
     EXPECT(loader_stats(h.loader, &before) == LOADER_RESULT_OK);
     uint8_t from[CURSOR_LEN], to[CURSOR_LEN];
     encode(gone[0], from);
