@@ -497,6 +497,14 @@ typedef enum loader_failure {
    * A superseded read failed; it only raised the debt.
    */
   LOADER_FAILURE_SUPERSEDED = 2,
+  /**
+   * A page read (a finite read) failed while nothing else was owed: the view is as current
+   * as before and lacks that page. The retry (the backoff timer's, or `loader_retry`) reads
+   * the same page again, with the same cursor, direction and end; an invalidation since
+   * the failure makes it an `LOADER_FAILURE_OWN` failure (its retry reads the full source),
+   * and a window move retries with a full read.
+   */
+  LOADER_FAILURE_PAGE = 3,
 } loader_failure;
 
 /**

@@ -136,6 +136,12 @@ pub enum loader_failure {
     Own = 1,
     /// A superseded read failed; it only raised the debt.
     Superseded = 2,
+    /// A page read (a finite read) failed while nothing else was owed: the view is as current
+    /// as before and lacks that page. The retry (the backoff timer's, or `loader_retry`) reads
+    /// the same page again, with the same cursor, direction and end; an invalidation since
+    /// the failure makes it an `LOADER_FAILURE_OWN` failure (its retry reads the full source),
+    /// and a window move retries with a full read.
+    Page = 3,
 }
 
 /// The spec's `coverage`.
@@ -227,6 +233,7 @@ impl From<Failure> for loader_failure {
             Failure::None => loader_failure::None,
             Failure::Own => loader_failure::Own,
             Failure::Superseded => loader_failure::Superseded,
+            Failure::Page => loader_failure::Page,
         }
     }
 }
