@@ -17,6 +17,8 @@ enum Event {
     Invalidate,
     WantMore,
     Retry,
+    /// A retry by a window move: a page failure is retried with a full read.
+    RetryMoved,
     Settle(u64),
     Fail(u64),
 }
@@ -106,7 +108,7 @@ impl Checker {
         self.check_state(&h, &mapped)?;
         self.check_refusals(&h)?;
 
-        let mut events = vec![Event::WantMore, Event::Retry];
+        let mut events = vec![Event::WantMore, Event::Retry, Event::RetryMoved];
         if h.ledger.epoch() < self.bounds.max_epoch as u64 {
             events.push(Event::Invalidate);
         }
@@ -143,15 +145,19 @@ impl Checker {
                     .map_err(|e| e.to_string())?;
                 ("Invalidate", None)
             }
-            Event::WantMore | Event::Retry => {
+            Event::WantMore | Event::Retry | Event::RetryMoved => {
                 let (label, started) = match ev {
                     Event::WantMore => ("IssueFinite", next.ledger.issue_finite(&mut out)),
-                    _ => ("ExplicitRetry", next.ledger.explicit_retry(&mut out)),
+                    Event::Retry => ("ExplicitRetry", next.ledger.explicit_retry(&mut out)),
+                    _ => (
+                        "ExplicitRetry",
+                        next.ledger.explicit_retry_moved(&mut out),
+                    ),
                 };
                 if started.map_err(|e| e.to_string())?.is_none() {
                     return self.stutter(h, &next, &out, label).map(|_| None);
                 }
-                if ev == Event::Retry {
+                if matches!(ev, Event::Retry | Event::RetryMoved) {
                     for s in next.slots.iter_mut() {
                         if s.fate == SlotFate::FailedForgotten {
                             s.fate = SlotFate::Released;
