@@ -60,12 +60,14 @@ PageFailure(i) ==
   /\ req[i].kind = "finite" /\ ~req[i].sup /\ req[i].ep = epoch
   /\ phase = "idle" /\ debt = "none" /\ failure = "none"
 
+\* The loader may still record such a failure as the lattice does (Churn!Fail): it does so for
+\* a stalled cursor, which reading the page again would not move.
 Fail(i) ==
-  IF req[i].st = "inflight" /\ PageFailure(i)
-  THEN /\ req' = [req EXCEPT ![i].st = "failed"]
-       /\ failure' = "page"
-       /\ UNCHANGED <<epoch, debt, phase, chainEpoch, coverage, settledOnce, coverEpoch>>
-  ELSE Churn!Fail(i)
+  \/ /\ req[i].st = "inflight" /\ PageFailure(i)
+     /\ req' = [req EXCEPT ![i].st = "failed"]
+     /\ failure' = "page"
+     /\ UNCHANGED <<epoch, debt, phase, chainEpoch, coverage, settledOnce, coverEpoch>>
+  \/ Churn!Fail(i)
 
 \* A page failure's retry: the failed request is released, and the page is read again, or (a
 \* window move) the full source is read, as the lattice's retry does.

@@ -256,11 +256,28 @@ impl Ledger {
         Settled::FullCommitted { recheck }
     }
 
-    /// An in-flight request failed: `Fail`.
+    /// An in-flight request failed: `Fail`. Under the churn rules a finite read's own failure
+    /// with nothing else owed is a page failure (`Failure::Page`), retried by reading the page
+    /// again.
     pub fn fail(&mut self, id: u64, out: &mut Vec<Effect>) -> Result<Failed, LedgerError> {
+        self.fail_as(id, true, out)
+    }
+
+    /// An in-flight request failed in a way that reading it again would repeat (a cursor that
+    /// did not move): `Fail`, never a page failure, so its retry reads the full source.
+    pub fn fail_stalled(&mut self, id: u64, out: &mut Vec<Effect>) -> Result<Failed, LedgerError> {
+        self.fail_as(id, false, out)
+    }
+
+    fn fail_as(
+        &mut self,
+        id: u64,
+        page_retry: bool,
+        out: &mut Vec<Effect>,
+    ) -> Result<Failed, LedgerError> {
         let r = self.inflight_request(id)?;
         self.check_id_room()?;
-        let page = self.page_failure(&r);
+        let page = page_retry && self.page_failure(&r);
         self.leave_inflight(id, r.kind);
         let outcome = if page {
             // Nothing else is owed: the retry reads this page again.

@@ -360,6 +360,8 @@ impl Model {
         let ph = if authoritative { Phase::Idle } else { s.phase };
         if rules.page_failure(s, &r) {
             // The page retry: its own failure, nothing else owed; the retry reads it again.
+            // The loader may still record it as the lattice does (below): a stalled cursor,
+            // which reading again would not move.
             let mut t = *s;
             t.req[i].st = St::Failed;
             t.failure = Failure::Page;
@@ -370,7 +372,6 @@ impl Model {
                 },
                 t,
             );
-            return;
         }
         let upgrade_only = rules.unified_family() && r.kind == Kind::Finite && r.sup;
         let recover = !upgrade_only && r.sup && finished_before && rules != Rules::OldRecover;

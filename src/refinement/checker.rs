@@ -21,6 +21,8 @@ enum Event {
     RetryMoved,
     Settle(u64),
     Fail(u64),
+    /// A failure that reading again would repeat (a stalled cursor): never a page failure.
+    FailStalled(u64),
 }
 
 #[derive(Clone, Debug)]
@@ -116,6 +118,7 @@ impl Checker {
             if h.ledger.request(slot.id).map(|r| r.st) == Some(ledger::St::Inflight) {
                 events.push(Event::Settle(slot.id));
                 events.push(Event::Fail(slot.id));
+                events.push(Event::FailStalled(slot.id));
             }
         }
         for ev in events {
@@ -178,9 +181,14 @@ impl Checker {
                 };
                 (label, h.slot_of(id))
             }
-            Event::Fail(id) => {
+            Event::Fail(id) | Event::FailStalled(id) => {
                 let kind = h.ledger.request(id).expect("fail of a live request").kind;
-                next.ledger.fail(id, &mut out).map_err(|e| e.to_string())?;
+                if matches!(ev, Event::Fail(_)) {
+                    next.ledger.fail(id, &mut out)
+                } else {
+                    next.ledger.fail_stalled(id, &mut out)
+                }
+                .map_err(|e| e.to_string())?;
                 if kind == ledger::Kind::Finite {
                     let s = h.slot_of(id).expect("slot");
                     next.slots[s].fate = SlotFate::FailedForgotten;
