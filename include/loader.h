@@ -401,7 +401,8 @@ typedef enum loader_kind {
    * end plus prefetch, then backward over the prefetch before the window), relying on
    * nothing the view holds. Only when nothing is held does it start where the empty view
    * sits: the source's start, or a `loader_jump` cursor. The retry after an own failure is
-   * one (`loader_retry`).
+   * one (`loader_retry`), but for a page read's failure with nothing else owed, whose retry
+   * reads that page again (`LOADER_KIND_FINITE`; `loader_counts.retries_page`).
    */
   LOADER_KIND_FULL = 2,
 } loader_kind;
@@ -490,21 +491,18 @@ typedef enum loader_failure {
   /**
    * The loader's own read failed; it waits for a retry: the backoff timer's while
    * automatic retries remain (`loader_next_deadline`), then `loader_retry` or a window
-   * move only.
+   * move only. When the read that failed was a page read (`LOADER_KIND_FINITE`) and nothing
+   * else was owed (no repair or full read running or due), the retry by the timer or
+   * `loader_retry` reads that page again: a finite read with the same cursor, direction and
+   * `until`. An invalidation since the failure, a window move that retries, or a page read
+   * whose cursor stalled (`LOADER_ANSWER_CURSOR_STALLED`) retries with a full read
+   * (`LOADER_KIND_FULL`) instead.
    */
   LOADER_FAILURE_OWN = 1,
   /**
    * A superseded read failed; it only raised the debt.
    */
   LOADER_FAILURE_SUPERSEDED = 2,
-  /**
-   * A page read (a finite read) failed while nothing else was owed: the view is as current
-   * as before and lacks that page. The retry (the backoff timer's, or `loader_retry`) reads
-   * the same page again, with the same cursor, direction and end; an invalidation since
-   * the failure makes it an `LOADER_FAILURE_OWN` failure (its retry reads the full source),
-   * and a window move retries with a full read.
-   */
-  LOADER_FAILURE_PAGE = 3,
 } loader_failure;
 
 /**
@@ -1050,11 +1048,14 @@ typedef struct loader_counts {
    */
   uint64_t failed_stale;
   /**
-   * Retries started by the backoff timer.
+   * Retries started by the backoff timer. A retry reads the full source
+   * (`LOADER_KIND_FULL`), resumes a failed repair or full read (`resumed`), or reads a
+   * failed page again (`retries_page`).
    */
   uint64_t retries_auto;
   /**
-   * Retries started by `loader_retry` or a window move.
+   * Retries started by `loader_retry` or a window move (read as for `retries_auto`; a
+   * window move never reads the failed page again).
    */
   uint64_t retries_explicit;
   /**
@@ -1114,6 +1115,13 @@ typedef struct loader_counts {
    * pages a ranged invalidation marked (or none, for a change outside the held pages).
    */
   uint64_t ranged_repairs;
+  /**
+   * Of `retries_auto` and `retries_explicit`, the retries that read a failed page again
+   * (one finite read, `LOADER_KIND_FINITE`, with the failed read's cursor, direction and
+   * `until`) instead of the full source: a page read's own failure while nothing else was
+   * owed, retried by the timer or `loader_retry` with no invalidation since.
+   */
+  uint64_t retries_page;
 } loader_counts;
 
 /**
@@ -1409,7 +1417,12 @@ enum loader_result loader_fail(loader_handle handle,
  * to the window's end plus `prefetch_distance`, then backward over the prefetch before the
  * window (from the source's start, or a `loader_jump` cursor, only when nothing is held). A
  * failed repair or full read with no invalidation since resumes at the read that failed
- * instead, keeping what its earlier reads got (`loader_counts.resumed`).
+ * instead, keeping what its earlier reads got (`loader_counts.resumed`). A failed page read
+ * (`LOADER_KIND_FINITE`) that failed while nothing else was owed, with no invalidation or
+ * window move since, is retried by reading that page again: one finite read with the failed
+ * read's cursor, direction and `until`, and the same backoff and `max_auto_retries` budget
+ * (`loader_counts.retries_page`; the backoff timer's retry reads the same). A page read whose
+ * cursor stalled is retried with a full read.
  *
  * `*out_started` (if not NULL) says whether a read started; with nothing to retry now (no own
  * failure recorded, or an earlier full read still in flight) the call succeeds and starts
@@ -1423,7 +1436,9 @@ enum loader_result loader_retry(loader_handle handle, bool *out_started);
 
 /**
  * Moves the window to items `[start, start + len)`. Growing it issues reads; with a failure
- * recorded it retries. `LOADER_RESULT_WINDOW_OVERFLOW` if `start + len` overflows.
+ * recorded it retries: with a full read (`LOADER_KIND_FULL`) when the window moved, since the
+ * page that failed may no longer be the one it needs; with the window unchanged, as
+ * `loader_retry` does. `LOADER_RESULT_WINDOW_OVERFLOW` if `start + len` overflows.
  */
 enum loader_result loader_set_window(loader_handle handle, uint64_t start, uint64_t len);
 

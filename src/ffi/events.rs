@@ -275,7 +275,12 @@ pub unsafe extern "C-unwind" fn loader_fail(
 /// to the window's end plus `prefetch_distance`, then backward over the prefetch before the
 /// window (from the source's start, or a `loader_jump` cursor, only when nothing is held). A
 /// failed repair or full read with no invalidation since resumes at the read that failed
-/// instead, keeping what its earlier reads got (`loader_counts.resumed`).
+/// instead, keeping what its earlier reads got (`loader_counts.resumed`). A failed page read
+/// (`LOADER_KIND_FINITE`) that failed while nothing else was owed, with no invalidation or
+/// window move since, is retried by reading that page again: one finite read with the failed
+/// read's cursor, direction and `until`, and the same backoff and `max_auto_retries` budget
+/// (`loader_counts.retries_page`; the backoff timer's retry reads the same). A page read whose
+/// cursor stalled is retried with a full read.
 ///
 /// `*out_started` (if not NULL) says whether a read started; with nothing to retry now (no own
 /// failure recorded, or an earlier full read still in flight) the call succeeds and starts
@@ -295,7 +300,9 @@ pub unsafe extern "C-unwind" fn loader_retry(
 }
 
 /// Moves the window to items `[start, start + len)`. Growing it issues reads; with a failure
-/// recorded it retries. `LOADER_RESULT_WINDOW_OVERFLOW` if `start + len` overflows.
+/// recorded it retries: with a full read (`LOADER_KIND_FULL`) when the window moved, since the
+/// page that failed may no longer be the one it needs; with the window unchanged, as
+/// `loader_retry` does. `LOADER_RESULT_WINDOW_OVERFLOW` if `start + len` overflows.
 #[no_mangle]
 pub extern "C-unwind" fn loader_set_window(
     handle: loader_handle,

@@ -7,15 +7,18 @@
 //! full source as for an own failure.
 
 use super::{LedgerError, Loader, LoaderError, Window};
+use crate::ledger::Failure;
 
 impl Loader {
     /// Retries a recorded own failure now (a full-source read; for a page failure, the page
     /// again). Returns whether a read started; `false` when there is nothing to retry yet.
     pub fn retry(&mut self) -> Result<bool, LoaderError> {
         self.open()?;
+        let page = self.ledger.failure() == Failure::Page;
         let started = self.ledger.explicit_retry(&mut self.scratch)?.is_some();
         if started {
             self.out.stats.retries_explicit += 1;
+            self.out.stats.retries_page += u64::from(page);
             self.backoff.deadline = None;
         }
         self.pump();
@@ -37,7 +40,9 @@ impl Loader {
         if retry {
             // The failed page is the one to read again only while the window stays put.
             if self.window.start == start && self.window.len == len {
+                let page = self.ledger.failure() == Failure::Page;
                 self.ledger.explicit_retry(&mut self.scratch)?;
+                self.out.stats.retries_page += u64::from(page);
             } else {
                 self.ledger.explicit_retry_moved(&mut self.scratch)?;
             }
@@ -73,9 +78,11 @@ impl Loader {
         }
         if due {
             self.backoff.deadline = None;
+            let page = self.ledger.failure() == Failure::Page;
             if self.ledger.explicit_retry(&mut self.scratch)?.is_some() {
                 self.backoff.retries += 1;
                 self.out.stats.retries_auto += 1;
+                self.out.stats.retries_page += u64::from(page);
             }
         }
         self.pump();
