@@ -102,7 +102,10 @@ fn a_mutant_runs_by_name_and_fails_what_list_mutants_says() {
     assert_eq!(code, 0);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 7, "{out}");
-    assert!(lines.contains(&"mutantPageNoDemote PageFailureQuiet"), "{out}");
+    assert!(
+        lines.contains(&"mutantPageNoDemote PageFailureQuiet"),
+        "{out}"
+    );
     assert!(
         lines.contains(&"mutantChurnNoNormalize CommitReleases"),
         "{out}"

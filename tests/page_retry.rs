@@ -188,7 +188,11 @@ fn a_page_failure_falls_back_to_a_full_read_when_anything_changed() {
     h.apply(Op::Window { start: 0, len: 300 }).unwrap();
     h.apply(Op::Fail { index: 0 }).unwrap();
     assert_eq!(h.loader.ledger().failure(), Failure::Page);
-    h.apply(Op::Window { start: 50, len: 300 }).unwrap();
+    h.apply(Op::Window {
+        start: 50,
+        len: 300,
+    })
+    .unwrap();
     assert_eq!(h.pending_reads()[0].kind, Kind::Full);
     assert_eq!(h.loader.stats().retries_page, 0);
     h.settle_down().unwrap();

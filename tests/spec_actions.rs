@@ -419,7 +419,12 @@ fn a_model_invariant_no_cfg_checks_is_caught() {
         "",
     );
     let cfgs = doctored(&cfgs, "LoaderLedgerChurn.cfg", " NoLostInvalidation", "");
-    let cfgs = doctored(&cfgs, "LoaderLedgerPageRetry.cfg", " NoLostInvalidation", "");
+    let cfgs = doctored(
+        &cfgs,
+        "LoaderLedgerPageRetry.cfg",
+        " NoLostInvalidation",
+        "",
+    );
     let problems = mismatches(&spec_files("tla"), &cfgs);
     assert_eq!(
         problems,
@@ -461,7 +466,12 @@ fn a_step_invariant_no_cfg_checks_is_caught() {
         " ChainCommitBoundedDebt",
         "",
     );
-    let cfgs = doctored(&cfgs, "LoaderLedgerPageRetry.cfg", " ChainCommitBoundedDebt", "");
+    let cfgs = doctored(
+        &cfgs,
+        "LoaderLedgerPageRetry.cfg",
+        " ChainCommitBoundedDebt",
+        "",
+    );
     let problems = mismatches(&spec_files("tla"), &cfgs);
     assert_eq!(
         problems,

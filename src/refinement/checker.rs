@@ -152,10 +152,7 @@ impl Checker {
                 let (label, started) = match ev {
                     Event::WantMore => ("IssueFinite", next.ledger.issue_finite(&mut out)),
                     Event::Retry => ("ExplicitRetry", next.ledger.explicit_retry(&mut out)),
-                    _ => (
-                        "ExplicitRetry",
-                        next.ledger.explicit_retry_moved(&mut out),
-                    ),
+                    _ => ("ExplicitRetry", next.ledger.explicit_retry_moved(&mut out)),
                 };
                 if started.map_err(|e| e.to_string())?.is_none() {
                     return self.stutter(h, &next, &out, label).map(|_| None);
