@@ -104,6 +104,16 @@ check: test-lib | $(OUT)
 	$(call violates,--rules mutantChurnNormalizeAtEpoch --no-model-bounds,CoverageHeld CommitStamped)
 	$(call violates,--rules mutantChurnNoNormalize --no-model-bounds,CommitReleases)
 	$(call violates,--rules mutantChurnCommitFullDebt --no-model-bounds,ChainCommitBoundedDebt)
+	# The page retry (spec/LoaderLedgerPageRetry.tla) on top of unifiedMinChurn: every invariant,
+	# and progress under churn within the same 3 system steps.
+	./$(TEST_DIR)/loader-check --rules unifiedMinPageRetry
+	./$(TEST_DIR)/loader-check --rules unifiedMinPageRetry --no-model-bounds
+	./$(TEST_DIR)/loader-check --rules unifiedMinPageRetry --max-epoch 3 --ids 5 --no-model-bounds
+	./$(TEST_DIR)/loader-check --progress --rules unifiedMinPageRetry --max-epoch 4 --ids 5 --spare-ids 3 --no-model-bounds
+	# Its mutants: a page failure left standing after an invalidation, or recorded for a read an
+	# invalidation overtook, is seen by PageFailureQuiet alone.
+	$(call violates,--rules mutantPageNoDemote --no-model-bounds,PageFailureQuiet)
+	$(call violates,--rules mutantPageOverDebt --no-model-bounds,PageFailureQuiet)
 	./$(TEST_DIR)/loader-check --impl --max-epoch 3 --ids 6
 	# The production Loader, explored exhaustively over the quick grid of small sources and
 	# settings (src/check: every host event interleaving to depth 7, every property after

@@ -25,7 +25,19 @@
 //!   finite page + the pages of one overtaken repair (the rule that lets an overtaken repair
 //!   commit keeps at most one running).
 //!
-//! It prints both tables and one JSON line, and exits non-zero when a judged target is
+//! - **Scroll** (table c): `max_pages` 8, a window at item 0 scrolled forward 400 pages, one
+//!   page at a time, then back to the start the same way; after each move the host answers
+//!   every read in order, failing each with probability 0, 1, 5, 10 or 20%, ticking to the
+//!   backoff deadline and calling `retry` when the automatic retries are spent, until the
+//!   loader is quiescent. It counts reads, items read and reads of the full source, over
+//!   `SCROLL_TRIALS` seeded trials, against the failure-free scroll. Each rate runs twice:
+//!   with the default config, where a failed page read is retried by reading that page again,
+//!   and, as the baseline measured in the same run, with `commit_overtaken` off, whose rules
+//!   retry it with a full read (the scroll has no invalidation, so that is all the setting
+//!   changes here). Target: at 10%, at most 1.15x the failure-free reads and items, forward
+//!   and back.
+//!
+//! It prints the tables and one JSON line, and exits non-zero when a judged target is
 //! missed: `make bench-liveness`. Table (b) runs each stream twice: with `commit_overtaken` (the default) and, as the
 //! baseline measured in the same run, without it (the seed's rules).
 
@@ -46,6 +58,12 @@ const RATES: [u64; 5] = [0, 1, 5, 10, 20];
 const TRIALS: u64 = 200;
 /// The target: at 10% failures, at most this many times the failure-free reads.
 const RECOVERY_FACTOR: f64 = 3.0;
+
+const SCROLL_MAX_PAGES: u32 = 8;
+const SCROLL_PAGES: u64 = 400;
+const SCROLL_TRIALS: u64 = 20;
+/// The target: at 10% failures, at most this many times the failure-free reads and items.
+const SCROLL_FACTOR: f64 = 1.15;
 
 const CHURN_MAX_PAGES: u32 = 16;
 const CHURN_ANSWERS: u64 = 20_000;
@@ -75,6 +93,157 @@ impl Host {
             }
         }
     }
+}
+
+/// What one scroll cost: reads, items read, and reads of the full source.
+#[derive(Clone, Copy, Default)]
+struct Cost {
+    reads: u64,
+    items: u64,
+    full: u64,
+}
+
+impl Host {
+    /// As `run_failing`, counting items and full reads too.
+    fn run_counting(&mut self, rng: &mut Rng, percent: u64, cost: &mut Cost) {
+        self.effects();
+        loop {
+            match self.reads.pop_front() {
+                Some(read) => {
+                    cost.reads += 1;
+                    if read.kind == loader::Kind::Full {
+                        cost.full += 1;
+                    }
+                    if rng.percent(percent) {
+                        self.fail(read);
+                    } else {
+                        cost.items += u64::from(self.settle(read));
+                    }
+                }
+                None if self.idle() => {}
+                None => return,
+            }
+        }
+    }
+}
+
+/// One cell of table (c): a scroll direction, a failure rate, page retry on or off.
+struct Scroll {
+    backward: bool,
+    percent: u64,
+    page_retry: bool,
+    cost: Cost,
+}
+
+/// Scrolls [`SCROLL_PAGES`] pages forward, one page at a time, then back, failing `percent`
+/// of reads, over [`SCROLL_TRIALS`] seeds; returns the mean cost of each direction. Every
+/// move must end quiescent with the window covered.
+fn scroll(percent: u64, page_retry: bool) -> Result<[Cost; 2], String> {
+    let mut sums = [Cost::default(); 2];
+    for trial in 0..SCROLL_TRIALS {
+        let config = Config {
+            commit_overtaken: page_retry,
+            ..config(SCROLL_MAX_PAGES)
+        };
+        let len = (SCROLL_PAGES + 10) * u64::from(PAGE);
+        let mut h = Host::new(config, Numbered { len });
+        let mut rng = Rng(0x5c_0011 ^ (percent << 32) ^ (trial << 48));
+        h.loader.set_window(0, WINDOW).expect("set_window");
+        h.run_counting(&mut rng, 0, &mut Cost::default());
+        let forward = (1..=SCROLL_PAGES).map(|p| p * u64::from(PAGE));
+        let back = (0..SCROLL_PAGES).rev().map(|p| p * u64::from(PAGE));
+        for (dir, starts) in [forward.collect::<Vec<_>>(), back.collect()]
+            .into_iter()
+            .enumerate()
+        {
+            for start in starts {
+                h.loader.set_window(start, WINDOW).expect("set_window");
+                h.run_counting(&mut rng, percent, &mut sums[dir]);
+                let l = &h.loader;
+                if l.revalidating() || l.outstanding_reads() > 0 || !l.ledger().is_quiescent() {
+                    return Err(format!("scroll {percent}%: not quiescent at {start}"));
+                }
+                let (from, to) = l.covered();
+                if from > start.saturating_sub(PREFETCH) || to < start + WINDOW + PREFETCH {
+                    return Err(format!(
+                        "scroll {percent}%, trial {trial}: window at {start}, covered {from}..{to}"
+                    ));
+                }
+            }
+        }
+    }
+    Ok(sums)
+}
+
+impl Scroll {
+    fn mean(v: u64) -> f64 {
+        v as f64 / SCROLL_TRIALS as f64
+    }
+}
+
+/// Table (c): every direction, rate and setting; then the ratios to the failure-free scroll of
+/// the same direction and setting, and whether the target is met.
+fn scroll_table() -> Result<(Vec<Scroll>, bool), String> {
+    let mut cells = Vec::new();
+    for page_retry in [true, false] {
+        for percent in RATES {
+            let [fwd, back] = scroll(percent, page_retry)?;
+            for (backward, cost) in [(false, fwd), (true, back)] {
+                cells.push(Scroll {
+                    backward,
+                    percent,
+                    page_retry,
+                    cost,
+                });
+            }
+        }
+    }
+    let base = |c: &Scroll| {
+        cells
+            .iter()
+            .find(|b| b.percent == 0 && b.backward == c.backward && b.page_retry == c.page_retry)
+            .map(|b| b.cost)
+            .unwrap_or_default()
+    };
+    println!(
+        "\n== liveness (c): a scroll of {SCROLL_PAGES} pages, one page at a time, forward then back \
+         (page {PAGE}, prefetch {PREFETCH}, window {WINDOW}, max_pages {SCROLL_MAX_PAGES}; \
+         mean of {SCROLL_TRIALS} seeded trials) =="
+    );
+    println!(
+        "{:>8}  {:>5}  {:>11}  {:>8} {:>6}  {:>9} {:>6}  {:>10}  {:<24} verdict",
+        "scroll", "fail%", "page retry", "reads", "x 0%", "items", "x 0%", "full reads", "target"
+    );
+    let mut met = true;
+    for c in &cells {
+        let b = base(c);
+        let reads_x = c.cost.reads as f64 / b.reads as f64;
+        let items_x = c.cost.items as f64 / b.items as f64;
+        let judged = c.percent == 10 && c.page_retry;
+        let ok = reads_x <= SCROLL_FACTOR && items_x <= SCROLL_FACTOR;
+        if judged {
+            met &= ok;
+        }
+        println!(
+            "{:>8}  {:>5}  {:>11}  {:>8.1} {:>6.3}  {:>9.1} {:>6.3}  {:>10.1}  {:<24} {}",
+            if c.backward { "back" } else { "forward" },
+            c.percent,
+            if c.page_retry { "on" } else { "off" },
+            Scroll::mean(c.cost.reads),
+            reads_x,
+            Scroll::mean(c.cost.items),
+            items_x,
+            Scroll::mean(c.cost.full),
+            if judged {
+                format!("<= {SCROLL_FACTOR}x reads and items")
+            } else {
+                String::new()
+            },
+            if judged { harness::verdict(ok) } else { "" }
+        );
+    }
+    println!("(off: commit_overtaken false, whose rules retry a failed page with a full read, in the same run)");
+    Ok((cells, met))
 }
 
 /// The config of the churn stream. `Config.commit_overtaken` is on by default once it exists;
@@ -304,6 +473,14 @@ fn main() -> ExitCode {
     }
     println!("(off: commit_overtaken false, the seed's rules, in the same run)");
 
+    let (scrolls, scroll_met) = match scroll_table() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("liveness: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+
     let recovery_met = cells.iter().all(|c| c.ok);
     let churn_met = rows.iter().all(Churn::met);
     let json = serde_json::json!({
@@ -338,9 +515,21 @@ fn main() -> ExitCode {
             "max_held": r.max_held,
         })).collect::<Vec<_>>(),
         "churn_met": churn_met,
+        "scroll_pages": SCROLL_PAGES,
+        "scroll_max_pages": SCROLL_MAX_PAGES,
+        "scroll_trials": SCROLL_TRIALS,
+        "scroll": scrolls.iter().map(|c| serde_json::json!({
+            "direction": if c.backward { "back" } else { "forward" },
+            "fail_percent": c.percent,
+            "page_retry": c.page_retry,
+            "mean_reads": Scroll::mean(c.cost.reads),
+            "mean_items": Scroll::mean(c.cost.items),
+            "mean_full_reads": Scroll::mean(c.cost.full),
+        })).collect::<Vec<_>>(),
+        "scroll_met": scroll_met,
     });
     println!("{json}");
-    let missed = !recovery_met || !churn_met;
+    let missed = !recovery_met || !churn_met || !scroll_met;
     if missed {
         eprintln!("liveness: a target was missed");
         ExitCode::FAILURE

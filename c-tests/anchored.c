@@ -382,6 +382,9 @@ static void a_retry_reads_from_the_anchor(void) {
     CHECK_CODE(loader_fail(h->handle, failed.read_id, 1, &a), LOADER_RESULT_OK);
     loader_snapshot s = state_of(h);
     CHECK(a == LOADER_ANSWER_CURRENT && s.failure == LOADER_FAILURE_OWN);
+    /* With nothing changed the retry would read the failed page again; the source reports a
+     * change first, so the retry is a full read. */
+    CHECK_CODE(loader_invalidate(h->handle), LOADER_RESULT_OK);
 
     /* The anchor: the held page whose items include the window's start. */
     static loader_page pages[VIEW_CAP];

@@ -143,8 +143,10 @@ static void a_full_read_crosses_a_filtered_stretch(void) {
     hide_from = 100;
     hide_to = 200;
     CHECK_CODE(loader_set_window(h->handle, 0, 150), LOADER_RESULT_OK);
-    /* The first read fails: an own failure, retried as a full read. */
+    /* The first read fails, and the source reports a change before the retry: an own
+     * failure, retried as a full read (with nothing changed it would read the page again). */
     fail_oldest(h);
+    CHECK_CODE(loader_invalidate(h->handle), LOADER_RESULT_OK);
     bool started = false;
     CHECK_CODE(loader_retry(h->handle, &started), LOADER_RESULT_OK);
     CHECK(started && h->npending == 1 && h->pending[0].kind == LOADER_KIND_FULL);

@@ -197,7 +197,13 @@ static void own_failures_arm_the_backoff_timer(void) {
     CHECK_CODE(loader_tick(h->handle, deadline - 1), LOADER_RESULT_OK);
     CHECK(h->npending == 0);
     CHECK_CODE(loader_tick(h->handle, deadline), LOADER_RESULT_OK);
-    CHECK(h->npending == 1 && h->pending[0].kind == LOADER_KIND_FULL);
+    /* The window's first page failed with nothing else owed: the timer reads that page again
+     * (from the source's start), not the full source. */
+    CHECK(h->npending == 1 && h->pending[0].kind == LOADER_KIND_FINITE);
+    CHECK(h->pending[0].cursor_len == 0 && h->pending[0].direction == LOADER_DIRECTION_FORWARD);
+    loader_counts c = {.struct_size = sizeof c};
+    CHECK_CODE(loader_stats(h->handle, &c), LOADER_RESULT_OK);
+    CHECK(c.retries_auto == 1 && c.retries_page == 1 && c.issued_full == 0);
     drain(h);
     CHECK_CODE(loader_next_deadline(h->handle, &armed, &deadline), LOADER_RESULT_OK);
     CHECK(!armed && deadline == 0);

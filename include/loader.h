@@ -406,7 +406,8 @@ typedef enum loader_kind {
    * end plus prefetch, then backward over the prefetch before the window), relying on
    * nothing the view holds. Only when nothing is held does it start where the empty view
    * sits: the source's start, or a `loader_jump` cursor. The retry after an own failure is
-   * one (`loader_retry`).
+   * one (`loader_retry`), but for a page read's failure with nothing else owed, whose retry
+   * reads that page again (`LOADER_KIND_FINITE`; `loader_counts.retries_page`).
    */
   LOADER_KIND_FULL = 2,
 } loader_kind;
@@ -495,7 +496,12 @@ typedef enum loader_failure {
   /**
    * The loader's own read failed; it waits for a retry: the backoff timer's while
    * automatic retries remain (`loader_next_deadline`), then `loader_retry` or a window
-   * move only.
+   * move only. When the read that failed was a page read (`LOADER_KIND_FINITE`) and nothing
+   * else was owed (no repair or full read running or due), the retry by the timer or
+   * `loader_retry` reads that page again: a finite read with the same cursor, direction and
+   * `until`. An invalidation since the failure, a window move that retries, or a page read
+   * whose cursor stalled (`LOADER_ANSWER_CURSOR_STALLED`) retries with a full read
+   * (`LOADER_KIND_FULL`) instead.
    */
   LOADER_FAILURE_OWN = 1,
   /**
@@ -1065,11 +1071,14 @@ typedef struct loader_counts {
    */
   uint64_t failed_stale;
   /**
-   * Retries started by the backoff timer.
+   * Retries started by the backoff timer. A retry reads the full source
+   * (`LOADER_KIND_FULL`), resumes a failed repair or full read (`resumed`), or reads a
+   * failed page again (`retries_page`).
    */
   uint64_t retries_auto;
   /**
-   * Retries started by `loader_retry` or a window move.
+   * Retries started by `loader_retry` or a window move (read as for `retries_auto`; a
+   * window move never reads the failed page again).
    */
   uint64_t retries_explicit;
   /**
@@ -1137,6 +1146,13 @@ typedef struct loader_counts {
    * pages a ranged invalidation marked (or none, for a change outside the held pages).
    */
   uint64_t ranged_repairs;
+  /**
+   * Of `retries_auto` and `retries_explicit`, the retries that read a failed page again
+   * (one finite read, `LOADER_KIND_FINITE`, with the failed read's cursor, direction and
+   * `until`) instead of the full source: a page read's own failure while nothing else was
+   * owed, retried by the timer or `loader_retry` with no invalidation since.
+   */
+  uint64_t retries_page;
 } loader_counts;
 
 /**
@@ -1441,8 +1457,13 @@ enum loader_result loader_fail(loader_handle handle,
  * resumes at the read that failed instead, keeping the pages its earlier reads got
  * (`loader_counts.resumed`), whether or not invalidations came since. If one did, those
  * pages may predate it: the retry still resumes (every read that succeeded counts), and
- * when it commits the loader invalidates once more, so a repair follows at once. A finite
- * read's failure does not resume: its retry reads from the anchor as above.
+ * when it commits the loader invalidates once more, so a repair follows at once. A failed
+ * page read (`LOADER_KIND_FINITE`) that failed while nothing else was owed, with no
+ * invalidation or window move since, is retried by reading that page again: one finite read
+ * with the failed read's cursor, direction and `until`, and the same backoff and
+ * `max_auto_retries` budget (`loader_counts.retries_page`; the backoff timer's retry reads
+ * the same). A page read whose cursor stalled, or that an invalidation or a window move
+ * followed, is retried from the anchor as above.
  *
  * `*out_started` (if not NULL) says whether a read started; with nothing to retry now (no own
  * failure recorded, or an earlier full read still in flight) the call succeeds and starts
@@ -1456,7 +1477,9 @@ enum loader_result loader_retry(loader_handle handle, bool *out_started);
 
 /**
  * Moves the window to items `[start, start + len)`. Growing it issues reads; with a failure
- * recorded it retries. `LOADER_RESULT_WINDOW_OVERFLOW` if `start + len` overflows.
+ * recorded it retries: with a full read (`LOADER_KIND_FULL`) when the window moved, since the
+ * page that failed may no longer be the one it needs; with the window unchanged, as
+ * `loader_retry` does. `LOADER_RESULT_WINDOW_OVERFLOW` if `start + len` overflows.
  *
  * What a move costs: to a window that overlaps or adjoins what the view holds, the pages
  * missing from the window plus prefetch, one read each. To a window far from the held pages,

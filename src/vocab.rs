@@ -62,6 +62,9 @@ spec_enum!(
         Own => "own",
         /// A request that authoritative work superseded failed.
         Superseded => "superseded",
+        /// A finite read's own failure with nothing else owed (`spec/LoaderLedgerPageRetry.tla`):
+        /// the retry reads the same page again, unless the source or the window changed.
+        Page => "page",
     }
 );
 spec_enum!(
@@ -107,11 +110,14 @@ pub enum Invariant {
     /// `ChainCommitBoundedDebt` (a step invariant): a chain commits only over bounded debt with
     /// no failure recorded; owing a full read, it is abandoned for one.
     ChainCommitBoundedDebt,
+    /// `PageFailureQuiet`: a page failure is recorded only while nothing else is owed and the
+    /// view is current, so that reading the failed page again is all the retry owes.
+    PageFailureQuiet,
 }
 
 impl Invariant {
     /// Every invariant, in the order the modules state them.
-    pub const ALL: [Invariant; 9] = [
+    pub const ALL: [Invariant; 10] = [
         Invariant::TypeOK,
         Invariant::ChainHeld,
         Invariant::NoLeak,
@@ -121,16 +127,18 @@ impl Invariant {
         Invariant::CommitStamped,
         Invariant::CommitReleases,
         Invariant::ChainCommitBoundedDebt,
+        Invariant::PageFailureQuiet,
     ];
 
     /// The state invariants: [`Invariant::ALL`] less the step invariants.
-    pub const STATE: [Invariant; 6] = [
+    pub const STATE: [Invariant; 7] = [
         Invariant::TypeOK,
         Invariant::ChainHeld,
         Invariant::NoLeak,
         Invariant::NoStrandedStaleFailure,
         Invariant::NoLostInvalidation,
         Invariant::CoverageHeld,
+        Invariant::PageFailureQuiet,
     ];
 
     /// The step invariants: each judges a state and its successor.
@@ -157,6 +165,7 @@ impl Invariant {
             Invariant::CommitStamped => "CommitStamped",
             Invariant::CommitReleases => "CommitReleases",
             Invariant::ChainCommitBoundedDebt => "ChainCommitBoundedDebt",
+            Invariant::PageFailureQuiet => "PageFailureQuiet",
         }
     }
 }

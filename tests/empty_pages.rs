@@ -108,12 +108,14 @@ fn a_repair_chain_crosses_a_filtered_stretch() {
 #[test]
 fn a_full_read_crosses_a_filtered_stretch() {
     let mut h = host(300, 100..200, (0, 150));
-    // The first read fails: an own failure, retried as a full read.
+    // The first read fails, and the source changes before the retry: an own failure,
+    // retried as a full read (with nothing changed the retry would read the page again).
     let read = h.reads.remove(0);
     assert_eq!(
         h.loader.fail(read.read_id, 1).expect("accepted"),
         Answer::Current
     );
+    h.loader.invalidate().expect("invalidate");
     h.collect();
     assert!(h.loader.retry().expect("retry"));
     h.collect();
@@ -171,6 +173,9 @@ fn a_repeated_cursor_on_an_empty_chain_page_escalates_to_a_full_read() {
 fn a_repeated_cursor_on_an_empty_full_page_is_an_own_failure() {
     let mut h = host(300, 100..200, (0, 150));
     h.fail_one();
+    // A change since the failure: the retry is a full read.
+    h.loader.invalidate().expect("invalidate");
+    h.collect();
     h.loader.retry().expect("retry");
     h.collect();
     h.answer_one();

@@ -37,8 +37,9 @@ fn json_reports_every_invariant_with_traces_from_init() {
     assert_eq!(v["model_bounds"], true);
     assert!(v["distinct_states"].as_u64().unwrap() > 1000);
     let invs = v["invariants"].as_object().unwrap();
-    assert_eq!(invs.len(), 9);
+    assert_eq!(invs.len(), 10);
     for name in [
+        "PageFailureQuiet",
         "TypeOK",
         "ChainHeld",
         "NoLeak",
@@ -68,7 +69,7 @@ fn json_reports_every_invariant_with_traces_from_init() {
 fn exit_status_is_zero_when_everything_holds() {
     let (code, out) = run(&["--rules", "unifiedMinRecheck", "--no-model-bounds"]);
     assert_eq!(code, 0, "{out}");
-    assert_eq!(out.matches(" holds").count(), 9, "{out}");
+    assert_eq!(out.matches(" holds").count(), 10, "{out}");
 }
 
 #[test]
@@ -87,10 +88,11 @@ fn list_rules_prints_every_variant_one_per_line() {
         "oldRecover",
         "unifiedMinRecheck",
         "unifiedMinChurn",
+        "unifiedMinPageRetry",
     ] {
         assert!(names.contains(&name), "{name} missing from {names:?}");
     }
-    assert_eq!(names.len(), 10);
+    assert_eq!(names.len(), 11);
     assert!(!out.contains("mutant"), "{out}");
 }
 
@@ -99,7 +101,11 @@ fn a_mutant_runs_by_name_and_fails_what_list_mutants_says() {
     let (code, out) = run(&["--list-mutants"]);
     assert_eq!(code, 0);
     let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines.len(), 5, "{out}");
+    assert_eq!(lines.len(), 7, "{out}");
+    assert!(
+        lines.contains(&"mutantPageNoDemote PageFailureQuiet"),
+        "{out}"
+    );
     assert!(
         lines.contains(&"mutantChurnNoNormalize CommitReleases"),
         "{out}"
@@ -146,7 +152,7 @@ fn impl_checks_both_settings() {
     assert_eq!(
         rules,
         [
-            "unifiedMinChurn",
+            "unifiedMinPageRetry",
             "unifiedMinRecheck",
             "unifiedMin",
             "unifiedMin"

@@ -1,7 +1,8 @@
 //! The mutants of `unifiedMinChurn` fail the checks that show each part of its overtaken-chain
 //! rule needed, and `unifiedMinChurn` passes them: each wrong overtaken commit breaks exactly the
 //! invariants its mutant names, and without the abandonment for a full read progress under
-//! churn fails, but only once the start states are judged with spare request slots.
+//! churn fails, but only once the start states are judged with spare request slots. The
+//! mutants of `unifiedMinPageRetry` break its page failure, and only `PageFailureQuiet` sees it.
 
 // The mutants are test instruments.
 #![cfg(feature = "testing")]
@@ -73,9 +74,22 @@ fn the_churn_variant_passes_every_check_a_mutant_fails() {
 }
 
 #[test]
+fn the_page_retry_variant_passes_every_check_a_mutant_fails() {
+    let r = run(Rules::UnifiedMinPageRetry);
+    assert!(violated(&r).is_empty());
+    let p = progress(Rules::UnifiedMinPageRetry, 3, 4);
+    assert!(p.holds(), "{p:?}");
+    assert_eq!(p.cut, 0, "no path runs out of slots");
+}
+
+#[test]
 fn mutant_names_say_mutant_and_are_no_real_variant() {
     for m in Mutant::ALL {
-        assert!(m.name().starts_with("mutantChurn"), "{m}");
+        let prefix = match m.base() {
+            Rules::UnifiedMinPageRetry => "mutantPage",
+            _ => "mutantChurn",
+        };
+        assert!(m.name().starts_with(prefix), "{m}");
         assert_eq!(Rules::parse(m.name()), Some(m.rules()));
         assert!(!Rules::ALL.contains(&m.rules()), "{m}");
         assert!(!m.rules().is_seed(), "{m}");

@@ -387,6 +387,7 @@ fn a_model_action_in_no_next_is_caught() {
     let tla = doctored(&tla, "LoaderLedger.tla", " \\/ Fail(i)\n", "\n");
     let tla = doctored(&tla, "LoaderLedgerRecheck.tla", " \\/ Fail(i)\n", "\n");
     let tla = doctored(&tla, "LoaderLedgerChurn.tla", " \\/ Fail(i)\n", "\n");
+    let tla = doctored(&tla, "LoaderLedgerPageRetry.tla", " \\/ Fail(i)\n", "\n");
     let problems = mismatches(&tla, &spec_files("cfg"));
     assert_eq!(problems, ["the model's action Fail is in no module's Next"]);
 }
@@ -418,6 +419,12 @@ fn a_model_invariant_no_cfg_checks_is_caught() {
         "",
     );
     let cfgs = doctored(&cfgs, "LoaderLedgerChurn.cfg", " NoLostInvalidation", "");
+    let cfgs = doctored(
+        &cfgs,
+        "LoaderLedgerPageRetry.cfg",
+        " NoLostInvalidation",
+        "",
+    );
     let problems = mismatches(&spec_files("tla"), &cfgs);
     assert_eq!(
         problems,
@@ -456,6 +463,12 @@ fn a_step_invariant_no_cfg_checks_is_caught() {
     let cfgs = doctored(
         &spec_files("cfg"),
         "LoaderLedgerChurn.cfg",
+        " ChainCommitBoundedDebt",
+        "",
+    );
+    let cfgs = doctored(
+        &cfgs,
+        "LoaderLedgerPageRetry.cfg",
         " ChainCommitBoundedDebt",
         "",
     );

@@ -64,7 +64,8 @@ impl<S: Source> Host<S> {
     }
 
     /// Answers `read` from the source under a new acquisition, held while it has items.
-    pub fn settle(&mut self, read: Read) {
+    /// Returns the items it handed over.
+    pub fn settle(&mut self, read: Read) -> u32 {
         let (items, count, next, end) = self.source.answer(&read);
         let acquisition = self.next_acquisition;
         self.next_acquisition += 1;
@@ -75,6 +76,7 @@ impl<S: Source> Host<S> {
             self.held.insert(acquisition, items);
         }
         self.effects();
+        count
     }
 
     pub fn fail(&mut self, read: Read) {

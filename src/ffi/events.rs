@@ -285,8 +285,13 @@ pub unsafe extern "C-unwind" fn loader_fail(
 /// resumes at the read that failed instead, keeping the pages its earlier reads got
 /// (`loader_counts.resumed`), whether or not invalidations came since. If one did, those
 /// pages may predate it: the retry still resumes (every read that succeeded counts), and
-/// when it commits the loader invalidates once more, so a repair follows at once. A finite
-/// read's failure does not resume: its retry reads from the anchor as above.
+/// when it commits the loader invalidates once more, so a repair follows at once. A failed
+/// page read (`LOADER_KIND_FINITE`) that failed while nothing else was owed, with no
+/// invalidation or window move since, is retried by reading that page again: one finite read
+/// with the failed read's cursor, direction and `until`, and the same backoff and
+/// `max_auto_retries` budget (`loader_counts.retries_page`; the backoff timer's retry reads
+/// the same). A page read whose cursor stalled, or that an invalidation or a window move
+/// followed, is retried from the anchor as above.
 ///
 /// `*out_started` (if not NULL) says whether a read started; with nothing to retry now (no own
 /// failure recorded, or an earlier full read still in flight) the call succeeds and starts
@@ -306,7 +311,9 @@ pub unsafe extern "C-unwind" fn loader_retry(
 }
 
 /// Moves the window to items `[start, start + len)`. Growing it issues reads; with a failure
-/// recorded it retries. `LOADER_RESULT_WINDOW_OVERFLOW` if `start + len` overflows.
+/// recorded it retries: with a full read (`LOADER_KIND_FULL`) when the window moved, since the
+/// page that failed may no longer be the one it needs; with the window unchanged, as
+/// `loader_retry` does. `LOADER_RESULT_WINDOW_OVERFLOW` if `start + len` overflows.
 ///
 /// What a move costs: to a window that overlaps or adjoins what the view holds, the pages
 /// missing from the window plus prefetch, one read each. To a window far from the held pages,

@@ -228,7 +228,7 @@ mod tests {
         );
         assert_eq!(
             size_of::<loader_counts>(),
-            offset_of!(loader_counts, ranged_repairs) + 8
+            offset_of!(loader_counts, retries_page) + 8
         );
     }
 

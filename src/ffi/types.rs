@@ -30,7 +30,8 @@ pub enum loader_kind {
     /// end plus prefetch, then backward over the prefetch before the window), relying on
     /// nothing the view holds. Only when nothing is held does it start where the empty view
     /// sits: the source's start, or a `loader_jump` cursor. The retry after an own failure is
-    /// one (`loader_retry`).
+    /// one (`loader_retry`), but for a page read's failure with nothing else owed, whose retry
+    /// reads that page again (`LOADER_KIND_FINITE`; `loader_counts.retries_page`).
     Full = 2,
 }
 
@@ -132,7 +133,12 @@ pub enum loader_failure {
     None = 0,
     /// The loader's own read failed; it waits for a retry: the backoff timer's while
     /// automatic retries remain (`loader_next_deadline`), then `loader_retry` or a window
-    /// move only.
+    /// move only. When the read that failed was a page read (`LOADER_KIND_FINITE`) and nothing
+    /// else was owed (no repair or full read running or due), the retry by the timer or
+    /// `loader_retry` reads that page again: a finite read with the same cursor, direction and
+    /// `until`. An invalidation since the failure, a window move that retries, or a page read
+    /// whose cursor stalled (`LOADER_ANSWER_CURSOR_STALLED`) retries with a full read
+    /// (`LOADER_KIND_FULL`) instead.
     Own = 1,
     /// A superseded read failed; it only raised the debt.
     Superseded = 2,
@@ -225,7 +231,9 @@ impl From<Failure> for loader_failure {
     fn from(f: Failure) -> loader_failure {
         match f {
             Failure::None => loader_failure::None,
-            Failure::Own => loader_failure::Own,
+            // A page failure is the loader's own failure: it waits for a retry the same way;
+            // only the read the retry issues differs.
+            Failure::Own | Failure::Page => loader_failure::Own,
             Failure::Superseded => loader_failure::Superseded,
         }
     }
@@ -640,9 +648,12 @@ pub struct loader_counts {
     pub failed_own: u64,
     /// Failures of superseded reads.
     pub failed_stale: u64,
-    /// Retries started by the backoff timer.
+    /// Retries started by the backoff timer. A retry reads the full source
+    /// (`LOADER_KIND_FULL`), resumes a failed repair or full read (`resumed`), or reads a
+    /// failed page again (`retries_page`).
     pub retries_auto: u64,
-    /// Retries started by `loader_retry` or a window move.
+    /// Retries started by `loader_retry` or a window move (read as for `retries_auto`; a
+    /// window move never reads the failed page again).
     pub retries_explicit: u64,
     /// Acquisitions accepted.
     pub accepted: u64,
@@ -683,6 +694,11 @@ pub struct loader_counts {
     /// Ranged repairs that committed: the view current again after re-reading only the
     /// pages a ranged invalidation marked (or none, for a change outside the held pages).
     pub ranged_repairs: u64,
+    /// Of `retries_auto` and `retries_explicit`, the retries that read a failed page again
+    /// (one finite read, `LOADER_KIND_FINITE`, with the failed read's cursor, direction and
+    /// `until`) instead of the full source: a page read's own failure while nothing else was
+    /// owed, retried by the timer or `loader_retry` with no invalidation since.
+    pub retries_page: u64,
 }
 
 impl From<crate::loader::Stats> for loader_counts {
@@ -712,6 +728,7 @@ impl From<crate::loader::Stats> for loader_counts {
             late_answers: s.late_answers,
             ranged_invalidations: s.ranged_invalidations,
             ranged_repairs: s.ranged_repairs,
+            retries_page: s.retries_page,
         }
     }
 }

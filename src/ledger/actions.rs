@@ -34,6 +34,11 @@ impl Ledger {
             Debt::None => Debt::Full,
             d => d,
         };
+        if self.failure == Failure::Page {
+            // The source changed since the page failed: the retry owes a full read.
+            self.failure = Failure::Own;
+            self.debt = Debt::Full;
+        }
         self.schedule(out);
         self.after_event();
         Ok(())
@@ -78,13 +83,42 @@ impl Ledger {
         self.start_full(out);
     }
 
-    /// `ExplicitRetry`, when enabled: a recorded failure is retried with a full-source read.
-    /// Returns the new request, or `None` when there is nothing to retry yet.
+    /// `ExplicitRetry`, when enabled: a recorded failure is retried with a full-source read,
+    /// a page failure by reading the page again (a finite read). Returns the new request, or
+    /// `None` when there is nothing to retry yet.
     pub fn explicit_retry(&mut self, out: &mut Vec<Effect>) -> Result<Option<u64>, LedgerError> {
         if !self.retry_enabled() {
             return Ok(None);
         }
         self.check_id_room()?;
+        if self.failure == Failure::Page {
+            // The failed finite request was forgotten when it failed; nothing else is held
+            // for the retry.
+            self.failure = Failure::None;
+            let id = self.new_request(Kind::Finite, out)?;
+            self.after_event();
+            return Ok(Some(id));
+        }
+        self.retry_full(out)
+    }
+
+    /// `ExplicitRetry` by a window move: as [`Ledger::explicit_retry`], but a page failure is
+    /// retried as the lattice retries an own failure, with full debt and a full-source read
+    /// (the page that failed may no longer be the one the window needs).
+    pub fn explicit_retry_moved(
+        &mut self,
+        out: &mut Vec<Effect>,
+    ) -> Result<Option<u64>, LedgerError> {
+        if !self.retry_enabled() {
+            return Ok(None);
+        }
+        self.check_id_room()?;
+        self.debt = Debt::Full;
+        self.retry_full(out)
+    }
+
+    /// `ExplicitRetry`'s full read: releases the failed requests and starts it.
+    fn retry_full(&mut self, out: &mut Vec<Effect>) -> Result<Option<u64>, LedgerError> {
         for id in self.failed.drain(..) {
             self.live.remove(&id);
             out.push(Effect::Release { id });
@@ -99,10 +133,28 @@ impl Ledger {
 
     /// Whether [`Ledger::explicit_retry`] would start a read now.
     pub fn retry_enabled(&self) -> bool {
+        if self.failure == Failure::Page {
+            return self.phase == Phase::Idle
+                && self.debt == Debt::None
+                && self.inflight_finite.is_none();
+        }
         self.failure != Failure::None
             && self.phase == Phase::Idle
             && self.debt == Debt::Full
             && self.inflight_full == 0
+    }
+
+    /// Whether a failure of finite request `r` now is a page failure
+    /// (`spec/LoaderLedgerPageRetry.tla`'s `PageFailure(i)`): under the churn rules, a read of
+    /// the current epoch nothing superseded, with nothing else owed or recorded.
+    fn page_failure(&self, r: &Request) -> bool {
+        self.config.churn_rules()
+            && r.kind == Kind::Finite
+            && !r.sup
+            && r.ep == self.epoch
+            && self.phase == Phase::Idle
+            && self.debt == Debt::None
+            && self.failure == Failure::None
     }
 
     /// An in-flight request's work finished: `SettleFinite`, `SettleChain` or `SettleFull`.
@@ -204,12 +256,34 @@ impl Ledger {
         Settled::FullCommitted { recheck }
     }
 
-    /// An in-flight request failed: `Fail`.
+    /// An in-flight request failed: `Fail`. Under the churn rules a finite read's own failure
+    /// with nothing else owed is a page failure (`Failure::Page`), retried by reading the page
+    /// again.
     pub fn fail(&mut self, id: u64, out: &mut Vec<Effect>) -> Result<Failed, LedgerError> {
+        self.fail_as(id, true, out)
+    }
+
+    /// An in-flight request failed in a way that reading it again would repeat (a cursor that
+    /// did not move): `Fail`, never a page failure, so its retry reads the full source.
+    pub fn fail_stalled(&mut self, id: u64, out: &mut Vec<Effect>) -> Result<Failed, LedgerError> {
+        self.fail_as(id, false, out)
+    }
+
+    fn fail_as(
+        &mut self,
+        id: u64,
+        page_retry: bool,
+        out: &mut Vec<Effect>,
+    ) -> Result<Failed, LedgerError> {
         let r = self.inflight_request(id)?;
         self.check_id_room()?;
+        let page = page_retry && self.page_failure(&r);
         self.leave_inflight(id, r.kind);
-        let outcome = if r.kind == Kind::Finite && r.sup {
+        let outcome = if page {
+            // Nothing else is owed: the retry reads this page again.
+            self.failure = Failure::Page;
+            Failed::Own
+        } else if r.kind == Kind::Finite && r.sup {
             // Unified: a superseded request's failure blocks nothing; it only raises debt.
             if !(self.coverage == Coverage::Full
                 && self.phase == Phase::Idle

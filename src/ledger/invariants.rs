@@ -29,6 +29,9 @@ impl Ledger {
         if self.config.recheck_full && quiet && self.cover_epoch != self.epoch {
             return Err(Invariant::NoLostInvalidation.name());
         }
+        if self.failure == Failure::Page && !(quiet && self.cover_epoch == self.epoch) {
+            return Err(Invariant::PageFailureQuiet.name());
+        }
         Ok(())
     }
 

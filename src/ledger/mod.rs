@@ -11,7 +11,9 @@
 //!   leaves bounded debt, so no invalidation is lost (the model's `unifiedMinRecheck`);
 //! - with [`Config::commit_overtaken`] on as well (the default), a repair an invalidation
 //!   overtook commits at its own epoch and a new repair starts at once, so the view keeps
-//!   committing under any rate of invalidations (the model's `unifiedMinChurn`).
+//!   committing under any rate of invalidations (the model's `unifiedMinChurn`); and under
+//!   the same two settings a finite read's own failure with nothing else owed is a page
+//!   failure, retried by reading that page again (the model's `unifiedMinPageRetry`).
 //!
 //! It owns no pages, cursors, clocks or I/O. Events go in; [`Effect`]s come out into a buffer
 //! the caller owns. Each event costs O(1) amortised plus O(k) for the k requests it retires:
@@ -174,7 +176,8 @@ pub struct Config {
 
 impl Config {
     /// Whether the model's `unifiedMinChurn` rules are in force: `commit_overtaken` on top of
-    /// `recheck_full`.
+    /// `recheck_full`. With them the page retry is in force too (`unifiedMinPageRetry`): a
+    /// finite read's own failure with nothing else owed is retried by reading that page again.
     pub fn churn_rules(&self) -> bool {
         self.recheck_full && self.commit_overtaken
     }

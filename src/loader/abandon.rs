@@ -46,7 +46,7 @@ impl Loader {
             self.requests.live(read.request).read = None;
             self.ledger.settle(read.request, &mut self.scratch)?;
         } else {
-            self.fail_request(read.request)?;
+            self.fail_request(read.request, true)?;
         }
         self.out.stats.abandoned += 1;
         self.remember_abandoned(read_id, read.limit);

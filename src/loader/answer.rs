@@ -53,7 +53,8 @@ impl Loader {
         let slot = w.accept(acquisition, count);
         let epoch = w.epoch;
         if stalled {
-            self.fail_request(request)?;
+            // Read again, the page would stall again: the retry reads the full source.
+            self.fail_request(request, false)?;
             return Ok(Answer::CursorStalled);
         }
         let direction = w.direction;
@@ -128,7 +129,7 @@ impl Loader {
         let epoch_moved = w.epoch != epoch_now && !self.ledger.config().churn_rules();
         let overtaken = kind == Kind::Chain && (epoch_moved || debt_full);
         if stalled {
-            self.fail_request(request)?;
+            self.fail_request(request, false)?;
             // A tie the host's cursors cannot break: a chain escalates to a full read at once.
             if kind == Kind::Chain && self.ledger.explicit_retry(&mut self.scratch)?.is_some() {
                 self.backoff.deadline = None;
@@ -312,9 +313,18 @@ impl Loader {
 
     /// Fails a request in the ledger and does the loader's part: a failed finite request is
     /// forgotten by the ledger, so its acquisitions are released here; an own failure arms
-    /// the backoff timer.
-    pub(super) fn fail_request(&mut self, request: u64) -> Result<Failed, LoaderError> {
-        let failed = self.ledger.fail(request, &mut self.scratch)?;
+    /// the backoff timer. With `page_retry` off (a stalled cursor), a finite read's failure is
+    /// never a page failure: its retry reads the full source.
+    pub(super) fn fail_request(
+        &mut self,
+        request: u64,
+        page_retry: bool,
+    ) -> Result<Failed, LoaderError> {
+        let failed = if page_retry {
+            self.ledger.fail(request, &mut self.scratch)?
+        } else {
+            self.ledger.fail_stalled(request, &mut self.scratch)?
+        };
         let w = self.requests.live(request);
         if w.kind == Kind::Finite {
             let w = self.requests.remove(request).expect("live");

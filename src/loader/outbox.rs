@@ -72,6 +72,10 @@ pub struct Stats {
     /// Ranged repairs that committed, rejoining the pages kept around what they re-read
     /// (those that re-read nothing included).
     pub ranged_repairs: u64,
+    /// Retries that read a failed page again (a finite read) instead of the full source: a
+    /// page read's own failure with nothing else owed, retried with the window where it was.
+    /// Each is counted in `retries_auto` or `retries_explicit` too.
+    pub retries_page: u64,
 }
 
 /// The effects queued for the host, the counters, and what was last announced.

@@ -1,18 +1,24 @@
 //! The loader's events that may retry an own failure: `retry`, `set_window` and `tick`.
 //!
 //! `retry` retries now; a window move retries (P3); time fires a due backoff retry, and times
-//! out superseded reads.
+//! out superseded reads. An own failure is retried with a full-source read; a page failure (a
+//! page read's own failure while nothing else was owed, under the churn rules) by reading the
+//! same page again, unless the retry is a window move that moved the window, which reads the
+//! full source as for an own failure.
 
 use super::{LedgerError, Loader, LoaderError, Window};
+use crate::ledger::Failure;
 
 impl Loader {
-    /// Retries a recorded own failure now (a full-source read). Returns whether a read
-    /// started; `false` when there is nothing to retry yet.
+    /// Retries a recorded own failure now (a full-source read; for a page failure, the page
+    /// again). Returns whether a read started; `false` when there is nothing to retry yet.
     pub fn retry(&mut self) -> Result<bool, LoaderError> {
         self.open()?;
+        let page = self.ledger.failure() == Failure::Page;
         let started = self.ledger.explicit_retry(&mut self.scratch)?.is_some();
         if started {
             self.out.stats.retries_explicit += 1;
+            self.out.stats.retries_page += u64::from(page);
             self.backoff.deadline = None;
         }
         self.pump();
@@ -32,7 +38,14 @@ impl Loader {
             return Err(LedgerError::IdOverflow.into());
         }
         if retry {
-            self.ledger.explicit_retry(&mut self.scratch)?;
+            // The failed page is the one to read again only while the window stays put.
+            if self.window.start == start && self.window.len == len {
+                let page = self.ledger.failure() == Failure::Page;
+                self.ledger.explicit_retry(&mut self.scratch)?;
+                self.out.stats.retries_page += u64::from(page);
+            } else {
+                self.ledger.explicit_retry_moved(&mut self.scratch)?;
+            }
             self.out.stats.retries_explicit += 1;
             self.backoff.deadline = None;
         }
@@ -65,9 +78,11 @@ impl Loader {
         }
         if due {
             self.backoff.deadline = None;
+            let page = self.ledger.failure() == Failure::Page;
             if self.ledger.explicit_retry(&mut self.scratch)?.is_some() {
                 self.backoff.retries += 1;
                 self.out.stats.retries_auto += 1;
+                self.out.stats.retries_page += u64::from(page);
             }
         }
         self.pump();

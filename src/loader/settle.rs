@@ -166,7 +166,7 @@ impl Loader {
                 self.pools.cursors.recycle(old);
             }
         }
-        let failed = self.fail_request(read.request)?;
+        let failed = self.fail_request(read.request, true)?;
         self.pump();
         Ok(match failed {
             ledger::Failed::Own => Answer::Current,

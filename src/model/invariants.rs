@@ -16,6 +16,7 @@ impl Invariant {
             Invariant::NoStrandedStaleFailure => m.no_stranded_stale_failure(s),
             Invariant::NoLostInvalidation => m.no_lost_invalidation(s),
             Invariant::CoverageHeld => m.coverage_held(s),
+            Invariant::PageFailureQuiet => m.page_failure_quiet(s),
             Invariant::CommitStamped
             | Invariant::CommitReleases
             | Invariant::ChainCommitBoundedDebt => {
@@ -108,6 +109,13 @@ impl Model {
                 let r = s.req[i];
                 r.st == St::Settled && r.ep == s.cover_epoch && r.kind == kind
             })
+    }
+
+    /// `PageFailureQuiet == failure = "page" => phase = "idle" /\ debt = "none" /\ coverEpoch =
+    /// epoch`.
+    pub fn page_failure_quiet(&self, s: &State) -> bool {
+        s.failure != Failure::Page
+            || (s.phase == Phase::Idle && s.debt == Debt::None && s.cover_epoch == s.epoch)
     }
 
     /// `CommitStamped`'s step, on a step that switches the coverage (`CoverageSwitch =>`):

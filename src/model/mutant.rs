@@ -1,15 +1,17 @@
-//! Mutants: `unifiedMinChurn` with one part of its overtaken-chain rule broken, each paired with
-//! the check that must fail because of it. A check that a mutant passes does not show the part
+//! Mutants: `unifiedMinChurn` with one part of its overtaken-chain rule broken, and
+//! `unifiedMinPageRetry` with one part of its page retry broken, each paired with the check
+//! that must fail because of it. A check that a mutant passes does not show the part
 //! it breaks to be needed; `make check` and `tests/mutants.rs` run every mutant and expect its
 //! check to fail. Test instruments, in builds with the `testing` feature only, and never listed
 //! among the real variants (`Rules::ALL`, `--list-rules`).
 
 use super::rules::Overtaken;
-use super::{Debt, Failure, Invariant, Rules, State};
+use super::{Debt, Failure, Invariant, Kind, Phase, Req, Rules, State};
 use std::fmt;
 
-/// A deliberately wrong `unifiedMinChurn`: everything as in `spec/LoaderLedgerChurn.tla` but
-/// what `SettleChain(i)` does with a chain an invalidation overtook.
+/// A deliberately wrong `unifiedMinChurn` (everything as in `spec/LoaderLedgerChurn.tla` but
+/// what `SettleChain(i)` does with a chain an invalidation overtook), or `unifiedMinPageRetry`
+/// (everything as in `spec/LoaderLedgerPageRetry.tla` but one part of the page retry).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Mutant {
     /// The branch "an overtaken chain owing a full read (full debt, or a failure recorded) is
@@ -23,6 +25,13 @@ pub enum Mutant {
     NoNormalize,
     /// The overtaken commit is taken with full debt too (a recorded failure still abandons).
     CommitFullDebt,
+    /// `unifiedMinPageRetry` whose `Invalidate` leaves a page failure alone (the debt rises as
+    /// the lattice says, but the retry still reads the failed page only).
+    PageNoDemote,
+    /// `unifiedMinPageRetry` whose `Fail(i)` records a page failure for any finite read nothing
+    /// superseded, also when an invalidation arrived while it was in flight (its epoch is old
+    /// and debt is owed).
+    PageOverDebt,
 }
 
 /// The check a mutant must fail.
@@ -36,13 +45,23 @@ pub enum MutantCheck {
 
 impl Mutant {
     /// Every mutant.
-    pub const ALL: [Mutant; 5] = [
+    pub const ALL: [Mutant; 7] = [
         Mutant::NoAbandon,
         Mutant::StampEpoch,
         Mutant::NormalizeAtEpoch,
         Mutant::NoNormalize,
         Mutant::CommitFullDebt,
+        Mutant::PageNoDemote,
+        Mutant::PageOverDebt,
     ];
+
+    /// The real variant it mutates.
+    pub fn base(self) -> Rules {
+        match self {
+            Mutant::PageNoDemote | Mutant::PageOverDebt => Rules::UnifiedMinPageRetry,
+            _ => Rules::UnifiedMinChurn,
+        }
+    }
 
     /// Its name for `--rules`: always starting with `mutant`.
     pub fn name(self) -> &'static str {
@@ -52,6 +71,8 @@ impl Mutant {
             Mutant::NormalizeAtEpoch => "mutantChurnNormalizeAtEpoch",
             Mutant::NoNormalize => "mutantChurnNoNormalize",
             Mutant::CommitFullDebt => "mutantChurnCommitFullDebt",
+            Mutant::PageNoDemote => "mutantPageNoDemote",
+            Mutant::PageOverDebt => "mutantPageOverDebt",
         }
     }
 
@@ -81,7 +102,26 @@ impl Mutant {
             // superseded read's failure, which could as well have come after the commit): only
             // a step invariant sees the commit over full debt.
             Mutant::CommitFullDebt => &[Inv(ChainCommitBoundedDebt)],
+            // A page failure an invalidation overtook is retried by reading one page of a
+            // stale view: it stands with bounded debt that no rule can start repairing (the
+            // repair waits for the failure, and the page retry for no debt), and no other
+            // invariant sees it, nor the progress check, whose start states record no failure.
+            Mutant::PageNoDemote => &[Inv(PageFailureQuiet)],
+            // The same state, reached by the failure instead of after it.
+            Mutant::PageOverDebt => &[Inv(PageFailureQuiet)],
         }
+    }
+
+    /// `Fail(i)`'s page-failure condition as the mutant changes it; `None` where it does not.
+    pub(super) fn page_failure(self, s: &State, r: &Req) -> Option<bool> {
+        (self == Mutant::PageOverDebt).then(|| {
+            r.kind == Kind::Finite && !r.sup && s.phase == Phase::Idle && s.failure == Failure::None
+        })
+    }
+
+    /// Whether `Invalidate` turns a page failure into the lattice's own failure.
+    pub(super) fn demotes_page_failure(self) -> bool {
+        self != Mutant::PageNoDemote
     }
 
     /// The mutant as a rule variant.

@@ -61,6 +61,11 @@ impl Model {
             } else {
                 s.debt
             };
+            if s.failure == Failure::Page && self.rules().demotes_page_failure() {
+                // The source changed since the page failed: the retry owes a full read.
+                t.failure = Failure::Own;
+                t.debt = Debt::Full;
+            }
             emit(Action::Invalidate, t);
         }
     }
@@ -103,7 +108,9 @@ impl Model {
     /// `ExplicitRetry`: an explicit window move releases the failed requests and starts a full
     /// read in the same step (P3).
     pub fn explicit_retry(&self, s: &State, emit: &mut impl FnMut(Action, State)) {
+        self.retry_page(s, emit);
         if s.failure != Failure::None
+            && s.failure != Failure::Page
             && s.phase == Phase::Idle
             && s.debt == Debt::Full
             && !self.has_inflight(s, Kind::Full)
@@ -124,6 +131,43 @@ impl Model {
                     t.phase = Phase::FullHeld;
                     emit(Action::ExplicitRetry { k: k as u8 }, t);
                 }
+            }
+        }
+    }
+
+    /// `ExplicitRetry` of a page failure (`spec/LoaderLedgerPageRetry.tla`): the failed
+    /// request is released and, in the same step, either the page is read again (a finite read
+    /// at `epoch`: the retry with the window where it was), or the full source is read with
+    /// full debt, as the lattice does (the retry by a window move).
+    fn retry_page(&self, s: &State, emit: &mut impl FnMut(Action, State)) {
+        if !(s.failure == Failure::Page
+            && s.phase == Phase::Idle
+            && s.debt == Debt::None
+            && !self.has_inflight(s, Kind::Finite))
+        {
+            return;
+        }
+        let mut cleared = s.req;
+        for i in self.ids() {
+            if cleared[i].st == St::Failed {
+                cleared[i].st = St::Released;
+            }
+        }
+        for k in self.ids() {
+            if matches!(cleared[k].st, St::Unused | St::Released) {
+                let mut t = *s;
+                t.failure = Failure::None;
+                t.req = cleared;
+                t.req[k] = Self::new_req(s, Kind::Finite);
+                emit(Action::ExplicitRetry { k: k as u8 }, t);
+                let mut t = *s;
+                t.failure = Failure::None;
+                t.req = cleared;
+                self.supersede(&mut t.req);
+                t.req[k] = Self::new_req(s, Kind::Full);
+                t.phase = Phase::FullHeld;
+                t.debt = Debt::Full;
+                emit(Action::ExplicitRetry { k: k as u8 }, t);
             }
         }
     }
@@ -314,6 +358,21 @@ impl Model {
             s.failure
         };
         let ph = if authoritative { Phase::Idle } else { s.phase };
+        if rules.page_failure(s, &r) {
+            // The page retry: its own failure, nothing else owed; the retry reads it again.
+            // The loader may still record it as the lattice does (below): a stalled cursor,
+            // which reading again would not move.
+            let mut t = *s;
+            t.req[i].st = St::Failed;
+            t.failure = Failure::Page;
+            emit(
+                Action::Fail {
+                    i: i as u8,
+                    k: None,
+                },
+                t,
+            );
+        }
         let upgrade_only = rules.unified_family() && r.kind == Kind::Finite && r.sup;
         let recover = !upgrade_only && r.sup && finished_before && rules != Rules::OldRecover;
         let mut base = *s;

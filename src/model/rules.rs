@@ -3,7 +3,7 @@
 
 #[cfg(any(test, feature = "testing"))]
 use super::Mutant;
-use super::{Debt, Failure, State};
+use super::{Debt, Failure, Kind, Phase, Req, State};
 use std::fmt;
 
 /// The module's `Rules` constant, plus this project's variants.
@@ -33,7 +33,12 @@ pub enum Rules {
     /// at its own epoch and a new chain starts at once; an overtaken chain with full debt is
     /// abandoned for a full read (`spec/LoaderLedgerChurn.tla`).
     UnifiedMinChurn,
-    /// A deliberately wrong `UnifiedMinChurn`, to show that a check fails without the part of
+    /// `UnifiedMinChurn` plus the page retry: a finite read's own failure with nothing else
+    /// owed records `failure = "page"` and no debt, and the retry reads that page again (a
+    /// finite read); an invalidation since turns it into the lattice's own failure with full
+    /// debt, and a retry by a window move reads the full source (`spec/LoaderLedgerPageRetry.tla`).
+    UnifiedMinPageRetry,
+    /// A deliberately wrong `UnifiedMinChurn` or `UnifiedMinPageRetry`, to show that a check fails without the part of
     /// its rule the mutant breaks (mutant.rs). Not a variant of the modules: never in
     /// [`Rules::ALL`] nor `--list-rules`, and only in builds with the `testing` feature.
     #[cfg(any(test, feature = "testing"))]
@@ -60,7 +65,7 @@ pub(super) enum Overtaken {
 impl Rules {
     /// Every variant, the module's eight first, in the order the module names them, then this
     /// project's.
-    pub const ALL: [Rules; 10] = [
+    pub const ALL: [Rules; 11] = [
         Rules::Current,
         Rules::Unified,
         Rules::UnifiedNoNorm,
@@ -71,13 +76,14 @@ impl Rules {
         Rules::OldRecover,
         Rules::UnifiedMinRecheck,
         Rules::UnifiedMinChurn,
+        Rules::UnifiedMinPageRetry,
     ];
 
     /// The module's own variants (everything but this project's additions).
     pub fn is_seed(self) -> bool {
         !matches!(
             self.base(),
-            Rules::UnifiedMinRecheck | Rules::UnifiedMinChurn
+            Rules::UnifiedMinRecheck | Rules::UnifiedMinChurn | Rules::UnifiedMinPageRetry
         )
     }
 
@@ -85,7 +91,7 @@ impl Rules {
     fn base(self) -> Rules {
         match self {
             #[cfg(any(test, feature = "testing"))]
-            Rules::Mutant(_) => Rules::UnifiedMinChurn,
+            Rules::Mutant(m) => m.base(),
             r => r,
         }
     }
@@ -106,6 +112,7 @@ impl Rules {
             Rules::OldRecover => "oldRecover",
             Rules::UnifiedMinRecheck => "unifiedMinRecheck",
             Rules::UnifiedMinChurn => "unifiedMinChurn",
+            Rules::UnifiedMinPageRetry => "unifiedMinPageRetry",
         }
     }
 
@@ -127,7 +134,11 @@ impl Rules {
     pub(super) fn normalizes(self) -> bool {
         matches!(
             self.base(),
-            Rules::Unified | Rules::UnifiedMin | Rules::UnifiedMinRecheck | Rules::UnifiedMinChurn
+            Rules::Unified
+                | Rules::UnifiedMin
+                | Rules::UnifiedMinRecheck
+                | Rules::UnifiedMinChurn
+                | Rules::UnifiedMinPageRetry
         )
     }
 
@@ -141,6 +152,7 @@ impl Rules {
                 | Rules::UnifiedMinNoNorm
                 | Rules::UnifiedMinRecheck
                 | Rules::UnifiedMinChurn
+                | Rules::UnifiedMinPageRetry
         )
     }
 
@@ -152,6 +164,7 @@ impl Rules {
                 | Rules::UnifiedMinNoNorm
                 | Rules::UnifiedMinRecheck
                 | Rules::UnifiedMinChurn
+                | Rules::UnifiedMinPageRetry
         )
     }
 
@@ -159,13 +172,52 @@ impl Rules {
     pub(super) fn rechecks_full(self) -> bool {
         matches!(
             self.base(),
-            Rules::UnifiedMinRecheck | Rules::UnifiedMinChurn
+            Rules::UnifiedMinRecheck | Rules::UnifiedMinChurn | Rules::UnifiedMinPageRetry
         )
     }
 
     /// `spec/LoaderLedgerChurn.tla`'s `SettleChain`: an overtaken repair commits.
     pub(super) fn commits_overtaken(self) -> bool {
-        self.base() == Rules::UnifiedMinChurn
+        matches!(
+            self.base(),
+            Rules::UnifiedMinChurn | Rules::UnifiedMinPageRetry
+        )
+    }
+
+    /// `spec/LoaderLedgerPageRetry.tla`: a finite read's own failure is retried as that page.
+    pub(super) fn retries_page(self) -> bool {
+        self.base() == Rules::UnifiedMinPageRetry
+    }
+
+    /// `spec/LoaderLedgerPageRetry.tla`'s `Fail(i)`: whether request `r`'s failure in `s` is
+    /// recorded as a page failure: a finite read nothing superseded, of the current epoch,
+    /// failing while nothing else is owed or running.
+    pub(super) fn page_failure(self, s: &State, r: &Req) -> bool {
+        #[cfg(any(test, feature = "testing"))]
+        if let Rules::Mutant(m) = self {
+            if let Some(v) = m.page_failure(s, r) {
+                return v;
+            }
+        }
+        self.retries_page()
+            && r.kind == Kind::Finite
+            && !r.sup
+            && r.ep == s.epoch
+            && s.phase == Phase::Idle
+            && s.debt == Debt::None
+            && s.failure == Failure::None
+    }
+
+    /// `spec/LoaderLedgerPageRetry.tla`'s `Invalidate`: whether an invalidation turns a page
+    /// failure into the lattice's own failure with full debt.
+    pub(super) fn demotes_page_failure(self) -> bool {
+        #[cfg(any(test, feature = "testing"))]
+        if let Rules::Mutant(m) = self {
+            if !m.demotes_page_failure() {
+                return false;
+            }
+        }
+        self.retries_page()
     }
 
     /// What `SettleChain(i)` does in `s` with a chain an invalidation overtook: the module's

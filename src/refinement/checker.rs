@@ -17,8 +17,12 @@ enum Event {
     Invalidate,
     WantMore,
     Retry,
+    /// A retry by a window move: a page failure is retried with a full read.
+    RetryMoved,
     Settle(u64),
     Fail(u64),
+    /// A failure that reading again would repeat (a stalled cursor): never a page failure.
+    FailStalled(u64),
 }
 
 #[derive(Clone, Debug)]
@@ -106,7 +110,7 @@ impl Checker {
         self.check_state(&h, &mapped)?;
         self.check_refusals(&h)?;
 
-        let mut events = vec![Event::WantMore, Event::Retry];
+        let mut events = vec![Event::WantMore, Event::Retry, Event::RetryMoved];
         if h.ledger.epoch() < self.bounds.max_epoch as u64 {
             events.push(Event::Invalidate);
         }
@@ -114,6 +118,7 @@ impl Checker {
             if h.ledger.request(slot.id).map(|r| r.st) == Some(ledger::St::Inflight) {
                 events.push(Event::Settle(slot.id));
                 events.push(Event::Fail(slot.id));
+                events.push(Event::FailStalled(slot.id));
             }
         }
         for ev in events {
@@ -143,15 +148,16 @@ impl Checker {
                     .map_err(|e| e.to_string())?;
                 ("Invalidate", None)
             }
-            Event::WantMore | Event::Retry => {
+            Event::WantMore | Event::Retry | Event::RetryMoved => {
                 let (label, started) = match ev {
                     Event::WantMore => ("IssueFinite", next.ledger.issue_finite(&mut out)),
-                    _ => ("ExplicitRetry", next.ledger.explicit_retry(&mut out)),
+                    Event::Retry => ("ExplicitRetry", next.ledger.explicit_retry(&mut out)),
+                    _ => ("ExplicitRetry", next.ledger.explicit_retry_moved(&mut out)),
                 };
                 if started.map_err(|e| e.to_string())?.is_none() {
                     return self.stutter(h, &next, &out, label).map(|_| None);
                 }
-                if ev == Event::Retry {
+                if matches!(ev, Event::Retry | Event::RetryMoved) {
                     for s in next.slots.iter_mut() {
                         if s.fate == SlotFate::FailedForgotten {
                             s.fate = SlotFate::Released;
@@ -172,9 +178,14 @@ impl Checker {
                 };
                 (label, h.slot_of(id))
             }
-            Event::Fail(id) => {
+            Event::Fail(id) | Event::FailStalled(id) => {
                 let kind = h.ledger.request(id).expect("fail of a live request").kind;
-                next.ledger.fail(id, &mut out).map_err(|e| e.to_string())?;
+                if matches!(ev, Event::Fail(_)) {
+                    next.ledger.fail(id, &mut out)
+                } else {
+                    next.ledger.fail_stalled(id, &mut out)
+                }
+                .map_err(|e| e.to_string())?;
                 if kind == ledger::Kind::Finite {
                     let s = h.slot_of(id).expect("slot");
                     next.slots[s].fate = SlotFate::FailedForgotten;

@@ -184,6 +184,7 @@ class loader_counts(_Growable):
         ("late_answers", c_uint64),
         ("ranged_invalidations", c_uint64),
         ("ranged_repairs", c_uint64),
+        ("retries_page", c_uint64),
     ]
 
 

@@ -455,6 +455,9 @@ class Counts:
     ranged_repairs: int = 0
     """Repairs that re-read only the pages a ranged invalidation marked (none, for a change
     outside the held pages) and rejoined the pages kept."""
+    retries_page: int = 0
+    """Of the retries, those that read a failed page again (one finite read) instead of the
+    full source."""
 
     @classmethod
     def from_c(cls, c: _ffi.loader_counts) -> "Counts":

@@ -120,8 +120,10 @@ def test_a_full_read_crosses_a_filtered_stretch():
     loader, reads, released = make()
     with loader:
         loader.set_window(0, 150)
-        # The first read fails: an own failure, retried as a full read.
+        # The first read fails, and the source changes before the retry: the retry is a full
+        # read (with nothing changed it would read the failed page again).
         assert loader.fail(reads.pop(0), 1) == Answer.CURRENT
+        loader.invalidate()
         assert loader.state.failure == libloader.Failure.OWN
         assert loader.retry()
         assert [read.kind for read in reads] == [libloader.Kind.FULL]

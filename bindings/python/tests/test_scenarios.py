@@ -111,7 +111,9 @@ def test_own_failures_arm_the_backoff_timer(make_host: Make) -> None:
     h.loader.tick(deadline - 1)
     assert not h.pending
     h.loader.tick(deadline)
-    assert len(h.pending) == 1 and h.pending[0].kind is Kind.FULL
+    # The window's first page failed with nothing else owed: the timer reads it again.
+    assert len(h.pending) == 1 and h.pending[0].kind is Kind.FINITE
+    assert h.pending[0].cursor == b"" and h.loader.stats().retries_page == 1
     h.drain()
     assert h.loader.next_deadline() is None
     assert h.loader.retry() is False            # nothing to retry
@@ -119,15 +121,42 @@ def test_own_failures_arm_the_backoff_timer(make_host: Make) -> None:
     assert h.ledger.released_exactly_once()
 
 
-def test_an_explicit_retry_starts_a_full_read(make_host: Make) -> None:
+def test_an_explicit_retry_reads_a_failed_page_again(make_host: Make) -> None:
     h = make_host(4, 20, max_auto_retries=0)
     h.loader.set_window(0, 8)
-    h.loader.fail(h.take(), 1)
+    h.drain()
+    h.loader.set_window(0, 16)
+    failed = h.take()
+    h.loader.fail(failed, 1)
     assert h.loader.state.failure is Failure.OWN
     assert h.loader.retry() is True
-    assert [r.kind for r in h.pending] == [Kind.FULL]
+    # Nothing else changed: one finite read of the same page, not the full source.
+    assert [(r.kind, r.cursor, r.direction, r.until) for r in h.pending] == \
+        [(Kind.FINITE, failed.cursor, failed.direction, failed.until)]
+    st = h.loader.stats()
+    assert (st.retries_explicit, st.retries_page, st.issued_full) == (1, 1, 0)
     h.drain()
-    assert h.loader.state.quiescent and h.loader.state.covered_end >= 8
+    assert h.loader.state.quiescent and h.loader.state.covered_end >= 16
+
+
+def test_an_invalidation_or_a_window_move_since_a_page_failure_retries_with_a_full_read(
+        make_host: Make) -> None:
+    for change in ("invalidate", "move"):
+        h = make_host(4, 20, max_auto_retries=0)
+        h.loader.set_window(0, 8)
+        h.drain()
+        h.loader.set_window(0, 16)
+        h.loader.fail(h.take(), 1)
+        if change == "invalidate":
+            h.loader.invalidate()
+            assert h.loader.retry() is True
+        else:
+            h.loader.set_window(4, 16)      # a window move retries
+        assert [r.kind for r in h.pending] == [Kind.FULL], change
+        assert h.loader.stats().retries_page == 0
+        h.drain()
+        s = h.loader.state
+        assert s.quiescent and s.covered_end >= s.window_start + s.window_len
 
 
 @requires_testing

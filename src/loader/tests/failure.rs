@@ -26,6 +26,7 @@ fn a_stalled_finite_cursor_is_an_own_failure_that_waits_for_a_retry() {
     let r = only_read(&h);
     let index = h.index_of(r.read_id);
     h.apply(Op::Stall { index }).unwrap();
+    // Not a page failure: read again, the page would stall again.
     assert_eq!(h.loader.ledger().failure(), Failure::Own);
     assert_eq!(h.pending(), 0, "nothing loops");
     assert_eq!(h.held(), 0, "the stalled page was released");
@@ -51,7 +52,8 @@ fn own_failures_back_off_then_wait_for_an_explicit_retry() {
         let r = only_read(&h);
         let index = h.index_of(r.read_id);
         h.apply(Op::Fail { index }).unwrap();
-        assert_eq!(h.loader.ledger().failure(), Failure::Own);
+        // The window's first page failed with nothing else owed: a page failure.
+        assert_eq!(h.loader.ledger().failure(), Failure::Page);
         match h.loader.next_deadline() {
             Some(d) => {
                 deadlines.push(d - h.now);
@@ -59,7 +61,9 @@ fn own_failures_back_off_then_wait_for_an_explicit_retry() {
                 h.apply(Op::Tick { ms: early }).unwrap();
                 assert_eq!(h.pending(), 0, "not before the deadline");
                 h.apply(Op::Tick { ms: 1 }).unwrap();
-                assert_eq!(only_read(&h).kind, Kind::Full, "the timer retried");
+                let again = only_read(&h);
+                assert_eq!(again.kind, Kind::Finite, "the timer read the page again");
+                assert_eq!((&again.cursor, again.direction), (&r.cursor, r.direction));
             }
             None => break,
         }
@@ -72,7 +76,8 @@ fn own_failures_back_off_then_wait_for_an_explicit_retry() {
         "spent: waits for an explicit retry"
     );
     assert_eq!(h.pending(), 0);
-    // A window move while a failure is recorded retries (P3).
+    // A window move while a failure is recorded retries (P3): the window moved, so the
+    // page that failed may not be the one it needs, and the retry reads the full source.
     h.apply(Op::Window { start: 0, len: 5 }).unwrap();
     assert_eq!(only_read(&h).kind, Kind::Full);
     drain(&mut h);

@@ -24,7 +24,9 @@ impl View {
     /// in `[from, to]` (`from` empty: the source's start; `to` `None`: its end), ordered by
     /// `cmp`. An item lies in a page when it comes after the page's start cursor and at or
     /// before its end cursor. A change after the last page of a view that reached the
-    /// source's end means it reaches no longer. Returns how many pages were marked.
+    /// source's end means it reaches no longer. Returns how many pages were marked, plus one
+    /// when a change after the last page drops the tail cursor (reads continued past empty
+    /// pages from there).
     pub(in crate::loader) fn mark_range(
         &mut self,
         from: &[u8],
@@ -59,7 +61,13 @@ impl View {
                 self.end_of_source = false;
                 self.changed = true;
             }
-            self.tail_cursor = None;
+            // Reads continued from a tail past empty pages: one in flight from there would
+            // join the view right after the last page, skipping the change. It counts as a
+            // marked page, so the invalidation supersedes that read.
+            if let Some(tail) = self.tail_cursor.take() {
+                drop(tail);
+                marked += 1;
+            }
         }
         marked
     }
