@@ -144,13 +144,22 @@ impl Obs {
     /// `ExplicitRetry`'s guard, as the ABI shows it.
     pub(super) fn retry_enabled(&self) -> bool {
         let s = &self.snap;
+        let inflight = |k| {
+            self.requests
+                .iter()
+                .any(|r| r.kind == k && r.state == loader_request_state::Inflight)
+        };
+        // A page failure (shown as an own failure with no debt) is retried by reading that
+        // page again, once no finite read is in flight; any other, by a full read over full
+        // debt.
+        let page = s.debt == loader_debt::None;
         s.failure != loader_failure::None
             && s.phase == loader_phase::Idle
-            && s.debt == loader_debt::Full
-            && !self
-                .requests
-                .iter()
-                .any(|r| r.kind == loader_kind::Full && r.state == loader_request_state::Inflight)
+            && if page {
+                !inflight(loader_kind::Finite)
+            } else {
+                s.debt == loader_debt::Full && !inflight(loader_kind::Full)
+            }
     }
 }
 
