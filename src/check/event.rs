@@ -226,7 +226,7 @@ pub(super) fn apply(st: &mut State, s: &Settings, e: Event) -> Result<(), (Prope
         }
     }
     let answered = st.host.loader.stats().answered_current > current_before;
-    props::after_event(st, s, answered)
+    props::after_event(st, answered)
 }
 
 /// A loader call the sim's ops do not cover, then the host's effects and checks.
@@ -245,7 +245,7 @@ fn call(
 /// supersedes nothing.
 fn ranged_change(st: &mut State, at: Vec<u8>) -> Result<(), (Property, String)> {
     let h = &mut st.host;
-    let untouched = props::untouched(h, &at);
+    let untouched = h.untouched(&at);
     // Effects queued before this call (a starting point's) are not its own.
     let reads_or_cancels = |e: &[Effect]| {
         e.iter()

@@ -99,6 +99,16 @@ impl PartialEq<&[u8]> for Cursor {
     }
 }
 
+/// `a <= b` in the source's order, the empty cursor being its start (before every other);
+/// `cmp` orders two non-empty cursors as the source does.
+pub(super) fn cursor_le(
+    cmp: &mut dyn FnMut(&[u8], &[u8]) -> std::cmp::Ordering,
+    a: &[u8],
+    b: &[u8],
+) -> bool {
+    a.is_empty() || (!b.is_empty() && cmp(a, b) != std::cmp::Ordering::Greater)
+}
+
 /// Shared buffers of long cursors the loader let go of.
 #[derive(Clone, Debug, Default)]
 pub(super) struct CursorPool {

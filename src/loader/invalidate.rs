@@ -3,6 +3,7 @@
 //! The source changed anywhere, or only in a range of cursors, or the view moves around a
 //! cursor. Each takes an epoch from the ledger and may start a repair.
 
+use super::cursor::cursor_le;
 use super::{LedgerError, Loader, LoaderError, MAX_CURSOR_LEN, MAX_POSITION};
 
 impl Loader {
@@ -62,10 +63,7 @@ impl Loader {
         }
         let marked = self.view.mark_range(from, to, cmp);
         self.out.stats.ranged_invalidations += 1;
-        // a <= b, with the empty cursor the source's start.
-        let mut le = |a: &[u8], b: &[u8]| {
-            a.is_empty() || (!b.is_empty() && cmp(a, b) != std::cmp::Ordering::Greater)
-        };
+        let mut le = |a: &[u8], b: &[u8]| cursor_le(cmp, a, b);
         // A chain or full read, running or failed and kept for its retry, may have staged
         // pages the change hits: it counts as touching.
         let repairing = self.ledger.repair_live() || self.resume.is_some();
@@ -82,7 +80,8 @@ impl Loader {
     /// Rebuilds the view around `cursor`: the item just after it gets `position`, and the
     /// window moves to start there (its length kept). The empty cursor is the source's
     /// start, where positions are the source's own: its first item gets 0, whatever
-    /// `position` says, and the window starts at 0 (counted in [`Stats::renumbered`](super::Stats::renumbered)). As with any repair, the old view
+    /// `position` says, and the window starts at 0 (counted in
+    /// [`Stats::renumbered`](super::Stats::renumbered)). As with any repair, the old view
     /// stays until the new one commits; the repair reads the window plus prefetch around the
     /// cursor, whatever the distance. A loader with nothing held and nothing in flight moves
     /// at once, with no invalidation (a starting point, such as the end of a log).

@@ -205,9 +205,9 @@ impl Host {
     /// Whether a change at cursor `at` lies outside the held pages (and what the view knows past
     /// them: the source's end, empty pages skipped) and outside every read in flight.
     pub fn untouched(&self, at: &[u8]) -> bool {
-        let h = self;
-        use std::cmp::Ordering::*;
-        let l = &h.loader;
+        use crate::loader::{Direction, Effect, Kind};
+        use std::cmp::Ordering::Less;
+        let l = &self.loader;
         let lt = |a: &[u8], b: &[u8]| match (a.is_empty(), b.is_empty()) {
             (true, b_empty) => !b_empty,
             (false, true) => false,
@@ -228,19 +228,19 @@ impl Host {
         }
         // A running repair may have staged pages the change hits: it counts as touching. Reads
         // still queued for the host (a starting point's) are in flight too.
-        let mut reads = h.pending_reads();
+        let mut reads = self.pending_reads();
         reads.extend(l.queued_effects().iter().filter_map(|e| match e {
-            crate::loader::Effect::Issue(r) => Some(r.clone()),
+            Effect::Issue(r) => Some(r.clone()),
             _ => None,
         }));
-        if reads.iter().any(|r| r.kind != crate::loader::Kind::Finite) {
+        if reads.iter().any(|r| r.kind != Kind::Finite) {
             return false;
         }
         reads.iter().all(|r| match r.direction {
-            crate::loader::Direction::Forward => {
+            Direction::Forward => {
                 !(lt(&r.cursor, at) && r.until.as_deref().is_none_or(|u| le(at, u)))
             }
-            crate::loader::Direction::Backward => !le(at, &r.cursor),
+            Direction::Backward => !le(at, &r.cursor),
         })
     }
 }

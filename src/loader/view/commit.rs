@@ -4,7 +4,7 @@
 //! re-read; the marks (whole, or dirty pages) say what the next repair re-reads.
 
 use super::{Page, Run, View};
-use crate::loader::cursor::CursorPool;
+use crate::loader::cursor::{cursor_le, CursorPool};
 use crate::loader::outbox::Outbox;
 use crate::loader::requests::Requests;
 use std::collections::VecDeque;
@@ -33,13 +33,7 @@ impl View {
         to: Option<&[u8]>,
         cmp: &mut dyn FnMut(&[u8], &[u8]) -> std::cmp::Ordering,
     ) -> usize {
-        use std::cmp::Ordering::*;
-        // a <= b, with the empty cursor the source's start (before everything else).
-        let mut le = |a: &[u8], b: &[u8]| match (a.is_empty(), b.is_empty()) {
-            (true, _) => true,
-            (false, true) => false,
-            (false, false) => cmp(a, b) != Greater,
-        };
+        let mut le = |a: &[u8], b: &[u8]| cursor_le(cmp, a, b);
         let mut marked = 0;
         let n = self.pages.len();
         for i in 0..n {
