@@ -125,3 +125,34 @@ fn seed_scenario_a_superseded_read_fails_after_its_repair_and_refills_continue()
     assert!(h.loader.covered().1 >= 16, "refills continued");
     assert_eq!(view(&h), h.source.items()[..h.loader.covered().1 as usize]);
 }
+
+/// A clock that steps back (`tick` with an earlier time) never fires a deadline early and
+/// re-arms nothing: the loader keeps the latest time it was told.
+#[test]
+fn a_clock_that_steps_back_fires_nothing_early() {
+    let mut h = host(small(), 20);
+    h.apply(Op::Window { start: 0, len: 8 }).unwrap();
+    h.loader.tick(1_000).unwrap();
+    h.apply(Op::Fail { index: 0 }).unwrap();
+    let due = h.loader.next_deadline().expect("a backoff deadline");
+    assert!(due > 1_000);
+    let issued = h.loader.stats().issued;
+    h.loader.tick(0).unwrap();
+    h.loader.tick(due - 1).unwrap();
+    assert_eq!(
+        h.loader.stats().issued,
+        issued,
+        "nothing fired before the deadline"
+    );
+    assert_eq!(
+        h.loader.next_deadline(),
+        Some(due),
+        "the deadline is unchanged"
+    );
+    h.loader.tick(due).unwrap();
+    assert_eq!(
+        h.loader.stats().retries_auto,
+        1,
+        "the deadline fires at its time"
+    );
+}
