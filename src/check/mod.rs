@@ -14,7 +14,7 @@
 mod canon;
 mod event;
 mod explore;
-mod props;
+pub(crate) mod props;
 
 pub use event::Event;
 pub use explore::{check, replay, Report, Violation};
