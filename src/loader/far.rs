@@ -103,6 +103,8 @@ impl Loader {
     /// recorded failure is retried from there (a window move retries).
     pub(super) fn start_far(&mut self, at: u64, cursor: Cursor) -> Result<(), LoaderError> {
         self.out.stats.far_jumps += 1;
+        // The source's start is position 0, whatever a wrong `locate` said.
+        let at = if cursor.is_empty() { 0 } else { at };
         let idle =
             self.view.pages().is_empty() && self.reads.len() == 0 && self.ledger.is_quiescent();
         if idle {
