@@ -209,13 +209,13 @@ impl Requests {
         self.map.get(&request)
     }
 
-    /// Every live record, with its request id.
-    #[cfg(any(test, feature = "testing"))]
     /// Every live request's record, to change.
     pub(super) fn works_mut(&mut self) -> impl Iterator<Item = &mut Work> + '_ {
         self.map.values_mut()
     }
 
+    /// Every live record, with its request id.
+    #[cfg(any(test, feature = "testing"))]
     pub(super) fn iter(&self) -> impl Iterator<Item = (u64, &Work)> + '_ {
         self.map.iter().map(|(&id, w)| (id, w))
     }

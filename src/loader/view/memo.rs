@@ -166,6 +166,7 @@ impl Memo {
     }
 
     /// How many cursors it holds, and what they are charged (for tests and benches).
+    #[cfg(any(test, feature = "testing"))]
     pub(in crate::loader) fn size(&self) -> (usize, u64) {
         (self.entries.len(), self.bytes)
     }
