@@ -33,7 +33,7 @@ pub const BOUND: usize = {
     view + 1 + staged
 };
 
-fn walk(depth: u64, r: Row, scrolled: u64) -> Row {
+fn walk(r: Row, scrolled: u64) -> Row {
     Row {
         target: format!("<= {BOUND} held"),
         met: r.max_held <= BOUND && r.items == r.served,
@@ -79,7 +79,7 @@ pub fn rows(depth: u64, len: u64) -> Result<Vec<Row>, String> {
     let before = h.begin();
     h.set_window(depth);
     h.check_view("far/walk")?;
-    rows.push(walk(depth, row(depth, "far/walk", &h, before, 0), depth));
+    rows.push(walk(row(depth, "far/walk", &h, before, 0), depth));
 
     let mut h = new_host(config(MAX_PAGES), len);
     h.set_window(0);
@@ -98,10 +98,6 @@ pub fn rows(depth: u64, len: u64) -> Result<Vec<Row>, String> {
         }
     }
     h.check_view("far/walk+repair")?;
-    rows.push(walk(
-        depth,
-        row(depth, "far/walk+repair", &h, before, 0),
-        depth,
-    ));
+    rows.push(walk(row(depth, "far/walk+repair", &h, before, 0), depth));
     Ok(rows)
 }

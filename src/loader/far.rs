@@ -48,13 +48,10 @@ impl Loader {
             Some(at) => (at, at),
             None => self.view.covered(),
         };
-        if want.start > to {
-            want.start - to
-        } else if want.end < from {
-            from - want.end
-        } else {
-            0
-        }
+        // At most one of the two is not 0: `want` lies after what is held, or before it.
+        want.start
+            .saturating_sub(to)
+            .max(from.saturating_sub(want.end))
     }
 
     /// Where a move to `window` should start, when it is far: a position and the cursor
