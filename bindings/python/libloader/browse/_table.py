@@ -158,9 +158,10 @@ class Table:
         if direction is Direction.BACKWARD:
             if after is None:
                 return LoadResult([], b"", True)
-            # One row more than asked: its key is the cursor before the page's first row.
+            # The rows up to the cursor's key (the row just before the position), one more
+            # than asked: its key is the cursor before the page's first row.
             rows = self.conn.execute(
-                f"{self._select} WHERE {self._tuple} < {self._marks} ORDER BY {self._desc} "
+                f"{self._select} WHERE {self._tuple} <= {self._marks} ORDER BY {self._desc} "
                 "LIMIT ?", (*after, limit + 1)).fetchall()
             if len(rows) <= limit:
                 rows.reverse()
@@ -177,14 +178,6 @@ class Table:
                 "LIMIT ?", (*after, limit)).fetchall()
         next_cursor = encode_key(rows[-1][:self.nkey]) if rows else cursor
         return LoadResult(rows, next_cursor, len(rows) < limit)
-
-    def cursor_before(self, row: Row) -> bytes:
-        """The cursor just before ``row``: the key of the row before it, ``b""`` for the
-        first."""
-        prev = self.conn.execute(
-            f"{self._keys_only} WHERE {self._tuple} < {self._marks} ORDER BY {self._desc} "
-            "LIMIT 1", tuple(row[:self.nkey])).fetchone()
-        return b"" if prev is None else encode_key(prev)
 
     # ---- far moves: a row number or a key to a cursor ----
 
