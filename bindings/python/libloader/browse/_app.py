@@ -149,6 +149,8 @@ class Browser(App[None]):
         self.refresh_seconds: List[float] = []
         """For each invalidation the poll made, the time until the view was fresh again."""
         self.ask_kind = "row"
+        self._header = ""
+        self._lines: List[tuple[str, Style]] = []
 
     # ---- layout ----
 
@@ -260,39 +262,42 @@ class Browser(App[None]):
             values = (row[0],) + tuple(values)
         return [cell(v) for v in values]
 
-    def _widths(self) -> List[int]:
-        widths = [len(n) for n in self._columns()]
-        for row in self.window_rows():
-            if row is not None:
-                for j, c in enumerate(self._cells(row)):
-                    widths[j] = max(widths[j], min(len(c), CELL_WIDTH))
-        return [min(w, CELL_WIDTH) for w in widths]
-
     def _number_width(self) -> int:
         return max(len(f"{self.top + self.height:,}"), len(f"{self.total:,}"), 1)
 
-    def header_text(self) -> str:
-        self._width_cache = self._widths()
+    def _draw(self) -> None:
+        """The header and the window's lines, as text: made once per change of the view,
+        the window or the size, and painted line by line by :class:`RowsView`."""
+        rows = self.window_rows()
+        widths = [len(n) for n in self._columns()]
+        cells = [None if row is None else self._cells(row) for row in rows]
+        for cs in cells:
+            if cs is not None:
+                widths = [max(w, min(len(c), CELL_WIDTH)) for w, c in zip(widths, cs)]
+        widths = [min(w, CELL_WIDTH) for w in widths]
         nw = self._number_width()
-        cols = [cut(n, w).ljust(w) for n, w in zip(self._columns(), self._width_cache)]
-        return "#".rjust(nw) + SEPARATOR + SEPARATOR.join(cols)
+        head = [cut(n, w).ljust(w) for n, w in zip(self._columns(), widths)]
+        self._header = "#".rjust(nw) + SEPARATOR + SEPARATOR.join(head)
+        state = self.feed.state if self.feed is not None else None
+        stale = Style(dim=True) if self.snap is not None and self.snap.revalidating else Style()
+        lines: List[tuple[str, Style]] = []
+        for i, cs in enumerate(cells):
+            pos = self.top + i
+            if cs is None:
+                if state is not None and state.end_of_source and pos >= state.covered_end:
+                    lines.append(("", Style()))
+                else:
+                    lines.append((f"{pos + 1:,}".rjust(nw) + SEPARATOR + "…", Style(dim=True)))
+                continue
+            text = SEPARATOR.join(cut(c, w).ljust(w) for c, w in zip(cs, widths))
+            lines.append((f"{pos + 1:,}".rjust(nw) + SEPARATOR + text, stale))
+        self._lines = lines
+
+    def header_text(self) -> str:
+        return self._header
 
     def line_text(self, i: int) -> tuple[str, Style]:
-        if i >= self.height:
-            return "", Style()
-        rows = self.window_rows()
-        widths = getattr(self, "_width_cache", None) or self._widths()
-        nw = self._number_width()
-        pos = self.top + i
-        row = rows[i]
-        if row is None:
-            state = self.feed.state if self.feed is not None else None
-            if state is not None and state.end_of_source and pos >= state.covered_end:
-                return "", Style()
-            return f"{pos + 1:,}".rjust(nw) + SEPARATOR + "…", Style(dim=True)
-        cells = [cut(c, w).ljust(w) for c, w in zip(self._cells(row), widths)]
-        style = Style(dim=True) if self.snap is not None and self.snap.revalidating else Style()
-        return f"{pos + 1:,}".rjust(nw) + SEPARATOR + SEPARATOR.join(cells), style
+        return self._lines[i] if i < len(self._lines) else ("", Style())
 
     def status_text(self) -> str:
         feed = self.feed
@@ -359,6 +364,7 @@ class Browser(App[None]):
                 f"({', '.join(self.table.key)}) · ↑↓ PgUp PgDn Home End  : row  / key  "
                 "r retry  q quit")
             self.query_one("#status", Static).update(self.status_text())
+            self._draw()
             self.query_one(RowsView).refresh()
         except Exception:   # not mounted yet, or being torn down
             pass
