@@ -21,7 +21,8 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.strip import Strip
 from textual.widget import Widget
-from textual.widgets import Input, Static
+from textual.events import Key
+from textual.widgets import Static
 
 from .. import aio
 from .._enums import Direction, Failure
@@ -85,6 +86,11 @@ class RowsView(Widget, can_focus=True):
     def on_resize(self) -> None:
         self.browser.resized()
 
+    def on_key(self, event: Key) -> None:
+        if self.browser.prompt_key(event):
+            event.stop()
+            event.prevent_default()
+
     def render_line(self, y: int) -> Strip:
         b = self.browser
         width = self.size.width
@@ -106,7 +112,6 @@ class Browser(App[None]):
     CSS = """
     #title { height: 1; background: $primary; color: $text; padding: 0 1; }
     #status { height: 1; background: $panel; padding: 0 1; }
-    #prompt { dock: bottom; display: none; }
     """
     BINDINGS = [
         Binding("down,j", "line(1)", "down", show=False),
@@ -115,8 +120,6 @@ class Browser(App[None]):
         Binding("pageup,b", "page(-1)", "page up", show=False),
         Binding("home,g", "top", "top", show=False),
         Binding("end,G", "bottom", "bottom", show=False),
-        Binding("colon", "ask('row')", "go to row", show=False),
-        Binding("slash", "ask('key')", "go to key", show=False),
         Binding("r", "retry", "retry", show=False),
         Binding("q", "quit", "quit", show=False),
     ]
@@ -148,7 +151,9 @@ class Browser(App[None]):
         self._invalidated_at: Optional[float] = None
         self.refresh_seconds: List[float] = []
         """For each invalidation the poll made, the time until the view was fresh again."""
-        self.ask_kind = "row"
+        self.asking: Optional[str] = None
+        """While a row number or a key is typed: ``"row"`` or ``"key"``."""
+        self.typed = ""
         self._header = ""
         self._lines: List[tuple[str, Style]] = []
 
@@ -158,7 +163,6 @@ class Browser(App[None]):
         yield Static(id="title")
         yield RowsView(self)
         yield Static(id="status")
-        yield Input(id="prompt")
 
     @property
     def height(self) -> int:
@@ -184,8 +188,10 @@ class Browser(App[None]):
         if self._inner_load is not None:
             load = self._inner_load
         self.feed = aio.Feed(load, config=self.config)
-        self.query_one(RowsView).focus()
-        self.feed.set_window(0, self.height)
+        view = self.query_one(RowsView)
+        view.focus()
+        if view.size.height > 1:   # else the first layout's resize sets the window
+            self.feed.set_window(0, self.height)
         self.run_worker(self._watch(), exclusive=False)
         self.set_interval(self.poll_interval, self._poll)
         self._show()
@@ -360,10 +366,16 @@ class Browser(App[None]):
                 self._fresh_pending = True
         try:
             self.query_one("#title", Static).update(
-                f"{self.label} · {self.total:,} rows · in {self.table.key_label} order "
-                f"({', '.join(self.table.key)}) · ↑↓ PgUp PgDn Home End  : row  / key  "
-                "r retry  q quit")
-            self.query_one("#status", Static).update(self.status_text())
+                f"{self.label} · {self.total:,} rows by {self.table.key_label} "
+                f"({', '.join(self.table.key)}) · ↑↓ PgUp PgDn Home End · : row · / key · "
+                "r retry · q quit")
+            if self.asking is not None:
+                what = ("row number (1 is the first)" if self.asking == "row"
+                        else f"key ({', '.join(self.table.key)})")
+                status = f"go to {what}: {self.typed}▏ Enter to go, Esc to cancel"
+            else:
+                status = self.status_text()
+            self.query_one("#status", Static).update(status)
             self._draw()
             self.query_one(RowsView).refresh()
         except Exception:   # not mounted yet, or being torn down
@@ -447,27 +459,39 @@ class Browser(App[None]):
             self._show()
 
     def action_ask(self, kind: str) -> None:
-        self.ask_kind = kind
-        prompt = self.query_one("#prompt", Input)
-        prompt.value = ""
-        prompt.placeholder = ("row number (1 is the first row), Enter to go, Esc to cancel"
-                              if kind == "row" else
-                              f"key ({', '.join(self.table.key)}), Enter to go, Esc to cancel")
-        prompt.display = True
-        prompt.focus()
+        """Starts typing a row number or a key on the status line: the keys typed go there
+        (not to the bindings) until Enter or Esc."""
+        self.asking = kind
+        self.typed = ""
+        self._show()
 
-    def _close_prompt(self) -> None:
-        prompt = self.query_one("#prompt", Input)
-        prompt.display = False
-        self.query_one(RowsView).focus()
+    def prompt_key(self, event: Key) -> bool:
+        """A key that starts typing on the status line (':' a row number, '/' a key), or one
+        typed there; False for any other key."""
+        if self.asking is None:
+            # Here rather than as bindings: the keys typed right after come through this
+            # same method, in order, so none is lost while a binding's action is pending.
+            if event.character in (":", "/"):
+                self.action_ask("row" if event.character == ":" else "key")
+                return True
+            return False
+        if event.key == "escape":
+            self.asking = None
+        elif event.key == "enter":
+            kind, text = self.asking, self.typed.strip()
+            self.asking = None
+            if text:
+                self._submit(kind, text)
+        elif event.key == "backspace":
+            self.typed = self.typed[:-1]
+        elif event.character is not None and event.is_printable:
+            self.typed += event.character
+        self._show()
+        return True
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        text = event.value.strip()
-        self._close_prompt()
-        if not text:
-            return
+    def _submit(self, kind: str, text: str) -> None:
         try:
-            if self.ask_kind == "row":
+            if kind == "row":
                 n = int(text.replace(",", "").replace("_", ""))
                 self._begin("go to row")
                 self.go_to(n - 1)
@@ -476,12 +500,4 @@ class Browser(App[None]):
                 self.go_to_key(text)
         except ValueError as e:
             self._pending = None
-            self.message = str(e) if self.ask_kind == "key" else f"not a row number: {text!r}"
-            self._show()
-
-    def on_key(self, event: Any) -> None:
-        if getattr(event, "key", None) == "escape":
-            prompt = self.query_one("#prompt", Input)
-            if prompt.display:
-                self._close_prompt()
-                event.stop()
+            self.message = str(e) if kind == "key" else f"not a row number: {text!r}"
