@@ -27,7 +27,7 @@ def svg_text(svg: str) -> str:
 def make_screenshot(db: Path) -> str:
     async def run() -> str:
         app = Browser(Table(open_readonly(str(db)), DEMO_TABLE), title="demo.db: events")
-        async with app.run_test(size=(100, 24)) as pilot:
+        async with app.run_test(size=(120, 24)) as pilot:
             await fresh(pilot, app)
             await type_row(pilot, 500_001)
             await fresh(pilot, app)
