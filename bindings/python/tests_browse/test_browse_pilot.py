@@ -101,7 +101,7 @@ def test_a_far_move_reads_a_window_and_its_prefetch_at_any_depth(big_db: Path) -
 def test_held_pages_stay_within_the_bound_over_100000_rows(big_db: Path) -> None:
     async def run() -> None:
         app = browser(big_db)
-        async with app.run_test(size=(70, 203)) as pilot:
+        async with app.run_test(size=(90, 203)) as pilot:
             await fresh(pilot, app)
             assert app.feed is not None
             assert app.feed.loader is not None
