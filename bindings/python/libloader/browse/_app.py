@@ -415,7 +415,9 @@ class Browser(App[None]):
 
     def go_to(self, n: int) -> None:
         """Puts row ``n`` (from 0) at the top: a window move when the view holds it, else a
-        jump to the cursor just before it (read with an OFFSET query)."""
+        jump to the cursor just before it. The host turns the row number into that cursor
+        (:meth:`Table.cursor_at`, an OFFSET query from the nearer end): the loader numbers
+        positions but cannot find one it does not hold."""
         assert self.feed is not None
         n = min(max(n, 0), max(self.total - self.height, 0))
         state = self.feed.state
