@@ -11,6 +11,7 @@ committed, it invalidates the feed and counts the rows again.
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, List, Optional, Union
@@ -19,6 +20,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.app import App, ComposeResult
 from textual.binding import Binding
+from textual.css.query import NoMatches
 from textual.strip import Strip
 from textual.widget import Widget
 from textual.events import Key
@@ -197,8 +199,9 @@ class Browser(App[None]):
         self._show()
 
     async def on_unmount(self) -> None:
-        if self.feed is not None:
-            await self.feed.close(timeout=1)
+        feed, self.feed = self.feed, None   # the timer and the watcher see it gone
+        if feed is not None:
+            await feed.close(timeout=1)
 
     def resized(self) -> None:
         """The rows view changed size: the window follows."""
@@ -223,7 +226,7 @@ class Browser(App[None]):
                 return
             self.version = v
             self.total = self.table.count()
-        except Exception as e:   # a locked database: the next poll tries again
+        except sqlite3.Error as e:   # a locked database: the next poll tries again
             self.message = f"poll: {e}"
             return
         self.invalidations += 1
@@ -378,7 +381,7 @@ class Browser(App[None]):
             self.query_one("#status", Static).update(status)
             self._draw()
             self.query_one(RowsView).refresh()
-        except Exception:   # not mounted yet, or being torn down
+        except NoMatches:   # not composed yet, or being torn down
             pass
 
     def _painted(self) -> None:
