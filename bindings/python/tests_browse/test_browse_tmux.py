@@ -137,3 +137,43 @@ def test_a_commit_by_another_process_reaches_the_terminal(tmux: Tmux, small_db: 
                              "the other process's write", timeout=10))
     assert rows[5][1] == target and rows[5][-2] == "from elsewhere"
     tmux("send-keys", "-t", "browse", "q")
+
+
+def test_the_demo_runs_a_writer_and_failing_loads_and_cleans_up(tmux: Tmux) -> None:
+    """`--demo` (smaller here): rows on screen, the writer's commits refreshing them, injected
+    failures counted on the status line; after q the writer and the temporary database are
+    gone."""
+    tmux.start(command(sys.executable, "-m", "libloader.browse", "--demo", "--rows", "20000",
+                       "--fail-rate", "0.3", "--write-interval", "0.2")
+               + "; echo browse-exited-$?; sleep 60")
+    tmux.wait(fresh_at("1"), "the demo's first rows, fresh", timeout=30)
+
+    def failed(lines: List[str]) -> bool:
+        status = next((l for l in lines if l.strip().startswith("rows ")), "")
+        return " 0 failures" not in status and " failures" in status
+
+    end = time.monotonic() + 30
+    while not failed(tmux.screen()):
+        assert time.monotonic() < end, "no injected failure on the status line"
+        tmux("send-keys", "-t", "browse", "PageDown")
+        time.sleep(0.3)
+    # The writer's commits change rows, mostly among the first few hundred ids: one reaches the
+    # screen as a note the table did not start with.
+    tmux("send-keys", "-t", "browse", "Home")
+    tmux.wait(lambda ls: any("write " in l for l in ls), "a row the writer changed",
+              timeout=60)
+    tmux("send-keys", "-t", "browse", "q")
+    lines = tmux.wait(lambda ls: any("browse-exited-0" in l for l in ls), "a clean exit")
+    made = next(l for l in lines if "making 20,000 rows in " in l)
+    db = Path(made.split(" in ", 1)[1].split(" ...")[0])
+    assert not db.parent.exists()
+    writers = [p for p in Path("/proc").glob("[0-9]*/cmdline")
+               if _read(p).count(str(db)) and "--write" in _read(p)]
+    assert writers == []
+
+
+def _read(p: Path) -> str:
+    try:
+        return p.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:   # the process ended meanwhile
+        return ""

@@ -4,7 +4,7 @@ load failures and latency.
 The table's ids are the even numbers from 2 to 2,000,000, so the writer can insert rows
 between any two. The writer runs as its own process, with its own connection, as another
 program writing to the database would: each step updates a run of rows (mostly among the
-first few thousand, where the browser opens), inserts a few rows and deletes a few, and
+first few hundred, where the browser opens), inserts a few rows and deletes a few, and
 commits.
 """
 
@@ -92,7 +92,7 @@ def run_writer(path: Path, interval: float, seed: int, steps: Optional[int] = No
     try:
         while steps is None or step < steps:
             step += 1
-            write_step(conn, rng, step, top=4000)
+            write_step(conn, rng, step, top=400)
             time.sleep(interval)
     finally:
         conn.close()
