@@ -41,8 +41,8 @@ browse-screenshot: $(BROWSE_STAMP) $(TEST_LIB)
 	$(PY_TEST_ENV) LIBLOADER_BROWSE_REQUIRED=1 LIBLOADER_UPDATE_SCREENSHOT=1 $(VENV_PY) -m pytest \
 	    -p no:cacheprovider $(PYTEST_ARGS) $(PY_PKG_DIR)/tests_browse/test_browse_screenshot.py
 
-# Runs after py-wheel-test (in `make test`, py-test comes first): it needs the wheel there.
-browse-wheel-test:
+# It needs the wheel py-wheel-test builds (and removes first): run alone, it runs that too.
+browse-wheel-test: py-wheel-test
 	wheel=$$(ls $(abspath $(PY_WHEEL_DIR))/ledgered_loader-*.whl) && \
 	tmp=$$(mktemp -d /tmp/libloader-browse-wheel.XXXXXX) && trap 'rm -rf "$$tmp"' EXIT && \
 	$(PYTHON3) -m venv "$$tmp/venv" && \

@@ -148,8 +148,6 @@ class Browser(App[None]):
         self._pending: Optional[tuple[str, float, int, int]] = None
         self._fresh_pending = False
         self.invalidations = 0
-        self.last_refresh: Optional[float] = None
-        """When the view last became fresh after an invalidation (``time.monotonic()``)."""
         self._invalidated_at: Optional[float] = None
         self.refresh_seconds: List[float] = []
         """For each invalidation the poll made, the time until the view was fresh again."""
@@ -364,7 +362,6 @@ class Browser(App[None]):
             if self._invalidated_at is not None:
                 self.refresh_seconds.append(time.monotonic() - self._invalidated_at)
                 self._invalidated_at = None
-                self.last_refresh = time.monotonic()
             if self._pending is not None:
                 self._fresh_pending = True
         try:
