@@ -1,6 +1,6 @@
 """The browser in a real terminal: tmux runs ``python -m libloader.browse``, the test types
 with ``send-keys`` and reads the screen with ``capture-pane``. tmux runs on a server of its
-own (``-L``), killed at the end."""
+own, on a socket in the test's temporary directory (``-S``), killed at the end."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ class Tmux:
         self.socket = socket
 
     def __call__(self, *args: str) -> str:
-        return subprocess.run(["tmux", "-L", self.socket, *args], check=True,
+        return subprocess.run(["tmux", "-S", self.socket, *args], check=True,
                               capture_output=True, text=True).stdout
 
     def start(self, command: str) -> None:
@@ -55,14 +55,14 @@ class Tmux:
 
 
 @pytest.fixture
-def tmux() -> Iterator[Tmux]:
+def tmux(tmp_path: Path) -> Iterator[Tmux]:
     if shutil.which("tmux") is None:
         if os.environ.get("LIBLOADER_BROWSE_REQUIRED") == "1":
             pytest.fail("tmux is not installed (.ci/run installs it)")
         pytest.skip("tmux is not installed")
-    t = Tmux(f"libloader-browse-test-{os.getpid()}")
+    t = Tmux(str(tmp_path / "tmux.sock"))
     yield t
-    subprocess.run(["tmux", "-L", t.socket, "kill-server"], capture_output=True)
+    subprocess.run(["tmux", "-S", t.socket, "kill-server"], capture_output=True)
 
 
 def command(*args: str) -> str:
