@@ -427,3 +427,4 @@ clean:
 include mk/python.mk
 include mk/fuzz.mk
 include mk/examples.mk
+include mk/browse.mk
