@@ -187,7 +187,10 @@ class Browser(App[None]):
         load: Any = self.table_load
         if self._inner_load is not None:
             load = self._inner_load
-        self.feed = aio.Feed(load, config=self.config)
+        # A far window move (go to row, the bottom) asks the table for the cursor before the
+        # row (an OFFSET query from the nearer end) and starts there, instead of walking.
+        self.feed = aio.Feed(load, config=self.config,
+                             locate=lambda n: self.table.cursor_at(n, self.total))
         view = self.query_one(RowsView)
         view.focus()
         if view.size.height > 1:   # else the first layout's resize sets the window
@@ -414,20 +417,12 @@ class Browser(App[None]):
         self._show()
 
     def go_to(self, n: int) -> None:
-        """Puts row ``n`` (from 0) at the top: a window move when the view holds it, else a
-        jump to the cursor just before it. The host turns the row number into that cursor
-        (:meth:`Table.cursor_at`, an OFFSET query from the nearer end): the loader numbers
-        positions but cannot find one it does not hold."""
+        """Puts row ``n`` (from 0) at the top: a window move. A far one starts at a cursor
+        the loader remembers near the row, or at the one the feed's ``locate`` gives
+        (:meth:`Table.cursor_at`, an OFFSET query from the nearer end), so it reads about
+        the window whatever the distance, and the row numbers stay the table's own."""
         assert self.feed is not None
-        n = min(max(n, 0), max(self.total - self.height, 0))
-        state = self.feed.state
-        if state.covered_start <= n and n + self.height <= state.covered_end:
-            self._scroll_to(n)
-            return
-        self.top = n
-        self.feed.jump(self.table.cursor_at(n, self.total), n)
-        self.feed.set_window(n, self.height)
-        self._show()
+        self._scroll_to(min(max(n, 0), max(self.total - self.height, 0)))
 
     def go_to_key(self, text: str) -> None:
         """Puts the first row whose key is at least ``text`` at the top."""
