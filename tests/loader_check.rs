@@ -24,6 +24,7 @@ fn settings(source: usize, page: u32, window: u64, prefetch: u64) -> Settings {
         faults: 1,
         depth: 8,
         fault: None,
+        locate: false,
     }
 }
 

@@ -52,6 +52,9 @@ const DROPPED: &[&str] = &[
     "steps",
     "empty_bounded_moved",
     "prepared",
+    "far_jumps",
+    "located",
+    "locate_buf",
 ];
 
 /// The class of a number held (directly or in an option or list) by `field` of a struct

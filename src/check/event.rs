@@ -56,6 +56,16 @@ pub enum Event {
         /// Its length.
         len: u64,
     },
+    /// Move the window with the host's `locate`, which answers right (`answer` 0), unknown
+    /// (1) or wrong (2: the cursor three items on).
+    WindowLocated {
+        /// Its first position.
+        start: u64,
+        /// Its length.
+        len: u64,
+        /// How `locate` answers.
+        answer: u8,
+    },
     /// Jump to the item at `index` (the cursor before it), at its own position.
     Jump {
         /// The item's index.
@@ -107,6 +117,19 @@ pub(super) fn enabled(st: &State, s: &Settings) -> Vec<Event> {
         for to in s.window_starts() {
             if to != start {
                 v.push(Event::Window { start: to, len });
+            }
+        }
+        if s.locate {
+            // To the source's last item: far from a one-item window at the start.
+            let to = (s.source as u64).saturating_sub(1);
+            if to != start {
+                for answer in 0..3 {
+                    v.push(Event::WindowLocated {
+                        start: to,
+                        len,
+                        answer,
+                    });
+                }
             }
         }
         if st.jumps < 1 {
@@ -202,6 +225,15 @@ pub(super) fn apply(st: &mut State, s: &Settings, e: Event) -> Result<(), (Prope
             h.apply(Op::Window {
                 start: start as u16,
                 len: len as u16,
+            })
+            .map_err(view_err)?
+        }
+        Event::WindowLocated { start, len, answer } => {
+            st.moves += 1;
+            h.apply(Op::WindowLocated {
+                start: start as u16,
+                len: len as u16,
+                answer,
             })
             .map_err(view_err)?
         }

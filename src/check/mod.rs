@@ -45,6 +45,9 @@ pub struct Settings {
     pub depth: u32,
     /// A host bug to inject, to show that the properties catch it (`None`: an honest host).
     pub fault: Option<HostFault>,
+    /// Window moves may also be made with a `locate` that answers right, unknown or wrong
+    /// (`Loader::set_window_located`), to the far starts and to the source's last item.
+    pub locate: bool,
 }
 
 /// A host bug the checker can inject: each makes a property fail, which shows that the
@@ -173,6 +176,7 @@ pub fn grid(deep: bool) -> Vec<Settings> {
                             faults: 1,
                             depth,
                             fault: None,
+                            locate: false,
                         });
                     }
                     geometry += 1;
@@ -199,8 +203,32 @@ pub fn grid(deep: bool) -> Vec<Settings> {
                 faults: 1,
                 depth,
                 fault: None,
+                locate: false,
             });
         }
+    }
+    // Far moves with the host's `locate`: a source long enough that a move to its last item
+    // is far from a one-item window, with and without a bound on the pages held.
+    for (source, page_size, max_pages) in [(4, 1, 0), (5, 2, 2)] {
+        out.push(Settings {
+            config: Config {
+                page_size,
+                prefetch_distance: 0,
+                max_pages,
+                backoff_initial_ms: 1,
+                backoff_max_ms: 4,
+                ..Config::default()
+            },
+            source,
+            window: 1,
+            initial: None,
+            changes: 1,
+            moves: 1,
+            faults: 1,
+            depth,
+            fault: None,
+            locate: true,
+        });
     }
     out
 }
