@@ -87,6 +87,11 @@ impl Loader {
             match answer {
                 Some(a) => {
                     self.out.stats.located += 1;
+                    // The source's numbering from here on: what the memo holds was counted
+                    // in the view's, unless the two are the same.
+                    if !self.view.memo().own() {
+                        self.view.memo_mut().forget();
+                    }
                     return Some(a);
                 }
                 None => self.out.stats.locate_unknown += 1,

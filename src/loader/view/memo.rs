@@ -13,8 +13,10 @@
 //! more.
 //!
 //! Invalidations move positions: a whole one (or a host jump) forgets every entry; a ranged
-//! one keeps only the entries before the first changed cursor; a renumbering forgets every
-//! entry. The numbering origin (the empty cursor at position 0) is known while positions
+//! one keeps only the entries before the first changed cursor, or none when the change may
+//! lie before the first held page (the view's numbering then differs from the source's before
+//! it); a renumbering forgets every entry, and so does a far move that starts at the host's
+//! `locate` answer while the numbering is not the source's (the entries are in the view's). The numbering origin (the empty cursor at position 0) is known while positions
 //! are the source's own.
 
 use crate::loader::cursor::{cursor_le, INLINE_CURSOR_LEN};
@@ -147,7 +149,10 @@ impl Memo {
         cmp: &mut dyn FnMut(&[u8], &[u8]) -> std::cmp::Ordering,
     ) {
         if before_view {
-            self.own = false;
+            // The view's numbering stops being the source's before the first held page,
+            // where the cursors before `from` still have the source's: two frames. Keep none.
+            self.forget();
+            return;
         }
         let bytes = &mut self.bytes;
         self.entries.retain(|_, c| {
@@ -158,6 +163,11 @@ impl Memo {
             }
             keep
         });
+    }
+
+    /// Whether positions are the source's own (the origin is known).
+    pub(in crate::loader) fn own(&self) -> bool {
+        self.own
     }
 
     /// The view reached the source's start while current: positions are the source's own.
@@ -223,6 +233,10 @@ mod tests {
         assert_eq!(m.size().0, 4);
         assert_eq!(m.nearest(1000).unwrap().0, 40);
         assert_eq!(m.nearest(0).unwrap().0, 0, "the origin stays");
+        m.record(50, &cursor(50));
+        m.changed_from(&45u64.to_be_bytes(), true, &mut cmp);
+        assert_eq!(m.size(), (0, 0), "a change before the view: nothing kept");
+        m.own_numbers();
         m.changed_from(&[], true, &mut cmp);
         assert_eq!(m.size(), (0, 0));
         assert!(m.nearest(0).is_none());
