@@ -52,6 +52,8 @@ const DROPPED: &[&str] = &[
     "steps",
     "empty_bounded_moved",
     "prepared",
+    // When a read was issued: only `explain` reads it (to say how long ago).
+    "issued_at",
 ];
 
 /// The class of a number held (directly or in an option or list) by `field` of a struct

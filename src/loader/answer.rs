@@ -157,7 +157,8 @@ impl Loader {
             let short = count < limit && !(count == 0 && advanced);
             if !(end_of_source || short || at_bound) {
                 w.step += 1;
-                self.reads.issue(request, w, next, limit, &mut self.out);
+                self.reads
+                    .issue(request, w, next, limit, self.now, &mut self.out);
                 return Ok(Answer::Current);
             }
             self.pools.cursors.recycle(next);
@@ -184,7 +185,8 @@ impl Loader {
                     self.pools.size_for_steps(w, steps);
                 }
                 w.step += 1;
-                self.reads.issue(request, w, next, limit, &mut self.out);
+                self.reads
+                    .issue(request, w, next, limit, self.now, &mut self.out);
                 return Ok(Answer::Current);
             }
             // The window's end plus prefetch is covered: then the prefetch before the anchor.
@@ -195,7 +197,8 @@ impl Loader {
                 w.direction = Direction::Backward;
                 w.step += 1;
                 let from = w.back_cursor.clone();
-                self.reads.issue(request, w, from, limit, &mut self.out);
+                self.reads
+                    .issue(request, w, from, limit, self.now, &mut self.out);
                 return Ok(Answer::Current);
             }
         } else {
@@ -209,7 +212,8 @@ impl Loader {
             if !(w.reached_start || w.staged_back_items >= w.back_target) {
                 w.step += 1;
                 let from = w.back_cursor.clone();
-                self.reads.issue(request, w, from, limit, &mut self.out);
+                self.reads
+                    .issue(request, w, from, limit, self.now, &mut self.out);
                 return Ok(Answer::Current);
             }
         }

@@ -140,7 +140,6 @@ impl Outbox {
     }
 
     /// The queued effects, still queued.
-    #[cfg(any(test, feature = "testing"))]
     pub(super) fn queued(&self) -> &[Effect] {
         &self.effects
     }
