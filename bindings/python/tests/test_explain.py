@@ -43,7 +43,7 @@ def test_a_feed_that_spent_its_retries_says_what_to_call() -> None:
 
 def stalling(src: Source, at: int):  # type: ignore[no-untyped-def]
     def load(cursor: bytes, limit: int, direction: Direction) -> LoadResult[str]:
-        if int.from_bytes(cursor, "big") == at:
+        if src.index_of(cursor) == at and direction is Direction.FORWARD:
             return LoadResult(["x"], cursor, False)
         return src.load(cursor, limit, direction)
     return load
