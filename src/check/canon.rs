@@ -52,8 +52,10 @@ const DROPPED: &[&str] = &[
     "steps",
     "empty_bounded_moved",
     "prepared",
-    // When a read was issued: only `explain` reads it (to say how long ago).
+    // Only `explain` reads these: when a read was issued, and what made the last own
+    // failure. No rule and no property but `explained` (which does not judge them) does.
     "issued_at",
+    "cause",
 ];
 
 /// The class of a number held (directly or in an option or list) by `field` of a struct

@@ -11,7 +11,7 @@ pub(super) struct Backoff {
     /// When the next automatic retry is due, if one is armed.
     pub(super) deadline: Option<u64>,
     /// What the last own failure since the last success was: only `explain` reads it.
-    pub(super) last: Option<Cause>,
+    pub(super) cause: Option<Cause>,
     rng: u64,
 }
 
@@ -38,7 +38,7 @@ impl Backoff {
             failures: 0,
             retries: 0,
             deadline: None,
-            last: None,
+            cause: None,
             rng: seed,
         }
     }
@@ -48,7 +48,7 @@ impl Backoff {
         self.failures = 0;
         self.retries = 0;
         self.deadline = None;
-        self.last = None;
+        self.cause = None;
     }
 
     /// A successful answer (a page, or a step of a repair or retry): the count of failures
@@ -56,7 +56,7 @@ impl Backoff {
     pub(super) fn succeeded(&mut self) {
         self.failures = 0;
         self.retries = 0;
-        self.last = None;
+        self.cause = None;
     }
 
     /// An own failure at `now`: arms the timer unless the automatic retries are spent.

@@ -164,7 +164,7 @@ impl Loader {
             Failure::Own | Failure::Page => {}
         }
         let b = &self.backoff;
-        match b.last {
+        match b.cause {
             Some(Cause::Stalled { read_id, count: 0 }) => lines.push(format!(
                 "read {read_id}'s answer repeated its cursor with no items and no end_of_source: the source returned no progress"
             )),

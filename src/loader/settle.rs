@@ -129,7 +129,7 @@ impl Loader {
             Answer::Stale => stats.answered_stale += 1,
             Answer::CursorStalled => {
                 stats.cursor_stalls += 1;
-                self.backoff.last = Some(Cause::Stalled { read_id, count });
+                self.backoff.cause = Some(Cause::Stalled { read_id, count });
             }
         }
         self.pump();
@@ -172,7 +172,7 @@ impl Loader {
         }
         let failed = self.fail_request(read.request, true)?;
         if failed == ledger::Failed::Own {
-            self.backoff.last = Some(Cause::Failed { read_id });
+            self.backoff.cause = Some(Cause::Failed { read_id });
         }
         self.pump();
         Ok(match failed {
