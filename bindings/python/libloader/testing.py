@@ -73,7 +73,7 @@ class FakeSource(Generic[T]):
         """``items``: the items in source order, or a count ``n`` for the items
         ``item(0)``, ..., ``item(n - 1)`` (``item`` defaults to ``f"item {i}"``)."""
         if isinstance(items, int):
-            make = item if item is not None else (lambda i: f"item {i}")  # type: ignore
+            make: Callable[[int], Any] = item if item is not None else (lambda i: f"item {i}")
             values: List[T] = [make(i) for i in range(items)]
         else:
             values = list(items)
