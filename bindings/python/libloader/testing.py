@@ -374,7 +374,8 @@ class _Tester:
             nxt = bytes(r.next_cursor)
             want = ref[len(got):len(got) + limit]
             if keys != want[:len(keys)]:
-                self.say("forward", f"{what} (after {_items(got[-1:]) or 'nothing'}) returned "
+                after = repr(got[-1]) if got else "the source's start"
+                self.say("forward", f"{what} (after {after}) returned "
                          f"{_items(keys)}; the source holds {_items(want)} there")
                 return None
             if nxt == cursor and (keys or not r.end_of_source):
@@ -425,8 +426,9 @@ class _Tester:
                     why = (" (the items AFTER the cursor: a backward read returns the ones "
                            "just before it, in source order)") if keys and keys == after \
                         else ""
-                    self.say("backward", f"{what} (the cursor after {_items(ref[i - 1:i]) or 'nothing'}) "
-                             f"returned {_items(keys)}{why}; it should return {_items(want)}")
+                    where = f"the cursor after {ref[i - 1]!r}" if i else "the source's start"
+                    self.say("backward", f"{what} ({where}) returned {_items(keys)}{why}; it "
+                             f"should return {_items(want)}")
                     continue
                 at_start = i - len(keys) == 0
                 if r.end_of_source != at_start and (at_start or keys):

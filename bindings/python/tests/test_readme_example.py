@@ -22,3 +22,9 @@ def test_the_feed_quickstart_prints_what_the_readme_says() -> None:
 def test_a_changed_output_would_fail() -> None:
     code, expected = example("README.md", "python-example")
     assert run(code.replace('"event {i}"', '"row {i}"'), "changed") != expected
+
+
+def test_the_load_tester_example_prints_what_the_readme_says() -> None:
+    code, expected = example("README.md", "python-testing-example")
+    assert "check_load" in code
+    assert run(code, "README python-testing-example") == expected
