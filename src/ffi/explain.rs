@@ -88,10 +88,8 @@ mod tests {
                 .write(std::mem::size_of::<loader_config>() as u32)
         };
         // SAFETY: `config` is valid for a write.
-        assert_eq!(
-            unsafe { loader_config_default(config.as_mut_ptr()) },
-            loader_result::Ok
-        );
+        let r = unsafe { loader_config_default(config.as_mut_ptr()) };
+        assert_eq!(r, loader_result::Ok);
         // SAFETY: written by `loader_config_default` above.
         let config = unsafe { config.assume_init() };
         let callbacks = loader_callbacks {
@@ -105,10 +103,8 @@ mod tests {
         };
         let mut h = 0;
         // SAFETY: every pointer is to a live local.
-        assert_eq!(
-            unsafe { loader_new(&config, &callbacks, &mut h) },
-            loader_result::Ok
-        );
+        let r = unsafe { loader_new(&config, &callbacks, &mut h) };
+        assert_eq!(r, loader_result::Ok);
         h
     }
 
