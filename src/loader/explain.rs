@@ -197,8 +197,14 @@ impl Loader {
                     b.failures
                 )
             }
-        } else {
+        } else if self.reads.len() > 0 {
             format!("{what} once the reads in flight are answered")
+        } else {
+            let s = self.ledger.snapshot();
+            format!(
+                "{what}, which is not enabled yet (phase {}, debt {})",
+                s.phase, s.debt
+            )
         };
         lines.push(s);
         if let Some(w) = &self.resume {
