@@ -371,6 +371,20 @@ cpp-example: build | $(OUT)
 	    -o $(OUT)/cpp_feed
 	$(OUT)/cpp_feed
 
+# include/loader_testing.h, the header-only tester for a host's load function: an honest load
+# passes, and each host defect it is for is found and named (c-tests/load_tester.c), under
+# ASan+UBSan; the header alone compiles as C11 and C++17 with no warning, used or not.
+.PHONY: c-test-load-tester
+c-test: c-test-load-tester
+c-test-load-tester: | $(OUT)
+	$(CC) $(CTEST_FLAGS) -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all \
+	    c-tests/load_tester.c -o $(OUT)/load_tester
+	$(OUT)/load_tester
+	printf '#include "loader_testing.h"\n' > $(OUT)/load_tester_h.c
+	cp $(OUT)/load_tester_h.c $(OUT)/load_tester_h.cpp
+	$(CC) -std=c11 $(WARN) -Iinclude -fsyntax-only $(OUT)/load_tester_h.c
+	$(CXX) -std=c++17 $(WARN) -Iinclude -fsyntax-only $(OUT)/load_tester_h.cpp
+
 # ---- install and pkg-config ----
 
 # INSTALL_LIB: the shared library installed (the ThreadSanitizer build, for c-example-tsan).
@@ -383,6 +397,7 @@ install: build
 	install -m 0644 target/release/libloader.a $(DESTDIR)$(PREFIX)/lib/libloader.a
 	install -m 0644 include/loader.h $(DESTDIR)$(PREFIX)/include/loader.h
 	install -m 0644 bindings/cpp/loader.hpp $(DESTDIR)$(PREFIX)/include/loader.hpp
+	install -m 0644 include/loader_testing.h $(DESTDIR)$(PREFIX)/include/loader_testing.h
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' loader.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/loader.pc
 
 pkgconfig-test: | $(OUT)

@@ -104,7 +104,9 @@ int main() {
         loader::Loader moved = std::move(l);
         EXPECT(l.handle() == 0 && moved.handle() != 0);
         EXPECT(reads.size() == 1 && reads.front().cursor.empty() && reads.front().limit == 4);
+        EXPECT(moved.explain().rfind("waiting for read 1 (a page, forward from the source's start", 0) == 0);
         answer_all(moved, reads, next_acq, source_len);
+        EXPECT(moved.explain() == "quiescent");
         loader::View v = moved.view();
         EXPECT(v.pages.size() == 3 && !v.revalidating);
         EXPECT(v.pages.size() == 3 && v.pages[0].acquisition == 1 && v.pages[2].start == 8 && v.pages[2].count == 4);
@@ -118,6 +120,7 @@ int main() {
         // An invalidation: the chain re-reads; the old view stays, revalidating.
         moved.invalidate();
         EXPECT(moved.view().revalidating);
+        EXPECT(moved.explain().find("a repair is running (0 of ") != std::string::npos);
         EXPECT(!reads.empty() && reads.front().kind == LOADER_KIND_CHAIN);
         answer_all(moved, reads, next_acq, source_len);
         EXPECT(!moved.view().revalidating);

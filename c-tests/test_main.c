@@ -213,6 +213,42 @@ static void own_failures_arm_the_backoff_timer(void) {
     host_free(h);
 }
 
+/* loader_explain: "quiescent", then the read waited for; a buffer too small gets the start
+ * of the text and its NUL, and the length says what to allocate. */
+static void explain_says_why_the_loader_waits(void) {
+    host *h = host_new(4, 20);
+    char buf[256];
+    size_t len = 0;
+    CHECK_CODE(loader_explain(h->handle, buf, sizeof buf, &len), LOADER_RESULT_OK);
+    CHECK(strcmp(buf, "quiescent") == 0 && len == 9);
+    CHECK_CODE(loader_tick(h->handle, 1000), LOADER_RESULT_OK);
+    CHECK_CODE(loader_set_window(h->handle, 0, 4), LOADER_RESULT_OK);
+    CHECK_CODE(loader_tick(h->handle, 3500), LOADER_RESULT_OK);
+    CHECK_CODE(loader_explain(h->handle, buf, sizeof buf, &len), LOADER_RESULT_OK);
+    CHECK(strstr(buf, "waiting for read 1 (a page, forward from the source's start, at most 4 "
+                      "items, issued 2.5 s ago)") == buf);
+    CHECK(strlen(buf) == len);
+    char small[8];
+    memset(small, 'x', sizeof small);
+    size_t needed = 0;
+    CHECK_CODE(loader_explain(h->handle, small, sizeof small, &needed), LOADER_RESULT_BUFFER_TOO_SMALL);
+    CHECK(needed == len && strcmp(small, "waiting") == 0);
+    CHECK_CODE(loader_explain(h->handle, NULL, 0, &needed), LOADER_RESULT_BUFFER_TOO_SMALL);
+    CHECK(needed == len);
+    CHECK_CODE(loader_explain(h->handle, NULL, 4, &needed), LOADER_RESULT_NULL_POINTER);
+    CHECK_CODE(loader_explain(h->handle, buf, sizeof buf, NULL), LOADER_RESULT_NULL_POINTER);
+    /* A failed read: the sentence names it and the backoff deadline. */
+    fail_oldest(h);
+    bool armed = false;
+    uint64_t deadline = 0;
+    CHECK_CODE(loader_next_deadline(h->handle, &armed, &deadline), LOADER_RESULT_OK);
+    CHECK_CODE(loader_explain(h->handle, buf, sizeof buf, &len), LOADER_RESULT_OK);
+    char want[64];
+    snprintf(want, sizeof want, "backoff waits until %llu ms", (unsigned long long)deadline);
+    CHECK(armed && strstr(buf, "read 1 failed\n") == buf && strstr(buf, want) != NULL);
+    host_free(h);
+}
+
 static void counters_near_their_end_are_refused(void) {
     host *h = (host *)calloc(1, sizeof(host));
     loader_config cfg = {.struct_size = sizeof cfg};
@@ -532,6 +568,7 @@ int main(void) {
     RUN(the_seed_trace_does_not_strand_a_superseded_failure);
     RUN(an_invalidation_during_a_full_read_is_not_lost);
     RUN(own_failures_arm_the_backoff_timer);
+    RUN(explain_says_why_the_loader_waits);
     RUN(counters_near_their_end_are_refused);
     RUN(bad_input_table);
     RUN(settle_after_fail_is_refused);

@@ -9,7 +9,8 @@
  * each buffer back through `release` once it is done with it.
  *
  * This comment holds the rules every function shares: the functions by task, THREADS,
- * CALLBACKS, OWNERSHIP, STRUCTS THAT GROW, HELPERS NOT PROVIDED and THE TEST ABI. Each
+ * CALLBACKS, OWNERSHIP, STRUCTS THAT GROW, HELPERS NOT PROVIDED, QUESTIONS A HOST ASKS and
+ * THE TEST ABI. Each
  * declaration below says what it does and its own errors. docs/HOST_GUIDE.md shows a host
  * built on them.
  *
@@ -48,6 +49,7 @@
  *   loader_state              what the loader is doing: loader_snapshot
  *   loader_stats              counters since it was created: loader_counts
  *   loader_requests           its live requests
+ *   loader_explain            why it waits, in sentences (see QUESTIONS A HOST ASKS)
  * The library
  *   loader_version            the version, e.g. "0.1.0"
  *   loader_result_str         the message for a result code
@@ -222,6 +224,39 @@
  * buggy host needs. The loader guarantees what such tracking would check instead: `release`
  * runs exactly once for every acquisition a loader_settle accepted, never for one it refused.
  * A host that wants the check keeps a flag per buffer, as the library's own tests do.
+ *
+ * QUESTIONS A HOST ASKS
+ *
+ * Why is it waiting? loader_explain says, in sentences: the reads it waits for (and how long
+ * ago each was issued), a repair running, a failure and what retries it, or "quiescent".
+ *
+ * What resets the retry count? Any successful answer: a page, or one step of a repair or
+ * retry. loader_retry and a window move do not: they retry once, and once the automatic
+ * retries are spent (`max_auto_retries` in a row) a retry that fails again arms no deadline,
+ * so the host retries again or gives up by its own rule (see loader_next_deadline).
+ *
+ * What does a far move cost? loader_set_window to a window far from the held pages walks
+ * there page by page from the nearest held page, so its reads grow with the distance;
+ * loader_jump, given a cursor at the target, reads only the window plus prefetch.
+ *
+ * May the clock go backwards? Yes, harmlessly: loader_tick keeps the latest time it was
+ * given, so an earlier `now_ms` fires nothing early and re-arms nothing; it only delays
+ * deadlines until the clock passes them again.
+ *
+ * What makes a stall? An answer whose `next_cursor` equals the read's cursor, when it has
+ * items, or has none and no `end_of_source`: the loader cannot move past it
+ * (LOADER_ANSWER_CURSOR_STALLED). An empty page is fine when its cursor moved, and at the
+ * source's end (or start, reading backward) when it says `end_of_source`. A bounded read
+ * (`until`) with nothing left up to `until` answers `until` itself as its `next_cursor`,
+ * never its own cursor.
+ *
+ * Which items does a backward read return? The ones just before its cursor, in source order,
+ * never the ones after it; `next_cursor` is the position before the first of them.
+ *
+ * Must reads be answered in order, or at all? In any order, from any thread, at most once
+ * each (loader_settle, loader_fail or loader_abandon); a read the loader still needs must be
+ * answered, or nothing moves. A read hinted by `cancel` may be answered (stale: released at
+ * once), failed, abandoned or left alone: it is let go of after `read_timeout_ms`.
  *
  * THE TEST ABI
  *
@@ -1847,6 +1882,33 @@ enum loader_result loader_view_state(const struct loader_view_snapshot *view,
  * thread is reading.
  */
 enum loader_result loader_view_release(struct loader_view_snapshot *view);
+
+/**
+ * Writes why the loader waits into `buf`: plain sentences, one a line (separated by `\n`),
+ * NUL-terminated. The first line is `quiescent` exactly when `loader_snapshot.quiescent` is
+ * true; otherwise the lines name each thing the loader waits for: the reads it waits to have
+ * answered (id, direction, cursor, how long ago they were issued, on the `loader_tick`
+ * clock), a repair or full read running (pages read of those it needs), a failure recorded
+ * and its cause (a read that failed, or whose answer repeated its cursor), what retries it
+ * (a backoff deadline, or the host: "retry budget spent after 5 failures: call loader_retry
+ * or move the window"), the reads let go of, and the releases pinned views hold back. The
+ * text is for people: its wording may change between releases; decide with `loader_state`.
+ *
+ * `*out_len` (required) gets the text's length in bytes, without the NUL. If `capacity` is
+ * more than that, the text and its NUL are copied and the result is `LOADER_RESULT_OK`.
+ * Otherwise the result is `LOADER_RESULT_BUFFER_TOO_SMALL`, and (unlike the arrays of
+ * `loader_requests`) `buf` still gets what fits: the text cut to at most `capacity - 1`
+ * bytes (never inside a UTF-8 sequence) and a NUL, so a fixed buffer always holds a
+ * readable line; call again with `*out_len + 1` bytes for all of it. `capacity` 0 writes
+ * nothing to `buf`, which may then be NULL. The caller owns `buf`. No callback runs.
+ *
+ * # Safety
+ * `buf` is NULL or valid for `capacity` byte writes; `out_len` is NULL or valid for a write.
+ */
+enum loader_result loader_explain(loader_handle handle,
+                                  char *buf,
+                                  size_t capacity,
+                                  size_t *out_len);
 
 #if defined(LOADER_TESTING)
 /**

@@ -614,6 +614,23 @@ public:
         check(loader_stats(handle_, &c));
         return c;
     }
+    // Why the loader waits, in plain sentences, one a line (loader_explain): "quiescent", or
+    // the reads it waits for, a repair running, a failure and what retries it. For people and
+    // logs; decide with `state()`. No callback runs.
+    std::string explain() const {
+        std::string text(256, '\0');
+        for (;;) {
+            std::size_t len = 0;
+            loader_result r = loader_explain(handle_, text.data(), text.size(), &len);
+            if (r == LOADER_RESULT_BUFFER_TOO_SMALL) {
+                text.assign(len + 64, '\0');  // it may grow before the next call
+                continue;
+            }
+            check(r);
+            text.resize(len);
+            return text;
+        }
+    }
     // Every live request, in id order.
     std::vector<loader_request_info> requests() const {
         return list<loader_request_info>(

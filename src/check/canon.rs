@@ -55,6 +55,10 @@ const DROPPED: &[&str] = &[
     "far_jumps",
     "located",
     "locate_buf",
+    // Only `explain` reads these: when a read was issued, and what made the last own
+    // failure. No rule and no property but `explained` (which does not judge them) does.
+    "issued_at",
+    "cause",
 ];
 
 /// The class of a number held (directly or in an option or list) by `field` of a struct

@@ -43,11 +43,15 @@ pub enum Property {
     RetryReset,
     /// The loader refused a call an honest host made.
     Refused,
+    /// `explain` says `quiescent` exactly when the loader is, and otherwise names every read
+    /// the host holds, the backoff deadline armed, and `loader_retry` when only the host can
+    /// retry.
+    Explained,
 }
 
 impl Property {
     /// Every property, in the order the report lists them.
-    pub const ALL: [Property; 13] = [
+    pub const ALL: [Property; 14] = [
         Property::Ledger,
         Property::Accounting,
         Property::HeldAccounted,
@@ -61,6 +65,7 @@ impl Property {
         Property::RangedUntouched,
         Property::RetryReset,
         Property::Refused,
+        Property::Explained,
     ];
 
     /// Its name, as `loader-check --loader` prints it.
@@ -79,6 +84,7 @@ impl Property {
             Property::RangedUntouched => "ranged_untouched",
             Property::RetryReset => "retry_reset",
             Property::Refused => "refused",
+            Property::Explained => "explained",
         }
     }
 
@@ -147,7 +153,65 @@ pub(super) fn after_event(st: &State, answered: bool) -> Result<(), (Property, S
             ),
         ));
     }
+    explained(h, &l.explain()).map_err(|m| (Property::Explained, m))
+}
+
+/// Whether `text` (the loader's `explain`) tells the truth about `h`: its first line is
+/// `quiescent` exactly when the loader is (nothing in flight, nothing owed, no failure); it
+/// names every read the host holds unanswered (waited for, superseded, or let go of), the
+/// backoff deadline when one is armed, and `loader_retry` when nothing but the host can retry.
+pub(super) fn explained(h: &Host, text: &str) -> Result<(), String> {
+    let l = &h.loader;
+    let s = l.ledger().snapshot();
+    let quiet = l.ledger().is_quiescent()
+        && !l.revalidating()
+        && s.failure == crate::ledger::Failure::None
+        && l.outstanding_reads() == 0;
+    let first = text.lines().next().unwrap_or("");
+    if quiet != (first == "quiescent") {
+        return Err(format!(
+            "explain says {first:?} of a loader that is {}quiescent ({:?}, {} reads outstanding): {text:?}",
+            if quiet { "" } else { "not " },
+            s,
+            l.outstanding_reads()
+        ));
+    }
+    for r in h.pending_reads() {
+        if !names_read(text, r.read_id) {
+            return Err(format!(
+                "explain does not name read {}, which the host holds: {text:?}",
+                r.read_id
+            ));
+        }
+    }
+    if let Some(d) = l.next_deadline() {
+        if !text.contains(&format!("{d} ms")) {
+            return Err(format!(
+                "explain does not name the deadline {d} ms: {text:?}"
+            ));
+        }
+    }
+    if l.ledger().retry_enabled()
+        && l.outstanding_reads() == 0
+        && l.next_deadline().is_none()
+        && !text.contains("loader_retry")
+    {
+        return Err(format!(
+            "only the host can retry, and explain does not say loader_retry: {text:?}"
+        ));
+    }
     Ok(())
+}
+
+/// Whether `text` says `read {id}`, not the start of a longer number.
+fn names_read(text: &str, id: u64) -> bool {
+    let word = format!("read {id}");
+    text.match_indices(&word).any(|(at, _)| {
+        !text[at + word.len()..]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit())
+    })
 }
 
 /// The header's bound (`loader_config.max_pages`): the view holds at most max(`max_pages`,
@@ -282,4 +346,28 @@ pub(super) fn progress(st: &State, s: &Settings) -> Result<usize, (Property, Str
         worst = worst.max(answers);
     }
     Ok(worst)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::explained;
+    use crate::loader::Config;
+    use crate::sim::{Host, Source};
+
+    #[test]
+    fn explained_fails_a_sentence_that_lies() {
+        let mut h = Host::new(Config::default(), Source::numbered(4));
+        assert!(explained(&h, "quiescent").is_ok());
+        assert!(explained(&h, "waiting for read 1").is_err());
+        h.loader.set_window(0, 2).unwrap();
+        h.collect().unwrap();
+        let id = h.pending_reads()[0].read_id;
+        assert!(explained(&h, &h.loader.explain()).is_ok());
+        assert!(explained(&h, "quiescent").is_err(), "a read is outstanding");
+        assert!(explained(&h, &format!("waiting for read {id}0")).is_err());
+        assert!(
+            explained(&h, "not quiescent").is_err(),
+            "the read is not named"
+        );
+    }
 }

@@ -111,6 +111,21 @@ impl Instance {
         Ok(f(&self.loader.lock()))
     }
 
+    /// Why the loader waits (`Loader::explain`), and what pinned views hold back, read under
+    /// the loader's lock (then the pins').
+    pub(crate) fn explain(&self) -> Result<String, loader_result> {
+        self.read(|l| {
+            let mut text = l.explain();
+            let (pinned, deferred) = self.pins.lock().held();
+            if pinned > 0 {
+                text.push_str(&format!(
+                    "\npinned views list {pinned} acquisitions; {deferred} of their releases wait for loader_view_release"
+                ));
+            }
+            text
+        })
+    }
+
     /// Reads the loader under its lock with `f`, which returns what it read and the tokens of
     /// the acquisitions it listed; those are pinned before the lock is let go.
     pub(crate) fn pin<T>(

@@ -39,10 +39,7 @@ pub(super) fn snapshot(l: &Loader) -> loader_snapshot {
         window_len,
         accepted: st.accepted,
         released: st.released,
-        quiescent: l.ledger().is_quiescent()
-            && !l.revalidating()
-            && s.failure == crate::ledger::Failure::None
-            && l.outstanding_reads() == 0,
+        quiescent: l.is_quiescent(),
         start_of_source: l.start_of_source(),
     }
 }

@@ -15,7 +15,8 @@
 //! - `pointer`: checked conversions of every pointer and integer C passes;
 //! - `sized`: the structs that may grow, read and written by their `struct_size`;
 //! - `result`, `types`: the C types;
-//! - `lifecycle`, `events`, `introspection`, `view`: the exported functions, by what they do;
+//! - `lifecycle`, `events`, `introspection`, `view`, `explain`: the exported functions, by
+//!   what they do;
 //! - `testing`: the test ABI, only with the `testing` cargo feature;
 //! - `unwinding_issue`: tests of an `issue` callback that unwinds, through the C ABI.
 
@@ -42,6 +43,8 @@ mod introspection;
 
 mod view;
 
+mod explain;
+
 #[cfg(feature = "testing")]
 mod testing;
 
@@ -49,6 +52,7 @@ mod testing;
 mod unwinding_issue;
 
 pub use events::*;
+pub use explain::*;
 pub use instance::loader_handle;
 pub use introspection::*;
 pub use lifecycle::*;

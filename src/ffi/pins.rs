@@ -72,8 +72,12 @@ impl Pins {
         due
     }
 
+    /// How many tokens pinned views hold, and how many releases they hold back.
+    pub(crate) fn held(&self) -> (usize, u64) {
+        (self.by_token.len(), self.deferred())
+    }
+
     /// Releases held back, over every token.
-    #[cfg(test)]
     fn deferred(&self) -> u64 {
         self.by_token.values().map(|p| p.deferred).sum()
     }

@@ -167,7 +167,8 @@ impl Loader {
             let short = count < limit && !(count == 0 && advanced);
             if !(end_of_source || short || at_bound) {
                 w.step += 1;
-                self.reads.issue(request, w, next, limit, &mut self.out);
+                self.reads
+                    .issue(request, w, next, limit, self.now, &mut self.out);
                 return Ok(Answer::Current);
             }
             self.pools.cursors.recycle(next);
@@ -207,7 +208,8 @@ impl Loader {
                     self.pools.size_for_steps(w, steps);
                 }
                 w.step += 1;
-                self.reads.issue(request, w, next, limit, &mut self.out);
+                self.reads
+                    .issue(request, w, next, limit, self.now, &mut self.out);
                 return Ok(Answer::Current);
             }
             // The window's end plus prefetch is covered: then the prefetch before the anchor.
@@ -218,7 +220,8 @@ impl Loader {
                 w.direction = Direction::Backward;
                 w.step += 1;
                 let from = w.back_cursor.clone();
-                self.reads.issue(request, w, from, limit, &mut self.out);
+                self.reads
+                    .issue(request, w, from, limit, self.now, &mut self.out);
                 return Ok(Answer::Current);
             }
         } else if std::mem::take(&mut w.overshot) {
@@ -237,7 +240,8 @@ impl Loader {
             if !(w.reached_start || w.staged_back_items >= w.back_target) {
                 w.step += 1;
                 let from = w.back_cursor.clone();
-                self.reads.issue(request, w, from, limit, &mut self.out);
+                self.reads
+                    .issue(request, w, from, limit, self.now, &mut self.out);
                 return Ok(Answer::Current);
             }
         }

@@ -10,7 +10,26 @@ pub(super) struct Backoff {
     pub(super) retries: u32,
     /// When the next automatic retry is due, if one is armed.
     pub(super) deadline: Option<u64>,
+    /// What the last own failure since the last success was: only `explain` reads it.
+    pub(super) cause: Option<Cause>,
     rng: u64,
+}
+
+/// What made an own failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Cause {
+    /// The host failed (or abandoned, still needed) read `read_id`.
+    Failed {
+        /// The read.
+        read_id: u64,
+    },
+    /// Read `read_id`'s answer repeated its cursor (a stalled cursor), with `count` items.
+    Stalled {
+        /// The read.
+        read_id: u64,
+        /// The items its answer carried.
+        count: u32,
+    },
 }
 
 impl Backoff {
@@ -19,6 +38,7 @@ impl Backoff {
             failures: 0,
             retries: 0,
             deadline: None,
+            cause: None,
             rng: seed,
         }
     }
@@ -28,6 +48,7 @@ impl Backoff {
         self.failures = 0;
         self.retries = 0;
         self.deadline = None;
+        self.cause = None;
     }
 
     /// A successful answer (a page, or a step of a repair or retry): the count of failures
@@ -35,6 +56,7 @@ impl Backoff {
     pub(super) fn succeeded(&mut self) {
         self.failures = 0;
         self.retries = 0;
+        self.cause = None;
     }
 
     /// An own failure at `now`: arms the timer unless the automatic retries are spent.

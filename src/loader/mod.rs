@@ -11,8 +11,8 @@
 //! This file holds the [`Loader`] type, its construction and its close; its entry points are
 //! grouped by event, one module each: `invalidate` (`invalidate`, `invalidate_range`,
 //! `jump`), `retry` (`retry`, `set_window`, `tick`), `settle` (`settle`, `settle_counted`,
-//! `fail`), `abandon` (`abandon`, and the reads let go of) and `inspect` (the read-only
-//! queries).
+//! `fail`), `abandon` (`abandon`, and the reads let go of), `inspect` (the read-only
+//! queries) and `explain` (why the loader waits, in sentences).
 //!
 //! The ledger decides which requests exist and when each is retired; this layer turns a
 //! request into page reads, keeps the acquisitions each read produced, and builds the view.
@@ -76,6 +76,7 @@ mod backoff;
 mod config;
 mod cursor;
 mod error;
+mod explain;
 mod far;
 mod inspect;
 mod invalidate;

@@ -147,7 +147,6 @@ impl Outbox {
     }
 
     /// The queued effects, still queued.
-    #[cfg(any(test, feature = "testing"))]
     pub(super) fn queued(&self) -> &[Effect] {
         &self.effects
     }

@@ -60,6 +60,8 @@ pub(super) struct Outstanding {
     /// Its answer is no longer needed (hinted or not), since this time (the loader's clock).
     pub(super) superseded: bool,
     pub(super) superseded_at: u64,
+    /// When it was issued (the loader's clock): only `explain` reads it.
+    pub(super) issued_at: u64,
 }
 
 /// The outstanding reads, oldest first, and the name of the next one.
@@ -118,8 +120,13 @@ impl Reads {
         self.list.len()
     }
 
-    /// Names request `request`'s next read, records it as outstanding and asks the host for
-    /// it: `limit` items from `cursor`, at the step `w` is at.
+    /// The outstanding reads, oldest first.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (u64, &Outstanding)> + '_ {
+        self.list.iter().map(|(id, r)| (*id, r))
+    }
+
+    /// Names request `request`'s next read, records it as outstanding (issued at `now`) and
+    /// asks the host for it: `limit` items from `cursor`, at the step `w` is at.
     #[inline]
     pub(super) fn issue(
         &mut self,
@@ -127,6 +134,7 @@ impl Reads {
         w: &mut Work,
         cursor: Cursor,
         limit: u32,
+        now: u64,
         out: &mut Outbox,
     ) {
         let read_id = self.next;
@@ -144,6 +152,7 @@ impl Reads {
                 cancelled: false,
                 superseded: false,
                 superseded_at: 0,
+                issued_at: now,
             },
         ));
         debug_assert!(

@@ -215,7 +215,6 @@ impl Requests {
     }
 
     /// Every live record, with its request id.
-    #[cfg(any(test, feature = "testing"))]
     pub(super) fn iter(&self) -> impl Iterator<Item = (u64, &Work)> + '_ {
         self.map.iter().map(|(&id, w)| (id, w))
     }

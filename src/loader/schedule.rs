@@ -149,7 +149,8 @@ impl Loader {
         }
         let w = self.requests.live(id);
         let limit = self.config.page_size;
-        self.reads.issue(id, w, origin.cursor, limit, &mut self.out);
+        self.reads
+            .issue(id, w, origin.cursor, limit, self.now, &mut self.out);
     }
 
     /// Request `id` (at `epoch`) adopts the failed request `w`: its staged pages and
@@ -172,7 +173,8 @@ impl Loader {
         self.requests.insert(id, w);
         let w = self.requests.live(id);
         let limit = self.config.page_size;
-        self.reads.issue(id, w, from, limit, &mut self.out);
+        self.reads
+            .issue(id, w, from, limit, self.now, &mut self.out);
     }
 
     /// The ledger retired a request: hand back everything it acquired. A chain or full read

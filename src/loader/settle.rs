@@ -3,6 +3,7 @@
 //! Each is checked against the read it answers, then handed to the answer rules of its kind
 //! (`answer`).
 
+use super::backoff::Cause;
 use super::{
     ledger, Accepted, Answer, Kind, LedgerError, Loader, LoaderError, MAX_CURSOR_LEN, MAX_POSITION,
 };
@@ -126,7 +127,10 @@ impl Loader {
                 self.backoff.succeeded();
             }
             Answer::Stale => stats.answered_stale += 1,
-            Answer::CursorStalled => stats.cursor_stalls += 1,
+            Answer::CursorStalled => {
+                stats.cursor_stalls += 1;
+                self.backoff.cause = Some(Cause::Stalled { read_id, count });
+            }
         }
         self.pump();
         Ok(answer)
@@ -167,6 +171,9 @@ impl Loader {
             }
         }
         let failed = self.fail_request(read.request, true)?;
+        if failed == ledger::Failed::Own {
+            self.backoff.cause = Some(Cause::Failed { read_id });
+        }
         self.pump();
         Ok(match failed {
             ledger::Failed::Own => Answer::Current,

@@ -157,6 +157,11 @@ class FeedProblem:
     error: Optional[BaseException] = None
     """The exception behind it: the TypeError of a bad result, or the last error a load
     raised; None for a stalled cursor."""
+    explanation: str = dataclasses.field(default="", compare=False)
+    """What the loader said it waits for when the problem was seen (:meth:`Loader.explain
+    <libloader.Loader.explain>`): its sentences, one a line. Not compared: two sightings of
+    one problem are equal though time passed between them. :class:`FeedStalledError`'s
+    message ends with it."""
 
 
 class FeedStalledError(RuntimeError):
@@ -164,7 +169,9 @@ class FeedStalledError(RuntimeError):
     the automatic retries spent. :attr:`problem` says which; the message says what to do."""
 
     def __init__(self, problem: FeedProblem) -> None:
-        super().__init__(problem.message)
+        said = "".join(f"\n  {line}" for line in problem.explanation.splitlines())
+        super().__init__(f"{problem.message}. The loader says:{said}" if said
+                         else problem.message)
         self.problem = problem
 
 
@@ -734,8 +741,19 @@ class _FeedCore(Generic[T]):
 
     def _problem_now(self, loader: "Loader[_Acquisition]",
                      state: Optional[Snapshot] = None) -> Optional[FeedProblem]:
-        """What keeps the feed from settling until its user acts, or None. Inside the
-        gate."""
+        """What keeps the feed from settling until its user acts, or None, with what the
+        loader says it waits for. Inside the gate."""
+        problem = self._problem_of(loader, state)
+        if problem is None:
+            return None
+        try:
+            said = loader.explain()
+        except NotImplementedError:
+            return problem
+        return dataclasses.replace(problem, explanation=said)
+
+    def _problem_of(self, loader: "Loader[_Acquisition]",
+                    state: Optional[Snapshot] = None) -> Optional[FeedProblem]:
         bad = self._bad_result
         if bad is not None:
             return FeedProblem("bad_load_result",
@@ -764,6 +782,17 @@ class _FeedCore(Generic[T]):
         a stalled cursor, the automatic retries spent), or None."""
         with self._calling() as loader:
             return self._problem_now(loader)
+
+    def explain(self) -> str:
+        """Why the feed waits, in plain sentences, one a line: the loader's
+        (:meth:`Loader.explain <libloader.Loader.explain>`: ``"quiescent"``, the reads it
+        waits for and how long ago each started, a repair running, a failure and what
+        retries it), then the problem that keeps the feed from settling until its user acts
+        (:attr:`problem`), if any."""
+        with self._calling() as loader:
+            said = loader.explain()
+            problem = self._problem_of(loader)
+        return said if problem is None else f"{said}\n{problem.message}"
 
     def _acted(self) -> None:
         """The user moved, invalidated or retried: what stopped the feed may be over."""

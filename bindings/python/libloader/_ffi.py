@@ -290,7 +290,9 @@ FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
 }
 """Every function of the public ABI: name -> (restype, argtypes)."""
 
-ADDED_FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {}
+ADDED_FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
+    "loader_explain": (c_enum, [loader_handle, POINTER(c_char), c_size_t, POINTER(c_size_t)]),
+}
 """Public functions newer than some builds of the library: declared when the loaded library
 exports them; the method that needs one raises NotImplementedError otherwise."""
 

@@ -790,6 +790,29 @@ class Loader(Generic[T]):
         self._call("loader_stats", out)
         return Counts.from_c(out)
 
+    def explain(self) -> str:
+        """Why the loader waits, in plain sentences, one a line (``loader_explain``):
+        ``"quiescent"`` when nothing is left to do; otherwise the reads it waits for (id,
+        direction, cursor, issued how long ago on the :meth:`tick` clock), a repair running,
+        a failure recorded and what retries it ("retry budget spent after 5 failures: call
+        loader_retry or move the window"), the reads let go of. For people and logs: the
+        wording may change between releases; decide with :attr:`state`."""
+        fn = getattr(self._lib, "loader_explain", None)
+        if fn is None:
+            raise NotImplementedError("explain: the loaded libloader predates loader_explain")
+        capacity = 512
+        while True:
+            buf = ctypes.create_string_buffer(capacity)
+            n = ctypes.c_size_t(0)
+            rc = self._invoke("loader_explain", fn, (buf, capacity, n))
+            if rc == Result.BUFFER_TOO_SMALL:
+                # The state may change before the next try: leave some room.
+                capacity = int(n.value) + 64
+                continue
+            if rc != Result.OK:
+                raise error_for(rc, result_message, "loader_explain")
+            return buf.value.decode("utf-8")
+
     def requests(self) -> List[RequestInfo]:
         """Every live request (in flight, settled, or failed and not yet released), in id
         order. Released requests are forgotten and not listed."""

@@ -15,6 +15,7 @@ import pytest
 
 import libloader
 from libloader import Config, Direction, Feed, LoadResult
+from libloader.testing import FakeSource
 
 
 def offset(cursor: bytes) -> int:
@@ -25,96 +26,13 @@ def cursor_at(n: int) -> bytes:
     return n.to_bytes(4, "big")
 
 
-class Source:
-    """A list of rows; a cursor is the 4-byte offset of the next row. Records every load and
-    every result it made, and counts releases by identity."""
+class Source(FakeSource[str]):
+    """The public :class:`~libloader.testing.FakeSource` with rows named ``row i``: a keyset
+    source that records every load and every result it made, and counts releases by
+    identity."""
 
     def __init__(self, n: int) -> None:
-        self.rows: List[str] = [f"row {i}" for i in range(n)]
-        self.lock = threading.Lock()
-        self.made: Dict[int, LoadResult[str]] = {}
-        self.released: Counter[int] = Counter()
-        self.strays: List[object] = []
-        self.calls: List[int] = []
-        """The offset of every forward load that ran, in the order they started."""
-        self.backward: List[int] = []
-        """The cursor offset of every backward load that ran, in the order they started."""
-        self.fail: Callable[[int, int], bool] = lambda start, attempt: False
-        """``fail(start, attempt)``: whether the ``attempt``-th load at ``start`` raises."""
-        self.hold: Dict[int, threading.Event] = {}
-        """A load at this offset waits for the event first (once)."""
-        self.started = threading.Condition(self.lock)
-
-    def page(self, cursor: bytes, limit: int) -> LoadResult[str]:
-        start = offset(cursor)
-        with self.lock:
-            self.calls.append(start)
-            attempt = self.calls.count(start)
-            self.started.notify_all()
-            gate = self.hold.pop(start, None)
-        if gate is not None:
-            assert gate.wait(10), "a held load was never let go"
-        if self.fail(start, attempt):
-            raise OSError(f"injected failure at {start}")
-        with self.lock:
-            rows = self.rows[start:start + limit]
-            end = start + len(rows) >= len(self.rows)
-        result = LoadResult(rows, cursor_at(start + len(rows)), end)
-        with self.lock:
-            self.made[id(result)] = result
-        return result
-
-    def page_before(self, cursor: bytes, limit: int) -> LoadResult[str]:
-        """The rows just before ``cursor``, in source order; the cursor before them (empty
-        at the source's start)."""
-        at = offset(cursor)
-        with self.lock:
-            self.backward.append(at)
-            at = min(at, len(self.rows))
-            lo = max(at - limit, 0)
-            rows = self.rows[lo:at]
-        result = LoadResult(rows, cursor_at(lo) if lo else b"", lo == 0)
-        with self.lock:
-            self.made[id(result)] = result
-        return result
-
-    def load(self, cursor: bytes, limit: int, direction: Direction) -> LoadResult[str]:
-        if direction is Direction.BACKWARD:
-            return self.page_before(cursor, limit)
-        return self.page(cursor, limit)
-
-    def on_release(self, result: LoadResult[str]) -> None:
-        with self.lock:
-            if self.made.get(id(result)) is not result:
-                self.strays.append(result)
-            self.released[id(result)] += 1
-
-    def wait_started(self, start: int, times: int = 1) -> None:
-        with self.lock:
-            assert self.started.wait_for(lambda: self.calls.count(start) >= times, 10)
-
-    def released_exactly_once(self) -> bool:
-        with self.lock:
-            return (not self.strays and set(self.released) == set(self.made)
-                    and all(n == 1 for n in self.released.values()))
-
-    def current(self, n: int) -> List[str]:
-        with self.lock:
-            return self.rows[:n]
-
-    def matches(self, feed: "libloader._feed._FeedCore[str]") -> bool:
-        """The feed's view is the source's rows from its first page's cursor on; where the
-        view reaches the source's start (that cursor is empty), positions are the source's.
-        A repair starts at the anchor (the page holding the window's start), so the view
-        need not reach the start."""
-        pages = feed.pages()
-        if not pages:
-            return True
-        first = offset(pages[0].cursor)
-        items = [x for p in pages for x in p.result.items]
-        with self.lock:
-            same = items == self.rows[first:first + len(items)]
-        return same and (pages[0].cursor != b"" or pages[0].start == 0)
+        super().__init__(n, item=lambda i: f"row {i}")
 
 
 def config(**kw: object) -> Config:
@@ -140,7 +58,7 @@ def test_the_happy_path_loads_the_window_and_releases_each_result_once() -> None
         assert snap.settled and not snap.revalidating and snap.reads_in_flight == 0
         assert snap.items == src.rows[:50] and snap.start == 0
         pages = feed.pages()
-        assert [p.cursor for p in pages] == [b""] + [cursor_at(i) for i in range(10, 50, 10)]
+        assert [p.cursor for p in pages] == [b""] + [src.cursor_at(i) for i in range(10, 50, 10)]
         feed.set_window(100, 20)                   # to the end of the source
         assert feed.settled(5)
         assert feed.items() == src.rows and feed.state.end_of_source
@@ -223,7 +141,7 @@ def test_a_result_that_is_not_a_page_fails_the_read_and_is_reported_not_retried(
         calls: List[int] = []
 
         def load(cursor: bytes, limit: int, direction: Direction) -> object:
-            calls.append(offset(cursor))
+            calls.append(src.index_of(cursor))
             if len(calls) == 1:
                 return case(cursor, limit, direction)
             return src.load(cursor, limit, direction)
@@ -265,7 +183,7 @@ def test_a_superseded_load_finishing_last_is_released_and_the_view_is_current() 
         feed.set_window(0, 20)
         src.wait_started(10)                       # the load at 10 is running, held
         with src.lock:
-            src.rows.insert(0, "new row")
+            src.insert(0, "new row")
         feed.invalidate()                          # supersedes it: answered now, empty
         assert feed.settled(5)                     # while the old load still runs
         assert feed.items() == src.current(20)
@@ -298,7 +216,7 @@ def test_a_superseded_load_that_has_not_started_never_runs() -> None:
             pool.submit(blocker.wait, 10)          # the only worker is busy
             feed.set_window(0, 20)                 # the load at 10 is queued
             with src.lock:
-                src.rows.insert(0, "new row")
+                src.insert(0, "new row")
             feed.invalidate()
             s = feed.state
             # The queued load's read was answered at once; only the repair's read is out.
@@ -318,13 +236,7 @@ def test_a_superseded_load_that_has_not_started_never_runs() -> None:
 def test_invalidations_while_loads_run_end_in_the_current_source() -> None:
     src = Source(200)
     rng = random.Random(4)
-    base = src.page
-
-    def slow(cursor: bytes, limit: int) -> LoadResult[str]:
-        time.sleep(rng.random() * 0.004)
-        return base(cursor, limit)
-
-    src.page = slow  # type: ignore[method-assign]
+    src.latency = lambda: rng.random() * 0.004
     src.fail = lambda start, attempt: rng.random() < 0.05
     with make(src, max_workers=6,
               config=config(prefetch_distance=20, max_auto_retries=100)) as feed:
@@ -332,9 +244,9 @@ def test_invalidations_while_loads_run_end_in_the_current_source() -> None:
         for i in range(60):
             with src.lock:
                 if rng.random() < 0.5:
-                    src.rows.insert(rng.randrange(len(src.rows)), f"new {i}")
+                    src.insert(rng.randrange(len(src)), f"new {i}")
                 else:
-                    del src.rows[rng.randrange(len(src.rows))]
+                    src.delete(rng.randrange(len(src)))
             feed.invalidate()
             if i % 10 == 0:
                 feed.set_window(rng.randrange(0, 40), 40)
@@ -447,7 +359,7 @@ def test_a_backward_capable_load_scrolls_back_over_released_pages() -> None:
             assert s.covered_start <= pos and s.covered_end >= pos + 10
         assert src.backward, "scrolling back read backward"
         assert feed.items()[0] == "row 0" and feed.pages()[0].cursor == b""
-        src.rows.insert(0, "new first")
+        src.insert(0, "new first")
         feed.invalidate()
         assert feed.settled(5) and src.matches(feed)
     assert src.released_exactly_once() and not feed.errors

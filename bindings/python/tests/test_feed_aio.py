@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import random
-from typing import Any, Callable, Coroutine, Dict, List
+from typing import Any, Callable, Coroutine, Dict, List, Optional
 
 import pytest
 
 from libloader import Config, Direction, LoadResult
 from libloader.aio import Feed, FeedStalledError
-from test_feed import Source, config, cursor_at, offset
+from test_feed import Source, config
 
 
 def run(coro: Callable[[], Coroutine[Any, Any, None]]) -> None:
@@ -19,35 +19,12 @@ def run(coro: Callable[[], Coroutine[Any, Any, None]]) -> None:
 
 
 class AsyncSource(Source):
-    """The same source, loaded by coroutines, with optional latency and held loads."""
+    """The same source, loaded by coroutines (``aload``), with optional latency and parked
+    loads."""
 
-    def __init__(self, n: int) -> None:
-        super().__init__(n)
-        self.latency: Callable[[], float] = lambda: 0.0
-        self.parked: Dict[int, asyncio.Event] = {}
-        """A load at this offset waits for the event first (once)."""
-
-    async def aload(self, cursor: bytes, limit: int, direction: Direction) -> LoadResult[str]:
-        if direction is Direction.BACKWARD:
-            await asyncio.sleep(self.latency())
-            return self.page_before(cursor, limit)
-        start = offset(cursor)
-        gate = self.parked.pop(start, None)
-        with self.lock:
-            self.calls.append(start)
-        if gate is not None:
-            await gate.wait()
-        await asyncio.sleep(self.latency())
-        with self.lock:
-            attempt = self.calls.count(start)
-            rows = self.rows[start:start + limit]
-            end = start + len(rows) >= len(self.rows)
-        if self.fail(start, attempt):
-            raise OSError(f"injected failure at {start}")
-        result = LoadResult(rows, cursor_at(start + len(rows)), end)
-        with self.lock:
-            self.made[id(result)] = result
-        return result
+    async def aload(self, cursor: bytes, limit: int, direction: Direction = Direction.FORWARD,
+                    until: Optional[bytes] = None) -> LoadResult[str]:
+        return await super().aload(cursor, limit, direction, until)
 
 
 def make(src: AsyncSource, cfg: Config = config()) -> "Feed[str]":
@@ -119,7 +96,7 @@ def test_a_load_cancelled_before_it_started_still_has_its_read_answered() -> Non
             assert await feed.settled(5)
             feed.set_window(0, 20)                # issues the read at 10: its task is new
             with src.lock:
-                src.rows.insert(0, "new row")
+                src.insert(0, "new row")
             feed.invalidate()                     # ... and cancelled before it ran
             t0 = loop.time()
             assert await feed.settled(2)
@@ -168,7 +145,7 @@ def test_a_running_superseded_load_is_cancelled_and_its_read_answered_at_once() 
             feed.set_window(0, 20)
             await until(lambda: 10 in src.calls)
             with src.lock:
-                src.rows.insert(0, "new row")
+                src.insert(0, "new row")
             feed.invalidate()
             assert await feed.settled(2)
             assert feed.items() == src.current(20)
@@ -186,7 +163,7 @@ def test_a_load_that_ignores_its_cancellation_has_its_result_released() -> None:
         gate = asyncio.Event()
 
         async def stubborn(cursor: bytes, limit: int, direction: Direction) -> LoadResult[str]:
-            if offset(cursor) == 10 and not held:
+            if src.index_of(cursor) == 10 and not held:
                 held.append(10)
                 while True:
                     try:
@@ -202,7 +179,7 @@ def test_a_load_that_ignores_its_cancellation_has_its_result_released() -> None:
             feed.set_window(0, 20)
             await until(lambda: bool(held))
             with src.lock:
-                src.rows.insert(0, "new row")
+                src.insert(0, "new row")
             feed.invalidate()
             assert await feed.settled(2)          # answered without the stubborn load
             made = len(src.made)
@@ -226,9 +203,9 @@ def test_out_of_order_completions_and_invalidations_end_in_the_current_source() 
             for i in range(60):
                 with src.lock:
                     if rng.random() < 0.5:
-                        src.rows.insert(rng.randrange(len(src.rows)), f"new {i}")
+                        src.insert(rng.randrange(len(src)), f"new {i}")
                     else:
-                        del src.rows[rng.randrange(len(src.rows))]
+                        src.delete(rng.randrange(len(src)))
                 feed.invalidate()
                 if i % 10 == 0:
                     feed.set_window(rng.randrange(0, 40), 40)

@@ -47,7 +47,7 @@ def stalling_load(src: Source, at: int) -> Any:
     """``src.load``, but the load at offset ``at`` answers with the cursor it was given."""
     def load(cursor: bytes, limit: int, direction: Direction) -> LoadResult[str]:
         result = src.load(cursor, limit, direction)
-        if offset(cursor) == at and direction is Direction.FORWARD:
+        if src.index_of(cursor) == at and direction is Direction.FORWARD:
             stalled = LoadResult(result.items, cursor, False)
             with src.lock:
                 src.made[id(stalled)] = stalled
@@ -74,8 +74,7 @@ def test_a_stalled_cursor_is_surfaced_at_once(workers: int) -> None:
         problem = e.value.problem
         assert problem.reason == "cursor_stalled"
         assert "stalling_load" in problem.message and "next_cursor" in problem.message
-        assert cursor_at(10).hex() in problem.message.replace("\\x", "") or \
-            repr(cursor_at(10)) in problem.message
+        assert repr(src.cursor_at(10)) in problem.message
         assert feed.problem == problem
         assert wait_until(lambda: any(s.problem is not None for s in seen))
         stalled = next(s for s in seen if s.problem is not None)

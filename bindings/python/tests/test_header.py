@@ -102,6 +102,7 @@ def parsed() -> Header:
 # ---- what each C type must be in ctypes ----
 
 SCALARS: Dict[str, Any] = {
+    "char": ctypes.c_char,
     "uint8_t": ctypes.c_uint8,
     "uint32_t": ctypes.c_uint32,
     "uint64_t": ctypes.c_uint64,

@@ -30,3 +30,9 @@ def test_the_locate_example_reads_four_pages_for_a_far_move() -> None:
 def test_a_changed_output_would_fail() -> None:
     code, expected = example("README.md", "python-example")
     assert run(code.replace('"event {i}"', '"row {i}"'), "changed") != expected
+
+
+def test_the_load_tester_example_prints_what_the_readme_says() -> None:
+    code, expected = example("README.md", "python-testing-example")
+    assert "check_load" in code
+    assert run(code, "README python-testing-example") == expected

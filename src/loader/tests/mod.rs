@@ -4,6 +4,7 @@
 mod abandon;
 mod anchored;
 mod contract;
+mod explain;
 mod failure;
 mod finite;
 mod ranged;

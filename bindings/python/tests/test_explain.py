@@ -1,0 +1,92 @@
+"""``explain()``: why a loader, a feed and an asyncio feed wait, in sentences; and the feed's
+stall report carries them."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+import libloader
+from libloader import Config, Direction, Feed, FeedStalledError, LoadResult, aio
+from test_feed import Source, config, cursor_at
+
+
+def test_a_loader_says_quiescent_then_the_read_it_waits_for(make_host) -> None:  # type: ignore[no-untyped-def]
+    h = make_host(4, 20)
+    assert h.loader.explain() == "quiescent"
+    h.loader.tick(1000)
+    h.loader.set_window(0, 8)
+    read = h.take()
+    h.loader.tick(3500)
+    said = h.loader.explain()
+    assert said.startswith(f"waiting for read {read.read_id} (a page, forward from the "
+                           "source's start, at most 4 items, issued 2.5 s ago)"), said
+    assert not h.loader.state.quiescent
+
+
+def test_a_feed_that_spent_its_retries_says_what_to_call() -> None:
+    src = Source(30)
+    src.fail = lambda start, attempt: True
+    with Feed(src.load, config=config(max_auto_retries=2), on_release=src.on_release) as feed:
+        feed.set_window(0, 20)
+        with pytest.raises(FeedStalledError) as e:
+            feed.settled(10)
+        said = feed.explain()
+        assert "retry budget spent after 3 failures: call loader_retry or move the window" \
+            in said, said
+        assert "failed" in said and "retry()" in said
+        # The stall report carries the loader's sentences.
+        assert "retry budget spent after 3 failures" in e.value.problem.explanation
+        assert "The loader says:" in str(e.value) and "retry budget spent" in str(e.value)
+
+
+def stalling(src: Source, at: int):  # type: ignore[no-untyped-def]
+    def load(cursor: bytes, limit: int, direction: Direction) -> LoadResult[str]:
+        if src.index_of(cursor) == at and direction is Direction.FORWARD:
+            return LoadResult(["x"], cursor, False)
+        return src.load(cursor, limit, direction)
+    return load
+
+
+def test_a_stalled_cursor_is_named_in_the_stall_report() -> None:
+    src = Source(100)
+    with Feed(stalling(src, 10), config=config(max_auto_retries=50)) as feed:
+        feed.set_window(0, 30)
+        with pytest.raises(FeedStalledError) as e:
+            feed.settled(10)
+        said = e.value.problem.explanation
+        assert "'s answer repeated its cursor with 1 items: the source returned no progress" \
+            in said, said
+        assert "repeated its cursor" in str(e.value)
+        assert feed.explain().splitlines()[0] != "quiescent"
+
+
+def test_a_settled_feed_says_quiescent() -> None:
+    src = Source(30)
+    with Feed(src.load, config=config(), on_release=src.on_release) as feed:
+        feed.set_window(0, 20)
+        assert feed.settled(5)
+        assert feed.explain() == "quiescent"
+
+
+def test_the_asyncio_feed_explains_too() -> None:
+    async def main() -> None:
+        gate = asyncio.Event()
+
+        async def load(cursor: bytes, limit: int, direction: Direction) -> LoadResult[int]:
+            await gate.wait()
+            at = int.from_bytes(cursor, "big")
+            items = list(range(at, min(at + limit, 20)))
+            return LoadResult(items, cursor_at(at + len(items)), at + len(items) >= 20)
+
+        async with aio.Feed(load, config=Config(page_size=10, prefetch_distance=0)) as feed:
+            feed.set_window(0, 10)
+            await asyncio.sleep(0)
+            assert feed.explain().startswith("waiting for read 1 (a page, forward")
+            gate.set()
+            assert await feed.settled(5)
+            assert feed.explain() == "quiescent"
+
+    asyncio.run(asyncio.wait_for(main(), 30))
+    assert libloader.Loader.explain.__doc__
