@@ -3,6 +3,7 @@
 //! recording and its use. The simulated host checks every property (the whole memory bound
 //! among them) after every event; these tests add what a far move must cost, and that the
 //! window then shows the source's items at their own positions.
+#![cfg(feature = "testing")]
 
 use loader::sim::{Host, Op, Source};
 use loader::Config;
