@@ -734,9 +734,11 @@ typedef struct loader_config {
   /**
    * The most pages the view holds, on both sides of the window. Over it, the pages
    * farthest from the window are released first (before or after it); pages overlapping
-   * `[window_start - prefetch, window_end + prefetch)` are never released, and nothing is
-   * dropped on the side a finite read in flight extends. Scrolling back over released
-   * pages reads them again, backward from the first page held. Default
+   * `[window_start - prefetch, window_end + prefetch)` are never released. When the page a
+   * finite read in flight continues from is released, that read's answer is released as
+   * it arrives (its page would follow a gap), and the view reads on from where it ends.
+   * Scrolling back over released pages reads them again, backward from the first page
+   * held, or, far back, from a remembered cursor (FAR MOVES at `jump_threshold`). Default
    * `LOADER_DEFAULT_MAX_PAGES` (64), so a loader made with the default config holds a
    * bounded number of pages whatever the host does; 0 asks for no bound.
    *
@@ -746,11 +748,15 @@ typedef struct loader_config {
    *   plus one while a finite read is in flight;
    * - plus the pages the one running repair, full read or retry has staged: with full
    *   pages at most ceil((window_len + 2 * prefetch) / page_size) + 2, however far the
-   *   window is from where it started (pages it reads on its way to a far window go back
-   *   as soon as they are read).
+   *   window is from where it started and however it moved or shrank since: the pages
+   *   the window plus prefetch does not cover go back as soon as they are read or the
+   *   window moves (a read in flight beyond them is answered, and its page goes back at
+   *   once). Short pages need more pages for the same items: then the pages overlapping
+   *   the window plus prefetch, plus two.
    *
    * Nothing else holds a page: a stale page, the pages of a repair abandoned or
-   * overtaken, and empty pages go back at once. `loader-check --loader` checks this bound
+   * overtaken, and empty pages go back at once. The cursor memo holds cursors, not
+   * pages (`cursor_memo_bytes`). `loader-check --loader` checks this bound
    * after every event of every interleaving it explores.
    */
   uint32_t max_pages;
