@@ -453,7 +453,7 @@ static void t_run(int free_early) {
     loader_config_default(&cfg);
     cfg.page_size = 16;
     cfg.prefetch_distance = 16;
-    loader_callbacks cb = {sizeof cb, NULL, t_issue, t_release, t_other, t_cancel, NULL};
+    loader_callbacks cb = {sizeof cb, NULL, t_issue, t_release, t_other, t_cancel, NULL, NULL};
     t_main = pthread_self();
     atomic_store(&t_next_acq, 1);
     memset((void *)t_accepted, 0, sizeof t_accepted);

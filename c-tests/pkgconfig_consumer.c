@@ -9,7 +9,7 @@ static void on_release(void *ud, loader_acquisition acq) { (void)ud; (void)acq; 
 int main(void) {
     uint64_t last = 0;
     loader_config cfg = {.struct_size = sizeof cfg};
-    loader_callbacks cb = {sizeof cb, &last, on_issue, on_release, NULL, NULL, NULL};
+    loader_callbacks cb = {sizeof cb, &last, on_issue, on_release, NULL, NULL, NULL, NULL};
     loader_handle h;
     if (loader_config_default(&cfg) || loader_new(&cfg, &cb, &h)) return 1;
     if (loader_set_window(h, 0, 10) || last == 0) return 1;

@@ -801,7 +801,7 @@ int main(int argc, char **argv) {
     config.backoff_max_ms = 500;
     config.jitter_seed = h.opt.seed;
     /* No cancel callback: a superseded read is answered anyway, and classified stale. */
-    loader_callbacks callbacks = {sizeof callbacks, &h, on_issue, on_release, on_changed, NULL, on_compare};
+    loader_callbacks callbacks = {sizeof callbacks, &h, on_issue, on_release, on_changed, NULL, on_compare, NULL};
     if (loader_new(&config, &callbacks, &h.loader) != LOADER_RESULT_OK) return 1;
 
     pthread_t workers[WORKERS], writer_thread;

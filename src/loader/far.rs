@@ -128,7 +128,7 @@ impl Loader {
         Ok(())
     }
 
-    /// Refuses a far start the ledger could not take, before anything moves.
+    /// Whether the ledger has room for a far start (an epoch and request ids).
     pub(super) fn far_room(&self) -> Result<(), LoaderError> {
         if self.ledger.epoch() == u64::MAX {
             return Err(LedgerError::EpochOverflow.into());

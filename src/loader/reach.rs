@@ -46,8 +46,11 @@ impl Work {
         let keep = usize::from(back_needed);
         while self.staged_back.len() > keep {
             let p = &self.staged_back[self.staged_back.len() - 1];
-            let far_end = self.base_offset - self.staged_back_items + u64::from(p.count);
-            if far_end > want.start {
+            // Where it ends: the staged backward items may reach below position 0 (rows
+            // before an anchor at 0), where nothing lies before the window.
+            let far_end =
+                (self.base_offset + u64::from(p.count)).checked_sub(self.staged_back_items);
+            if far_end.is_none_or(|end| end > want.start) {
                 break;
             }
             let p = self.staged_back.pop().expect("a farthest staged page");

@@ -61,9 +61,9 @@ impl Loader {
         start.checked_add(len).ok_or(LoaderError::WindowOverflow)?;
         let window = Window { start, len };
         let moved = self.window.start != start || self.window.len != len;
-        if moved && self.far(&window) {
-            // Refuse before anything moves: the far start takes an epoch and request ids.
-            self.far_room()?;
+        // A far start takes an epoch and request ids: without room for them (counters
+        // exhausted), the move walks, as it would with nothing known.
+        if moved && self.far(&window) && self.far_room().is_ok() {
             if let Some((at, cursor)) = self.far_start(&window, locate) {
                 self.window = window;
                 self.start_far(at, cursor)?;
