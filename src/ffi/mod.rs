@@ -16,6 +16,7 @@
 //! - `sized`: the structs that may grow, read and written by their `struct_size`;
 //! - `result`, `types`: the C types;
 //! - `lifecycle`, `events`, `introspection`, `view`: the exported functions, by what they do;
+//! - `record`: recording a loader's run to a file (`loader_record`, `LOADER_RECORD`);
 //! - `testing`: the test ABI, only with the `testing` cargo feature;
 //! - `unwinding_issue`: tests of an `issue` callback that unwinds, through the C ABI.
 
@@ -42,6 +43,8 @@ mod introspection;
 
 mod view;
 
+mod record;
+
 #[cfg(feature = "testing")]
 mod testing;
 
@@ -57,6 +60,7 @@ pub use result::loader_result;
 pub use testing::*;
 pub use types::*;
 pub use view::*;
+pub use record::*;
 
 /// The longest cursor accepted, in bytes.
 pub const LOADER_MAX_CURSOR_LEN: usize = 4096;

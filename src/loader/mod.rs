@@ -81,6 +81,7 @@ mod outbox;
 mod pools;
 mod reach;
 mod reads;
+mod record;
 mod requests;
 mod retry;
 mod schedule;
@@ -96,6 +97,7 @@ pub use cursor::Cursor;
 pub use error::LoaderError;
 pub use outbox::{Effect, Stats};
 pub use reads::{Direction, Read};
+pub use record::{Recorder, Sink, LOG_MAGIC};
 pub use view::Page;
 
 use crate::ledger::{self, Debt, Ledger, LedgerError, Phase};
@@ -134,6 +136,8 @@ pub struct Loader {
     /// to a forgotten one is refused as already answered).
     abandoned: std::collections::VecDeque<(u64, u32)>,
     closed: bool,
+    /// The recording of this run, if one was asked for (`record`).
+    record: record::Slot,
 }
 
 impl Loader {
@@ -175,6 +179,7 @@ impl Loader {
             resume: None,
             abandoned: std::collections::VecDeque::new(),
             closed: false,
+            record: record::Slot::default(),
         })
     }
 
@@ -184,23 +189,29 @@ impl Loader {
     /// (a C host without a `cancel` callback) gets `CursorStalled` for it as for any read.
     pub fn set_cancel_hints_heard(&mut self, heard: bool) {
         self.reads.set_hints_heard(heard);
+        self.note(record::Call::Hints(heard), &());
     }
 
     /// Hands the queued effects to the caller, in the order they arose.
     pub fn take_effects(&mut self) -> Vec<Effect> {
-        self.out.take()
+        let effects = self.out.take();
+        self.note_effects(&effects);
+        effects
     }
 
     /// Moves the queued effects into `out`, keeping both allocations for reuse. When `out` is
     /// empty (a host that handles every batch before the next call) the two vectors are
     /// swapped, so the effects are not copied at all.
     pub fn drain_effects_into(&mut self, out: &mut Vec<Effect>) {
+        let from = out.len();
         self.out.drain_into(out);
+        self.note_effects(&out[from..]);
     }
 
     /// Releases every acquisition still held, exactly once, and asks the host to cancel every
     /// outstanding read. Later calls return [`LoaderError::Closed`]. Closing twice is a no-op.
     pub fn close(&mut self) {
+        self.note(record::Call::Close, &());
         if self.closed {
             return;
         }
@@ -212,6 +223,13 @@ impl Loader {
         self.requests.release_all(&mut self.out);
         self.view.clear();
         self.out.changed();
+    }
+
+    /// The epoch and first request id this loader's ledger started from, when not the
+    /// defaults (a test loader's, `with_counters`); read before the first call.
+    fn counters_at_start(&self) -> Option<(u64, u64)> {
+        let (epoch, next_id) = (self.ledger.epoch(), self.ledger.next_id());
+        (epoch != 0 || next_id != 1).then_some((epoch, next_id))
     }
 
     fn open(&self) -> Result<(), LoaderError> {

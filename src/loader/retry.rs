@@ -6,6 +6,7 @@
 //! same page again, unless the retry is a window move that moved the window, which reads the
 //! full source as for an own failure.
 
+use super::record::Call;
 use super::{LedgerError, Loader, LoaderError, Window};
 use crate::ledger::Failure;
 
@@ -13,6 +14,12 @@ impl Loader {
     /// Retries a recorded own failure now (a full-source read; for a page failure, the page
     /// again). Returns whether a read started; `false` when there is nothing to retry yet.
     pub fn retry(&mut self) -> Result<bool, LoaderError> {
+        let r = self.retry_unrecorded();
+        self.note(Call::Retry, &r);
+        r
+    }
+
+    fn retry_unrecorded(&mut self) -> Result<bool, LoaderError> {
         self.open()?;
         let page = self.ledger.failure() == Failure::Page;
         let started = self.ledger.explicit_retry(&mut self.scratch)?.is_some();
@@ -29,6 +36,12 @@ impl Loader {
     /// before the first); with a failure recorded, it retries (P3); pages the window no
     /// longer needs are released (`drop_margin`, `max_pages`).
     pub fn set_window(&mut self, start: u64, len: u64) -> Result<(), LoaderError> {
+        let r = self.set_window_unrecorded(start, len);
+        self.note(Call::Window(start, len), &r);
+        r
+    }
+
+    fn set_window_unrecorded(&mut self, start: u64, len: u64) -> Result<(), LoaderError> {
         self.open()?;
         start.checked_add(len).ok_or(LoaderError::WindowOverflow)?;
         let retry = self.ledger.retry_enabled();
@@ -56,6 +69,12 @@ impl Loader {
 
     /// Time passed: fires a due backoff retry.
     pub fn tick(&mut self, now_ms: u64) -> Result<(), LoaderError> {
+        let r = self.tick_unrecorded(now_ms);
+        self.note(Call::Tick(now_ms), &r);
+        r
+    }
+
+    fn tick_unrecorded(&mut self, now_ms: u64) -> Result<(), LoaderError> {
         self.open()?;
         let due = self
             .backoff
