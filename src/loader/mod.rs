@@ -98,6 +98,7 @@ pub use error::LoaderError;
 pub use outbox::{Effect, Stats};
 pub use reads::{Direction, Read};
 pub use record::{Recorder, Sink, LOG_MAGIC};
+pub(crate) use record::{effect as record_effect, Outcome};
 pub use view::Page;
 
 use crate::ledger::{self, Debt, Ledger, LedgerError, Phase};
