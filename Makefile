@@ -49,7 +49,7 @@ $(TEST_LIB): FORCE
 	ln -sf libloader.so $(TEST_DIR)/$(SONAME)
 
 # Every test that exists.
-test: rust-test doc lint check bench-quick c-test c-example fuzz-check py-test py-mypy
+test: rust-test doc lint check replay-check bench-quick c-test c-example fuzz-check py-test py-mypy
 
 rust-test:
 	$(CARGO) test --all-targets --features testing
@@ -417,3 +417,4 @@ clean:
 include mk/python.mk
 include mk/fuzz.mk
 include mk/examples.mk
+include mk/replay.mk

@@ -6,7 +6,9 @@
 //! run issues more requests than the model has slots. So here a ledger state is mapped to the
 //! model up to what the model cannot tell apart: requests that are released or failed are
 //! inert in every action and invariant (they only occupy a slot) and are dropped; settled
-//! requests of the same kind, epoch and `sup` act alike everywhere and are merged into one;
+//! requests older than the coverage act alike, as do finite reads in flight that old (see
+//! `epoch_of`), and settled requests of the
+//! same kind, epoch and `sup` act alike everywhere, so each such class is merged into one;
 //! slots are sorted; epochs are counted from the smallest one the two states name. A call
 //! then refines the model when a path of at most [`MAX_PATH`] model actions leads from the
 //! state before it to the state after it, through these canonical states.
@@ -56,6 +58,21 @@ pub fn variables(l: &Ledger) -> (ledger::Snapshot, Vec<(u64, ledger::Request)>) 
     (l.snapshot(), l.requests())
 }
 
+/// A request's epoch as the model needs it: a settled request older than the coverage is
+/// released by the next `Normalize` and fails every test on its epoch (`ep >= coverEpoch`,
+/// `ep = coverEpoch`) as any other such request does, since `coverEpoch` never falls; a
+/// finite read in flight that old is not current (`ep = epoch` fails) and settles into such a
+/// request. So all of them are taken at `coverEpoch - 1`. Any other request's epoch is its
+/// own (a chain's or full read's stamps the coverage it commits).
+fn epoch_of(r: &ledger::Request, cover_epoch: u64) -> u64 {
+    let old_finite = r.kind == ledger::Kind::Finite && r.st == ledger::St::Inflight;
+    if (r.st == ledger::St::Settled || old_finite) && r.ep < cover_epoch {
+        cover_epoch - 1
+    } else {
+        r.ep
+    }
+}
+
 /// A ledger state's model state, epochs less `base`, requests canonical.
 fn map(l: &Ledger, base: u64) -> Result<State, &'static str> {
     let s = l.snapshot();
@@ -79,7 +96,7 @@ fn map(l: &Ledger, base: u64) -> Result<State, &'static str> {
         };
         reqs.push(Req {
             kind,
-            ep: ep(r.ep)?,
+            ep: ep(epoch_of(&r, s.cover_epoch))?,
             st,
             sup: r.sup,
         });
@@ -95,25 +112,32 @@ fn map(l: &Ledger, base: u64) -> Result<State, &'static str> {
         settled_once: s.settled_once,
         cover_epoch: ep(s.cover_epoch)?,
     };
-    let mut n = 0;
-    for r in reqs {
-        if n == MAX_IDS {
-            return Err("more distinct live requests than the model's slots");
-        }
-        t.req[n] = r;
-        n += 1;
+    // Merged before they are placed: a long view holds many settled requests alike.
+    reqs.sort_by_key(|r| (r.st as u8, r.kind as u8, r.ep, r.sup));
+    reqs.dedup_by(|a, b| a.st == model::St::Settled && a == b);
+    if reqs.len() > MAX_IDS {
+        return Err("more distinct live requests than the model's slots");
     }
+    t.req[..reqs.len()].copy_from_slice(&reqs);
     canon(&t).ok_or("more distinct live requests than the model's slots")
 }
 
-/// The canonical form of a model state: released and failed slots dropped, equal settled
-/// slots merged, the rest sorted. `None` when they do not fit.
+/// The canonical form of a model state: released and failed slots dropped, settled slots
+/// older than the coverage taken at `coverEpoch - 1` (see `epoch_of`), equal settled slots
+/// merged, the rest sorted. `None` when they do not fit.
 fn canon(s: &State) -> Option<State> {
     let mut reqs: Vec<Req> = s
         .req
         .iter()
         .copied()
         .filter(|r| matches!(r.st, model::St::Inflight | model::St::Settled))
+        .map(|mut r| {
+            let old_finite = r.kind == model::Kind::Finite && r.st == model::St::Inflight;
+            if (r.st == model::St::Settled || old_finite) && r.ep < s.cover_epoch {
+                r.ep = s.cover_epoch - 1;
+            }
+            r
+        })
         .collect();
     reqs.sort_by_key(|r| (r.st as u8, r.kind as u8, r.ep, r.sup));
     reqs.dedup_by(|a, b| a.st == model::St::Settled && a == b);
@@ -131,7 +155,7 @@ fn least_epoch(l: &Ledger) -> u64 {
     let s = l.snapshot();
     l.requests()
         .iter()
-        .map(|(_, r)| r.ep)
+        .map(|(_, r)| epoch_of(r, s.cover_epoch))
         .chain([s.epoch, s.chain_epoch, s.cover_epoch])
         .min()
         .unwrap_or(0)
@@ -200,4 +224,60 @@ pub fn check_call(m: &Model, before: &Ledger, after: &Ledger) -> Result<Step, St
         m.show(&from).join(", "),
         m.show(&to).join(", ")
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ledger() -> Ledger {
+        Ledger::new(ledger::Config {
+            recheck_full: true,
+            commit_overtaken: true,
+        })
+    }
+
+    #[test]
+    fn a_finite_read_settled_is_the_models_path() {
+        let m = model(Rules::UnifiedMinPageRetry);
+        let mut l = ledger();
+        let mut out = Vec::new();
+        let before = l.clone();
+        let id = l.issue_finite(&mut out).unwrap().unwrap();
+        l.settle(id, &mut out).unwrap();
+        l.invalidate(&mut out).unwrap();
+        let names: Vec<&str> = match check_call(&m, &before, &l).unwrap() {
+            Step::Path(p) => p.iter().map(|a| a.name()).collect(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            names,
+            ["IssueFinite", "SettleFinite", "Invalidate", "StartRepair"]
+        );
+    }
+
+    #[test]
+    fn a_change_no_model_path_makes_is_refused() {
+        // The epoch and the coverage's stamp at 5 with nothing read: invalidations raise the
+        // epoch, but only a commit raises the stamp, and nothing committed.
+        let m = model(Rules::UnifiedMinPageRetry);
+        let jumped = Ledger::with_counters(ledger().config(), 5, 1);
+        let e = check_call(&m, &ledger(), &jumped).unwrap_err();
+        assert!(e.contains("no path"), "{e}");
+    }
+
+    #[test]
+    fn settled_requests_alike_are_one_slot() {
+        let m = model(Rules::UnifiedMinPageRetry);
+        let mut l = ledger();
+        let mut out = Vec::new();
+        for _ in 0..20 {
+            let id = l.issue_finite(&mut out).unwrap().unwrap();
+            l.settle(id, &mut out).unwrap();
+        }
+        let before = l.clone();
+        let id = l.issue_finite(&mut out).unwrap().unwrap();
+        l.settle(id, &mut out).unwrap();
+        assert!(matches!(check_call(&m, &before, &l), Ok(Step::Path(_))));
+    }
 }

@@ -18,6 +18,8 @@ pub struct Options {
     pub context: usize,
     /// Check each call against the model (the refinement relation).
     pub refine: bool,
+    /// The model's rules to check against; `None`: those the log's settings select.
+    pub rules: Option<crate::model::Rules>,
 }
 
 impl Default for Options {
@@ -25,6 +27,7 @@ impl Default for Options {
         Options {
             context: 12,
             refine: true,
+            rules: None,
         }
     }
 }
@@ -59,6 +62,8 @@ pub struct Report {
     pub model_steps: usize,
     /// Calls the model could not hold (too many distinct live requests), not checked.
     pub unchecked: usize,
+    /// Why the first of them was not checked, and its log line.
+    pub unchecked_first: Option<(usize, &'static str)>,
     /// The initial state, then the state after each call.
     pub states: Vec<Snap>,
 }
@@ -244,10 +249,10 @@ pub fn replay(log: &Log, options: Options) -> Result<Report, Divergence> {
         what: format!("the log's settings are refused: {e}"),
         context: Vec::new(),
     })?;
-    let model = refine::model(refine::rules_for(
+    let model = refine::model(options.rules.unwrap_or(refine::rules_for(
         log.config.recheck_full,
         log.config.commit_overtaken,
-    ));
+    )));
     let mut host = HostSide::default();
     let mut report = Report {
         states: vec![snap(0, "init", Vec::new(), l.ledger())],
@@ -293,7 +298,10 @@ pub fn replay(log: &Log, options: Options) -> Result<Report, Divergence> {
                             report.model_steps += path.len();
                             actions = path.iter().map(|a| a.to_string()).collect();
                         }
-                        Ok(Step::Unchecked(_)) => report.unchecked += 1,
+                        Ok(Step::Unchecked(why)) => {
+                            report.unchecked += 1;
+                            report.unchecked_first.get_or_insert((*line, why));
+                        }
                         Err(e) => return Err(fail(i, format!("refinement: {e}"))),
                     }
                 }

@@ -75,8 +75,16 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
             }
             let model = if options.refine {
                 format!(
-                    "; the ledger refines {rules} at {} calls along {} model steps, {} calls unchecked (beyond the model.s slots)",
-                    r.refined, r.model_steps, r.unchecked
+                    "; the ledger refines {rules} at {} calls along {} model steps{}",
+                    r.refined,
+                    r.model_steps,
+                    match r.unchecked_first {
+                        None => String::new(),
+                        Some((line, why)) => format!(
+                            ", {} calls unchecked (the first at line {line}: {why})",
+                            r.unchecked
+                        ),
+                    }
                 )
             } else {
                 String::new()
