@@ -34,7 +34,9 @@ fn record(config: Config, source: Source, seed: u64, ops: usize, hostile: bool) 
 }
 
 fn main() {
-    let dir = std::env::args().nth(1).unwrap_or_else(|| "tests/replay".into());
+    let dir = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "tests/replay".into());
     let base = Config {
         page_size: 7,
         prefetch_distance: 5,
@@ -84,6 +86,10 @@ fn main() {
         let text = record(config, source, seed, 150, hostile);
         let path = format!("{dir}/{name}.log");
         std::fs::write(&path, &text).expect("write the log");
-        println!("{path}: {} lines, {} bytes", text.lines().count(), text.len());
+        println!(
+            "{path}: {} lines, {} bytes",
+            text.lines().count(),
+            text.len()
+        );
     }
 }

@@ -38,7 +38,10 @@ fn replay(s: &Settings, trace: &[Event]) -> Result<(), (Property, String)> {
         r.set(r.get() + 1);
         r.get()
     });
-    let test = std::thread::current().name().unwrap_or("run").replace("::", "-");
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("run")
+        .replace("::", "-");
     let log = loader::replay::Memory::new();
     let r = check::replay_recorded(s, trace, log.sink());
     let path = std::path::Path::new(&dir).join(format!("regression-{test}-{n}.log"));

@@ -55,12 +55,12 @@ pub use events::*;
 pub use instance::loader_handle;
 pub use introspection::*;
 pub use lifecycle::*;
+pub use record::*;
 pub use result::loader_result;
 #[cfg(feature = "testing")]
 pub use testing::*;
 pub use types::*;
 pub use view::*;
-pub use record::*;
 
 /// The longest cursor accepted, in bytes.
 pub const LOADER_MAX_CURSOR_LEN: usize = 4096;

@@ -62,7 +62,10 @@ pub(crate) fn from_environment(loader: &mut Loader) {
 /// # Safety
 /// `path` is NULL or a valid NUL-terminated string.
 #[no_mangle]
-pub unsafe extern "C" fn loader_record(handle: loader_handle, path: *const c_char) -> loader_result {
+pub unsafe extern "C" fn loader_record(
+    handle: loader_handle,
+    path: *const c_char,
+) -> loader_result {
     boundary(loader_result::Panic, || {
         if path.is_null() {
             return loader_result::NullPointer;

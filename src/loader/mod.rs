@@ -97,8 +97,8 @@ pub use cursor::Cursor;
 pub use error::LoaderError;
 pub use outbox::{Effect, Stats};
 pub use reads::{Direction, Read};
+pub(crate) use record::{effects as record_effects, Outcome};
 pub use record::{Recorder, Sink, LOG_MAGIC};
-pub(crate) use record::{effect as record_effect, Outcome};
 pub use view::Page;
 
 use crate::ledger::{self, Debt, Ledger, LedgerError, Phase};

@@ -58,6 +58,10 @@ pub struct Recorder {
     sealed: bool,
     /// A write failed: the recording stopped there.
     broken: bool,
+    /// The line being written, kept for the next.
+    scratch: String,
+    /// The last cursor field written (see [`cursor`]).
+    last: Vec<u8>,
 }
 
 /// The loader's recording slot: a clone of a loader does not record (it is another run), and
@@ -79,11 +83,47 @@ impl std::fmt::Debug for Slot {
 
 /// Cursor bytes as the log writes them: `-` for the empty cursor, else lower-case hex.
 pub(crate) fn hex(out: &mut String, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     if bytes.is_empty() {
         out.push('-');
     }
-    for b in bytes {
-        let _ = write!(out, "{b:02x}");
+    out.reserve(2 * bytes.len());
+    for &b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)] as char);
+        out.push(DIGITS[usize::from(b & 15)] as char);
+    }
+}
+
+/// A cursor field: as [`hex`], or `^` when it repeats the cursor field written just before it
+/// in the log (a read usually starts where the answer before it ended). `last` is that
+/// cursor, and becomes this one; `None` writes every cursor whole (the replay's form).
+pub(crate) fn cursor(out: &mut String, last: &mut Option<&mut Vec<u8>>, bytes: &[u8]) {
+    match last {
+        Some(l) if !bytes.is_empty() && l.as_slice() == bytes => out.push('^'),
+        Some(l) => {
+            hex(out, bytes);
+            l.clear();
+            l.extend_from_slice(bytes);
+        }
+        None => hex(out, bytes),
+    }
+}
+
+/// A number in decimal, without the formatting machinery (the recorder writes several per
+/// event).
+fn num(out: &mut String, mut n: u64) {
+    let mut buf = [0u8; 20];
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &d in &buf[at..] {
+        out.push(d as char);
     }
 }
 
@@ -112,52 +152,95 @@ fn header(config: &Config, counters: Option<(u64, u64)>) -> String {
     s
 }
 
-/// One effect, as a drain line writes it (see docs/RECORDING.md).
-pub(crate) fn effect(out: &mut String, e: &Effect) {
+/// One effect, as a drain line writes it (see docs/RECORDING.md); `last` as for [`cursor`].
+pub(crate) fn effect(out: &mut String, last: &mut Option<&mut Vec<u8>>, e: &Effect) {
     match e {
         Effect::Issue(r) => {
-            let kind = match r.kind {
-                Kind::Finite => 'f',
-                Kind::Chain => 'c',
-                Kind::Full => 'F',
-            };
-            let dir = match r.direction {
-                super::Direction::Forward => 'f',
-                super::Direction::Backward => 'b',
-            };
-            let _ = write!(
-                out,
-                "I{},{},{kind},{},{},",
-                r.read_id, r.request_id, r.epoch, r.step
-            );
-            hex(out, &r.cursor);
-            let _ = write!(out, ",{},{dir},", r.limit);
+            out.push('I');
+            num(out, r.read_id);
+            out.push(',');
+            num(out, r.request_id);
+            out.push_str(match r.kind {
+                Kind::Finite => ",f,",
+                Kind::Chain => ",c,",
+                Kind::Full => ",F,",
+            });
+            num(out, r.epoch);
+            out.push(',');
+            num(out, u64::from(r.step));
+            out.push(',');
+            cursor(out, last, &r.cursor);
+            out.push(',');
+            num(out, u64::from(r.limit));
+            out.push_str(match r.direction {
+                super::Direction::Forward => ",f,",
+                super::Direction::Backward => ",b,",
+            });
             match &r.until {
-                Some(u) => hex(out, u),
+                Some(u) => cursor(out, last, u),
                 None => out.push('.'),
             }
         }
         Effect::Release { acquisition } => {
-            let _ = write!(out, "R{acquisition}");
+            out.push('R');
+            num(out, *acquisition);
         }
         Effect::Cancel { read_id } => {
-            let _ = write!(out, "X{read_id}");
+            out.push('X');
+            num(out, *read_id);
         }
         Effect::Changed => out.push('C'),
     }
 }
 
-/// A call's line, less its result.
-fn call(out: &mut String, c: &Call<'_>) {
-    match *c {
-        Call::Hints(heard) => {
-            let _ = write!(out, "h {}", u8::from(heard));
+/// One batch of effects, as a drain line writes it after `> `: space-separated, and a run of
+/// releases of consecutive acquisitions as one `R<first>..<last>` (a repair's commit releases
+/// a view's pages at once). With `last` `None`, the replay's form: every effect whole.
+pub(crate) fn effects(out: &mut String, mut last: Option<&mut Vec<u8>>, batch: &[Effect]) {
+    let compact = last.is_some();
+    let mut i = 0;
+    while i < batch.len() {
+        if i > 0 {
+            out.push(' ');
         }
+        if let Effect::Release { acquisition: first } = batch[i] {
+            let mut last = first;
+            let mut j = i + 1;
+            while let Some(Effect::Release { acquisition }) = batch.get(j) {
+                if last.checked_add(1) != Some(*acquisition) {
+                    break;
+                }
+                last = *acquisition;
+                j += 1;
+            }
+            if j - i > 2 && compact {
+                out.push('R');
+                num(out, first);
+                out.push_str("..");
+                num(out, last);
+                i = j;
+                continue;
+            }
+        }
+        effect(out, &mut last, &batch[i]);
+        i += 1;
+    }
+}
+
+/// A call's line, less its result.
+fn call(out: &mut String, last: &mut Vec<u8>, c: &Call<'_>) {
+    let last = &mut Some(last);
+    match *c {
+        Call::Hints(heard) => out.push_str(if heard { "h 1" } else { "h 0" }),
         Call::Window(start, len) => {
-            let _ = write!(out, "w {start} {len}");
+            out.push_str("w ");
+            num(out, start);
+            out.push(' ');
+            num(out, len);
         }
         Call::Tick(now) => {
-            let _ = write!(out, "t {now}");
+            out.push_str("t ");
+            num(out, now);
         }
         Call::Settle {
             read_id,
@@ -167,29 +250,36 @@ fn call(out: &mut String, c: &Call<'_>) {
             end_of_source,
             items_before,
         } => {
-            let _ = write!(out, "s {read_id} {acquisition} {count} ");
-            hex(out, next_cursor);
-            let _ = write!(out, " {} ", u8::from(end_of_source));
+            out.push_str("s ");
+            num(out, read_id);
+            out.push(' ');
+            num(out, acquisition);
+            out.push(' ');
+            num(out, u64::from(count));
+            out.push(' ');
+            cursor(out, last, next_cursor);
+            out.push_str(if end_of_source { " 1 " } else { " 0 " });
             match items_before {
-                Some(n) => {
-                    let _ = write!(out, "{n}");
-                }
+                Some(n) => num(out, n),
                 None => out.push('.'),
             }
         }
         Call::Fail(read_id, code) => {
-            let _ = write!(out, "f {read_id} {code}");
+            out.push_str("f ");
+            num(out, read_id);
+            let _ = write!(out, " {code}");
         }
         Call::Abandon(read_id) => {
-            let _ = write!(out, "a {read_id}");
+            out.push_str("a ");
+            num(out, read_id);
         }
         Call::Invalidate => out.push('v'),
         Call::Range { from, to, answers } => {
             out.push_str("V ");
-            hex(out, from);
+            cursor(out, last, from);
             out.push(' ');
             match to {
-                Some(t) => hex(out, t),
+                Some(t) => cursor(out, last, t),
                 None => out.push('.'),
             }
             out.push(' ');
@@ -204,10 +294,11 @@ fn call(out: &mut String, c: &Call<'_>) {
                 });
             }
         }
-        Call::Jump(cursor, position) => {
+        Call::Jump(at, position) => {
             out.push_str("j ");
-            hex(out, cursor);
-            let _ = write!(out, " {position}");
+            cursor(out, last, at);
+            out.push(' ');
+            num(out, position);
         }
         Call::Retry => out.push('y'),
         Call::Close => out.push('x'),
@@ -254,18 +345,19 @@ impl<T: Outcome> Outcome for Result<T, LoaderError> {
 }
 
 impl Recorder {
-    fn line(&mut self, text: &str) {
-        if self.broken {
-            return;
-        }
-        match self.sink.as_mut() {
-            Some(sink) => {
-                if sink.write_all(text.as_bytes()).is_err() {
-                    self.broken = true;
+    /// Writes the line in `scratch`, then empties it.
+    fn flush_line(&mut self) {
+        if !self.broken {
+            match self.sink.as_mut() {
+                Some(sink) => {
+                    if sink.write_all(self.scratch.as_bytes()).is_err() {
+                        self.broken = true;
+                    }
                 }
+                None => self.held.push_str(&self.scratch),
             }
-            None => self.held.push_str(text),
         }
+        self.scratch.clear();
     }
 }
 
@@ -290,6 +382,8 @@ impl Loader {
             held: header(&self.config, counters),
             sealed: false,
             broken: false,
+            scratch: String::with_capacity(256),
+            last: Vec::new(),
         }));
     }
 
@@ -308,8 +402,8 @@ impl Loader {
         match self.record.0.as_deref_mut() {
             Some(r) if r.sink.is_none() => {
                 r.sink = Some(sink);
-                let held = std::mem::take(&mut r.held);
-                r.line(&held);
+                r.scratch = std::mem::take(&mut r.held);
+                r.flush_line();
                 Ok(())
             }
             _ => Err(LoaderError::RecordTooLate),
@@ -347,14 +441,15 @@ impl Loader {
                 self.record.0 = None;
                 return;
             }
-            let mut line = String::with_capacity(48);
-            call(&mut line, &c);
+            let mut line = std::mem::take(&mut rec.scratch);
+            call(&mut line, &mut rec.last, &c);
             if !matches!(c, Call::Hints(_) | Call::Close) {
                 line.push_str(" = ");
                 r.write(&mut line);
             }
             line.push('\n');
-            rec.line(&line);
+            rec.scratch = line;
+            rec.flush_line();
         }
     }
 
@@ -368,14 +463,10 @@ impl Loader {
             if rec.sink.is_none() {
                 return;
             }
-            let mut line = String::with_capacity(16 * effects.len() + 2);
-            line.push('>');
-            for e in effects {
-                line.push(' ');
-                effect(&mut line, e);
-            }
-            line.push('\n');
-            rec.line(&line);
+            rec.scratch.push_str("> ");
+            self::effects(&mut rec.scratch, Some(&mut rec.last), effects);
+            rec.scratch.push('\n');
+            rec.flush_line();
         }
     }
 }

@@ -56,7 +56,7 @@ pub enum Call {
 pub enum Entry {
     /// A call and what it returned (as the log writes it; none for `h` and `x`).
     Call(Call, Option<String>),
-    /// One batch of effects handed to the host, as the log writes them.
+    /// One batch of effects handed to the host, each written whole (no `^`, no release runs).
     Effects(String),
 }
 
@@ -82,6 +82,57 @@ fn bytes(s: &str) -> Result<Vec<u8>, String> {
         .step_by(2)
         .map(|i| u8::from_str_radix(&s[i..i + 2], 16).map_err(|_| format!("bad hex {s:?}")))
         .collect()
+}
+
+/// A cursor field: hex, `-`, or `^` (the cursor field before it in the log, `last`), which it
+/// then becomes.
+fn cursor(s: &str, last: &mut Vec<u8>) -> Result<Vec<u8>, String> {
+    let b = if s == "^" {
+        if last.is_empty() {
+            return Err("`^` with no cursor before it".into());
+        }
+        last.clone()
+    } else {
+        bytes(s)?
+    };
+    last.clone_from(&b);
+    Ok(b)
+}
+
+/// Cursor bytes in the replay's form: hex, `-` for the empty cursor.
+fn whole(b: &[u8]) -> String {
+    if b.is_empty() {
+        return "-".into();
+    }
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// A drain line's effects in the replay's form: every effect whole, `^` and `R<a>..<b>`
+/// written out.
+fn expand(text: &str, last: &mut Vec<u8>) -> Result<String, String> {
+    let mut out = Vec::new();
+    for t in text.split(' ').filter(|t| !t.is_empty()) {
+        if let Some(rest) = t.strip_prefix('I') {
+            let mut f: Vec<String> = rest.split(',').map(str::to_string).collect();
+            if f.len() != 9 {
+                return Err(format!("bad issue {t:?}"));
+            }
+            f[5] = whole(&cursor(&f[5], last)?);
+            if f[8] != "." {
+                f[8] = whole(&cursor(&f[8], last)?);
+            }
+            out.push(format!("I{}", f.join(",")));
+        } else if let Some((a, b)) = t.strip_prefix('R').and_then(|r| r.split_once("..")) {
+            let (a, b): (u64, u64) = (num(Some(a))?, num(Some(b))?);
+            if b < a || b - a > 1 << 20 {
+                return Err(format!("bad release run {t:?}"));
+            }
+            out.extend((a..=b).map(|x| format!("R{x}")));
+        } else {
+            out.push(t.to_string());
+        }
+    }
+    Ok(out.join(" "))
 }
 
 fn num<T: std::str::FromStr>(s: Option<&str>) -> Result<T, String> {
@@ -115,13 +166,17 @@ fn config(line: &str) -> Result<Config, String> {
             "read_timeout_ms" => c.read_timeout_ms = num(v)?,
             "recheck_full" => c.recheck_full = flag(v)?,
             "commit_overtaken" => c.commit_overtaken = flag(v)?,
-            _ => return Err(format!("unknown setting {k:?}: a newer library wrote this log")),
+            _ => {
+                return Err(format!(
+                    "unknown setting {k:?}: a newer library wrote this log"
+                ))
+            }
         }
     }
     Ok(c)
 }
 
-fn call(text: &str) -> Result<(Call, Option<String>), String> {
+fn call(text: &str, last: &mut Vec<u8>) -> Result<(Call, Option<String>), String> {
     // The last " = ": compare answers may be "=", results never hold one.
     let (head, result) = match text.rsplit_once(" = ") {
         Some((h, r)) => (h, Some(r.to_string())),
@@ -137,7 +192,7 @@ fn call(text: &str) -> Result<(Call, Option<String>), String> {
             read_id: num(f.next())?,
             acquisition: num(f.next())?,
             count: num(f.next())?,
-            next_cursor: bytes(f.next().ok_or("no cursor")?)?,
+            next_cursor: cursor(f.next().ok_or("no cursor")?, last)?,
             end_of_source: flag(f.next())?,
             items_before: match f.next() {
                 Some(".") => None,
@@ -148,10 +203,10 @@ fn call(text: &str) -> Result<(Call, Option<String>), String> {
         "a" => Call::Abandon(num(f.next())?),
         "v" => Call::Invalidate,
         "V" => Call::Range {
-            from: bytes(f.next().ok_or("no range start")?)?,
+            from: cursor(f.next().ok_or("no range start")?, last)?,
             to: match f.next().ok_or("no range end")? {
                 "." => None,
-                t => Some(bytes(t)?),
+                t => Some(cursor(t, last)?),
             },
             answers: match f.next().ok_or("no compare answers")? {
                 "-" => Vec::new(),
@@ -166,7 +221,7 @@ fn call(text: &str) -> Result<(Call, Option<String>), String> {
                     .collect::<Result<_, _>>()?,
             },
         },
-        "j" => Call::Jump(bytes(f.next().ok_or("no cursor")?)?, num(f.next())?),
+        "j" => Call::Jump(cursor(f.next().ok_or("no cursor")?, last)?, num(f.next())?),
         "y" => Call::Retry,
         "x" => Call::Close,
         _ => return Err(format!("unknown call {op:?}")),
@@ -197,6 +252,7 @@ pub fn parse(text: &str) -> Result<Log, String> {
         entries: Vec::new(),
     };
     let mut seen_config = false;
+    let mut last = Vec::new();
     for (i, line) in lines {
         let n = i + 1;
         let at = |e: String| format!("line {n}: {e}: {line:?}");
@@ -204,8 +260,10 @@ pub fn parse(text: &str) -> Result<Log, String> {
             continue;
         }
         if let Some(rest) = line.strip_prefix('>') {
-            let effects = rest.strip_prefix(' ').unwrap_or(rest).to_string();
-            log.entries.push((n, line.to_string(), Entry::Effects(effects)));
+            let effects = rest.strip_prefix(' ').unwrap_or(rest);
+            let effects = expand(effects, &mut last).map_err(at)?;
+            log.entries
+                .push((n, line.to_string(), Entry::Effects(effects)));
         } else if line.starts_with("config ") {
             log.config = config(line).map_err(at)?;
             seen_config = true;
@@ -213,7 +271,7 @@ pub fn parse(text: &str) -> Result<Log, String> {
             let mut f = rest.split(' ');
             log.counters = Some((num(f.next()).map_err(at)?, num(f.next()).map_err(at)?));
         } else {
-            let (c, r) = call(line).map_err(at)?;
+            let (c, r) = call(line, &mut last).map_err(at)?;
             log.entries.push((n, line.to_string(), Entry::Call(c, r)));
         }
     }

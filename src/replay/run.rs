@@ -223,7 +223,8 @@ fn check_state(l: &Loader, host: &mut HostSide, answered: bool) -> Result<(), St
             _ => {}
         }
     }
-    loader_props(l, &held, &pending, answered, host.repair_window).map_err(|(p, m)| format!("{}: {m}", p.name()))
+    loader_props(l, &held, &pending, answered, host.repair_window)
+        .map_err(|(p, m)| format!("{}: {m}", p.name()))
 }
 
 /// Replays `log`. `Ok` with what it covered when the loader did what the log says and every
@@ -305,20 +306,13 @@ pub fn replay(log: &Log, options: Options) -> Result<Report, Divergence> {
                         Err(e) => return Err(fail(i, format!("refinement: {e}"))),
                     }
                 }
-                report
-                    .states
-                    .push(snap(*line, text, actions, l.ledger()));
+                report.states.push(snap(*line, text, actions, l.ledger()));
                 l.stats().answered_current > current
             }
             Entry::Effects(expected) => {
                 let effects = l.take_effects();
                 let mut got = String::new();
-                for (k, e) in effects.iter().enumerate() {
-                    if k > 0 {
-                        got.push(' ');
-                    }
-                    crate::loader::record_effect(&mut got, e);
-                }
+                crate::loader::record_effects(&mut got, None, &effects);
                 if got != *expected {
                     return Err(fail(
                         i,
