@@ -45,7 +45,7 @@ impl Loader {
         to: Option<&[u8]>,
         cmp: &mut dyn FnMut(&[u8], &[u8]) -> std::cmp::Ordering,
     ) -> Result<(), LoaderError> {
-        if !self.record.0.is_some() {
+        if self.record.0.is_none() {
             return self.invalidate_range_unrecorded(from, to, cmp);
         }
         // The host's answers go into the log: a replay gives them back in the same order.

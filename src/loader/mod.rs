@@ -97,6 +97,7 @@ pub use cursor::Cursor;
 pub use error::LoaderError;
 pub use outbox::{Effect, Stats};
 pub use reads::{Direction, Read};
+#[cfg(feature = "testing")]
 pub(crate) use record::{effects as record_effects, Outcome};
 pub use record::{Recorder, Sink, LOG_MAGIC};
 pub use view::Page;

@@ -53,13 +53,13 @@ pub struct Recorder {
     /// `None` while the creation's calls are held for a host that may still ask.
     sink: Option<Sink>,
     /// Lines not yet written: the header and the creation's calls, before a sink is given.
-    held: String,
+    held: Vec<u8>,
     /// The creation is over: the next call ends a recording nobody asked for.
     sealed: bool,
     /// A write failed: the recording stopped there.
     broken: bool,
     /// The line being written, kept for the next.
-    scratch: String,
+    scratch: Vec<u8>,
     /// The last cursor field written (see [`cursor`]).
     last: Vec<u8>,
 }
@@ -82,24 +82,24 @@ impl std::fmt::Debug for Slot {
 }
 
 /// Cursor bytes as the log writes them: `-` for the empty cursor, else lower-case hex.
-pub(crate) fn hex(out: &mut String, bytes: &[u8]) {
+pub(crate) fn hex(out: &mut Vec<u8>, bytes: &[u8]) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     if bytes.is_empty() {
-        out.push('-');
+        out.push(b'-');
     }
     out.reserve(2 * bytes.len());
     for &b in bytes {
-        out.push(DIGITS[usize::from(b >> 4)] as char);
-        out.push(DIGITS[usize::from(b & 15)] as char);
+        out.push(DIGITS[usize::from(b >> 4)]);
+        out.push(DIGITS[usize::from(b & 15)]);
     }
 }
 
 /// A cursor field: as [`hex`], or `^` when it repeats the cursor field written just before it
 /// in the log (a read usually starts where the answer before it ended). `last` is that
 /// cursor, and becomes this one; `None` writes every cursor whole (the replay's form).
-pub(crate) fn cursor(out: &mut String, last: &mut Option<&mut Vec<u8>>, bytes: &[u8]) {
+pub(crate) fn cursor(out: &mut Vec<u8>, last: &mut Option<&mut Vec<u8>>, bytes: &[u8]) {
     match last {
-        Some(l) if !bytes.is_empty() && l.as_slice() == bytes => out.push('^'),
+        Some(l) if !bytes.is_empty() && l.as_slice() == bytes => out.push(b'^'),
         Some(l) => {
             hex(out, bytes);
             l.clear();
@@ -111,7 +111,7 @@ pub(crate) fn cursor(out: &mut String, last: &mut Option<&mut Vec<u8>>, bytes: &
 
 /// A number in decimal, without the formatting machinery (the recorder writes several per
 /// event).
-fn num(out: &mut String, mut n: u64) {
+fn num(out: &mut Vec<u8>, mut n: u64) {
     let mut buf = [0u8; 20];
     let mut at = buf.len();
     loop {
@@ -122,8 +122,9 @@ fn num(out: &mut String, mut n: u64) {
             break;
         }
     }
+    // Byte by byte: a call to copy one to three digits costs more than they do.
     for &d in &buf[at..] {
-        out.push(d as char);
+        out.push(d);
     }
 }
 
@@ -153,55 +154,55 @@ fn header(config: &Config, counters: Option<(u64, u64)>) -> String {
 }
 
 /// One effect, as a drain line writes it (see docs/RECORDING.md); `last` as for [`cursor`].
-pub(crate) fn effect(out: &mut String, last: &mut Option<&mut Vec<u8>>, e: &Effect) {
+pub(crate) fn effect(out: &mut Vec<u8>, last: &mut Option<&mut Vec<u8>>, e: &Effect) {
     match e {
         Effect::Issue(r) => {
-            out.push('I');
+            out.push(b'I');
             num(out, r.read_id);
-            out.push(',');
+            out.push(b',');
             num(out, r.request_id);
-            out.push_str(match r.kind {
-                Kind::Finite => ",f,",
-                Kind::Chain => ",c,",
-                Kind::Full => ",F,",
+            out.extend_from_slice(match r.kind {
+                Kind::Finite => b",f,",
+                Kind::Chain => b",c,",
+                Kind::Full => b",F,",
             });
             num(out, r.epoch);
-            out.push(',');
+            out.push(b',');
             num(out, u64::from(r.step));
-            out.push(',');
+            out.push(b',');
             cursor(out, last, &r.cursor);
-            out.push(',');
+            out.push(b',');
             num(out, u64::from(r.limit));
-            out.push_str(match r.direction {
-                super::Direction::Forward => ",f,",
-                super::Direction::Backward => ",b,",
+            out.extend_from_slice(match r.direction {
+                super::Direction::Forward => b",f,",
+                super::Direction::Backward => b",b,",
             });
             match &r.until {
                 Some(u) => cursor(out, last, u),
-                None => out.push('.'),
+                None => out.push(b'.'),
             }
         }
         Effect::Release { acquisition } => {
-            out.push('R');
+            out.push(b'R');
             num(out, *acquisition);
         }
         Effect::Cancel { read_id } => {
-            out.push('X');
+            out.push(b'X');
             num(out, *read_id);
         }
-        Effect::Changed => out.push('C'),
+        Effect::Changed => out.push(b'C'),
     }
 }
 
 /// One batch of effects, as a drain line writes it after `> `: space-separated, and a run of
 /// releases of consecutive acquisitions as one `R<first>..<last>` (a repair's commit releases
 /// a view's pages at once). With `last` `None`, the replay's form: every effect whole.
-pub(crate) fn effects(out: &mut String, mut last: Option<&mut Vec<u8>>, batch: &[Effect]) {
+pub(crate) fn effects(out: &mut Vec<u8>, mut last: Option<&mut Vec<u8>>, batch: &[Effect]) {
     let compact = last.is_some();
     let mut i = 0;
     while i < batch.len() {
         if i > 0 {
-            out.push(' ');
+            out.push(b' ');
         }
         if let Effect::Release { acquisition: first } = batch[i] {
             let mut last = first;
@@ -214,9 +215,9 @@ pub(crate) fn effects(out: &mut String, mut last: Option<&mut Vec<u8>>, batch: &
                 j += 1;
             }
             if j - i > 2 && compact {
-                out.push('R');
+                out.push(b'R');
                 num(out, first);
-                out.push_str("..");
+                out.extend_from_slice(b"..");
                 num(out, last);
                 i = j;
                 continue;
@@ -228,18 +229,18 @@ pub(crate) fn effects(out: &mut String, mut last: Option<&mut Vec<u8>>, batch: &
 }
 
 /// A call's line, less its result.
-fn call(out: &mut String, last: &mut Vec<u8>, c: &Call<'_>) {
+fn call(out: &mut Vec<u8>, last: &mut Vec<u8>, c: &Call<'_>) {
     let last = &mut Some(last);
     match *c {
-        Call::Hints(heard) => out.push_str(if heard { "h 1" } else { "h 0" }),
+        Call::Hints(heard) => out.extend_from_slice(if heard { b"h 1" } else { b"h 0" }),
         Call::Window(start, len) => {
-            out.push_str("w ");
+            out.extend_from_slice(b"w ");
             num(out, start);
-            out.push(' ');
+            out.push(b' ');
             num(out, len);
         }
         Call::Tick(now) => {
-            out.push_str("t ");
+            out.extend_from_slice(b"t ");
             num(out, now);
         }
         Call::Settle {
@@ -250,91 +251,92 @@ fn call(out: &mut String, last: &mut Vec<u8>, c: &Call<'_>) {
             end_of_source,
             items_before,
         } => {
-            out.push_str("s ");
+            out.extend_from_slice(b"s ");
             num(out, read_id);
-            out.push(' ');
+            out.push(b' ');
             num(out, acquisition);
-            out.push(' ');
+            out.push(b' ');
             num(out, u64::from(count));
-            out.push(' ');
+            out.push(b' ');
             cursor(out, last, next_cursor);
-            out.push_str(if end_of_source { " 1 " } else { " 0 " });
+            out.extend_from_slice(if end_of_source { b" 1 " } else { b" 0 " });
             match items_before {
                 Some(n) => num(out, n),
-                None => out.push('.'),
+                None => out.push(b'.'),
             }
         }
         Call::Fail(read_id, code) => {
-            out.push_str("f ");
+            out.extend_from_slice(b"f ");
             num(out, read_id);
-            let _ = write!(out, " {code}");
+            out.push(b' ');
+            let _ = write!(out, "{code}");
         }
         Call::Abandon(read_id) => {
-            out.push_str("a ");
+            out.extend_from_slice(b"a ");
             num(out, read_id);
         }
-        Call::Invalidate => out.push('v'),
+        Call::Invalidate => out.push(b'v'),
         Call::Range { from, to, answers } => {
-            out.push_str("V ");
+            out.extend_from_slice(b"V ");
             cursor(out, last, from);
-            out.push(' ');
+            out.push(b' ');
             match to {
                 Some(t) => cursor(out, last, t),
-                None => out.push('.'),
+                None => out.push(b'.'),
             }
-            out.push(' ');
+            out.push(b' ');
             if answers.is_empty() {
-                out.push('-');
+                out.push(b'-');
             }
             for a in answers {
                 out.push(match a {
-                    std::cmp::Ordering::Less => '<',
-                    std::cmp::Ordering::Equal => '=',
-                    std::cmp::Ordering::Greater => '>',
+                    std::cmp::Ordering::Less => b'<',
+                    std::cmp::Ordering::Equal => b'=',
+                    std::cmp::Ordering::Greater => b'>',
                 });
             }
         }
         Call::Jump(at, position) => {
-            out.push_str("j ");
+            out.extend_from_slice(b"j ");
             cursor(out, last, at);
-            out.push(' ');
+            out.push(b' ');
             num(out, position);
         }
-        Call::Retry => out.push('y'),
-        Call::Close => out.push('x'),
+        Call::Retry => out.push(b'y'),
+        Call::Close => out.push(b'x'),
     }
 }
 
 /// What a call returned, as the log writes it after ` = `.
 pub(crate) trait Outcome {
     /// Appends it.
-    fn write(&self, out: &mut String);
+    fn write(&self, out: &mut Vec<u8>);
 }
 
 impl Outcome for () {
-    fn write(&self, out: &mut String) {
-        out.push_str("ok");
+    fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"ok");
     }
 }
 
 impl Outcome for bool {
-    fn write(&self, out: &mut String) {
-        out.push_str(if *self { "ok started" } else { "ok idle" });
+    fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(if *self { b"ok started" } else { b"ok idle" });
     }
 }
 
 impl Outcome for Answer {
-    fn write(&self, out: &mut String) {
-        out.push_str(match self {
-            Answer::Current => "ok current",
-            Answer::Stale => "ok stale",
-            Answer::CursorStalled => "ok stalled",
+    fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(match self {
+            Answer::Current => b"ok current",
+            Answer::Stale => b"ok stale",
+            Answer::CursorStalled => b"ok stalled",
         });
     }
 }
 
 impl<T: Outcome> Outcome for Result<T, LoaderError> {
-    fn write(&self, out: &mut String) {
+    fn write(&self, out: &mut Vec<u8>) {
         match self {
             Ok(v) => v.write(out),
             Err(e) => {
@@ -350,11 +352,11 @@ impl Recorder {
         if !self.broken {
             match self.sink.as_mut() {
                 Some(sink) => {
-                    if sink.write_all(self.scratch.as_bytes()).is_err() {
+                    if sink.write_all(&self.scratch).is_err() {
                         self.broken = true;
                     }
                 }
-                None => self.held.push_str(&self.scratch),
+                None => self.held.extend_from_slice(&self.scratch),
             }
         }
         self.scratch.clear();
@@ -379,10 +381,10 @@ impl Loader {
         let counters = self.counters_at_start();
         self.record.0 = Some(Box::new(Recorder {
             sink: None,
-            held: header(&self.config, counters),
+            held: header(&self.config, counters).into_bytes(),
             sealed: false,
             broken: false,
-            scratch: String::with_capacity(256),
+            scratch: Vec::with_capacity(256),
             last: Vec::new(),
         }));
     }
@@ -444,10 +446,10 @@ impl Loader {
             let mut line = std::mem::take(&mut rec.scratch);
             call(&mut line, &mut rec.last, &c);
             if !matches!(c, Call::Hints(_) | Call::Close) {
-                line.push_str(" = ");
+                line.extend_from_slice(b" = ");
                 r.write(&mut line);
             }
-            line.push('\n');
+            line.push(b'\n');
             rec.scratch = line;
             rec.flush_line();
         }
@@ -463,9 +465,9 @@ impl Loader {
             if rec.sink.is_none() {
                 return;
             }
-            rec.scratch.push_str("> ");
+            rec.scratch.extend_from_slice(b"> ");
             self::effects(&mut rec.scratch, Some(&mut rec.last), effects);
-            rec.scratch.push('\n');
+            rec.scratch.push(b'\n');
             rec.flush_line();
         }
     }

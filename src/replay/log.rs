@@ -75,7 +75,7 @@ fn bytes(s: &str) -> Result<Vec<u8>, String> {
     if s == "-" {
         return Ok(Vec::new());
     }
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return Err(format!("odd hex {s:?}"));
     }
     (0..s.len())

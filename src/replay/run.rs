@@ -121,9 +121,9 @@ fn run_call(l: &mut Loader, c: &Call) -> Result<Option<String>, String> {
     where
         Result<T, LoaderError>: crate::loader::Outcome,
     {
-        let mut s = String::new();
+        let mut s = Vec::new();
         crate::loader::Outcome::write(&r, &mut s);
-        Some(s)
+        Some(String::from_utf8_lossy(&s).into_owned())
     }
     Ok(match c {
         Call::Hints(h) => {
@@ -311,8 +311,9 @@ pub fn replay(log: &Log, options: Options) -> Result<Report, Divergence> {
             }
             Entry::Effects(expected) => {
                 let effects = l.take_effects();
-                let mut got = String::new();
+                let mut got = Vec::new();
                 crate::loader::record_effects(&mut got, None, &effects);
+                let got = String::from_utf8_lossy(&got).into_owned();
                 if got != *expected {
                     return Err(fail(
                         i,
@@ -331,13 +332,13 @@ pub fn replay(log: &Log, options: Options) -> Result<Report, Divergence> {
                 for e in effects {
                     match e {
                         Effect::Issue(r) => host.pending.push(r),
-                        Effect::Release { acquisition } => {
-                            if !host.held.remove(&acquisition) {
-                                return Err(fail(
-                                    i,
-                                    format!("accounting: acquisition {acquisition} released but not held"),
-                                ));
-                            }
+                        Effect::Release { acquisition } if !host.held.remove(&acquisition) => {
+                            return Err(fail(
+                                i,
+                                format!(
+                                    "accounting: acquisition {acquisition} released but not held"
+                                ),
+                            ));
                         }
                         _ => {}
                     }
