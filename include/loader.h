@@ -51,6 +51,8 @@
  * The library
  *   loader_version            the version, e.g. "0.1.0"
  *   loader_result_str         the message for a result code
+ * Record a run, for loader-check --replay and bug reports (also: env LOADER_RECORD)
+ *   loader_record             write every call and callback of a loader to a file
  * The test ABI (THE TEST ABI)
  *   loader_new_with_counters  loader_new with the epoch and request ids starting high
  *   loader_floor              an event that does nothing: the ABI's cost floor
