@@ -5,7 +5,8 @@
 //! gap closing, the end-cursor memo), `reads` (the reads issued and outstanding), `requests`
 //! (each live request's acquisitions and staged pages), `answer` (the answer rules by kind:
 //! finite, step, fail), `schedule` (the window and the pump), `pools` (recycled buffers),
-//! `outbox` (effects and counters), `backoff`, `cursor`, `config` and `error`.
+//! `outbox` (effects and counters), `record` (the optional recording of a run, for
+//! `loader-check --replay`), `backoff`, `cursor`, `config` and `error`.
 //!
 //! This file holds the [`Loader`] type, its construction and its close; its entry points are
 //! grouped by event, one module each: `invalidate` (`invalidate`, `invalidate_range`,
