@@ -472,3 +472,107 @@ impl Loader {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    /// A sink whose bytes the test reads back; `fail` makes every write fail.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>, bool);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if self.1 {
+                return Err(std::io::Error::other("full"));
+            }
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn text(s: &Shared) -> String {
+        String::from_utf8(s.0.lock().unwrap().clone()).unwrap()
+    }
+
+    #[test]
+    fn the_creations_calls_are_kept_until_the_first_call() {
+        let mut l = Loader::new(Config::default()).unwrap();
+        l.hold_prelude();
+        l.set_cancel_hints_heard(false);
+        l.jump(&[1, 2], 5).unwrap();
+        l.seal_prelude();
+        let s = Shared::default();
+        l.record_to(Box::new(s.clone())).unwrap();
+        l.set_window(5, 10).unwrap();
+        let lines: Vec<String> = text(&s).lines().map(str::to_string).collect();
+        assert_eq!(lines[0], LOG_MAGIC);
+        assert_eq!(&lines[2..5], ["h 0", "j 0102 5 = ok", "w 5 10 = ok"]);
+        // A second recording is refused.
+        assert_eq!(
+            l.record_to(Box::new(Shared::default())),
+            Err(LoaderError::RecordTooLate)
+        );
+    }
+
+    #[test]
+    fn a_recording_asked_after_the_first_call_is_refused() {
+        let mut l = Loader::new(Config::default()).unwrap();
+        l.hold_prelude();
+        l.seal_prelude();
+        l.set_window(0, 10).unwrap();
+        assert!(!l.may_record());
+        assert_eq!(
+            l.record_to(Box::new(Shared::default())),
+            Err(LoaderError::RecordTooLate)
+        );
+        // Never asked: nothing held.
+        assert!(l.record.0.is_none());
+    }
+
+    #[test]
+    fn a_clone_does_not_record_and_a_failing_sink_stops_the_recording() {
+        let s = Shared::default();
+        let mut l = Loader::recorded(Config::default(), Box::new(s.clone())).unwrap();
+        let mut c = l.clone();
+        assert!(l.is_recording() && !c.is_recording());
+        c.set_window(0, 7).unwrap();
+        assert!(!text(&s).contains("w 0 7"));
+        let failing = Shared(Arc::default(), true);
+        let mut l2 = Loader::recorded(Config::default(), Box::new(failing)).unwrap();
+        // The calls still work; the recording broke at its first write.
+        l2.set_window(0, 10).unwrap();
+        l2.take_effects();
+        assert!(l2.record.0.as_ref().unwrap().broken);
+        l.set_window(0, 3).unwrap();
+        assert!(text(&s).contains("w 0 3 = ok"));
+    }
+
+    #[test]
+    fn a_run_of_releases_is_one_token_and_a_repeated_cursor_a_caret() {
+        let batch = [
+            Effect::Release { acquisition: 4 },
+            Effect::Release { acquisition: 5 },
+            Effect::Release { acquisition: 6 },
+            Effect::Release { acquisition: 9 },
+            Effect::Changed,
+        ];
+        let mut last = b"ab".to_vec();
+        let mut out = Vec::new();
+        effects(&mut out, Some(&mut last), &batch);
+        assert_eq!(out, b"R4..6 R9 C");
+        out.clear();
+        effects(&mut out, None, &batch);
+        assert_eq!(out, b"R4 R5 R6 R9 C");
+        out.clear();
+        let mut l = Some(&mut last);
+        cursor(&mut out, &mut l, b"ab");
+        cursor(&mut out, &mut l, b"");
+        cursor(&mut out, &mut l, b"");
+        assert_eq!(out, b"^--");
+    }
+}

@@ -88,3 +88,17 @@ def test_the_environment_records_every_loader(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                          text=True)
     assert out.returncode != 0 and "RecordFailedError" in out.stderr
+
+
+def test_an_unwritable_environment_path_records_nothing(tmp_path: Path) -> None:
+    # A host that cannot change its code must not fail because the log cannot be written.
+    script = ("import libloader as L\n"
+              "ld = L.Loader(lambda r: None, lambda a: None)\n"
+              "ld.set_window(0, 10)\n"
+              "ld.close()\n"
+              "print('ran')\n")
+    env = {**os.environ, "LOADER_RECORD": str(tmp_path / "missing" / "run.log")}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                         text=True, check=True)
+    assert out.stdout.strip() == "ran"
+    assert not (tmp_path / "missing").exists()
