@@ -10,7 +10,6 @@ mod common;
 
 use common::{harness, stream};
 use std::fs::File;
-use std::io::BufWriter;
 use std::time::Instant;
 
 /// The view: workload 1's.
@@ -24,7 +23,7 @@ fn round(calls: &[stream::Call], path: Option<&std::path::Path>) -> (f64, u64) {
     let s = match path {
         Some(p) => {
             let file = File::create(p).expect("the log file");
-            stream::Stream::recorded_to(PAGES, Box::new(BufWriter::with_capacity(64 * 1024, file)))
+            stream::Stream::recorded_to(PAGES, Box::new(file))
         }
         None => stream::Stream::new(PAGES),
     };

@@ -30,6 +30,7 @@ fn record(config: Config, source: Source, seed: u64, ops: usize, hostile: bool) 
     if let Err(e) = run {
         panic!("seed {seed}: the simulated run failed: {e}");
     }
+    h.loader.flush_recording();
     log.text()
 }
 

@@ -7,7 +7,6 @@ use super::result::{code, loader_result};
 use crate::loader::{Loader, Sink};
 use std::ffi::{c_char, CStr};
 use std::fs::File;
-use std::io::BufWriter;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The environment variable naming the file every loader of the process records to.
@@ -16,10 +15,10 @@ pub(crate) const RECORD_ENV: &str = "LOADER_RECORD";
 /// Loaders recorded through `LOADER_RECORD` so far in this process.
 static RECORDED: AtomicU64 = AtomicU64::new(0);
 
-/// A buffered file for a recording.
+/// A file for a recording (the recorder buffers what it writes).
 fn open(path: &std::path::Path) -> Result<Sink, loader_result> {
     File::create(path)
-        .map(|f| Box::new(BufWriter::with_capacity(64 * 1024, f)) as Sink)
+        .map(|f| Box::new(f) as Sink)
         .map_err(|_| loader_result::RecordFailed)
 }
 

@@ -52,17 +52,20 @@ pub(super) enum Call<'a> {
 pub struct Recorder {
     /// `None` while the creation's calls are held for a host that may still ask.
     sink: Option<Sink>,
-    /// Lines not yet written: the header and the creation's calls, before a sink is given.
-    held: Vec<u8>,
+    /// Lines not yet written: the header and the creation's calls before a sink is given,
+    /// then up to [`BUFFER`] bytes at a time.
+    buf: Vec<u8>,
     /// The creation is over: the next call ends a recording nobody asked for.
     sealed: bool,
     /// A write failed: the recording stopped there.
     broken: bool,
-    /// The line being written, kept for the next.
-    scratch: Vec<u8>,
     /// The last cursor field written (see [`cursor`]).
     last: Vec<u8>,
 }
+
+/// The recorder writes to its sink once it has buffered this many bytes: one write per few
+/// thousand events, so the sink need not buffer.
+const BUFFER: usize = 64 * 1024;
 
 /// The loader's recording slot: a clone of a loader does not record (it is another run), and
 /// the slot prints nothing of itself, so the checker's canonical form ignores it.
@@ -109,20 +112,44 @@ pub(crate) fn cursor(out: &mut Vec<u8>, last: &mut Option<&mut Vec<u8>>, bytes: 
     }
 }
 
-/// A number in decimal, without the formatting machinery (the recorder writes several per
-/// event).
+/// The two-digit numbers 00 to 99, for [`num`].
+const PAIRS: [u8; 200] = {
+    let mut t = [0u8; 200];
+    let mut i = 0;
+    while i < 100 {
+        t[2 * i] = b'0' + (i / 10) as u8;
+        t[2 * i + 1] = b'0' + (i % 10) as u8;
+        i += 1;
+    }
+    t
+};
+
+/// A number in decimal, two digits at a time, without the formatting machinery (the recorder
+/// writes several per event).
 fn num(out: &mut Vec<u8>, mut n: u64) {
+    if n < 10 {
+        out.push(b'0' + n as u8);
+        return;
+    }
     let mut buf = [0u8; 20];
     let mut at = buf.len();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
+    while n >= 100 {
+        let r = (n % 100) as usize * 2;
+        n /= 100;
+        at -= 2;
+        buf[at] = PAIRS[r];
+        buf[at + 1] = PAIRS[r + 1];
     }
-    // Byte by byte: a call to copy one to three digits costs more than they do.
+    if n >= 10 {
+        let r = n as usize * 2;
+        at -= 2;
+        buf[at] = PAIRS[r];
+        buf[at + 1] = PAIRS[r + 1];
+    } else {
+        at -= 1;
+        buf[at] = b'0' + n as u8;
+    }
+    // Byte by byte: a call to copy a few digits costs more than they do.
     for &d in &buf[at..] {
         out.push(d);
     }
@@ -347,19 +374,31 @@ impl<T: Outcome> Outcome for Result<T, LoaderError> {
 }
 
 impl Recorder {
-    /// Writes the line in `scratch`, then empties it.
-    fn flush_line(&mut self) {
-        if !self.broken {
-            match self.sink.as_mut() {
-                Some(sink) => {
-                    if sink.write_all(&self.scratch).is_err() {
-                        self.broken = true;
-                    }
-                }
-                None => self.held.extend_from_slice(&self.scratch),
-            }
+    /// A line was added: writes the buffer out once it is full.
+    #[inline]
+    fn line_done(&mut self) {
+        if self.buf.len() >= BUFFER {
+            self.write_out();
         }
-        self.scratch.clear();
+    }
+
+    /// Writes the buffer to the sink, if there is one.
+    fn write_out(&mut self) {
+        if let Some(sink) = self.sink.as_mut() {
+            if !self.broken && sink.write_all(&self.buf).is_err() {
+                self.broken = true;
+            }
+            self.buf.clear();
+        }
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        self.write_out();
+        if let Some(sink) = self.sink.as_mut() {
+            let _ = sink.flush();
+        }
     }
 }
 
@@ -381,10 +420,9 @@ impl Loader {
         let counters = self.counters_at_start();
         self.record.0 = Some(Box::new(Recorder {
             sink: None,
-            held: header(&self.config, counters).into_bytes(),
+            buf: header(&self.config, counters).into_bytes(),
             sealed: false,
             broken: false,
-            scratch: Vec::with_capacity(256),
             last: Vec::new(),
         }));
     }
@@ -404,8 +442,8 @@ impl Loader {
         match self.record.0.as_deref_mut() {
             Some(r) if r.sink.is_none() => {
                 r.sink = Some(sink);
-                r.scratch = std::mem::take(&mut r.held);
-                r.flush_line();
+                r.buf.reserve(BUFFER);
+                r.line_done();
                 Ok(())
             }
             _ => Err(LoaderError::RecordTooLate),
@@ -422,9 +460,11 @@ impl Loader {
         self.record.0.as_ref().is_some_and(|r| r.sink.is_some())
     }
 
-    /// Writes what is buffered of the recording to its sink.
+    /// Writes what is buffered of the recording to its sink, and flushes the sink. (Dropping
+    /// the loader does too.)
     pub fn flush_recording(&mut self) {
         if let Some(r) = self.record.0.as_deref_mut() {
+            r.write_out();
             if let Some(s) = r.sink.as_mut() {
                 if s.flush().is_err() {
                     r.broken = true;
@@ -443,15 +483,16 @@ impl Loader {
                 self.record.0 = None;
                 return;
             }
-            let mut line = std::mem::take(&mut rec.scratch);
-            call(&mut line, &mut rec.last, &c);
-            if !matches!(c, Call::Hints(_) | Call::Close) {
-                line.extend_from_slice(b" = ");
-                r.write(&mut line);
+            if rec.broken {
+                return;
             }
-            line.push(b'\n');
-            rec.scratch = line;
-            rec.flush_line();
+            call(&mut rec.buf, &mut rec.last, &c);
+            if !matches!(c, Call::Hints(_) | Call::Close) {
+                rec.buf.extend_from_slice(b" = ");
+                r.write(&mut rec.buf);
+            }
+            rec.buf.push(b'\n');
+            rec.line_done();
         }
     }
 
@@ -462,13 +503,13 @@ impl Loader {
             return;
         }
         if let Some(rec) = self.record.0.as_deref_mut() {
-            if rec.sink.is_none() {
+            if rec.sink.is_none() || rec.broken {
                 return;
             }
-            rec.scratch.extend_from_slice(b"> ");
-            self::effects(&mut rec.scratch, Some(&mut rec.last), effects);
-            rec.scratch.push(b'\n');
-            rec.flush_line();
+            rec.buf.extend_from_slice(b"> ");
+            self::effects(&mut rec.buf, Some(&mut rec.last), effects);
+            rec.buf.push(b'\n');
+            rec.line_done();
         }
     }
 }
@@ -509,6 +550,7 @@ mod tests {
         let s = Shared::default();
         l.record_to(Box::new(s.clone())).unwrap();
         l.set_window(5, 10).unwrap();
+        l.flush_recording();
         let lines: Vec<String> = text(&s).lines().map(str::to_string).collect();
         assert_eq!(lines[0], LOG_MAGIC);
         assert_eq!(&lines[2..5], ["h 0", "j 0102 5 = ok", "w 5 10 = ok"]);
@@ -541,14 +583,19 @@ mod tests {
         let mut c = l.clone();
         assert!(l.is_recording() && !c.is_recording());
         c.set_window(0, 7).unwrap();
+        l.flush_recording();
         assert!(!text(&s).contains("w 0 7"));
         let failing = Shared(Arc::default(), true);
         let mut l2 = Loader::recorded(Config::default(), Box::new(failing)).unwrap();
         // The calls still work; the recording broke at its first write.
         l2.set_window(0, 10).unwrap();
         l2.take_effects();
+        l2.flush_recording();
         assert!(l2.record.0.as_ref().unwrap().broken);
+        l2.set_window(0, 20).unwrap();
+        assert!(l2.record.0.as_ref().unwrap().buf.is_empty());
         l.set_window(0, 3).unwrap();
+        l.flush_recording();
         assert!(text(&s).contains("w 0 3 = ok"));
     }
 
@@ -574,5 +621,31 @@ mod tests {
         cursor(&mut out, &mut l, b"");
         cursor(&mut out, &mut l, b"");
         assert_eq!(out, b"^--");
+    }
+}
+
+#[cfg(test)]
+mod num_tests {
+    #[test]
+    fn numbers_are_written_in_decimal() {
+        for n in [
+            0,
+            7,
+            9,
+            10,
+            42,
+            99,
+            100,
+            101,
+            999,
+            1000,
+            65_535,
+            1 << 40,
+            u64::MAX,
+        ] {
+            let mut out = Vec::new();
+            super::num(&mut out, n);
+            assert_eq!(String::from_utf8(out).unwrap(), n.to_string());
+        }
     }
 }
