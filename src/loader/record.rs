@@ -600,6 +600,22 @@ mod tests {
     }
 
     #[test]
+    fn the_header_names_every_setting() {
+        // A setting the header leaves out would be replayed at its default: every field of
+        // `Config` (as its `Debug` names them) must be written.
+        let header = header(&Config::default(), None);
+        let debug = format!("{:?}", Config::default());
+        let fields = debug
+            .trim_start_matches("Config {")
+            .trim_end_matches('}')
+            .split(", ")
+            .map(|f| f.split(':').next().unwrap().trim().to_string());
+        for f in fields {
+            assert!(header.contains(&format!(" {f}=")), "{f} is not in {header:?}");
+        }
+    }
+
+    #[test]
     fn a_run_of_releases_is_one_token_and_a_repeated_cursor_a_caret() {
         let batch = [
             Effect::Release { acquisition: 4 },
