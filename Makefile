@@ -28,7 +28,7 @@ RPATH := -Ltarget/release -lloader -Wl,-rpath,$(CURDIR)/target/release
 TEST_RPATH := -L$(TEST_DIR) -lloader -Wl,-rpath,$(CURDIR)/$(TEST_DIR)
 
 .PHONY: all build test-lib test tsan-lib rust-test doc lint check check-deep check-header bench bench-quick bench-abi bench-py bench-depth bench-liveness c-test c-test-asan c-test-valgrind \
-        c-test-abi c-test-tsan c-test-stress c-test-empty c-test-anchored c-test-ranged cpp-test cpp-coverage cpp-example cpp-pkgconfig-test header-test symbols-test install pkgconfig-test \
+        c-test-abi c-test-tsan c-test-stress c-test-empty c-test-anchored c-test-far c-test-ranged cpp-test cpp-coverage cpp-example cpp-pkgconfig-test header-test symbols-test install pkgconfig-test \
         readme-c-example clean
 
 all: build
@@ -162,7 +162,7 @@ bench-quick: $(ABI_BENCH) venv
 
 # ---- C and C++ ----
 
-c-test: header-test symbols-test c-test-abi c-test-asan c-test-valgrind c-test-empty c-test-anchored c-test-ranged c-test-tsan c-test-hostile c-test-hostile-tsan cpp-test pkgconfig-test readme-c-example
+c-test: header-test symbols-test c-test-abi c-test-asan c-test-valgrind c-test-empty c-test-anchored c-test-far c-test-ranged c-test-tsan c-test-hostile c-test-hostile-tsan cpp-test pkgconfig-test readme-c-example
 
 $(OUT):
 	mkdir -p $(OUT)
@@ -317,6 +317,16 @@ c-test-anchored: test-lib | $(OUT)
 # Ranged invalidation through the C ABI over a keyed source (one insert or delete re-reads
 # its page with bounded reads and keeps the rest; a change outside the view reads nothing;
 # refusals change nothing), under ASan+UBSan and valgrind.
+# Far moves through the ABI: the origin, the memo, locate (right, unknown, wrong), the walk's
+# bound and the default config's; under ASan+UBSan, then valgrind.
+c-test-far: test-lib | $(OUT)
+	$(CC) $(CTEST_FLAGS) -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all \
+	    c-tests/far_moves.c $(TEST_RPATH) -o $(OUT)/far_moves_asan
+	RUST_BACKTRACE=0 $(OUT)/far_moves_asan
+	$(CC) $(CTEST_FLAGS) c-tests/far_moves.c $(TEST_RPATH) -o $(OUT)/far_moves_plain
+	RUST_BACKTRACE=0 valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,possible \
+	    $(OUT)/far_moves_plain
+
 c-test-ranged: test-lib | $(OUT)
 	$(CC) $(CTEST_FLAGS) -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all \
 	    c-tests/ranged.c $(TEST_RPATH) -o $(OUT)/ranged_asan
@@ -418,3 +428,4 @@ include mk/python.mk
 include mk/fuzz.mk
 include mk/examples.mk
 include mk/replay.mk
+include mk/browse.mk

@@ -27,11 +27,17 @@
 //! prints a table and one JSON line, and exits non-zero when a target is missed or a view is
 //! wrong, so it is a check: `make bench-depth`.
 //!
+//! The far rows (a move far from the held pages: back to the top, back to a position visited
+//! before, with the host's `locate`, and the walk without any of them, with and without a
+//! repair landing on the way) are in `depth/far.rs`.
+//!
 //! The ranged rows (what one repair reads after one row changes in a held view of 10^4
 //! pages, ranged against whole) are measured over a keyed source in `depth/ranged.rs`, and
 //! printed in a second table; the JSON line carries them under `ranged`.
 
 mod common;
+#[path = "depth/far.rs"]
+mod far;
 #[path = "depth/ranged.rs"]
 mod ranged;
 
@@ -266,6 +272,7 @@ fn measure(depth: u64) -> Result<Vec<Row>, String> {
     scroll_up(&mut h, depth);
     h.check_view("scroll-up/jumped")?;
     rows.push(scroll(depth, "scroll-up/jumped", &h, before, depth));
+    rows.extend(far::rows(depth, len)?);
     Ok(rows)
 }
 

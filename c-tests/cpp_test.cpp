@@ -420,6 +420,59 @@ int main() {
         }
     }
 
+    // Far moves: with `locate`, a move far from the held pages starts at its cursor and reads
+    // about the window plus prefetch; what `locate` throws comes back out of set_window, which
+    // then walked (the answer counted as unknown); nullopt is unknown.
+    {
+        const uint64_t len = 100000;
+        std::deque<loader::Read> rs;
+        std::map<loader::Acquisition, int> rel;
+        loader::Acquisition acq = 1;
+        int locates = 0;
+        bool throw_in_locate = false, unknown = false;
+        loader::Callbacks cb{[&](const loader::Read &r) { rs.push_back(r); }, [&](loader::Acquisition a) { rel[a]++; }};
+        cb.locate = [&](uint64_t position) -> std::optional<std::string> {
+            locates++;
+            if (throw_in_locate) throw std::runtime_error("locate");
+            if (unknown) return std::nullopt;
+            return position == 0 ? std::string() : be64(position);
+        };
+        loader::Config cfg;
+        cfg.page_size = 50;
+        cfg.prefetch_distance = 50;
+        cfg.max_pages = 8;
+        loader::Loader l(std::move(cb), cfg);
+        l.set_window(0, 100);
+        answer_all(l, rs, acq, len);
+        loader_counts c0 = l.stats();
+        l.set_window(60000, 100);
+        answer_all(l, rs, acq, len);
+        loader_counts c1 = l.stats();
+        EXPECT(locates == 1 && c1.located - c0.located == 1);
+        EXPECT(c1.items_read - c0.items_read <= 300);
+        EXPECT(l.state().quiescent && l.state().covered_start <= 59950 && l.state().covered_end >= 60150);
+        EXPECT(l.view().pages.front().start == l.state().covered_start);
+        unknown = true;
+        c0 = l.stats();
+        l.set_window(30000, 100);
+        EXPECT(locates == 2 && l.stats().locate_unknown - c0.locate_unknown == 1);
+        answer_all(l, rs, acq, len);
+        EXPECT(l.state().quiescent && l.state().covered_start <= 29950);
+        unknown = false;
+        throw_in_locate = true;
+        try {
+            l.set_window(90000, 100);
+            EXPECT(false);
+        } catch (const std::runtime_error &) {
+            EXPECT(locates == 3);
+        }
+        answer_all(l, rs, acq, len);
+        EXPECT(l.state().quiescent && l.state().window_start == 90000);
+        l.close();
+        for (auto &kv : rel) EXPECT(kv.second == 1);
+        EXPECT(rel.size() == acq - 1);
+    }
+
     // abandon: a read the loader no longer needs (it sent a `cancel` hint) is let go of at no
     // cost, and its late answer is stale and released at once; a read still needed is a
     // failure that waits for a retry; an answer to a read let go of twice is refused.

@@ -274,6 +274,33 @@ typedef uintptr_t loader_acquisition;
 #define LOADER_MAX_PAGE_SIZE 1048576
 
 /**
+ * `loader_config.max_pages` as `loader_config_default` sets it.
+ */
+#define LOADER_DEFAULT_MAX_PAGES 64
+
+/**
+ * `loader_config.jump_threshold` as `loader_config_default` sets it: the window's length
+ * plus twice `prefetch_distance`.
+ */
+#define LOADER_JUMP_THRESHOLD_AUTO UINT64_MAX
+
+/**
+ * What one cursor in the memo costs against `loader_config.cursor_memo_bytes`, besides the
+ * bytes of a cursor longer than 14.
+ */
+#define LOADER_MEMO_ENTRY_BYTES 48
+
+/**
+ * `loader_locate_fn` found the cursor.
+ */
+#define LOADER_LOCATE_FOUND 1
+
+/**
+ * `loader_locate_fn` cannot tell.
+ */
+#define LOADER_LOCATE_UNKNOWN 0
+
+/**
  * A result code. 0 is success; every other value is an error whose message
  * `loader_result_str` gives. Values are stable across releases.
  */
@@ -681,7 +708,9 @@ typedef struct loader_config {
    * farthest from the window are released first (before or after it); pages overlapping
    * `[window_start - prefetch, window_end + prefetch)` are never released, and nothing is
    * dropped on the side a finite read in flight extends. Scrolling back over released
-   * pages reads them again, backward from the first page held. 0 (the default): no bound.
+   * pages reads them again, backward from the first page held. Default
+   * `LOADER_DEFAULT_MAX_PAGES` (64), so a loader made with the default config holds a
+   * bounded number of pages whatever the host does; 0 asks for no bound.
    *
    * The acquisitions the loader holds at once (not yet passed to `release`), at every
    * instant, are at most:
@@ -725,6 +754,31 @@ typedef struct loader_config {
    * Default 0.
    */
   uint64_t initial_position;
+  /**
+   * FAR MOVES. A window moved (`loader_set_window`) more than this many items beyond the
+   * held pages (prefetch included) is not walked to page by page: the loader starts at the
+   * nearest cursor it knows for it, as `loader_jump` does, and reads about the window
+   * plus prefetch. It knows: the cursors of pages it read and released (the memo,
+   * `cursor_memo_bytes`), the source's start (position 0, while positions are the source's
+   * own), and the host's `locate` callback, if given (`loader_locate_fn`). It starts at a
+   * remembered cursor within one page of the target, else asks `locate`, else starts at
+   * the nearest remembered cursor if it is nearer than the held pages, else walks.
+   * `LOADER_JUMP_THRESHOLD_AUTO` (the default): the window's length plus twice
+   * `prefetch_distance`. 0: always walk (the behaviour before this field existed).
+   */
+  uint64_t jump_threshold;
+  /**
+   * The cursor memo's budget in bytes: where the pages the loader read and released
+   * started, by position, kept (cursors only, no item) so that a far move back starts
+   * near its target. Each cursor costs `LOADER_MEMO_ENTRY_BYTES` plus its length when over
+   * 14 bytes; when the budget is reached, every other cursor is forgotten, leaving an even
+   * grid (a far move then reads up to the grid's spacing more). Only pages of a current
+   * view are remembered; a whole invalidation, a `loader_jump` or a renumbering forgets
+   * every cursor, and a ranged one those from its `from` on, since their positions may
+   * have moved. Default 4 MiB (87,381 short cursors: every page of 4.3 million items at 50
+   * a page); 0 remembers nothing.
+   */
+  uint64_t cursor_memo_bytes;
 } loader_config;
 
 /**
@@ -867,8 +921,36 @@ typedef int32_t (*loader_compare_fn)(void *userdata,
                                      size_t b_len);
 
 /**
- * The host's callbacks. `issue` and `release` are required; `changed`, `cancel` and
- * `compare` may be NULL. Each receives `userdata` first, unchanged. Where each runs and what
+ * Finds the cursor whose next item is at `position`, in the source's own numbering (item 0
+ * is the source's first): the key of the item at `position - 1`, or the empty cursor for 0.
+ * Write it to `cursor` (room for `capacity` bytes, `LOADER_MAX_CURSOR_LEN`), set
+ * `*cursor_len`, and return `LOADER_LOCATE_FOUND`; return `LOADER_LOCATE_UNKNOWN` (or any
+ * other value) when the host cannot tell: the move then starts at the nearest cursor the
+ * loader remembers, or walks. A keyset host answers with an indexed count or an `OFFSET`
+ * query; a log, with its offsets. It is worth it when the host can answer much faster than
+ * reading the items between (`OFFSET n` over an index costs about n index steps, and no
+ * rows copied); without it, a far move to a position never visited walks.
+ *
+ * Only `loader_set_window` calls it, for a far move (`loader_config.jump_threshold`) with
+ * no remembered cursor within one page of the target, at most once per call, on the
+ * calling thread. It is synchronous: the loader decides, within the call that moved the
+ * window, whether to walk or to start at a cursor; an answer that came later would leave
+ * the window waiting on neither. A host whose lookup is slow or remote can find the cursor
+ * itself and call `loader_jump`. Like `compare`, it runs INSIDE the loader's state change
+ * with the loader's lock held: it must not call any libloader function, must not block on
+ * a thread that calls into the loader, and must return normally (no exception, `longjmp`
+ * or thread exit: the process aborts). A wrong cursor cannot break memory safety or the
+ * accounting: the view is then the source from that cursor on, numbered from `position`.
+ */
+typedef int32_t (*loader_locate_fn)(void *userdata,
+                                    uint64_t position,
+                                    uint8_t *cursor,
+                                    size_t capacity,
+                                    size_t *cursor_len);
+
+/**
+ * The host's callbacks. `issue` and `release` are required; `changed`, `cancel`,
+ * `compare` and `locate` may be NULL. Each receives `userdata` first, unchanged. Where each runs and what
  * it may do: THREADS and CALLBACKS at the top of this header.
  */
 typedef struct loader_callbacks {
@@ -904,6 +986,12 @@ typedef struct loader_callbacks {
    * changes nothing. See `loader_compare_fn` for what it may and may not do.
    */
   loader_compare_fn compare;
+  /**
+   * May be NULL (the behaviour before this field existed): a far move to a position the
+   * loader never read walks, or starts at the nearest cursor it remembers. See
+   * `loader_locate_fn`.
+   */
+  loader_locate_fn locate;
 } loader_callbacks;
 
 /**
@@ -1160,6 +1248,20 @@ typedef struct loader_counts {
    * owed, retried by the timer or `loader_retry` with no invalidation since.
    */
   uint64_t retries_page;
+  /**
+   * Window moves far from the held pages (`loader_config.jump_threshold`) that started at
+   * a known cursor (the memo, the source's start, or `locate`) instead of walking.
+   */
+  uint64_t far_jumps;
+  /**
+   * `locate` calls that gave a cursor.
+   */
+  uint64_t located;
+  /**
+   * `locate` calls that answered unknown (or a cursor too long): the move fell back to
+   * the nearest cursor remembered, or walked.
+   */
+  uint64_t locate_unknown;
 } loader_counts;
 
 /**
@@ -1488,14 +1590,17 @@ enum loader_result loader_retry(loader_handle handle, bool *out_started);
  * page that failed may no longer be the one it needs; with the window unchanged, as
  * `loader_retry` does. `LOADER_RESULT_WINDOW_OVERFLOW` if `start + len` overflows.
  *
- * What a move costs: to a window that overlaps or adjoins what the view holds, the pages
- * missing from the window plus prefetch, one read each. To a window far from the held pages,
- * the loader walks: it reads page by page from the nearest held page toward the window
- * (forward after the last, backward before the first), so the reads grow with the distance;
- * the pages it passes are released as `max_pages` says, and a repair or retry that lands
- * meanwhile holds only the window's share (see `loader_config.max_pages`). When the host has
- * a cursor for the target (a key, a bookmark, an offset query), `loader_jump` costs the
- * window plus prefetch at any distance.
+ * What a move costs: to a window that overlaps, adjoins or lies near what the view holds
+ * (within `loader_config.jump_threshold` items of it, by default the window plus twice the
+ * prefetch), the pages missing from the window plus prefetch, one read each. A far move
+ * starts at the nearest cursor the loader knows for the window (a page it read before, the
+ * source's start, or the `locate` callback's answer: FAR MOVES at `jump_threshold`) and
+ * costs about the window plus prefetch, as `loader_jump` does: the old view stays shown
+ * (`revalidating`) until the new one commits. With none known nearer than the held pages,
+ * the loader walks: it reads page by page from the nearest held page toward the window, so
+ * the reads grow with the distance; the pages it passes are released as `max_pages` says,
+ * and a repair or retry that lands meanwhile holds only the window's share (see
+ * `loader_config.max_pages`). `locate`, when given, runs during this call on this thread.
  */
 enum loader_result loader_set_window(loader_handle handle, uint64_t start, uint64_t len);
 

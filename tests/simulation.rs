@@ -53,7 +53,11 @@ fn op(failures: bool, stalls: bool) -> impl Strategy<Value = Op> {
             any::<u16>().prop_map(|index| Op::DeleteRanged { index }),
             any::<u16>().prop_map(|index| Op::DeleteLying { index }),
         ],
-        2 => (0u16..100, 1u16..50).prop_map(|(start, len)| Op::Window { start, len }),
+        3 => prop_oneof![
+            2 => (0u16..100, 1u16..50).prop_map(|(start, len)| Op::Window { start, len }),
+            1 => (0u16..100, 1u16..20, any::<u8>())
+                .prop_map(|(start, len, answer)| Op::WindowLocated { start, len, answer }),
+        ],
         1 => (0u16..3000).prop_map(|ms| Op::Tick { ms }),
         2 => prop_oneof![
             Just(Op::Retry),
@@ -189,6 +193,7 @@ fn seeded_runs_pass_and_reach_every_path() {
     let mut total = Stats::default();
     let mut empty_bounded_moved = 0;
     let (mut interleaved, mut far_changes, mut long_moves, mut thrown) = (0, 0, 0, 0);
+    let (mut far_jumps, mut located) = (0, 0);
     let show = std::env::var_os("SHOW_REACHED").is_some();
     for seed in 0..seeds {
         let ops = random_ops(seed, 300, seed % 3 == 0);
@@ -198,6 +203,8 @@ fn seeded_runs_pass_and_reach_every_path() {
         interleaved += h.interleaved_failures;
         far_changes += h.far_changes;
         long_moves += h.long_moves;
+        far_jumps += h.far_jumps;
+        located += h.located;
         thrown += h.thrown_issues;
         let st = h.loader.stats();
         for (sum, n) in total.issued.iter_mut().zip(st.issued) {
@@ -244,6 +251,11 @@ fn seeded_runs_pass_and_reach_every_path() {
             far_changes,
         ),
         ("window moves of three pages or more", long_moves),
+        (
+            "far moves started at a known cursor (with locate offered)",
+            far_jumps,
+        ),
+        ("locate calls (right, unknown and wrong)", located),
         ("issue callbacks that threw", thrown),
         ("automatic retries", total.retries_auto),
         ("explicit retries", total.retries_explicit),

@@ -55,6 +55,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -137,6 +138,15 @@ struct Callbacks {
     // throws is rethrown by `invalidate_range`, and the comparison counts as equal, so the
     // invalidation may then have marked too little: call `invalidate()` to be sure.
     std::function<int(std::string_view, std::string_view)> compare{};
+    // The cursor whose next item is at `position` in the source's own numbering (the key of
+    // item `position - 1`; empty for 0), or nullopt when unknown. Asked by `set_window` for a
+    // move farther than `loader_config.jump_threshold` from the held pages, with no
+    // remembered cursor within a page of it: the move then starts there and reads about the
+    // window plus prefetch, instead of walking. Like `compare`, it runs inside the library's
+    // state change, under its lock, and calls no Loader member (loader_locate_fn in loader.h).
+    // What it throws is rethrown by `set_window`, which took the answer as unknown; a cursor
+    // longer than LOADER_MAX_CURSOR_LEN is unknown too.
+    std::function<std::optional<std::string>(std::uint64_t)> locate{};
 };
 
 // The library's default settings (`loader_config_default`).
@@ -160,8 +170,15 @@ struct Config {
     std::optional<std::uint32_t> max_auto_retries{};
     std::optional<std::uint64_t> jitter_seed{};
     std::optional<bool> recheck_full{};
-    // The most pages the view holds (0: no bound); loader.h gives the exact bound.
+    // The most pages the view holds (default LOADER_DEFAULT_MAX_PAGES; 0: no bound); loader.h
+    // gives the exact bound.
     std::optional<std::uint32_t> max_pages{};
+    // A move farther than this beyond the held pages starts at the nearest cursor known (a
+    // page read before, the source's start, `Callbacks::locate`) instead of walking (default
+    // LOADER_JUMP_THRESHOLD_AUTO: the window plus twice the prefetch; 0: always walk).
+    std::optional<std::uint64_t> jump_threshold{};
+    // The cursor memo's budget in bytes (0: remember none; loader_config in loader.h).
+    std::optional<std::uint64_t> cursor_memo_bytes{};
     // How long (ms of the `tick` clock) a superseded read's answer is awaited before the
     // loader lets it go, as `abandon` would (0: never).
     std::optional<std::uint64_t> read_timeout_ms{};
@@ -189,6 +206,8 @@ struct Config {
         if (recheck_full) c.recheck_full = *recheck_full ? 1 : 0;
         if (max_pages) c.max_pages = *max_pages;
         if (read_timeout_ms) c.read_timeout_ms = *read_timeout_ms;
+        if (jump_threshold) c.jump_threshold = *jump_threshold;
+        if (cursor_memo_bytes) c.cursor_memo_bytes = *cursor_memo_bytes;
         if (initial_cursor && !initial_cursor->empty()) {
             c.initial_cursor = reinterpret_cast<const std::uint8_t *>(initial_cursor->data());
             c.initial_cursor_len = initial_cursor->size();
@@ -639,6 +658,7 @@ private:
         c.changed = host->cb.changed ? &on_changed : nullptr;
         c.cancel = host->cb.cancel ? &on_cancel : nullptr;
         c.compare = host->cb.compare ? &on_compare : nullptr;
+        c.locate = host->cb.locate ? &on_locate : nullptr;
         check(loader_new(&config, &c, &handle_));
         host->handle = handle_;
     }
@@ -722,6 +742,22 @@ private:
                 std::string_view(reinterpret_cast<const char *>(b), b_len));
         });
         return r < 0 ? -1 : r > 0 ? 1 : 0;
+    }
+
+    // Nothing may unwind out of it either: what `locate` throws is stashed like a callback's,
+    // and the answer counts as unknown.
+    static std::int32_t on_locate(void *ud, std::uint64_t position, std::uint8_t *cursor, std::size_t capacity,
+                                  std::size_t *cursor_len) noexcept {
+        std::int32_t found = LOADER_LOCATE_UNKNOWN;
+        detail::trampoline([&] {
+            std::optional<std::string> c = static_cast<detail::Host *>(ud)->cb.locate(position);
+            if (c && c->size() <= capacity) {
+                if (!c->empty()) std::memcpy(cursor, c->data(), c->size());
+                *cursor_len = c->size();
+                found = LOADER_LOCATE_FOUND;
+            }
+        });
+        return found;
     }
 
     // Calls a capacity/out_len listing function until the buffer fits.

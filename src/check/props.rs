@@ -168,7 +168,7 @@ pub(crate) fn loader_props(
 /// The header's bound (`loader_config.max_pages`): the view holds at most max(`max_pages`,
 /// the pages overlapping the window ± prefetch); each running repair or full read (and a
 /// failed one kept for its retry) stages at most ceil((window + 2 prefetch) / page) + 2.
-fn bound(
+pub(crate) fn bound(
     l: &Loader,
     pending: &[Read],
     holders: &[(u64, Holder)],
@@ -178,7 +178,7 @@ fn bound(
     let (ws, wl) = l.window();
     let pf = c.prefetch_distance;
     let (from, to) = (ws.saturating_sub(pf), (ws + wl).saturating_add(pf));
-    let staged_max = (wl.max(repair_window) + 2 * pf).div_ceil(u64::from(c.page_size)) as usize + 2;
+    let full_max = (wl.max(repair_window) + 2 * pf).div_ceil(u64::from(c.page_size)) as usize + 2;
     let mut per: std::collections::HashMap<Option<u64>, usize> = Default::default();
     for x in holders {
         match x.1 {
@@ -187,14 +187,26 @@ fn bound(
             _ => {}
         }
     }
-    if let Some((who, n)) = per.iter().find(|x| *x.1 > staged_max) {
+    // Short pages (a filtered source, a host that lies) may need more pages to cover the
+    // window: the pages overlapping it are needed, and at most two others may be held (the
+    // anchor's, and the one just read on the way).
+    let mut overlapping: std::collections::HashMap<Option<u64>, usize> = Default::default();
+    for (who, start, count) in l.staged_spans() {
+        if start < to && start + u64::from(count) > from {
+            *overlapping.entry(who).or_default() += 1;
+        }
+    }
+    let allowed = |who: &Option<u64>| full_max.max(overlapping.get(who).copied().unwrap_or(0) + 2);
+    let staged_max = per.keys().map(allowed).max().unwrap_or(full_max);
+    if let Some((who, n)) = per.iter().find(|x| *x.1 > allowed(x.0)) {
         return Err((
             Property::Bound,
             format!(
-                "{} holds {n} staged pages, over the bound {staged_max} (window {ws}+{wl}, prefetch {pf})",
+                "{} holds {n} staged pages, over the bound {} (window {ws}+{wl}, prefetch {pf})",
                 who.map_or("a failed read kept for its retry".to_string(), |r| format!(
                     "repair {r}"
-                ))
+                )),
+                allowed(who)
             ),
         ));
     }

@@ -10,6 +10,7 @@ use super::panic::boundary;
 use super::pointer::{cursor, finish, widen, Out};
 use super::result::{code, loader_result};
 use super::types::{loader_acquisition, loader_answer};
+use super::{LOADER_LOCATE_FOUND, LOADER_MAX_CURSOR_LEN};
 
 /// The source changed. Starts a repair or full read as the rules say (through `issue`).
 #[no_mangle]
@@ -315,21 +316,52 @@ pub unsafe extern "C-unwind" fn loader_retry(
 /// page that failed may no longer be the one it needs; with the window unchanged, as
 /// `loader_retry` does. `LOADER_RESULT_WINDOW_OVERFLOW` if `start + len` overflows.
 ///
-/// What a move costs: to a window that overlaps or adjoins what the view holds, the pages
-/// missing from the window plus prefetch, one read each. To a window far from the held pages,
-/// the loader walks: it reads page by page from the nearest held page toward the window
-/// (forward after the last, backward before the first), so the reads grow with the distance;
-/// the pages it passes are released as `max_pages` says, and a repair or retry that lands
-/// meanwhile holds only the window's share (see `loader_config.max_pages`). When the host has
-/// a cursor for the target (a key, a bookmark, an offset query), `loader_jump` costs the
-/// window plus prefetch at any distance.
+/// What a move costs: to a window that overlaps, adjoins or lies near what the view holds
+/// (within `loader_config.jump_threshold` items of it, by default the window plus twice the
+/// prefetch), the pages missing from the window plus prefetch, one read each. A far move
+/// starts at the nearest cursor the loader knows for the window (a page it read before, the
+/// source's start, or the `locate` callback's answer: FAR MOVES at `jump_threshold`) and
+/// costs about the window plus prefetch, as `loader_jump` does: the old view stays shown
+/// (`revalidating`) until the new one commits. With none known nearer than the held pages,
+/// the loader walks: it reads page by page from the nearest held page toward the window, so
+/// the reads grow with the distance; the pages it passes are released as `max_pages` says,
+/// and a repair or retry that lands meanwhile holds only the window's share (see
+/// `loader_config.max_pages`). `locate`, when given, runs during this call on this thread.
 #[no_mangle]
 pub extern "C-unwind" fn loader_set_window(
     handle: loader_handle,
     start: u64,
     len: u64,
 ) -> loader_result {
-    code(event(handle, |l| l.set_window(start, len)))
+    let located = boundary(Err(loader_result::Panic), || {
+        let inst = lookup(handle)?;
+        let cb = inst.callbacks();
+        Ok(cb.locate.map(|locate| (cb.userdata, locate)))
+    });
+    let Ok(Some((userdata, locate))) = located else {
+        return code(event(handle, |l| l.set_window(start, len)));
+    };
+    code(event(handle, |l| {
+        l.set_window_located(start, len, &mut |position: u64, buf: &mut Vec<u8>| {
+            buf.resize(LOADER_MAX_CURSOR_LEN, 0);
+            let mut len = 0usize;
+            // SAFETY: `locate` is the host's function for this signature; `buf` is a live
+            // buffer of `LOADER_MAX_CURSOR_LEN` bytes and `len` a live local for the call. It
+            // is `extern "C"`: it cannot unwind into the loader's state change.
+            let r = unsafe {
+                locate(
+                    userdata,
+                    position,
+                    buf.as_mut_ptr(),
+                    LOADER_MAX_CURSOR_LEN,
+                    &mut len,
+                )
+            };
+            let found = r == LOADER_LOCATE_FOUND && len <= LOADER_MAX_CURSOR_LEN;
+            buf.truncate(if found { len } else { 0 });
+            found
+        })
+    }))
 }
 
 /// Rebuilds the view around `cursor` (a position between items, as a `next_cursor`; empty:

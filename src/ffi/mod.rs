@@ -70,6 +70,18 @@ pub const LOADER_MAX_CURSOR_LEN: usize = 4096;
 pub const LOADER_MAX_POSITION: u64 = 4_611_686_018_427_387_904;
 /// The largest `page_size` accepted.
 pub const LOADER_MAX_PAGE_SIZE: u32 = 1048576;
+/// `loader_config.max_pages` as `loader_config_default` sets it.
+pub const LOADER_DEFAULT_MAX_PAGES: u32 = 64;
+/// `loader_config.jump_threshold` as `loader_config_default` sets it: the window's length
+/// plus twice `prefetch_distance`.
+pub const LOADER_JUMP_THRESHOLD_AUTO: u64 = u64::MAX;
+/// What one cursor in the memo costs against `loader_config.cursor_memo_bytes`, besides the
+/// bytes of a cursor longer than 14.
+pub const LOADER_MEMO_ENTRY_BYTES: u64 = 48;
+/// `loader_locate_fn` found the cursor.
+pub const LOADER_LOCATE_FOUND: i32 = 1;
+/// `loader_locate_fn` cannot tell.
+pub const LOADER_LOCATE_UNKNOWN: i32 = 0;
 
 #[cfg(test)]
 mod tests {
@@ -80,5 +92,11 @@ mod tests {
         assert_eq!(LOADER_MAX_CURSOR_LEN, crate::loader::MAX_CURSOR_LEN);
         assert_eq!(LOADER_MAX_POSITION, crate::loader::MAX_POSITION);
         assert_eq!(LOADER_MAX_PAGE_SIZE, crate::loader::MAX_PAGE_SIZE);
+        assert_eq!(LOADER_DEFAULT_MAX_PAGES, crate::loader::DEFAULT_MAX_PAGES);
+        assert_eq!(
+            LOADER_JUMP_THRESHOLD_AUTO,
+            crate::loader::JUMP_THRESHOLD_AUTO
+        );
+        assert_eq!(LOADER_MEMO_ENTRY_BYTES, crate::loader::MEMO_ENTRY_BYTES);
     }
 }

@@ -216,11 +216,11 @@ mod tests {
     fn no_struct_ends_in_padding() {
         assert_eq!(
             size_of::<loader_config>(),
-            offset_of!(loader_config, initial_position) + 8
+            offset_of!(loader_config, cursor_memo_bytes) + 8
         );
         assert_eq!(
             size_of::<loader_callbacks>(),
-            offset_of!(loader_callbacks, compare) + 8
+            offset_of!(loader_callbacks, locate) + 8
         );
         assert_eq!(
             size_of::<loader_snapshot>(),
@@ -228,7 +228,7 @@ mod tests {
         );
         assert_eq!(
             size_of::<loader_counts>(),
-            offset_of!(loader_counts, retries_page) + 8
+            offset_of!(loader_counts, locate_unknown) + 8
         );
     }
 

@@ -303,7 +303,9 @@ pub struct loader_config {
     /// farthest from the window are released first (before or after it); pages overlapping
     /// `[window_start - prefetch, window_end + prefetch)` are never released, and nothing is
     /// dropped on the side a finite read in flight extends. Scrolling back over released
-    /// pages reads them again, backward from the first page held. 0 (the default): no bound.
+    /// pages reads them again, backward from the first page held. Default
+    /// `LOADER_DEFAULT_MAX_PAGES` (64), so a loader made with the default config holds a
+    /// bounded number of pages whatever the host does; 0 asks for no bound.
     ///
     /// The acquisitions the loader holds at once (not yet passed to `release`), at every
     /// instant, are at most:
@@ -338,6 +340,27 @@ pub struct loader_config {
     /// The position the item after `initial_cursor` gets, and where the window starts.
     /// Default 0.
     pub initial_position: u64,
+    /// FAR MOVES. A window moved (`loader_set_window`) more than this many items beyond the
+    /// held pages (prefetch included) is not walked to page by page: the loader starts at the
+    /// nearest cursor it knows for it, as `loader_jump` does, and reads about the window
+    /// plus prefetch. It knows: the cursors of pages it read and released (the memo,
+    /// `cursor_memo_bytes`), the source's start (position 0, while positions are the source's
+    /// own), and the host's `locate` callback, if given (`loader_locate_fn`). It starts at a
+    /// remembered cursor within one page of the target, else asks `locate`, else starts at
+    /// the nearest remembered cursor if it is nearer than the held pages, else walks.
+    /// `LOADER_JUMP_THRESHOLD_AUTO` (the default): the window's length plus twice
+    /// `prefetch_distance`. 0: always walk (the behaviour before this field existed).
+    pub jump_threshold: u64,
+    /// The cursor memo's budget in bytes: where the pages the loader read and released
+    /// started, by position, kept (cursors only, no item) so that a far move back starts
+    /// near its target. Each cursor costs `LOADER_MEMO_ENTRY_BYTES` plus its length when over
+    /// 14 bytes; when the budget is reached, every other cursor is forgotten, leaving an even
+    /// grid (a far move then reads up to the grid's spacing more). Only pages of a current
+    /// view are remembered; a whole invalidation, a `loader_jump` or a renumbering forgets
+    /// every cursor, and a ranged one those from its `from` on, since their positions may
+    /// have moved. Default 4 MiB (87,381 short cursors: every page of 4.3 million items at 50
+    /// a page); 0 remembers nothing.
+    pub cursor_memo_bytes: u64,
 }
 
 // SAFETY: `#[repr(C)]`, `struct_size` first; FIRST_SIZE ends at its last field.
@@ -366,6 +389,8 @@ impl From<loader::Config> for loader_config {
             initial_cursor: std::ptr::null(),
             initial_cursor_len: 0,
             initial_position: 0,
+            jump_threshold: c.jump_threshold,
+            cursor_memo_bytes: c.cursor_memo_bytes,
         }
     }
 }
@@ -385,6 +410,8 @@ impl From<&loader_config> for loader::Config {
             max_pages: c.max_pages,
             read_timeout_ms: c.read_timeout_ms,
             commit_overtaken: c.commit_overtaken != 0,
+            jump_threshold: c.jump_threshold,
+            cursor_memo_bytes: c.cursor_memo_bytes,
         }
     }
 }
@@ -511,8 +538,38 @@ pub type loader_compare_fn = Option<
     ) -> i32,
 >;
 
-/// The host's callbacks. `issue` and `release` are required; `changed`, `cancel` and
-/// `compare` may be NULL. Each receives `userdata` first, unchanged. Where each runs and what
+/// Finds the cursor whose next item is at `position`, in the source's own numbering (item 0
+/// is the source's first): the key of the item at `position - 1`, or the empty cursor for 0.
+/// Write it to `cursor` (room for `capacity` bytes, `LOADER_MAX_CURSOR_LEN`), set
+/// `*cursor_len`, and return `LOADER_LOCATE_FOUND`; return `LOADER_LOCATE_UNKNOWN` (or any
+/// other value) when the host cannot tell: the move then starts at the nearest cursor the
+/// loader remembers, or walks. A keyset host answers with an indexed count or an `OFFSET`
+/// query; a log, with its offsets. It is worth it when the host can answer much faster than
+/// reading the items between (`OFFSET n` over an index costs about n index steps, and no
+/// rows copied); without it, a far move to a position never visited walks.
+///
+/// Only `loader_set_window` calls it, for a far move (`loader_config.jump_threshold`) with
+/// no remembered cursor within one page of the target, at most once per call, on the
+/// calling thread. It is synchronous: the loader decides, within the call that moved the
+/// window, whether to walk or to start at a cursor; an answer that came later would leave
+/// the window waiting on neither. A host whose lookup is slow or remote can find the cursor
+/// itself and call `loader_jump`. Like `compare`, it runs INSIDE the loader's state change
+/// with the loader's lock held: it must not call any libloader function, must not block on
+/// a thread that calls into the loader, and must return normally (no exception, `longjmp`
+/// or thread exit: the process aborts). A wrong cursor cannot break memory safety or the
+/// accounting: the view is then the source from that cursor on, numbered from `position`.
+pub type loader_locate_fn = Option<
+    unsafe extern "C" fn(
+        userdata: *mut c_void,
+        position: u64,
+        cursor: *mut u8,
+        capacity: usize,
+        cursor_len: *mut usize,
+    ) -> i32,
+>;
+
+/// The host's callbacks. `issue` and `release` are required; `changed`, `cancel`,
+/// `compare` and `locate` may be NULL. Each receives `userdata` first, unchanged. Where each runs and what
 /// it may do: THREADS and CALLBACKS at the top of this header.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -535,6 +592,10 @@ pub struct loader_callbacks {
     /// May be NULL: then `loader_invalidate_range` returns `LOADER_RESULT_NO_COMPARE` and
     /// changes nothing. See `loader_compare_fn` for what it may and may not do.
     pub compare: loader_compare_fn,
+    /// May be NULL (the behaviour before this field existed): a far move to a position the
+    /// loader never read walks, or starts at the nearest cursor it remembers. See
+    /// `loader_locate_fn`.
+    pub locate: loader_locate_fn,
 }
 
 // SAFETY: `#[repr(C)]`, `struct_size` first; FIRST_SIZE ends at its last field.
@@ -699,6 +760,14 @@ pub struct loader_counts {
     /// `until`) instead of the full source: a page read's own failure while nothing else was
     /// owed, retried by the timer or `loader_retry` with no invalidation since.
     pub retries_page: u64,
+    /// Window moves far from the held pages (`loader_config.jump_threshold`) that started at
+    /// a known cursor (the memo, the source's start, or `locate`) instead of walking.
+    pub far_jumps: u64,
+    /// `locate` calls that gave a cursor.
+    pub located: u64,
+    /// `locate` calls that answered unknown (or a cursor too long): the move fell back to
+    /// the nearest cursor remembered, or walked.
+    pub locate_unknown: u64,
 }
 
 impl From<crate::loader::Stats> for loader_counts {
@@ -729,6 +798,9 @@ impl From<crate::loader::Stats> for loader_counts {
             ranged_invalidations: s.ranged_invalidations,
             ranged_repairs: s.ranged_repairs,
             retries_page: s.retries_page,
+            far_jumps: s.far_jumps,
+            located: s.located,
+            locate_unknown: s.locate_unknown,
         }
     }
 }

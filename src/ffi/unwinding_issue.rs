@@ -102,6 +102,7 @@ impl Fixture {
             changed: None,
             cancel: None,
             compare: None,
+            locate: None,
         };
         let mut handle = 0;
         // SAFETY: every pointer is valid; `userdata` outlives the loader (freed in `drop`).

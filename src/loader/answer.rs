@@ -58,7 +58,17 @@ impl Loader {
             return Ok(Answer::CursorStalled);
         }
         let direction = w.direction;
+        let overshot = std::mem::take(&mut w.overshot);
         match self.ledger.settle(request, &mut self.scratch)? {
+            Settled::FiniteCurrent if overshot => {
+                // The page it continued from went (`max_pages`) while it was out: its page
+                // would join the view past a gap, so it goes back, and the view reads on
+                // from where it ends now if the window needs it.
+                let w = self.requests.live(request);
+                w.release_slot(slot, &mut self.out);
+                self.backoff.reset();
+                Ok(Answer::Current)
+            }
             Settled::FiniteCurrent => {
                 match direction {
                     Direction::Forward if count > 0 => {
@@ -172,9 +182,22 @@ impl Loader {
             };
         }
         if w.direction == Direction::Forward {
-            if count > 0 {
+            let (mut next, mut end_of_source) = (next, end_of_source);
+            if std::mem::take(&mut w.overshot) {
+                // Pages past the window were let go while this read was out: its page lies
+                // past them, and the forward reading ended at the last page kept.
+                w.release_slot(slot, &mut self.out);
+                self.pools.cursors.recycle(next);
+                next = w.tail.clone();
+                end_of_source = false;
+            } else if count > 0 {
                 w.stage(request, slot, acquisition, count, next.clone());
-                w.keep_within(&want, &mut self.pools.cursors, &mut self.out);
+                if w.keep_within(&want, &mut self.pools.cursors, &mut self.out) {
+                    // The pages past the window went: the reading ends at the last one kept.
+                    self.pools.cursors.recycle(next);
+                    next = w.tail.clone();
+                    end_of_source = false;
+                }
             }
             if !(end_of_source || w.staged_items >= w.target) {
                 if w.step == 0 {
@@ -198,6 +221,11 @@ impl Loader {
                 self.reads.issue(request, w, from, limit, &mut self.out);
                 return Ok(Answer::Current);
             }
+        } else if std::mem::take(&mut w.overshot) {
+            // Pages before the window were let go while this read was out: its page lies
+            // before them, and the backward reading is done.
+            w.release_slot(slot, &mut self.out);
+            self.pools.cursors.recycle(next);
         } else {
             if count > 0 {
                 w.stage_back(request, slot, acquisition, count);

@@ -79,4 +79,32 @@ impl Loader {
     pub fn auto_retries_spent(&self) -> u32 {
         self.backoff.retries
     }
+
+    /// How many cursors the far-move memo holds, and the bytes they are charged.
+    pub fn memo_size(&self) -> (usize, u64) {
+        self.view.memo().size()
+    }
+
+    /// The positions of the pages each chain or full read has staged (`None`: the failed one
+    /// kept for its retry), as `(request, start, count)`: forward pages from the anchor on,
+    /// backward pages before it.
+    pub fn staged_spans(&self) -> Vec<(Option<u64>, u64, u32)> {
+        let mut out = Vec::new();
+        let works = self
+            .requests
+            .iter()
+            .map(|(id, w)| (Some(id), w))
+            .chain(self.resume.iter().map(|w| (None, w)));
+        for (id, w) in works {
+            for p in &w.staged {
+                out.push((id, p.start, p.count));
+            }
+            let mut at = w.base_offset;
+            for p in &w.staged_back {
+                at = at.saturating_sub(u64::from(p.count));
+                out.push((id, at, p.count));
+            }
+        }
+        out
+    }
 }

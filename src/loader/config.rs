@@ -15,6 +15,16 @@ pub const MAX_POSITION: u64 = 1 << 62;
 /// The largest `page_size` accepted.
 pub const MAX_PAGE_SIZE: u32 = 1 << 20;
 
+/// The default `max_pages`: a loader made with the default config holds a bounded number
+/// of pages whatever the host does (see [`Config::max_pages`]).
+pub const DEFAULT_MAX_PAGES: u32 = 64;
+
+/// `jump_threshold`'s default: the window's length plus twice the prefetch.
+pub const JUMP_THRESHOLD_AUTO: u64 = u64::MAX;
+
+/// What one cursor memo entry is charged, besides a long cursor's bytes.
+pub use super::view::MEMO_ENTRY_BYTES;
+
 /// Loader settings. [`Config::default`] gives the documented defaults; [`Config::validate`]
 /// says what is wrong with a bad one.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -29,11 +39,24 @@ pub struct Config {
     pub drop_margin: u64,
     /// The most pages the view holds, on both sides of the window. Over it, the pages
     /// farthest from the window are released first; pages the window plus prefetch needs are
-    /// never released, so a window wider than the bound holds what it needs. 0 (the
-    /// default): no bound. The acquisitions held at every instant are at most this bound
-    /// (plus one while a finite read is in flight) plus one running repair's staged pages,
+    /// never released, so a window wider than the bound holds what it needs. Default
+    /// [`DEFAULT_MAX_PAGES`]; 0 asks for no bound. The acquisitions held at every instant are
+    /// at most max(this bound, the pages the window plus prefetch overlaps), plus one while a
+    /// finite read is in flight, plus one running repair's staged pages,
     /// ceil((window + 2 prefetch) / page_size) + 2 with full pages, however far it walks.
     pub max_pages: u32,
+    /// A window moved more than this many items beyond the held pages (its prefetch
+    /// included) does not walk there page by page: it starts at the nearest cursor the loader
+    /// knows for it (the cursor memo, the source's start while positions are the source's
+    /// own, or the host's `locate`), as a jump does. [`JUMP_THRESHOLD_AUTO`] (the default):
+    /// the window's length plus twice `prefetch_distance`. 0: always walk.
+    pub jump_threshold: u64,
+    /// The cursor memo's budget, in bytes: where pages read and let go started, by
+    /// position, so that a far move back starts near its target. Each cursor is charged
+    /// [`MEMO_ENTRY_BYTES`] plus its length when longer than 14 bytes; when full, every other
+    /// cursor is forgotten (an even grid remains). Default 4 MiB (87,381 short cursors:
+    /// every page of 4.3 million items at 50 a page); 0 keeps none.
+    pub cursor_memo_bytes: u64,
     /// The first backoff delay after an own failure, in ms. Default 100; at least 1.
     pub backoff_initial_ms: u64,
     /// The cap on the backoff delay, in ms. Default 30,000; at least `backoff_initial_ms`.
@@ -68,7 +91,7 @@ impl Default for Config {
             page_size: 50,
             prefetch_distance: 50,
             drop_margin: 0,
-            max_pages: 0,
+            max_pages: DEFAULT_MAX_PAGES,
             backoff_initial_ms: 100,
             backoff_max_ms: 30_000,
             backoff_multiplier: 2.0,
@@ -77,6 +100,8 @@ impl Default for Config {
             read_timeout_ms: 10_000,
             recheck_full: true,
             commit_overtaken: true,
+            jump_threshold: JUMP_THRESHOLD_AUTO,
+            cursor_memo_bytes: 4 << 20,
         }
     }
 }

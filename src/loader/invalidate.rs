@@ -20,6 +20,7 @@ impl Loader {
         self.open()?;
         self.ledger.invalidate(&mut self.scratch)?;
         self.view.owe_whole();
+        self.view.memo_mut().forget();
         self.pump();
         Ok(())
     }
@@ -94,6 +95,9 @@ impl Loader {
             return Err(LedgerError::IdOverflow.into());
         }
         let marked = self.view.mark_range(from, to, cmp);
+        let before_view =
+            !self.view.start_of_source() && cursor_le(cmp, from, self.view.base_cursor());
+        self.view.memo_mut().changed_from(from, before_view, cmp);
         self.out.stats.ranged_invalidations += 1;
         let mut le = |a: &[u8], b: &[u8]| cursor_le(cmp, a, b);
         // A chain or full read, running or failed and kept for its retry, may have staged
@@ -156,6 +160,8 @@ impl Loader {
         };
         let cursor = self.pools.cursors.make(cursor);
         self.out.stats.jumps += 1;
+        // The host's positions from here on: what the memo knew was counted otherwise.
+        self.view.memo_mut().forget();
         self.window.start = position;
         if idle {
             self.view
@@ -163,6 +169,7 @@ impl Loader {
         } else {
             self.view.jump_to(position, cursor, &mut self.pools.cursors);
             self.ledger.invalidate(&mut self.scratch)?;
+            self.keep_repairs_within();
         }
         self.pump();
         Ok(())

@@ -6,7 +6,8 @@
 //! (each live request's acquisitions and staged pages), `answer` (the answer rules by kind:
 //! finite, step, fail), `schedule` (the window and the pump), `pools` (recycled buffers),
 //! `outbox` (effects and counters), `record` (the optional recording of a run, for
-//! `loader-check --replay`), `backoff`, `cursor`, `config` and `error`.
+//! `loader-check --replay`), `backoff`, `cursor`, `config` and `error`; `far` (a move far
+//! from the held pages starts at the nearest cursor known).
 //!
 //! This file holds the [`Loader`] type, its construction and its close; its entry points are
 //! grouped by event, one module each: `invalidate` (`invalidate`, `invalidate_range`,
@@ -76,6 +77,7 @@ mod backoff;
 mod config;
 mod cursor;
 mod error;
+mod far;
 mod inspect;
 mod invalidate;
 mod outbox;
@@ -93,9 +95,13 @@ pub use crate::ledger::Kind;
 pub use answer::Answer;
 #[cfg(any(test, feature = "testing"))]
 pub use audit::Holder;
-pub use config::{Config, ConfigError, MAX_CURSOR_LEN, MAX_PAGE_SIZE, MAX_POSITION};
+pub use config::{
+    Config, ConfigError, DEFAULT_MAX_PAGES, JUMP_THRESHOLD_AUTO, MAX_CURSOR_LEN, MAX_PAGE_SIZE,
+    MAX_POSITION, MEMO_ENTRY_BYTES,
+};
 pub use cursor::Cursor;
 pub use error::LoaderError;
+pub use far::Locate;
 pub use outbox::{Effect, Stats};
 pub use reads::{Direction, Read};
 #[cfg(feature = "testing")]
@@ -138,6 +144,8 @@ pub struct Loader {
     /// and its acquisition goes back at once. Bounded: the oldest are forgotten (an answer
     /// to a forgotten one is refused as already answered).
     abandoned: std::collections::VecDeque<(u64, u32)>,
+    /// The buffer the host's `locate` writes a cursor into, kept for reuse.
+    locate_buf: Vec<u8>,
     closed: bool,
     /// The recording of this run, if one was asked for (`record`).
     record: record::Slot,
@@ -173,7 +181,7 @@ impl Loader {
             out: Outbox::default(),
             requests: Requests::default(),
             reads: Reads::new(),
-            view: View::default(),
+            view: View::new(config.cursor_memo_bytes),
             window: Window::default(),
             pools: Pools::default(),
             now: 0,
@@ -181,6 +189,7 @@ impl Loader {
             finite_direction: Direction::Forward,
             resume: None,
             abandoned: std::collections::VecDeque::new(),
+            locate_buf: Vec::new(),
             closed: false,
             record: record::Slot::default(),
         })

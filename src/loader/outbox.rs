@@ -76,6 +76,13 @@ pub struct Stats {
     /// page read's own failure with nothing else owed, retried with the window where it was.
     /// Each is counted in `retries_auto` or `retries_explicit` too.
     pub retries_page: u64,
+    /// Window moves far from the held pages that started at a known cursor (the memo, the
+    /// source's start, or `locate`) instead of walking.
+    pub far_jumps: u64,
+    /// `locate` answers that gave a cursor.
+    pub located: u64,
+    /// `locate` answers that said unknown (or gave a cursor too long).
+    pub locate_unknown: u64,
 }
 
 /// The effects queued for the host, the counters, and what was last announced.

@@ -103,6 +103,7 @@ impl Pools {
         w.jump = false;
         w.resumed_stale = false;
         w.counted = None;
+        w.overshot = false;
         w.ranged = None;
         if let Some(c) = w.until.take() {
             self.cursors.recycle(c);

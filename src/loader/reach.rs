@@ -1,7 +1,8 @@
-//! A repair's reach: a chain or full read that walks toward a window far from its anchor
-//! keeps only the pages the window and its prefetch need. Pages it walks past are handed back
-//! as soon as they are read (their cursors are all it needs), so a repair or retry during a
-//! far move holds no more than the window's share of the bound.
+//! A repair's reach: a chain or full read keeps only the pages the window and its prefetch
+//! need. Pages it walks past toward a window far from its anchor are handed back as soon as
+//! they are read (their cursors are all it needs), and pages a moved or shrunk window no
+//! longer covers as soon as it moves, so a repair or retry holds no more than the window's
+//! share of the bound, at every instant.
 
 use super::cursor::CursorPool;
 use super::outbox::Outbox;
@@ -12,10 +13,55 @@ impl Work {
     /// Hands back the staged pages that lie wholly outside `want`: forward pages before its
     /// start (while no backward step is owed), and the backward pages nearest the anchor
     /// that lie after its end, with every forward page (which lie after them). The anchor
-    /// moves to the first page kept, so positions and cursors stay consistent.
-    pub(super) fn keep_within(&mut self, want: &Want, cursors: &mut CursorPool, out: &mut Outbox) {
+    /// moves to the first page kept, so positions and cursors stay consistent. Then the
+    /// forward pages after its end and the backward pages before its start, farthest first,
+    /// keeping one page: that direction's reading is done. Returns whether forward pages
+    /// went (the forward reading ends at the last page kept). A read out in the direction
+    /// whose pages went lies beyond them: its answer will be let go (`overshot`).
+    pub(super) fn keep_within(
+        &mut self,
+        want: &Want,
+        cursors: &mut CursorPool,
+        out: &mut Outbox,
+    ) -> bool {
         if self.ranged.is_some() {
-            return;
+            return false;
+        }
+        let reading = self.read.is_some();
+        // An anchor at or after the prefetch's start needs nothing read before it any more
+        // (at 0, unless the prefetch reaches below 0, where rows before it are looked for).
+        let back_needed =
+            !(self.base_offset <= want.start && (self.base_offset > 0 || !want.below_zero));
+        if !back_needed {
+            self.back_target = self.back_target.min(self.staged_back_items);
+            // A backward read out from the anchor is not needed: its answer is let go, so
+            // the anchor may move past the forward pages before the window.
+            if self.back_target == 0 && reading && self.direction == super::Direction::Backward {
+                self.overshot = true;
+            }
+        }
+        // Backward pages before the window, farthest first: the backward reading is done.
+        let mut cut_back = false;
+        // All of them when the anchor is in or before the window: nothing before it is needed.
+        let keep = usize::from(back_needed);
+        while self.staged_back.len() > keep {
+            let p = &self.staged_back[self.staged_back.len() - 1];
+            let far_end = self.base_offset - self.staged_back_items + u64::from(p.count);
+            if far_end > want.start {
+                break;
+            }
+            let p = self.staged_back.pop().expect("a farthest staged page");
+            self.release_slot(p.slot, out);
+            self.staged_back_items -= u64::from(p.count);
+            // The next page's start is where the one let go ended.
+            let old = std::mem::replace(&mut self.back_cursor, p.end_cursor);
+            cursors.recycle(old);
+            cut_back = true;
+        }
+        if cut_back {
+            self.back_target = self.back_target.min(self.staged_back_items);
+            self.reached_start = false;
+            self.overshot |= reading && self.direction == super::Direction::Backward;
         }
         // Forward pages before the window: the anchor moves past them.
         while self.back_target == 0
@@ -65,9 +111,34 @@ impl Work {
             cursors.recycle(old);
             cursors.recycle(p.end_cursor);
         }
+        // Forward pages after the window: the forward reading is done at the last one kept.
+        let mut cut = false;
+        // Every forward page may go when backward pages remain (the view then ends at the
+        // anchor); otherwise one stays.
+        let keep = usize::from(self.staged_back.is_empty());
+        while self.staged.len() > keep && self.staged[self.staged.len() - 1].start >= want.end {
+            let p = self.staged.pop().expect("a last staged page");
+            self.release_slot(p.slot, out);
+            self.staged_items -= u64::from(p.count);
+            cursors.recycle(p.end_cursor);
+            cut = true;
+        }
+        if cut {
+            self.target = self.target.min(self.staged_items);
+            self.reached_end = false;
+            let end = self
+                .staged
+                .last()
+                .map_or(&self.base_cursor, |p| &p.end_cursor)
+                .clone();
+            let old = std::mem::replace(&mut self.tail, end);
+            cursors.recycle(old);
+            self.overshot |= reading && self.direction == super::Direction::Forward;
+        }
+        cut
     }
 
-    fn release_slot(&mut self, slot: u32, out: &mut Outbox) {
+    pub(super) fn release_slot(&mut self, slot: u32, out: &mut Outbox) {
         if let Some(a) = self.acqs[slot as usize].take() {
             out.release(a);
         }

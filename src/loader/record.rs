@@ -25,6 +25,13 @@ pub type Sink = Box<dyn Write + Send>;
 pub(super) enum Call<'a> {
     Hints(bool),
     Window(u64, u64),
+    /// `set_window_located`, with the host's `locate` answer: not asked (`None`), unknown
+    /// (`Some(None)`) or a cursor.
+    Located {
+        start: u64,
+        len: u64,
+        answer: Option<Option<&'a [u8]>>,
+    },
     Tick(u64),
     Settle {
         read_id: u64,
@@ -160,11 +167,13 @@ fn num(out: &mut Vec<u8>, mut n: u64) {
 fn header(config: &Config, counters: Option<(u64, u64)>) -> String {
     let c = config;
     let mut s = format!(
-        "{LOG_MAGIC}\nconfig page_size={} prefetch_distance={} drop_margin={} max_pages={} backoff_initial_ms={} backoff_max_ms={} backoff_multiplier={:?} max_auto_retries={} jitter_seed={} read_timeout_ms={} recheck_full={} commit_overtaken={}\n",
+        "{LOG_MAGIC}\nconfig page_size={} prefetch_distance={} drop_margin={} max_pages={} jump_threshold={} cursor_memo_bytes={} backoff_initial_ms={} backoff_max_ms={} backoff_multiplier={:?} max_auto_retries={} jitter_seed={} read_timeout_ms={} recheck_full={} commit_overtaken={}\n",
         c.page_size,
         c.prefetch_distance,
         c.drop_margin,
         c.max_pages,
+        c.jump_threshold,
+        c.cursor_memo_bytes,
         c.backoff_initial_ms,
         c.backoff_max_ms,
         c.backoff_multiplier,
@@ -265,6 +274,18 @@ fn call(out: &mut Vec<u8>, last: &mut Vec<u8>, c: &Call<'_>) {
             num(out, start);
             out.push(b' ');
             num(out, len);
+        }
+        Call::Located { start, len, answer } => {
+            out.extend_from_slice(b"W ");
+            num(out, start);
+            out.push(b' ');
+            num(out, len);
+            out.push(b' ');
+            match answer {
+                None => out.push(b'.'),
+                Some(None) => out.push(b'?'),
+                Some(Some(c)) => cursor(out, last, c),
+            }
         }
         Call::Tick(now) => {
             out.extend_from_slice(b"t ");
@@ -611,7 +632,10 @@ mod tests {
             .split(", ")
             .map(|f| f.split(':').next().unwrap().trim().to_string());
         for f in fields {
-            assert!(header.contains(&format!(" {f}=")), "{f} is not in {header:?}");
+            assert!(
+                header.contains(&format!(" {f}=")),
+                "{f} is not in {header:?}"
+            );
         }
     }
 

@@ -66,6 +66,9 @@ pub(super) struct Work {
     /// Chain and full reads: the anchor item's position by the host's count
     /// (`Loader::settle_counted`), if it gave one.
     pub(super) counted: Option<u64>,
+    /// Chain and full reads: pages past the window were let go while a read was out, so
+    /// that read's page lies beyond them: its answer is let go too, and its direction is done.
+    pub(super) overshot: bool,
 }
 
 impl Work {
@@ -97,6 +100,7 @@ impl Work {
             until: None,
             resumed_stale: false,
             counted: None,
+            overshot: false,
         }
     }
 
@@ -203,6 +207,11 @@ impl Requests {
     #[inline]
     pub(super) fn get(&self, request: u64) -> Option<&Work> {
         self.map.get(&request)
+    }
+
+    /// Every live request's record, to change.
+    pub(super) fn works_mut(&mut self) -> impl Iterator<Item = &mut Work> + '_ {
+        self.map.values_mut()
     }
 
     /// Every live record, with its request id.

@@ -7,7 +7,7 @@
 //! full source as for an own failure.
 
 use super::record::Call;
-use super::{LedgerError, Loader, LoaderError, Window};
+use super::{Kind, LedgerError, Loader, LoaderError, Locate, Window};
 use crate::ledger::Failure;
 
 impl Loader {
@@ -34,16 +34,69 @@ impl Loader {
 
     /// Moves the window. Growing it issues reads (forward after the last page, backward
     /// before the first); with a failure recorded, it retries (P3); pages the window no
-    /// longer needs are released (`drop_margin`, `max_pages`).
+    /// longer needs are released (`drop_margin`, `max_pages`). A window moved more than the
+    /// jump threshold beyond the held pages starts at the nearest cursor the loader knows for
+    /// it (`far`), as a jump does; [`Loader::set_window_located`] also asks the host.
     pub fn set_window(&mut self, start: u64, len: u64) -> Result<(), LoaderError> {
-        let r = self.set_window_unrecorded(start, len);
+        let r = self.move_window(start, len, None);
         self.note(Call::Window(start, len), &r);
         r
     }
 
-    fn set_window_unrecorded(&mut self, start: u64, len: u64) -> Result<(), LoaderError> {
+    /// [`Loader::set_window`], with the host's `locate` for a far move: it is called (at
+    /// most once, before this returns) with the window's start when the move is far and no
+    /// cursor the loader remembers lies within a page of it, and writes the cursor whose next
+    /// item is at that position (in the source's own numbering), or returns `false` for
+    /// unknown. An unknown answer, or a cursor longer than [`MAX_CURSOR_LEN`], falls back to
+    /// the nearest cursor remembered, or the walk.
+    ///
+    /// [`MAX_CURSOR_LEN`]: super::MAX_CURSOR_LEN
+    pub fn set_window_located(
+        &mut self,
+        start: u64,
+        len: u64,
+        locate: Locate<'_>,
+    ) -> Result<(), LoaderError> {
+        if self.record.0.is_none() {
+            return self.move_window(start, len, Some(locate));
+        }
+        // The host's answer goes into the log: a replay gives it back.
+        let mut asked: Option<Option<Vec<u8>>> = None;
+        let r = self.move_window(
+            start,
+            len,
+            Some(&mut |at: u64, out: &mut Vec<u8>| {
+                let known = locate(at, out);
+                asked = Some(known.then(|| out.clone()));
+                known
+            }),
+        );
+        let answer = asked.as_ref().map(|a| a.as_deref());
+        self.note(Call::Located { start, len, answer }, &r);
+        r
+    }
+
+    fn move_window(
+        &mut self,
+        start: u64,
+        len: u64,
+        locate: Option<Locate<'_>>,
+    ) -> Result<(), LoaderError> {
         self.open()?;
         start.checked_add(len).ok_or(LoaderError::WindowOverflow)?;
+        let window = Window { start, len };
+        let moved = self.window.start != start || self.window.len != len;
+        if moved && self.far(&window) {
+            // Refuse before anything moves: the far start takes an epoch and request ids.
+            self.far_room()?;
+            if let Some((at, cursor)) = self.far_start(&window, locate) {
+                self.window = window;
+                self.start_far(at, cursor)?;
+                self.keep_repairs_within();
+                self.pump();
+                return Ok(());
+            }
+        }
         let retry = self.ledger.retry_enabled();
         // Refuse before moving anything, so that a refusal changes nothing: a retry takes a
         // request id.
@@ -52,7 +105,7 @@ impl Loader {
         }
         if retry {
             // The failed page is the one to read again only while the window stays put.
-            if self.window.start == start && self.window.len == len {
+            if !moved {
                 let page = self.ledger.failure() == Failure::Page;
                 self.ledger.explicit_retry(&mut self.scratch)?;
                 self.out.stats.retries_page += u64::from(page);
@@ -62,9 +115,22 @@ impl Loader {
             self.out.stats.retries_explicit += 1;
             self.backoff.deadline = None;
         }
-        self.window = Window { start, len };
+        self.window = window;
+        if moved {
+            self.keep_repairs_within();
+        }
         self.pump();
         Ok(())
+    }
+
+    /// The window moved: a running repair or retry lets go of the pages it no longer covers.
+    pub(super) fn keep_repairs_within(&mut self) {
+        let want = self.window.want(self.config.prefetch_distance);
+        for w in self.requests.works_mut() {
+            if w.kind != Kind::Finite {
+                w.keep_within(&want, &mut self.pools.cursors, &mut self.out);
+            }
+        }
     }
 
     /// Time passed: fires a due backoff retry.

@@ -94,7 +94,9 @@ impl Loader {
             m => self.window.start.saturating_sub(m),
         };
         let hold = self.reads.finite_in_flight();
-        self.view.trim(
+        let current = !self.revalidating();
+        self.view.set_current(current);
+        let cut = self.view.trim(
             &want,
             keep_from,
             self.config.max_pages as usize,
@@ -103,6 +105,14 @@ impl Loader {
             &mut self.pools.cursors,
             &mut self.out,
         );
+        // A finite read in flight continued from a page that went: its answer goes back.
+        if let Some(d) = cut {
+            for w in self.requests.works_mut() {
+                if w.kind == Kind::Finite && w.read.is_some() && w.direction == d {
+                    w.overshot = true;
+                }
+            }
+        }
     }
 
     /// The ledger started request `id`: give it a record and issue its first read, for a view

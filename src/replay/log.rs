@@ -11,6 +11,16 @@ pub enum Call {
     Hints(bool),
     /// `set_window(start, len)`.
     Window(u64, u64),
+    /// `set_window_located(start, len, locate)`, with what `locate` answered: not asked
+    /// (`None`), unknown (`Some(None)`), or a cursor.
+    Located {
+        /// The window's start.
+        start: u64,
+        /// Its length.
+        len: u64,
+        /// The host's answer.
+        answer: Option<Option<Vec<u8>>>,
+    },
     /// `tick(now_ms)`: the host's clock.
     Tick(u64),
     /// `settle_counted`.
@@ -158,6 +168,8 @@ fn config(line: &str) -> Result<Config, String> {
             "prefetch_distance" => c.prefetch_distance = num(v)?,
             "drop_margin" => c.drop_margin = num(v)?,
             "max_pages" => c.max_pages = num(v)?,
+            "jump_threshold" => c.jump_threshold = num(v)?,
+            "cursor_memo_bytes" => c.cursor_memo_bytes = num(v)?,
             "backoff_initial_ms" => c.backoff_initial_ms = num(v)?,
             "backoff_max_ms" => c.backoff_max_ms = num(v)?,
             "backoff_multiplier" => c.backoff_multiplier = num(v)?,
@@ -187,6 +199,15 @@ fn call(text: &str, last: &mut Vec<u8>) -> Result<(Call, Option<String>), String
     let c = match op {
         "h" => Call::Hints(flag(f.next())?),
         "w" => Call::Window(num(f.next())?, num(f.next())?),
+        "W" => Call::Located {
+            start: num(f.next())?,
+            len: num(f.next())?,
+            answer: match f.next().ok_or("no locate answer")? {
+                "." => None,
+                "?" => Some(None),
+                c => Some(Some(cursor(c, last)?)),
+            },
+        },
         "t" => Call::Tick(num(f.next())?),
         "s" => Call::Settle {
             read_id: num(f.next())?,

@@ -131,6 +131,26 @@ fn run_call(l: &mut Loader, c: &Call) -> Result<Option<String>, String> {
             None
         }
         Call::Window(s, n) => out(l.set_window(*s, *n)),
+        Call::Located { start, len, answer } => {
+            let mut asked = false;
+            let r = l.set_window_located(*start, *len, &mut |_: u64, buf: &mut Vec<u8>| {
+                asked = true;
+                match answer {
+                    Some(Some(c)) => {
+                        buf.clear();
+                        buf.extend_from_slice(c);
+                        true
+                    }
+                    _ => false,
+                }
+            });
+            match (asked, answer.is_some()) {
+                (true, false) => return Err("the loader asked locate, the log did not".into()),
+                (false, true) => return Err("the log asked locate, the loader did not".into()),
+                _ => {}
+            }
+            out(r)
+        }
         Call::Tick(t) => out(l.tick(*t)),
         Call::Settle {
             read_id,

@@ -5,7 +5,7 @@
 use super::host::{Host, Violation};
 use super::source::Item;
 use super::Op;
-use crate::loader::{Direction, Kind, LoaderError};
+use crate::loader::LoaderError;
 
 impl Host {
     /// The items the view shows, in order.
@@ -96,37 +96,13 @@ impl Host {
         Ok(())
     }
 
-    /// The memory bound (`max_pages`): over it, every held page overlaps the window plus
-    /// prefetch, or lies on the side a finite read still in flight continues from.
+    /// The memory bound, whole, as the header states it (`loader_config.max_pages`): every
+    /// acquisition the loader holds counted (the view's pages, a finite read's page in
+    /// flight, a repair's or retry's staged pages), the property the loader checker explores.
     fn check_bound(&self) -> Result<(), Violation> {
-        let max = self.loader.config().max_pages as usize;
-        let n = self.loader.page_count();
-        if max == 0 || n <= max {
-            return Ok(());
-        }
-        let (ws, wl) = self.loader.window();
-        let pf = self.loader.config().prefetch_distance;
-        let (from, to) = (ws.saturating_sub(pf), (ws + wl).saturating_add(pf));
-        let in_flight = |d: Direction| {
-            self.pending
-                .iter()
-                .any(|p| p.read.kind == Kind::Finite && p.read.direction == d)
-        };
-        let (before, after) = (
-            in_flight(Direction::Backward),
-            in_flight(Direction::Forward),
-        );
-        for p in self.loader.pages() {
-            let end = p.start + p.count as u64;
-            let outside = (end <= from && !before) || (p.start >= to && !after);
-            if outside {
-                return Err(format!(
-                    "{n} pages held over max_pages {max}, and the page at {} lies outside [{from}, {to})",
-                    p.start
-                ));
-            }
-        }
-        Ok(())
+        let holders = self.loader.holders();
+        crate::check::props::bound(&self.loader, &self.pending_reads(), &holders, 0)
+            .map_err(|(_, why)| why)
     }
 
     /// Answers everything with success, retrying own failures, with the source left alone;

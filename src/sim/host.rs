@@ -68,6 +68,11 @@ pub struct Host {
     pub far_changes: u64,
     /// Window moves of three pages or more beyond what the view held.
     pub long_moves: u64,
+    /// Far moves that started at a known cursor (the memo, the source's start, `locate`),
+    /// in `WindowLocated` steps.
+    pub far_jumps: u64,
+    /// `locate` calls, in `WindowLocated` steps.
+    pub located: u64,
     /// Reads whose `issue` threw (`Op::IssueThrows`), let go of as the C layer does.
     pub thrown_issues: u64,
     throw_next: bool,
@@ -96,6 +101,8 @@ impl Host {
             current_at_failure: 0,
             far_changes: 0,
             long_moves: 0,
+            far_jumps: 0,
+            located: 0,
             thrown_issues: 0,
             throw_next: false,
         }
@@ -185,6 +192,40 @@ impl Host {
                     self.long_moves += 1;
                 }
                 self.loader.set_window(start, len as u64)
+            }
+            Op::WindowLocated { start, len, answer } => {
+                let before = self.loader.stats();
+                let source = &self.source;
+                // The cursor before the visible item at `position`.
+                let cursor_at = |position: u64| {
+                    let at = source
+                        .items()
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, i)| source.visible_from(0).any(|v| v == **i))
+                        .nth(position as usize)
+                        .map_or(source.len(), |(at, _)| at);
+                    source.cursor_before(at)
+                };
+                let mut locate = |position: u64, out: &mut Vec<u8>| match answer % 3 {
+                    0 => {
+                        out.extend_from_slice(&cursor_at(position));
+                        true
+                    }
+                    1 => false,
+                    _ => {
+                        out.extend_from_slice(&cursor_at(position + 3));
+                        true
+                    }
+                };
+                let r = self
+                    .loader
+                    .set_window_located(start as u64, len as u64, &mut locate);
+                let after = self.loader.stats();
+                self.far_jumps += after.far_jumps - before.far_jumps;
+                self.located +=
+                    after.located + after.locate_unknown - before.located - before.locate_unknown;
+                r
             }
             Op::Tick { ms } => {
                 self.now += ms as u64;

@@ -35,6 +35,17 @@ pub enum Op {
         /// How many items it shows.
         len: u16,
     },
+    /// Move the window with the host's `locate` for a far move: `answer` modulo 3 says how
+    /// it answers: the right cursor, unknown, or a wrong one (the cursor of the item three
+    /// positions on).
+    WindowLocated {
+        /// The window's first item.
+        start: u16,
+        /// How many items it shows.
+        len: u16,
+        /// How `locate` answers.
+        answer: u8,
+    },
     /// Let time pass.
     Tick {
         /// How much time passes.

@@ -43,9 +43,14 @@ pub fn random_ops(seed: u64, n: usize, failures: bool) -> Vec<Op> {
                 62..=64 => Op::Insert { key: a as u8 },
                 65..=70 => Op::DeleteRanged { index: a },
                 71..=74 => Op::Delete { index: a },
-                75..=86 => Op::Window {
+                75..=82 => Op::Window {
                     start: a % 120,
                     len: 1 + b % 60,
+                },
+                83..=86 => Op::WindowLocated {
+                    start: a % 120,
+                    len: 1 + b % 20,
+                    answer: b as u8,
                 },
                 87..=93 => Op::Tick { ms: a % 6000 },
                 94..=96 => Op::Retry,

@@ -9,7 +9,7 @@ the host's load function and answer the loader for it.
 
 from __future__ import annotations
 
-from ._ffi import MAX_CURSOR_LEN, MAX_PAGE_SIZE, MAX_POSITION, library_path
+from ._ffi import JUMP_THRESHOLD_AUTO, MAX_CURSOR_LEN, MAX_PAGE_SIZE, MAX_POSITION, library_path
 from ._library import LibraryNotFoundError
 from ._enums import (Answer, Coverage, Debt, Direction, Failure, Kind, Phase, RequestState,
                     Result)
@@ -54,7 +54,7 @@ from . import aio
 __version__ = "0.1.0"
 
 __all__ = [
-    "MAX_CURSOR_LEN", "MAX_PAGE_SIZE", "MAX_POSITION", "library_path", "LibraryNotFoundError",
+    "JUMP_THRESHOLD_AUTO", "MAX_CURSOR_LEN", "MAX_PAGE_SIZE", "MAX_POSITION", "library_path", "LibraryNotFoundError",
     "Answer", "Coverage", "Debt", "Failure", "Kind", "Phase", "RequestState", "Result",
     "ERRORS", "LoaderError", "UsageError", "ExhaustedError", "InternalError",
     "AlreadyAnsweredError", "BufferTooSmallError",

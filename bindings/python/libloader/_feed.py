@@ -346,7 +346,8 @@ class _FeedCore(Generic[T]):
     def __init__(self, load: Callable[..., Any], config: Optional[Config],
                  on_release: Optional[Callable[[LoadResult[T]], Any]],
                  compare: Optional[Callable[[bytes, bytes], int]] = None, *,
-                 threaded: bool = True, hear_changes: bool = False) -> None:
+                 threaded: bool = True, hear_changes: bool = False,
+                 locate: Optional[Callable[[int], Optional[bytes]]] = None) -> None:
         self._closing = True   # until the loader exists: __del__ then has nothing to do
         what = f"{'Feed' if threaded else 'aio.Feed'}()"
         self._load_name = _check_load(load, what, threaded)
@@ -354,6 +355,11 @@ class _FeedCore(Generic[T]):
             raise TypeError("compare must be callable or None")
         self._takes_until = _accepts_until(load)
         self._compare = compare
+        if locate is None:
+            # A load function may carry its own: ``load.locate = ...``.
+            locate = getattr(load, "locate", None)
+        if locate is not None and not callable(locate):
+            raise TypeError("locate must be callable or None")
         if on_release is not None and not callable(on_release):
             raise TypeError("on_release must be callable or None")
         if config is not None and not isinstance(config, Config):
@@ -397,7 +403,8 @@ class _FeedCore(Generic[T]):
         self._loader: Loader[_Acquisition] = Loader(
             _weak(self._on_issue), _weak(self._on_release),
             on_change=_weak0(self._on_change) if hear_changes else None,
-            on_cancel=_weak(self._on_cancel), config=config, compare=compare)
+            on_cancel=_weak(self._on_cancel), config=config, compare=compare,
+            locate=locate)
         # The feed closes it: when the feed is collected unclosed, its finalizer does, and
         # the loader's own (which may run first, in a cycle) leaves it.
         self._loader._owned = True
@@ -949,6 +956,12 @@ class Feed(_FeedCore[T]):
 
     ``compare(a, b)`` orders two non-empty cursors as the source does (negative, 0,
     positive); with a load that accepts ``until=`` it enables :meth:`invalidate_range`.
+
+    ``locate(position)`` (or a ``locate`` attribute of the load function) returns the
+    cursor whose next item is at ``position`` (the key of item ``position - 1``, ``b""``
+    for 0), or None when unknown: a far :meth:`set_window` then starts there instead of
+    walking (see :class:`~libloader.Loader`). It runs on the thread calling
+    :meth:`set_window`, inside it.
     """
 
     def __init__(self, load: Callable[..., LoadResult[T]], *,
@@ -957,7 +970,8 @@ class Feed(_FeedCore[T]):
                  max_workers: int = 4,
                  on_release: Optional[Callable[[LoadResult[T]], Any]] = None,
                  on_change: Optional[Callable[[], Any]] = None,
-                 compare: Optional[Callable[[bytes, bytes], int]] = None) -> None:
+                 compare: Optional[Callable[[bytes, bytes], int]] = None,
+                 locate: Optional[Callable[[int], Optional[bytes]]] = None) -> None:
         self._closing = True
         if on_change is not None and not callable(on_change):
             raise TypeError("on_change must be callable or None")
@@ -982,7 +996,7 @@ class Feed(_FeedCore[T]):
         self._timer = _Timer(self._t0)
         self._driver: Optional[threading.Thread] = None
         super().__init__(load, config, on_release, compare, threaded=True,
-                         hear_changes=on_change is not None)
+                         hear_changes=on_change is not None, locate=locate)
         if not self._inline:
             self._timer_cond = threading.Condition(self._lock)
             self._driver = threading.Thread(target=_drive,

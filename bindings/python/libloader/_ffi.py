@@ -44,6 +44,10 @@ MAX_POSITION = 4611686018427387904
 MAX_PAGE_SIZE = 1048576
 """``LOADER_MAX_PAGE_SIZE``: the largest ``page_size`` accepted."""
 
+JUMP_THRESHOLD_AUTO = (1 << 64) - 1
+"""``LOADER_JUMP_THRESHOLD_AUTO``: ``Config.jump_threshold``'s default, the window's length
+plus twice the prefetch."""
+
 c_enum = c_int
 """A C enum as it crosses the ABI."""
 
@@ -77,6 +81,8 @@ class loader_config(_Growable):
         ("initial_cursor", POINTER(c_uint8)),
         ("initial_cursor_len", c_size_t),
         ("initial_position", c_uint64),
+        ("jump_threshold", c_uint64),
+        ("cursor_memo_bytes", c_uint64),
     ]
 
 
@@ -114,6 +120,8 @@ loader_changed_fn = CFUNCTYPE(None, c_void_p)
 loader_cancel_fn = CFUNCTYPE(None, c_void_p, c_uint64)
 loader_compare_fn = CFUNCTYPE(c_int32, c_void_p, POINTER(c_uint8), c_size_t, POINTER(c_uint8),
                               c_size_t)
+loader_locate_fn = CFUNCTYPE(c_int32, c_void_p, c_uint64, POINTER(c_uint8), c_size_t,
+                             POINTER(c_size_t))
 
 
 class loader_callbacks(_Growable):
@@ -125,6 +133,7 @@ class loader_callbacks(_Growable):
         ("changed", loader_changed_fn),
         ("cancel", loader_cancel_fn),
         ("compare", loader_compare_fn),
+        ("locate", loader_locate_fn),
     ]
 
 
@@ -185,6 +194,9 @@ class loader_counts(_Growable):
         ("ranged_invalidations", c_uint64),
         ("ranged_repairs", c_uint64),
         ("retries_page", c_uint64),
+        ("far_jumps", c_uint64),
+        ("located", c_uint64),
+        ("locate_unknown", c_uint64),
     ]
 
 
@@ -232,6 +244,7 @@ CALLBACK_TYPES: Dict[str, Any] = {
     "loader_changed_fn": loader_changed_fn,
     "loader_cancel_fn": loader_cancel_fn,
     "loader_compare_fn": loader_compare_fn,
+    "loader_locate_fn": loader_locate_fn,
 }
 """Every callback typedef of the header."""
 

@@ -69,6 +69,9 @@ CancelCallback = Callable[[int], object]
 CompareCallback = Callable[[bytes, bytes], int]
 """``compare(a, b)``: orders two non-empty cursors as the source does: negative when ``a``
 comes first, 0 when they name the same position, positive when ``b`` does."""
+LocateCallback = Callable[[int], Optional[bytes]]
+"""``locate(position)``: the cursor whose next item is at ``position`` in the source's own
+numbering (the key of item ``position - 1``; ``b""`` for 0), or None when unknown."""
 ReadRef = Union[Read, int]
 """A read as :meth:`Loader.settle` and :meth:`Loader.fail` take it: the :class:`Read` the
 loader issued, or its bare ``read_id``."""
@@ -127,12 +130,14 @@ class _Host(Generic[T]):
     def __init__(self, on_issue: IssueCallback, on_release: ReleaseCallback[T],
                  on_change: Optional[ChangeCallback],
                  on_cancel: Optional[CancelCallback],
-                 compare: Optional[CompareCallback] = None) -> None:
+                 compare: Optional[CompareCallback] = None,
+                 locate: Optional[LocateCallback] = None) -> None:
         self.on_issue = on_issue
         self.on_release = on_release
         self.on_change = on_change
         self.on_cancel = on_cancel
         self.compare = compare
+        self.locate = locate
         self.held: Dict[int, T] = {}
         self._tokens = itertools.count(1)
         self.key = 0
@@ -271,6 +276,31 @@ def _compare_thunk(userdata: Optional[int], a: int, a_len: int, b: int, b_len: i
         return 0
 
 
+def _locate_thunk(userdata: Optional[int], position: int, buf: int, capacity: int,
+                  len_out: int) -> int:
+    # Runs only inside loader_set_window, on its thread, for a far move. An exception must
+    # not cross into C: it is re-raised by set_window, and the library meanwhile takes the
+    # answer as unknown.
+    try:
+        host = _host_for(userdata)
+        assert host.locate is not None   # the library calls it only when it was given
+        r = host.locate(position)
+        if r is None:
+            return 0
+        if not isinstance(r, (bytes, bytearray, memoryview)):
+            raise TypeError(f"locate must return bytes or None, not {type(r).__name__}")
+        raw = bytes(r)
+        if len(raw) > capacity:
+            raise ValueError(f"locate returned a cursor of {len(raw)} bytes, over "
+                             f"MAX_CURSOR_LEN ({capacity})")
+        ctypes.memmove(buf, raw, len(raw))
+        ctypes.c_size_t.from_address(len_out).value = len(raw)
+        return 1
+    except BaseException as e:
+        _capture(e, f"locate({position})")
+        return 0
+
+
 _ISSUE_BY_ADDRESS = _ffi.issue_address_fn(_issue_thunk)  # kept alive: _ISSUE points at it
 _ISSUE = ctypes.cast(_ISSUE_BY_ADDRESS, _ffi.loader_issue_fn)
 _RELEASE = _ffi.loader_release_fn(_release_thunk)
@@ -290,6 +320,14 @@ object); kept alive: _COMPARE points at it."""
 _COMPARE = (ctypes.cast(_COMPARE_BY_ADDRESS, _COMPARE_FIELD) if _COMPARE_FIELD is not None
             else None)
 _NO_COMPARE = _COMPARE_FIELD() if _COMPARE_FIELD is not None else None  # NULL
+_LOCATE_FIELD: Any = next((f[1] for f in _ffi.loader_callbacks._fields_
+                          if f[0] == "locate"), None)
+_LOCATE_BY_ADDRESS = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_uint64,
+                                      ctypes.c_void_p, ctypes.c_size_t,
+                                      ctypes.c_void_p)(_locate_thunk)
+"""The locate thunk taking the buffer and the length by address; kept alive: _LOCATE
+points at it."""
+_LOCATE = ctypes.cast(_LOCATE_BY_ADDRESS, _LOCATE_FIELD) if _LOCATE_FIELD is not None else None
 
 
 def _raise_callback_errors(errors: List[Tuple[BaseException, str]], name: str,
@@ -338,6 +376,14 @@ class Loader(Generic[T]):
     :meth:`invalidate_range`, runs only inside it, on its thread, and must not call this
     loader.
 
+    ``locate(position)`` returns the cursor whose next item is at ``position`` in the
+    source's own numbering (the key of item ``position - 1``, ``b""`` for 0), or None when
+    the host cannot tell: an indexed count, an ``OFFSET`` query, a log's offsets. It runs
+    only inside :meth:`set_window`, on its thread, for a move farther than
+    ``Config.jump_threshold`` from the held pages with no remembered cursor within a page
+    of the target, and must not call this loader. Without it (or with None), such a move
+    starts at the nearest cursor the loader remembers, or walks page by page.
+
     ``T`` is what :meth:`settle` takes, ``on_release`` receives and :meth:`view` shows in each
     :class:`Page`; a type checker infers it from ``on_release``'s parameter, or it is given:
     ``Loader[list[int]](on_issue, on_release)``.
@@ -360,6 +406,7 @@ class Loader(Generic[T]):
                  config: Optional[Config] = None,
                  counters: Optional[Tuple[int, int]] = None,
                  compare: Optional[CompareCallback] = None,
+                 locate: Optional[LocateCallback] = None,
                  record: Optional[Union[str, "os.PathLike[str]"]] = None) -> None:
         """``config`` is a :class:`Config` or None (the library's defaults); a mapping is
         refused (TypeError): ``Config(**mapping)`` converts one and checks its fields.
@@ -377,7 +424,7 @@ class Loader(Generic[T]):
         if not callable(on_issue) or not callable(on_release):
             raise TypeError("on_issue and on_release must be callable")
         for name, cb in (("on_change", on_change), ("on_cancel", on_cancel),
-                         ("compare", compare)):
+                         ("compare", compare), ("locate", locate)):
             if cb is not None and not callable(cb):
                 raise TypeError(f"{name} must be callable or None")
         if config is not None and not isinstance(config, Config):
@@ -394,7 +441,9 @@ class Loader(Generic[T]):
             raise NotImplementedError("counters= needs libloader built with the testing "
                                       "feature (loader_new_with_counters)")
         c_config = (config or Config()).to_c()
-        host: _Host[T] = _Host(on_issue, on_release, on_change, on_cancel, compare)
+        if locate is not None and _LOCATE_FIELD is None:
+            raise NotImplementedError("locate= needs a libloader with loader_locate_fn")
+        host: _Host[T] = _Host(on_issue, on_release, on_change, on_cancel, compare, locate)
         with _keys_lock:
             host.key = next(_keys)
         self._host = host
@@ -408,6 +457,8 @@ class Loader(Generic[T]):
                                           _CANCEL if on_cancel is not None else _NO_CANCEL)
         if _COMPARE_FIELD is not None:
             callbacks.compare = _COMPARE if compare is not None else _NO_COMPARE
+        if _LOCATE_FIELD is not None and locate is not None:
+            callbacks.locate = _LOCATE
         out = _ffi.loader_handle(0)
         if start is None:
             rc = lib.loader_new(c_config, callbacks, ctypes.byref(out))
@@ -697,7 +748,11 @@ class Loader(Generic[T]):
 
     def set_window(self, start: int, length: int) -> None:
         """Moves the window to items ``[start, start + length)``. Growing it issues reads;
-        with a failure recorded it retries."""
+        with a failure recorded it retries. A move farther than ``Config.jump_threshold``
+        from the held pages starts at the nearest cursor known (a page read before, the
+        source's start, ``locate``) and reads about the window plus prefetch; with none
+        known, it walks page by page. An exception ``locate`` raised is re-raised here,
+        after the move (which took the answer as unknown)."""
         self._call("loader_set_window", _unsigned("start", start, 64),
                    _unsigned("length", length, 64))
 

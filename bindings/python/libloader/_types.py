@@ -28,6 +28,8 @@ _CONFIG_INT_BITS = {
     "max_pages": 32,
     "read_timeout_ms": 64,
     "initial_position": 64,
+    "jump_threshold": 64,
+    "cursor_memo_bytes": 64,
 }
 """The integer fields of :class:`Config`, by the width of their C field."""
 
@@ -57,11 +59,11 @@ class Config:
     drop_margin [0]
         Pages lying wholly more than this many items before the window's start are released;
         0 never drops a page for this reason.
-    max_pages [0]
-        The most pages the view holds, on both sides of the window; 0 is no bound. Over it,
-        the pages farthest from the window are released first; pages the window plus
-        prefetch needs are never released. Scrolling back over released pages reads them
-        again, backward.
+    max_pages [64]
+        The most pages the view holds, on both sides of the window; 0 asks for no bound.
+        Over it, the pages farthest from the window are released first; pages the window
+        plus prefetch needs are never released. Scrolling back over released pages reads
+        them again, backward (or, far back, from a remembered cursor: ``jump_threshold``).
     backoff_initial_ms [100]
         The first backoff delay after an own failure, in ms of the :meth:`Loader.tick`
         clock; at least 1.
@@ -95,6 +97,16 @@ class Config:
         The position the item after ``initial_cursor`` gets, and where the window starts;
         at most :data:`libloader.MAX_POSITION`. With ``initial_cursor`` empty (the source's
         start) it is ignored: positions there are the source's own, from 0.
+    jump_threshold [:data:`libloader.JUMP_THRESHOLD_AUTO`]
+        A window moved more than this many items beyond the held pages does not walk there
+        page by page: it starts at the nearest cursor the loader knows (a page it read
+        before, the source's start, or the ``locate`` callback's answer), as
+        :meth:`Loader.jump` does, and reads about the window plus prefetch. The default is
+        the window's length plus twice ``prefetch_distance``; 0 always walks.
+    cursor_memo_bytes [4194304]
+        The budget of the cursor memo: where the pages read and released started, kept by
+        position (cursors only) for far moves back. 48 bytes a cursor (plus its length over
+        14 bytes); when full, every other cursor is forgotten. 0 remembers none.
     """
 
     page_size: Optional[int] = None
@@ -111,6 +123,8 @@ class Config:
     initial_cursor: Optional[bytes] = None
     initial_position: Optional[int] = None
     read_timeout_ms: Optional[int] = None
+    jump_threshold: Optional[int] = None
+    cursor_memo_bytes: Optional[int] = None
 
     def __post_init__(self) -> None:
         for name, bits in _CONFIG_INT_BITS.items():
@@ -180,6 +194,8 @@ class Config:
             initial_cursor=(bytes(c.initial_cursor[:c.initial_cursor_len])
                             if c.initial_cursor_len else b""),
             initial_position=c.initial_position,
+            jump_threshold=c.jump_threshold,
+            cursor_memo_bytes=c.cursor_memo_bytes,
         )
 
 
@@ -458,6 +474,13 @@ class Counts:
     retries_page: int = 0
     """Of the retries, those that read a failed page again (one finite read) instead of the
     full source."""
+    far_jumps: int = 0
+    """Window moves far from the held pages that started at a known cursor (a page read
+    before, the source's start, or ``locate``) instead of walking."""
+    located: int = 0
+    """``locate`` calls that gave a cursor."""
+    locate_unknown: int = 0
+    """``locate`` calls that answered unknown (None), or a cursor too long."""
 
     @classmethod
     def from_c(cls, c: _ffi.loader_counts) -> "Counts":

@@ -105,12 +105,17 @@ class Feed(_FeedCore[T]):
 
     ``compare(a, b)`` orders two non-empty cursors as the source does (negative, 0,
     positive); with a load that accepts ``until=`` it enables :meth:`invalidate_range`.
+
+    ``locate(position)`` (or a ``locate`` attribute of the load function; a plain function,
+    not a coroutine: it runs inside :meth:`set_window`) returns the cursor whose next item
+    is at ``position``, or None: a far move then starts there instead of walking.
     """
 
     def __init__(self, load: AsyncLoad[T], *,
                  config: Optional[Config] = None,
                  on_release: Optional[Callable[[LoadResult[T]], Any]] = None,
-                 compare: Optional[Callable[[bytes, bytes], int]] = None) -> None:
+                 compare: Optional[Callable[[bytes, bytes], int]] = None,
+                 locate: Optional[Callable[[int], Optional[bytes]]] = None) -> None:
         self._closing = True
         self._loop = asyncio.get_running_loop()
         self._t0 = self._loop.time()
@@ -118,7 +123,7 @@ class Feed(_FeedCore[T]):
         self._timer: Optional[asyncio.TimerHandle] = None
         self._timer_at: Optional[int] = None
         self._rearm_pending = False
-        super().__init__(load, config, on_release, compare, threaded=False)
+        super().__init__(load, config, on_release, compare, threaded=False, locate=locate)
 
     async def __aenter__(self) -> "Feed[T]":
         return self

@@ -43,7 +43,7 @@ def test_span_answers_both_ways() -> None:
 
 
 def test_max_pages_is_a_checked_config_field() -> None:
-    assert Config.defaults().max_pages == 0
+    assert Config.defaults().max_pages == 64  # a bounded default (0 asks for no bound)
     assert Config(max_pages=7).to_c().max_pages == 7
     assert Config.from_c(Config(max_pages=(1 << 32) - 1).to_c()).max_pages == (1 << 32) - 1
     for bad, err in ((-1, ValueError), (1 << 32, ValueError), ("3", TypeError),

@@ -19,6 +19,14 @@ def test_the_feed_quickstart_prints_what_the_readme_says() -> None:
     assert run(code, "README python-feed-example") == expected
 
 
+def test_the_locate_example_reads_four_pages_for_a_far_move() -> None:
+    code, expected = example("README.md", "python-locate-example")
+    assert "load.locate = locate" in code
+    assert run(code, "README python-locate-example") == expected
+    # Without locate, the same move walks: the output differs.
+    assert run(code.replace("load.locate = locate", "pass"), "no locate") != expected
+
+
 def test_a_changed_output_would_fail() -> None:
     code, expected = example("README.md", "python-example")
     assert run(code.replace('"event {i}"', '"row {i}"'), "changed") != expected

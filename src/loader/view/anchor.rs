@@ -228,6 +228,8 @@ impl View {
         }
         self.shift += by;
         self.changed = true;
+        // The memo's positions were counted in the old numbering.
+        self.memo.forget();
     }
 
     /// The renumbering since the last call: the host's window moves by the same amount, so

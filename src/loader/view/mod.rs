@@ -5,12 +5,17 @@
 //!
 //! This file holds the view's types and its lookups; the rest, one concept each:
 //! `anchor` (where a new request reads from, and how the held items are numbered),
-//! `commit` (a repair's swap, whole or ranged, and the marks a ranged invalidation leaves)
-//! and `trim` (dropping the pages the window no longer needs, closing gaps).
+//! `commit` (a repair's swap, whole or ranged, and the marks a ranged invalidation leaves),
+//! `trim` (dropping the pages the window no longer needs, closing gaps) and `memo` (the
+//! cursors of pages read, kept by position for far moves).
 
 mod anchor;
 mod commit;
+mod memo;
 mod trim;
+
+use memo::Memo;
+pub use memo::ENTRY_BYTES as MEMO_ENTRY_BYTES;
 
 use super::{Cursor, Direction};
 use std::collections::VecDeque;
@@ -121,10 +126,15 @@ pub(super) struct View {
     whole: bool,
     /// Changed since the last announcement.
     changed: bool,
+    /// The cursors of pages read and let go, by position (see `memo`).
+    memo: Memo,
+    /// The view is current (no invalidation owed): pages dropped now go into the memo.
+    current: bool,
 }
 
-impl Default for View {
-    fn default() -> View {
+impl View {
+    /// An empty view at the source's start, whose memo keeps `memo_bytes` of cursors.
+    pub(super) fn new(memo_bytes: u64) -> View {
         View {
             pages: VecDeque::new(),
             base_offset: 0,
@@ -137,6 +147,8 @@ impl Default for View {
             shift: 0,
             whole: false,
             changed: false,
+            memo: Memo::new(memo_bytes),
+            current: true,
         }
     }
 }
@@ -225,5 +237,47 @@ impl View {
     /// Forgets every page (at close, once their acquisitions were released).
     pub(super) fn clear(&mut self) {
         self.pages.clear();
+    }
+
+    /// The cursor memo.
+    #[inline]
+    pub(super) fn memo(&self) -> &Memo {
+        &self.memo
+    }
+
+    #[inline]
+    pub(super) fn memo_mut(&mut self) -> &mut Memo {
+        &mut self.memo
+    }
+
+    /// Whether the view is current (no invalidation owed). While it is, the pages it drops
+    /// go into the memo, and reaching the source's start makes the numbering the source's
+    /// own.
+    #[inline]
+    pub(super) fn set_current(&mut self, current: bool) {
+        self.current = current;
+        if current && self.start_of_source && self.base_offset == 0 {
+            self.memo.own_numbers();
+        }
+    }
+
+    /// Remembers where every held page starts, and where the last one ends (the view is
+    /// current, and about to be replaced by a far move).
+    pub(super) fn remember_held(&mut self) {
+        for at in 0..self.pages.len() {
+            let start = self.pages[at].start;
+            let cursor = self.start_cursor_of(at).clone();
+            self.memo.record(start, &cursor);
+        }
+        if let Some(last) = self.pages.back() {
+            let (end, cursor) = (self.covered_end, last.end_cursor.clone());
+            self.memo.record(end, &cursor);
+        }
+    }
+
+    /// A jump waiting for its repair: the position its cursor's next item gets.
+    #[inline]
+    pub(super) fn pending_jump(&self) -> Option<u64> {
+        self.jump.as_ref().map(|(at, _)| *at)
     }
 }

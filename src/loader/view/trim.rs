@@ -1,7 +1,7 @@
 //! Trimming the view: releasing the pages the window no longer needs, and closing gaps.
 //!
-//! Pages go by `drop_margin` and `max_pages`; `close_gap` closes the gap a retired request's
-//! pages leave.
+//! Pages go by `drop_margin` and `max_pages` (into the cursor memo, while the view is
+//! current); `close_gap` closes the gap a retired request's pages leave.
 
 use super::{View, Want};
 use crate::loader::cursor::CursorPool;
@@ -13,8 +13,10 @@ impl View {
     /// Releases the pages the window no longer needs: first those wholly before
     /// `keep_from`; then, while more than `max_pages` (0: no bound) are held, the first or
     /// the last page, whichever is farther from the window, as long as it lies wholly outside
-    /// `want`. `hold` is the side a finite read in flight continues from: nothing is dropped
-    /// there until it is answered. Returns how many pages were dropped.
+    /// `want`. `hold` is the side a finite read in flight continues from: the pages before
+    /// `keep_from` are not dropped there until it is answered, and when `max_pages` drops the
+    /// page it continues from, the side is returned: that read's answer must not join the
+    /// view (it would follow a gap).
     #[allow(clippy::too_many_arguments)]
     pub(in crate::loader) fn trim(
         &mut self,
@@ -25,11 +27,10 @@ impl View {
         requests: &mut Requests,
         cursors: &mut CursorPool,
         out: &mut Outbox,
-    ) -> usize {
+    ) -> Option<Direction> {
         let keep_from = keep_from.min(want.start);
         let front_ok = hold != Some(Direction::Backward);
-        let back_ok = hold != Some(Direction::Forward);
-        let mut dropped = 0;
+        let mut cut = None;
         while front_ok
             && self
                 .pages
@@ -37,7 +38,6 @@ impl View {
                 .is_some_and(|p| p.start + p.count as u64 <= keep_from)
         {
             self.drop_front(requests, cursors, out);
-            dropped += 1;
         }
         while max_pages > 0 && self.pages.len() > max_pages {
             let (first, last) = match (self.pages.front(), self.pages.back()) {
@@ -46,23 +46,37 @@ impl View {
             };
             let first_end = first.start + first.count as u64;
             // How far each lies outside `want`; `None` when it overlaps it.
-            let before = (front_ok && first_end <= want.start).then(|| want.start - first_end);
-            let after = (back_ok && last.start >= want.end).then(|| last.start - want.end);
-            match (before, after) {
-                (Some(b), Some(a)) if a > b => self.drop_back(requests, cursors, out),
-                (Some(_), _) => self.drop_front(requests, cursors, out),
-                (None, Some(_)) => self.drop_back(requests, cursors, out),
+            let before = (first_end <= want.start).then(|| want.start - first_end);
+            let after = (last.start >= want.end).then(|| last.start - want.end);
+            let front = match (before, after) {
+                (Some(b), Some(a)) => a <= b,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
                 (None, None) => break,
+            };
+            if front {
+                self.drop_front(requests, cursors, out);
+                if hold == Some(Direction::Backward) {
+                    cut = hold;
+                }
+            } else {
+                self.drop_back(requests, cursors, out);
+                if hold == Some(Direction::Forward) {
+                    cut = hold;
+                }
             }
-            dropped += 1;
         }
-        dropped
+        cut
     }
 
     /// Releases the first page; the next one's start becomes the base.
     fn drop_front(&mut self, requests: &mut Requests, cursors: &mut CursorPool, out: &mut Outbox) {
         let p = self.pages.pop_front().expect("a first page");
         requests.drop_page(&p, out);
+        if self.current {
+            self.memo.record(p.start, &self.base_cursor);
+            self.memo.record(p.start + p.count as u64, &p.end_cursor);
+        }
         self.base_offset = p.start + p.count as u64;
         let old_base = std::mem::replace(&mut self.base_cursor, p.end_cursor);
         cursors.recycle(old_base);
@@ -74,6 +88,11 @@ impl View {
     fn drop_back(&mut self, requests: &mut Requests, cursors: &mut CursorPool, out: &mut Outbox) {
         let p = self.pages.pop_back().expect("a last page");
         requests.drop_page(&p, out);
+        if self.current {
+            let start = self.last_page_end().clone();
+            self.memo.record(p.start, &start);
+            self.memo.record(p.start + p.count as u64, &p.end_cursor);
+        }
         self.covered_end = p.start;
         cursors.recycle(p.end_cursor);
         if let Some(old) = self.tail_cursor.take() {

@@ -1,0 +1,7 @@
+"""``python -m libloader.browse``: the terminal browser's command line."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

@@ -1,0 +1,268 @@
+"""A SQLite table as an ordered source: its order key, keyset cursors, page loads, row lookups.
+
+The order is the table's primary key when every one of its columns is NOT NULL (always so in
+a WITHOUT ROWID table), otherwise the rowid (an INTEGER PRIMARY KEY is the rowid). A cursor is
+the key of the row just before it, encoded by :func:`encode_key`; ``b""`` is the table's
+start. A forward load reads ``WHERE (key) > (cursor) ORDER BY key LIMIT n``, a backward one
+the same the other way round, so a page costs its own rows at any depth. A view, or a table
+with neither a rowid nor a primary key, has no such order: :class:`NoKeyError` says so.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import struct
+from dataclasses import dataclass
+from typing import Any, List, Optional, Sequence, Tuple
+
+from .._enums import Direction
+from .._feed import LoadResult
+from .._ffi import MAX_CURSOR_LEN
+
+Row = Tuple[Any, ...]
+"""One row as the browser holds it: the key's values, then every column of the table."""
+
+_ROWID_NAMES = ("rowid", "_rowid_", "oid")
+
+
+class NoKeyError(ValueError):
+    """The table cannot be scrolled with keyset cursors; the message says why and what to
+    do."""
+
+
+def encode_key(values: Sequence[Any]) -> bytes:
+    """A cursor for the key ``values``: per value a tag byte and its bytes (8-byte big-endian
+    integers and doubles, length-prefixed text and blobs, a tag alone for NULL)."""
+    out = bytearray()
+    for v in values:
+        if v is None:
+            out += b"n"
+        elif isinstance(v, bool) or isinstance(v, int):
+            out += b"i" + struct.pack(">q", int(v))
+        elif isinstance(v, float):
+            out += b"f" + struct.pack(">d", v)
+        elif isinstance(v, str):
+            raw = v.encode("utf-8")
+            out += b"t" + struct.pack(">I", len(raw)) + raw
+        elif isinstance(v, (bytes, bytearray, memoryview)):
+            raw = bytes(v)
+            out += b"b" + struct.pack(">I", len(raw)) + raw
+        else:
+            raise TypeError(f"a key value of type {type(v).__name__} has no cursor encoding")
+    if len(out) > MAX_CURSOR_LEN:
+        raise ValueError(f"a key of {len(out)} bytes is longer than a cursor may be "
+                         f"({MAX_CURSOR_LEN} bytes)")
+    return bytes(out)
+
+
+def decode_key(cursor: bytes) -> Tuple[Any, ...]:
+    """The key values :func:`encode_key` encoded in ``cursor``."""
+    values: List[Any] = []
+    i = 0
+    while i < len(cursor):
+        tag = cursor[i:i + 1]
+        i += 1
+        if tag == b"n":
+            values.append(None)
+        elif tag == b"i":
+            values.append(struct.unpack_from(">q", cursor, i)[0])
+            i += 8
+        elif tag == b"f":
+            values.append(struct.unpack_from(">d", cursor, i)[0])
+            i += 8
+        elif tag in (b"t", b"b"):
+            (n,) = struct.unpack_from(">I", cursor, i)
+            raw = cursor[i + 4:i + 4 + n]
+            values.append(raw.decode("utf-8") if tag == b"t" else raw)
+            i += 4 + n
+        else:
+            raise ValueError(f"not a key cursor: tag {tag!r} at byte {i - 1}")
+    return tuple(values)
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    declared: str
+    """The declared type, as written (may be empty)."""
+
+
+class Table:
+    """One table of an open database, read in its key order.
+
+    Every method runs a query on ``conn`` on the calling thread: use it from one thread."""
+
+    def __init__(self, conn: sqlite3.Connection, name: str) -> None:
+        self.conn = conn
+        self.name = name
+        row = conn.execute("SELECT type, sql FROM sqlite_schema WHERE name = ? COLLATE NOCASE "
+                           "AND type IN ('table', 'view')", (name,)).fetchone()
+        if row is None:
+            tables = table_names(conn)
+            listed = ", ".join(tables) if tables else "none"
+            raise NoKeyError(f"no table named {name!r} in the database (its tables: {listed})")
+        kind, sql = row
+        if kind == "view":
+            raise NoKeyError(f"{name!r} is a view: it has no rowid or primary key to keep a "
+                             "cursor on. Browse the tables it reads from instead")
+        info = conn.execute(f"PRAGMA table_xinfo({_quote(name)})").fetchall()
+        # table_xinfo: cid, name, type, notnull, dflt_value, pk, hidden (hidden columns of a
+        # virtual table are 1; generated columns 2 or 3 are real columns).
+        self.columns = [Column(r[1], r[2] or "") for r in info if r[6] != 1]
+        pk = sorted((r[5], r[1], r[2] or "", bool(r[3])) for r in info if r[5] > 0)
+        without_rowid = bool(sql) and "WITHOUT ROWID" in " ".join(sql.upper().split())
+        column_names = {c.name.lower() for c in self.columns}
+        rowid = next((n for n in _ROWID_NAMES if n not in column_names), None)
+        if pk and (without_rowid or all(notnull for _, _, _, notnull in pk)
+                   or (len(pk) == 1 and pk[0][2].upper() == "INTEGER")):
+            self.key = [name for _, name, _, _ in pk]
+            self.key_types = [declared for _, _, declared, _ in pk]
+            self.key_label = "primary key"
+        elif not without_rowid and rowid is not None and self._has_rowid(rowid):
+            self.key = [rowid]
+            self.key_types = ["INTEGER"]
+            self.key_label = "rowid"
+        else:
+            raise NoKeyError(
+                f"table {name!r} has no usable key: no rowid (a virtual table, or its columns "
+                "shadow rowid, _rowid_ and oid) and no primary key whose columns are all NOT "
+                "NULL. Keyset scrolling needs a unique, non-null order")
+        cols = ", ".join(_quote(k) for k in self.key)
+        self._key_sql = cols
+        self._tuple = f"({cols})"
+        everything = ", ".join(_quote(c.name) for c in self.columns)
+        self._select = f"SELECT {cols}, {everything} FROM {_quote(name)}"
+        self._keys_only = f"SELECT {cols} FROM {_quote(name)}"
+        self._asc = ", ".join(f"{_quote(k)} ASC" for k in self.key)
+        self._desc = ", ".join(f"{_quote(k)} DESC" for k in self.key)
+        self._marks = "(" + ", ".join("?" for _ in self.key) + ")"
+        self.nkey = len(self.key)
+
+    def _has_rowid(self, rowid: str) -> bool:
+        try:
+            self.conn.execute(f"SELECT {rowid} FROM {_quote(self.name)} LIMIT 0")
+        except sqlite3.OperationalError:
+            return False
+        return True
+
+    # ---- pages ----
+
+    def load(self, cursor: bytes, limit: int, direction: Direction) -> LoadResult[Row]:
+        """One page: at most ``limit`` rows after ``cursor`` (before it, in key order, for a
+        backward load), as :class:`libloader.Feed` wants it."""
+        after = decode_key(cursor) if cursor else None
+        if direction is Direction.BACKWARD:
+            if after is None:
+                return LoadResult([], b"", True)
+            # The rows up to the cursor's key (the row just before the position), one more
+            # than asked: its key is the cursor before the page's first row.
+            rows = self.conn.execute(
+                f"{self._select} WHERE {self._tuple} <= {self._marks} ORDER BY {self._desc} "
+                "LIMIT ?", (*after, limit + 1)).fetchall()
+            if len(rows) <= limit:
+                rows.reverse()
+                return LoadResult(rows, b"", True)
+            before = rows.pop()
+            rows.reverse()
+            return LoadResult(rows, encode_key(before[:self.nkey]), False)
+        if after is None:
+            rows = self.conn.execute(f"{self._select} ORDER BY {self._asc} LIMIT ?",
+                                     (limit,)).fetchall()
+        else:
+            rows = self.conn.execute(
+                f"{self._select} WHERE {self._tuple} > {self._marks} ORDER BY {self._asc} "
+                "LIMIT ?", (*after, limit)).fetchall()
+        next_cursor = encode_key(rows[-1][:self.nkey]) if rows else cursor
+        return LoadResult(rows, next_cursor, len(rows) < limit)
+
+    # ---- far moves: a row number or a key to a cursor ----
+
+    def count(self) -> int:
+        """The table's rows."""
+        n: int = self.conn.execute(f"SELECT count(*) FROM {_quote(self.name)}").fetchone()[0]
+        return n
+
+    def cursor_at(self, n: int, total: int) -> bytes:
+        """The cursor just before row ``n`` (from 0) of a table of ``total`` rows: the key of
+        row ``n - 1``, read with an OFFSET from whichever end is nearer; ``b""`` for row 0.
+        A row past the end gives the cursor after the last row."""
+        if n <= 0:
+            return b""
+        if n - 1 <= total // 2:
+            row = self.conn.execute(f"{self._keys_only} ORDER BY {self._asc} LIMIT 1 OFFSET ?",
+                                    (n - 1,)).fetchone()
+        else:
+            row = self.conn.execute(f"{self._keys_only} ORDER BY {self._desc} LIMIT 1 OFFSET ?",
+                                    (max(total - n, 0),)).fetchone()
+        if row is None:
+            row = self.conn.execute(f"{self._keys_only} ORDER BY {self._desc} LIMIT 1").fetchone()
+        return b"" if row is None else encode_key(row)
+
+    def locate_key(self, values: Sequence[Any]) -> Tuple[bytes, int]:
+        """The cursor just before the first row whose key is at least ``values``, and that
+        row's number (from 0)."""
+        before = self.conn.execute(
+            f"SELECT count(*) FROM {_quote(self.name)} WHERE {self._tuple} < {self._marks}",
+            tuple(values)).fetchone()[0]
+        prev = self.conn.execute(
+            f"{self._keys_only} WHERE {self._tuple} < {self._marks} ORDER BY {self._desc} "
+            "LIMIT 1", tuple(values)).fetchone()
+        return (b"" if prev is None else encode_key(prev)), int(before)
+
+    def parse_key(self, text: str) -> Tuple[Any, ...]:
+        """A key typed by a person: one value per key column, separated by commas, each
+        read as its column's declared type (an integer, a real, else text). ValueError, in
+        words, when it does not parse."""
+        parts = [p.strip() for p in text.split(",")] if self.nkey > 1 else [text.strip()]
+        if len(parts) != self.nkey:
+            raise ValueError(f"the key has {self.nkey} columns ({', '.join(self.key)}): type "
+                             f"{self.nkey} values separated by commas")
+        values: List[Any] = []
+        for part, declared, col in zip(parts, self.key_types, self.key):
+            affinity = declared.upper()
+            try:
+                if "INT" in affinity:
+                    values.append(int(part))
+                elif any(t in affinity for t in ("REAL", "FLOA", "DOUB")):
+                    values.append(float(part))
+                else:
+                    values.append(part)
+            except ValueError:
+                raise ValueError(f"{col} is {declared or 'untyped'}: {part!r} is not a "
+                                 "value of that type") from None
+        return tuple(values)
+
+    def data_version(self) -> int:
+        """``PRAGMA data_version``: changes when another connection commits."""
+        v: int = self.conn.execute("PRAGMA data_version").fetchone()[0]
+        return v
+
+
+def table_names(conn: sqlite3.Connection) -> List[str]:
+    """The database's tables, without SQLite's own."""
+    return [r[0] for r in conn.execute(
+        "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+        "ORDER BY name")]
+
+
+def open_readonly(path: str) -> sqlite3.Connection:
+    """The database at ``path``, read-only (the browser never writes to it), in autocommit:
+    each load sees the latest commit. A short busy timeout: a load that meets a writer's lock
+    fails, and the loader's backoff retries it."""
+    from pathlib import Path
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"no database file at {path}")
+    conn = sqlite3.connect(f"{p.resolve().as_uri()}?mode=ro", uri=True, timeout=0.1,
+                           isolation_level=None)
+    conn.execute("PRAGMA query_only = 1")
+    return conn
+
+
+def first_table(conn: sqlite3.Connection) -> Optional[str]:
+    names = table_names(conn)
+    return names[0] if names else None

@@ -1,0 +1,206 @@
+"""The browser driven headless through Textual's pilot, as a person uses it: keys pressed, the
+screen's rows compared with a direct SQL query; the rows a keypress reads, and the pages held
+after a long scroll, counted on a table of a million rows."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import sqlite3
+import threading
+from pathlib import Path
+
+from conftest import (BIG_ROWS, expected_cells, fresh, screen_rows, sql_rows_at, sql_rows_from,
+                      type_row, until)
+from libloader.browse._app import MAX_PAGES, PAGE_SIZE, PREFETCH, Browser
+from libloader.browse._demo import DEMO_TABLE, Faults
+from libloader.browse._table import Table, open_readonly
+
+
+def browser(db: Path) -> Browser:
+    return Browser(Table(open_readonly(str(db)), DEMO_TABLE), poll_interval=0.3)
+
+
+def check_screen_at(app: Browser, db: Path, offset: int) -> None:
+    """The screen shows rows offset+1.. numbered so, and they are the table's rows there."""
+    rows = screen_rows(app)
+    assert len(rows) == min(app.height, BIG_ROWS - offset)
+    want = expected_cells(sql_rows_at(db, offset, len(rows)))
+    assert [r[1:] for r in rows] == want
+    assert [r[0] for r in rows] == [f"{offset + i + 1:,}" for i in range(len(rows))]
+
+
+def test_keys_scroll_and_jump_to_the_rows_sql_returns(big_db: Path) -> None:
+    async def run() -> None:
+        app = browser(big_db)
+        async with app.run_test(size=(110, 30)) as pilot:
+            await fresh(pilot, app)
+            h = app.height
+            check_screen_at(app, big_db, 0)
+            moves = [("down", 1), ("j", 2), ("pagedown", 2 + h), ("space", 2 + 2 * h),
+                     ("up", 1 + 2 * h), ("pageup", 1 + h), ("b", 1), ("k", 0), ("up", 0),
+                     ("end", BIG_ROWS - h), ("down", BIG_ROWS - h), ("pageup", BIG_ROWS - 2 * h),
+                     ("home", 0), ("G", BIG_ROWS - h), ("g", 0)]
+            for key, top in moves:
+                await pilot.press(key)
+                await fresh(pilot, app)
+                assert app.top == top, key
+                check_screen_at(app, big_db, top)
+            for n in (1, 123_457, 500_001, 999_001, BIG_ROWS):
+                await type_row(pilot, n)
+                await fresh(pilot, app)
+                top = min(n - 1, BIG_ROWS - h)
+                assert app.top == top
+                check_screen_at(app, big_db, top)
+            # A key: the first row whose id is at least the one typed (ids are even).
+            await pilot.press("slash", *"777777", "enter")
+            await fresh(pilot, app)
+            rows = screen_rows(app)
+            assert rows[0][1] == "777778"
+            assert rows[0][0] == f"{777778 // 2:,}"
+            check_screen_at(app, big_db, 777778 // 2 - 1)
+            # Not a key, not a row number: the status line says so and nothing moves.
+            top = app.top
+            await pilot.press("slash", *"abc", "enter")
+            await pilot.pause()
+            assert "not a value of that type" in app.status_text()
+            await type_row(pilot, 0)
+            await pilot.pause()
+            assert app.top == 0   # row 0 is before the first: the top
+    asyncio.run(run())
+
+
+def test_a_far_move_reads_a_window_and_its_prefetch_at_any_depth(big_db: Path) -> None:
+    """window + 2·prefetch + 2·page rows at most, for the top, the bottom and a row number at
+    rows 0, 500,000 and 999,000, counted both as the loader's items_read and as the rows the
+    table's queries fetched."""
+    async def run() -> None:
+        app = browser(big_db)
+        async with app.run_test(size=(110, 30)) as pilot:
+            await fresh(pilot, app)
+            budget = app.height + 2 * PREFETCH + 2 * PAGE_SIZE
+            presses = [("goto", 500_000), ("goto", 0), ("goto", 999_000), ("end", None),
+                       ("goto", 500_000), ("home", None), ("goto", 999_000)]
+            for kind, row in presses:
+                before = len(app.samples)
+                if kind == "goto":
+                    assert row is not None
+                    await type_row(pilot, row + 1)
+                else:
+                    await pilot.press(kind)
+                await fresh(pilot, app)
+                await until(pilot, lambda: len(app.samples) > before, what="the sample")
+                s = app.samples[-1]
+                # Each move lands away from the view it left: it reads at least the window.
+                assert app.height <= s.rows_read <= budget, (kind, row, s)
+                assert s.rows_fetched <= budget, (kind, row, s)
+                check_screen_at(app, big_db, app.top)
+    asyncio.run(run())
+
+
+def test_held_pages_stay_within_the_bound_over_100000_rows(big_db: Path) -> None:
+    async def run() -> None:
+        app = browser(big_db)
+        async with app.run_test(size=(90, 203)) as pilot:
+            await fresh(pilot, app)
+            assert app.feed is not None
+            assert app.feed.loader is not None
+            most_held = 0
+            while app.top < 100_000:
+                await pilot.press("pagedown")
+                await fresh(pilot, app)
+                stats = app.feed.stats()
+                held = stats.accepted - stats.released
+                most_held = max(most_held, held, app.feed.state.pages)
+            check_screen_at(app, big_db, app.top)
+            stats = app.feed.stats()
+            # Every row from 0 to the window's end was read once, and most were let go of.
+            assert stats.items_read >= 100_000
+            assert most_held <= MAX_PAGES, most_held
+            assert stats.released >= 100_000 // PAGE_SIZE - MAX_PAGES
+    asyncio.run(run())
+
+
+class Writer:
+    """Another connection writing in the rows around ``first_id``: updates, inserts between
+    rows (odd ids), deletes; one commit every ``interval`` seconds."""
+
+    def __init__(self, db: Path, first_id: int, span: int, interval: float = 0.05) -> None:
+        self.db, self.first_id, self.span, self.interval = db, first_id, span, interval
+        self.stop = threading.Event()
+        self.commits = 0
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def run(self) -> None:
+        conn = sqlite3.connect(str(self.db), isolation_level=None, timeout=10)
+        rng = random.Random(5)
+        while not self.stop.is_set():
+            lo = self.first_id + rng.randrange(0, self.span)
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(f"UPDATE {DEMO_TABLE} SET ticks = ticks + 1, note = ? WHERE id "
+                         "BETWEEN ? AND ?", (f"write {self.commits}", lo, lo + 10))
+            conn.execute(f"INSERT OR IGNORE INTO {DEMO_TABLE} (id, ts, kind, amount, note) "
+                         "VALUES (?, 'now', 'insert', 0, 'new')", (lo | 1,))
+            conn.execute(f"DELETE FROM {DEMO_TABLE} WHERE id = ?", ((lo + 20) & ~1,))
+            conn.execute("COMMIT")
+            self.commits += 1
+            self.stop.wait(self.interval)
+        conn.close()
+
+
+def test_the_view_follows_a_writer_while_loads_fail(small_db: Path) -> None:
+    """A writer changes the rows on screen and a fifth of the loads fail (and are slow):
+    keys still move the view, and once the writer stops the screen is the table's rows."""
+    async def run() -> None:
+        app = browser(small_db)
+        faults = Faults(app.table_load, fail_rate=0.2, latency=0.01, seed=3)
+        app.set_load(faults)
+        async with app.run_test(size=(110, 30)) as pilot:
+            await fresh(pilot, app, timeout=30)
+            await type_row(pilot, 5001)
+            await fresh(pilot, app, timeout=30)
+            writer = Writer(small_db, first_id=10_002 - 40, span=200)
+            writer.thread.start()
+            try:
+                for key in ["down", "pagedown", "up", "pageup", "j", "j", "k"] * 3:
+                    await pilot.press(key)
+                    await pilot.pause(0.05)
+                await until(pilot, lambda: writer.commits >= 40, timeout=30,
+                            what="40 commits")
+            finally:
+                writer.stop.set()
+                writer.thread.join()
+            invalidations = app.invalidations
+            # The last commit is seen by the next poll and the view refreshes.
+            await until(pilot, lambda: app.invalidations > invalidations or app.is_fresh(),
+                        timeout=30)
+            await fresh(pilot, app, timeout=30)
+            await pilot.pause(2 * app.poll_interval)
+            await fresh(pilot, app, timeout=30)
+            rows = screen_rows(app)
+            assert len(rows) == app.height
+            assert [r[1:] for r in rows] == expected_cells(
+                sql_rows_from(small_db, int(rows[0][1]), len(rows)))
+            assert faults.injected > 0
+            assert app.feed is not None and app.feed.stats().failed_own > 0
+            assert app.invalidations > 0
+            assert any("write" in c for r in rows for c in r)
+    asyncio.run(run())
+
+
+def test_a_write_by_another_connection_reaches_the_screen(small_db: Path) -> None:
+    async def run() -> None:
+        app = browser(small_db)
+        async with app.run_test(size=(110, 30)) as pilot:
+            await fresh(pilot, app)
+            first = screen_rows(app)[3]
+            assert first[-1] == "0"
+            conn = sqlite3.connect(str(small_db), isolation_level=None)
+            conn.execute(f"UPDATE {DEMO_TABLE} SET ticks = 41, note = 'changed' WHERE id = ?",
+                         (int(first[1]),))
+            conn.close()
+            await until(pilot, lambda: screen_rows(app)[3][-1] == "41", timeout=10,
+                        what="the change on screen")
+            assert screen_rows(app)[3][-2] == "changed"
+            assert app.refresh_seconds
+    asyncio.run(run())
