@@ -32,7 +32,8 @@ LOADER_RECORD="$dir/c-sqlite-feed.log" "$bin/sqlite_feed_record" --duration 1 --
 test ! -e "$dir/c-sqlite-feed.log.2"
 
 # c-tests/hostile.c creates a loader per case; the cases under 16 KB are kept.
-LOADER_RECORD="$tmp/hostile.log" "$bin/hostile_record" --quick > /dev/null 2>&1
+# Its own verdicts are `make c-test-hostile`'s to judge: here it only makes recordings.
+LOADER_RECORD="$tmp/hostile.log" "$bin/hostile_record" --quick > /dev/null 2>&1 || true
 n=0
 for f in "$tmp"/hostile.log "$tmp"/hostile.log.*; do
     if [ "$(wc -c < "$f")" -le 16384 ]; then
