@@ -49,7 +49,7 @@ $(TEST_LIB): FORCE
 	ln -sf libloader.so $(TEST_DIR)/$(SONAME)
 
 # Every test that exists.
-test: rust-test doc lint check bench-quick c-test c-example fuzz-check py-test py-mypy
+test: rust-test doc lint check replay-check bench-quick c-test c-example fuzz-check py-test py-mypy
 
 rust-test:
 	$(CARGO) test --all-targets --features testing
@@ -442,4 +442,5 @@ clean:
 include mk/python.mk
 include mk/fuzz.mk
 include mk/examples.mk
+include mk/replay.mk
 include mk/browse.mk

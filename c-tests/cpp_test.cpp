@@ -10,6 +10,8 @@
 #include <string>
 #include <type_traits>
 
+#include <unistd.h>
+
 #include "../bindings/cpp/loader.hpp"
 
 static int passed, failed;
@@ -86,6 +88,39 @@ int main() {
         cfg.commit_overtaken = false;
         c = cfg.to_c();
         EXPECT(c.read_timeout_ms == 1234 && c.commit_overtaken == 0 && c.page_size == 7);
+    }
+
+    // A recording starts right after construction, and only then; the file holds the run.
+    {
+        std::deque<loader::Read> rs;
+        std::map<loader::Acquisition, int> rel;
+        loader::Acquisition acq = 1;
+        char path[] = "/tmp/cpp_record_XXXXXX";
+        int fd = mkstemp(path);
+        EXPECT(fd >= 0);
+        close(fd);
+        loader::Config cfg;
+        cfg.page_size = 5;
+        cfg.prefetch_distance = 0;
+        loader::Loader l({[&](const loader::Read &r) { rs.push_back(r); }, [&](loader::Acquisition a) { rel[a]++; }},
+                         cfg);
+        l.record(path);
+        l.set_window(0, 10);
+        answer_all(l, rs, acq, 30);
+        try {
+            l.record(path);
+            EXPECT(false);
+        } catch (const loader::Error &e) {
+            EXPECT(e.code() == LOADER_RESULT_RECORD_FAILED);
+        }
+        l.close();
+        std::FILE *f = std::fopen(path, "r");
+        EXPECT(f != nullptr);
+        char line[64] = {0};
+        EXPECT(std::fgets(line, sizeof line, f) != nullptr && std::string(line) == "loader-log 1\n");
+        std::fclose(f);
+        std::remove(path);
+        for (auto &kv : rel) EXPECT(kv.second == 1);
     }
 
     // The library's version, as loader.h gives it.

@@ -53,6 +53,8 @@
  * The library
  *   loader_version            the version, e.g. "0.1.0"
  *   loader_result_str         the message for a result code
+ * Record a run, for loader-check --replay and bug reports (also: env LOADER_RECORD)
+ *   loader_record             write every call and callback of a loader to a file
  * The test ABI (THE TEST ABI)
  *   loader_new_with_counters  loader_new with the epoch and request ids starting high
  *   loader_floor              an event that does nothing: the ABI's cost floor
@@ -442,6 +444,11 @@ typedef enum loader_result {
    * the library declares it): the host was built against a newer `loader.h`.
    */
   LOADER_RESULT_UNKNOWN_FIELD = 24,
+  /**
+   * `loader_record` could not start a recording: the file cannot be created, or the loader
+   * was already called (a recording starts right after `loader_new`), or it already records.
+   */
+  LOADER_RESULT_RECORD_FAILED = 25,
 } loader_result;
 
 /**
@@ -1915,6 +1922,29 @@ enum loader_result loader_explain(loader_handle handle,
                                   char *buf,
                                   size_t capacity,
                                   size_t *out_len);
+
+/**
+ * Records this loader's run to the file at `path` (a NUL-terminated path, created or
+ * truncated): every call into the loader with its arguments and result, and every callback
+ * out of it, one line each, for `loader-check --replay` (docs/RECORDING.md). Items are not
+ * recorded: only their tokens, the cursors' bytes, the times given to `loader_tick` and the
+ * answers of `compare`.
+ *
+ * Call it right after `loader_new`, before any other call on the handle: the log must start
+ * where the loader started. Otherwise, or when the file cannot be created, or the loader
+ * already records (`LOADER_RECORD` set), it returns `LOADER_RESULT_RECORD_FAILED` and changes
+ * nothing. NULL `path` is `LOADER_RESULT_NULL_POINTER`. The file is written as the loader
+ * runs, through a buffer, and complete once `loader_free` returns. When off (the default),
+ * recording costs each call one branch.
+ *
+ * For a host whose code cannot change, set the environment variable `LOADER_RECORD` to a
+ * path: every loader the process creates records, the first to that path, the n-th to the
+ * path with `.n` appended.
+ *
+ * # Safety
+ * `path` is NULL or a valid NUL-terminated string.
+ */
+enum loader_result loader_record(loader_handle handle, const char *path);
 
 #if defined(LOADER_TESTING)
 /**

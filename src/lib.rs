@@ -64,6 +64,8 @@ pub mod loader;
 pub mod model;
 #[cfg(feature = "testing")]
 pub mod refinement;
+#[cfg(feature = "testing")]
+pub mod replay;
 #[cfg(any(test, feature = "testing"))]
 pub mod sim;
 mod vocab;

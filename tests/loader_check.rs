@@ -4,7 +4,7 @@
 
 #![cfg(feature = "testing")]
 
-use loader::check::{self, grid, replay, Event, HostFault, Property, Settings};
+use loader::check::{self, grid, Event, HostFault, Property, Settings};
 use loader::Config;
 
 fn settings(source: usize, page: u32, window: u64, prefetch: u64) -> Settings {
@@ -26,6 +26,28 @@ fn settings(source: usize, page: u32, window: u64, prefetch: u64) -> Settings {
         fault: None,
         locate: false,
     }
+}
+
+/// `replay`, and with `LOADER_RECORD_DIR` set (`scripts/record_corpus.sh`), the run recorded
+/// there as `<test>-<n>.log` for the corpus `loader-check --replay` checks (`tests/replay.rs`).
+fn replay(s: &Settings, trace: &[Event]) -> Result<(), (Property, String)> {
+    let Some(dir) = std::env::var_os("LOADER_RECORD_DIR") else {
+        return check::replay(s, trace);
+    };
+    thread_local!(static RUNS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) });
+    let n = RUNS.with(|r| {
+        r.set(r.get() + 1);
+        r.get()
+    });
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("run")
+        .replace("::", "-");
+    let log = loader::replay::Memory::new();
+    let r = check::replay_recorded(s, trace, log.sink());
+    let path = std::path::Path::new(&dir).join(format!("regression-{test}-{n}.log"));
+    std::fs::write(path, log.text()).expect("write the log");
+    r
 }
 
 fn holds(s: &Settings, trace: &[Event]) {

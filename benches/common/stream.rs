@@ -149,8 +149,20 @@ impl Stream {
     /// in setup; then the stream runs until two repairs have committed, so that measurement
     /// starts in the steady state.
     pub fn new(pages: u64) -> Stream {
+        Stream::with_loader(pages, Loader::new(config()).expect("valid config"))
+    }
+
+    /// [`Stream::new`] whose loader records its whole run to `sink`, from its creation.
+    pub fn recorded_to(pages: u64, sink: loader::loader::Sink) -> Stream {
+        Stream::with_loader(
+            pages,
+            Loader::recorded(config(), sink).expect("valid config"),
+        )
+    }
+
+    fn with_loader(pages: u64, loader: Loader) -> Stream {
         let mut s = Stream {
-            loader: Loader::new(config()).expect("valid config"),
+            loader,
             effects: Vec::with_capacity(1024),
             pending: Vec::with_capacity(8),
             pages,

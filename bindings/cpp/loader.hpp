@@ -592,6 +592,12 @@ public:
     }
 #endif
 
+    // Records this loader's run to the file at `path`, for `loader-check --replay` and for a
+    // bug report (loader_record in loader.h): call it right after construction, before any
+    // other call. Throws `Error` (LOADER_RESULT_RECORD_FAILED) when the file cannot be
+    // created, after the first call, or when LOADER_RECORD already records the loader.
+    void record(const std::string &path) { check(loader_record(handle_, path.c_str())); }
+
     // When to call `tick` next: a backoff retry is armed, or a superseded read will time out
     // (`Config::read_timeout_ms`); nullopt if neither.
     std::optional<std::uint64_t> next_deadline() const {

@@ -1,5 +1,6 @@
 //! `loader-check`: explores the LoaderLedger model exhaustively, checks its progress under
-//! churn (`--progress`), or checks the production ledger against it (`--impl`).
+//! churn (`--progress`), checks the production ledger against it (`--impl`), or replays a
+//! recorded run against both (`--replay`).
 //!
 //! Exit status: 0 when every invariant holds (or the progress or refinement check passes), 1
 //! when one is violated (or the check fails), 2 on a usage error.
@@ -12,6 +13,8 @@ use std::process::ExitCode;
 
 #[path = "loader_check/loader_mode.rs"]
 mod loader_mode;
+#[path = "loader_check/replay_mode.rs"]
+mod replay_mode;
 use std::time::Instant;
 
 const USAGE: &str =
@@ -134,13 +137,16 @@ fn main() -> ExitCode {
     if all.first().map(String::as_str) == Some("--loader") {
         return loader_mode::run(&all[1..]);
     }
+    if all.first().map(String::as_str) == Some("--replay") {
+        return replay_mode::run(&all[1..]);
+    }
     let args = match parse() {
         Ok(a) => a,
         Err(e) => {
             if !e.is_empty() {
                 eprintln!("loader-check: {e}");
             }
-            eprintln!("{USAGE}{}", loader_mode::USAGE);
+            eprintln!("{USAGE}{}{}", loader_mode::USAGE, replay_mode::USAGE);
             return ExitCode::from(2);
         }
     };

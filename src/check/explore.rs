@@ -162,17 +162,35 @@ fn explore_one(s: &Settings) -> Report {
 /// Runs `trace` from the start state of `s`, checking every property after each event and
 /// progress from each state: the first violation, if any.
 pub fn replay(s: &Settings, trace: &[Event]) -> Result<(), (Property, String)> {
-    let mut st = s.start();
-    progress(&st, s)?;
+    replay_from(&mut s.start(), s, trace)
+}
+
+/// [`replay`], with the loader's run recorded to `sink` (a log for `loader-check --replay`):
+/// the trace's events as far as they go, then the loader closed.
+pub fn replay_recorded(
+    s: &Settings,
+    trace: &[Event],
+    sink: crate::loader::Sink,
+) -> Result<(), (Property, String)> {
+    let mut st = s.start_recorded(Some(sink));
+    let r = replay_from(&mut st, s, trace);
+    st.host.loader.close();
+    let _ = st.host.collect();
+    st.host.loader.flush_recording();
+    r
+}
+
+fn replay_from(st: &mut State, s: &Settings, trace: &[Event]) -> Result<(), (Property, String)> {
+    progress(st, s)?;
     for (i, &e) in trace.iter().enumerate() {
-        if !enabled(&st, s).contains(&e) {
+        if !enabled(st, s).contains(&e) {
             return Err((
                 Property::Refused,
                 format!("event {i} ({e:?}) is not enabled here"),
             ));
         }
-        apply(&mut st, s, e)?;
-        progress(&st, s)?;
+        apply(st, s, e)?;
+        progress(st, s)?;
     }
     Ok(())
 }

@@ -17,7 +17,7 @@ mod explore;
 pub(crate) mod props;
 
 pub use event::Event;
-pub use explore::{check, replay, Report, Violation};
+pub use explore::{check, replay, replay_recorded, Report, Violation};
 pub use props::Property;
 
 use crate::loader::Config;
@@ -82,7 +82,15 @@ impl Settings {
 
     /// The state the exploration starts from.
     fn start(&self) -> State {
+        self.start_recorded(None)
+    }
+
+    /// The starting state, its loader recording to `sink` if given (`replay_recorded`).
+    fn start_recorded(&self, sink: Option<crate::loader::Sink>) -> State {
         let mut host = Host::new(self.config, Source::numbered(self.source));
+        if let Some(sink) = sink {
+            host.loader = crate::loader::Loader::recorded(self.config, sink).expect("valid config");
+        }
         host.lossy = !self.config.recheck_full;
         match self.initial {
             Some((index, position)) => {

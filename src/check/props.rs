@@ -6,8 +6,7 @@
 //! memory bound, unique items and the retry count. From every state: progress.
 
 use super::{Settings, State};
-use crate::loader::{Direction, Holder};
-use crate::sim::Host;
+use crate::loader::{Direction, Holder, Loader, Read};
 use std::collections::HashSet;
 
 /// A named property of the loader.
@@ -116,18 +115,35 @@ impl Property {
 /// The properties checked after every event, beyond the sim host's own.
 pub(super) fn after_event(st: &State, answered: bool) -> Result<(), (Property, String)> {
     let h = &st.host;
-    let l = &h.loader;
+    let theirs: HashSet<u64> = h.held.keys().copied().collect();
+    // Contiguity and unique items are the sim host's own checks (`Host::check`).
+    loader_props(&h.loader, &theirs, &h.pending_reads(), answered, 0)
+}
+
+/// The properties of one loader after an event that need nothing of the host but the
+/// acquisitions it handed over and has not had back (`theirs`) and the reads it was asked for
+/// and has not answered (`pending`): accounting, every held acquisition accounted for, the
+/// memory bound, and the retry count after a successful answer (`answered`). A recorded run's
+/// replay checks them too; its window may have been wider when the running repair started
+/// (`repair_window`, the widest since the loader was last quiescent; 0 for the current one),
+/// and a repair stages pages for the window it started with.
+pub(crate) fn loader_props(
+    l: &Loader,
+    theirs: &HashSet<u64>,
+    pending: &[Read],
+    answered: bool,
+    repair_window: u64,
+) -> Result<(), (Property, String)> {
     let holders = l.holders();
     // Accounting: the loader's holders are exactly the host's outstanding acquisitions.
     let mine: HashSet<u64> = holders.iter().map(|x| x.0).collect();
-    let theirs: HashSet<u64> = h.held.keys().copied().collect();
     if mine.len() != holders.len() {
         return Err((
             Property::Accounting,
             format!("an acquisition is held twice: {holders:?}"),
         ));
     }
-    if mine != theirs {
+    if mine != *theirs {
         return Err((
             Property::Accounting,
             format!("the loader holds {mine:?}, the host has given and not had back {theirs:?}"),
@@ -142,8 +158,7 @@ pub(super) fn after_event(st: &State, answered: bool) -> Result<(), (Property, S
             ),
         ));
     }
-    // Contiguity and unique items are the sim host's own checks (`Host::check`).
-    bound(h, &holders)?;
+    bound(l, pending, &holders, repair_window)?;
     if answered && l.auto_retries_spent() != 0 {
         return Err((
             Property::RetryReset,
@@ -217,13 +232,17 @@ fn names_read(text: &str, id: u64) -> bool {
 /// The header's bound (`loader_config.max_pages`): the view holds at most max(`max_pages`,
 /// the pages overlapping the window ± prefetch); each running repair or full read (and a
 /// failed one kept for its retry) stages at most ceil((window + 2 prefetch) / page) + 2.
-pub(crate) fn bound(h: &Host, holders: &[(u64, Holder)]) -> Result<(), (Property, String)> {
-    let l = &h.loader;
+pub(crate) fn bound(
+    l: &Loader,
+    pending: &[Read],
+    holders: &[(u64, Holder)],
+    repair_window: u64,
+) -> Result<(), (Property, String)> {
     let c = l.config();
     let (ws, wl) = l.window();
     let pf = c.prefetch_distance;
     let (from, to) = (ws.saturating_sub(pf), (ws + wl).saturating_add(pf));
-    let full_max = (wl + 2 * pf).div_ceil(u64::from(c.page_size)) as usize + 2;
+    let full_max = (wl.max(repair_window) + 2 * pf).div_ceil(u64::from(c.page_size)) as usize + 2;
     let mut per: std::collections::HashMap<Option<u64>, usize> = Default::default();
     for x in holders {
         match x.1 {
@@ -263,7 +282,7 @@ pub(crate) fn bound(h: &Host, holders: &[(u64, Holder)]) -> Result<(), (Property
         let view_max = (c.max_pages as usize).max(overlapping);
         // A finite read in flight keeps the pages on its side (the header says so).
         let reading = |d: Direction| {
-            h.pending_reads()
+            pending
                 .iter()
                 .any(|r| r.kind == crate::loader::Kind::Finite && r.direction == d)
         };

@@ -155,11 +155,25 @@ impl Instance {
         let mut loader = self.loader.lock();
         let mut effects = std::panic::catch_unwind(AssertUnwindSafe(|| {
             loader.close();
-            loader.take_effects()
+            let effects = loader.take_effects();
+            loader.flush_recording();
+            effects
         }))
         .unwrap_or_default();
         self.pins.lock().hold_back(&mut effects);
         effects
+    }
+
+    /// Starts recording this loader's run to `sink` (see `Loader::record_to`); produces no
+    /// effects: the creation's stay queued for the first event call.
+    pub(crate) fn record_to(&self, sink: crate::loader::Sink) -> Result<(), loader_result> {
+        if self.poisoned.load(Ordering::Acquire) {
+            return Err(loader_result::Poisoned);
+        }
+        self.loader
+            .lock()
+            .record_to(sink)
+            .map_err(loader_result::from)
     }
 
     /// The host's callbacks.

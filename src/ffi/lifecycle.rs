@@ -59,6 +59,10 @@ pub(crate) unsafe fn create(
         let position = config.initial_position;
         let handle = make((&config).into())
             .and_then(|mut loader| {
+                // The creation's calls are kept for a recording asked for before the first
+                // event call (`loader_record`), or written at once under `LOADER_RECORD`.
+                loader.hold_prelude();
+                super::record::from_environment(&mut loader);
                 // Without a `cancel` callback the host is told of no cancel hint.
                 loader.set_cancel_hints_heard(callbacks.cancel.is_some());
                 // A starting point. Its effects (the first reads, `changed`) stay queued in
@@ -67,6 +71,7 @@ pub(crate) unsafe fn create(
                 if !start.is_empty() || position > 0 {
                     loader.jump(start, position)?;
                 }
+                loader.seal_prelude();
                 Ok(loader)
             })
             .map_err(loader_result::from)

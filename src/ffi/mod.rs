@@ -17,6 +17,7 @@
 //! - `result`, `types`: the C types;
 //! - `lifecycle`, `events`, `introspection`, `view`, `explain`: the exported functions, by
 //!   what they do;
+//! - `record`: recording a loader's run to a file (`loader_record`, `LOADER_RECORD`);
 //! - `testing`: the test ABI, only with the `testing` cargo feature;
 //! - `unwinding_issue`: tests of an `issue` callback that unwinds, through the C ABI.
 
@@ -44,6 +45,7 @@ mod introspection;
 mod view;
 
 mod explain;
+mod record;
 
 #[cfg(feature = "testing")]
 mod testing;
@@ -56,6 +58,7 @@ pub use explain::*;
 pub use instance::loader_handle;
 pub use introspection::*;
 pub use lifecycle::*;
+pub use record::*;
 pub use result::loader_result;
 #[cfg(feature = "testing")]
 pub use testing::*;

@@ -67,11 +67,14 @@ pub enum loader_result {
     /// A struct sets a field this library does not know (a non-zero byte past the struct as
     /// the library declares it): the host was built against a newer `loader.h`.
     UnknownField = 24,
+    /// `loader_record` could not start a recording: the file cannot be created, or the loader
+    /// was already called (a recording starts right after `loader_new`), or it already records.
+    RecordFailed = 25,
 }
 
 impl loader_result {
     /// Every code, in value order.
-    pub(crate) const ALL: [loader_result; 25] = [
+    pub(crate) const ALL: [loader_result; 26] = [
         loader_result::Ok,
         loader_result::NullPointer,
         loader_result::InvalidHandle,
@@ -97,6 +100,7 @@ impl loader_result {
         loader_result::RangeReversed,
         loader_result::InvalidStructSize,
         loader_result::UnknownField,
+        loader_result::RecordFailed,
     ];
 
     /// The code's stable value, as C sees it.
@@ -152,6 +156,9 @@ impl loader_result {
             loader_result::UnknownField => {
                 b"a field this library does not know is set: loader.h is newer than the library\0"
             }
+            loader_result::RecordFailed => {
+                b"the recording could not start: the file cannot be created, or the loader was already called\0"
+            }
         }
     }
 }
@@ -173,6 +180,7 @@ impl From<LoaderError> for loader_result {
             LoaderError::Ledger(ledger::LedgerError::NotIssued(_)) => loader_result::UnknownRead,
             LoaderError::Ledger(_) => loader_result::AlreadyAnswered,
             LoaderError::Config(c) => c.into(),
+            LoaderError::RecordTooLate => loader_result::RecordFailed,
         }
     }
 }

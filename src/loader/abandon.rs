@@ -14,6 +14,12 @@ impl Loader {
     /// read the loader already let go of (its timeout came first) is stale and changes
     /// nothing.
     pub fn abandon(&mut self, read_id: u64) -> Result<Answer, LoaderError> {
+        let r = self.abandon_unrecorded(read_id);
+        self.note(super::record::Call::Abandon(read_id), &r);
+        r
+    }
+
+    fn abandon_unrecorded(&mut self, read_id: u64) -> Result<Answer, LoaderError> {
         self.open()?;
         let at = match self.reads.find(read_id) {
             Ok(at) => at,
@@ -24,7 +30,7 @@ impl Loader {
         };
         if !self.reads.get(at).superseded {
             let limit = self.reads.get(at).limit;
-            let answer = self.fail(read_id, 0)?;
+            let answer = self.fail_unrecorded(read_id)?;
             self.remember_abandoned(read_id, limit);
             return Ok(answer);
         }

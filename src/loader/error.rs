@@ -37,6 +37,9 @@ pub enum LoaderError {
     /// exhausted.
     #[error(transparent)]
     Ledger(#[from] LedgerError),
+    /// A recording was asked for after the loader's first call, or twice.
+    #[error("a recording must be asked for before the loader's first call, once")]
+    RecordTooLate,
     /// The config given to the constructor is invalid.
     #[error("invalid config: {0}")]
     Config(#[from] ConfigError),

@@ -4,12 +4,19 @@
 //! cursor. Each takes an epoch from the ledger and may start a repair.
 
 use super::cursor::cursor_le;
+use super::record::Call;
 use super::{LedgerError, Loader, LoaderError, MAX_CURSOR_LEN, MAX_POSITION};
 
 impl Loader {
     /// The source changed, anywhere: the next repair re-reads the window around the anchor
     /// and replaces every page.
     pub fn invalidate(&mut self) -> Result<(), LoaderError> {
+        let r = self.invalidate_unrecorded();
+        self.note(Call::Invalidate, &r);
+        r
+    }
+
+    fn invalidate_unrecorded(&mut self) -> Result<(), LoaderError> {
         self.open()?;
         self.ledger.invalidate(&mut self.scratch)?;
         self.view.owe_whole();
@@ -34,6 +41,31 @@ impl Loader {
     /// A range too narrow (a change outside it) is a host bug: the view may then be wrong
     /// outside what was re-read, until the next invalidation that covers it; nothing leaks.
     pub fn invalidate_range(
+        &mut self,
+        from: &[u8],
+        to: Option<&[u8]>,
+        cmp: &mut dyn FnMut(&[u8], &[u8]) -> std::cmp::Ordering,
+    ) -> Result<(), LoaderError> {
+        if self.record.0.is_none() {
+            return self.invalidate_range_unrecorded(from, to, cmp);
+        }
+        // The host's answers go into the log: a replay gives them back in the same order.
+        let mut answers = Vec::new();
+        let r = self.invalidate_range_unrecorded(from, to, &mut |a: &[u8], b: &[u8]| {
+            let o = cmp(a, b);
+            answers.push(o);
+            o
+        });
+        let call = Call::Range {
+            from,
+            to,
+            answers: &answers,
+        };
+        self.note(call, &r);
+        r
+    }
+
+    fn invalidate_range_unrecorded(
         &mut self,
         from: &[u8],
         to: Option<&[u8]>,
@@ -90,6 +122,12 @@ impl Loader {
     /// cursor, whatever the distance. A loader with nothing held and nothing in flight moves
     /// at once, with no invalidation (a starting point, such as the end of a log).
     pub fn jump(&mut self, cursor: &[u8], position: u64) -> Result<(), LoaderError> {
+        let r = self.jump_unrecorded(cursor, position);
+        self.note(Call::Jump(cursor, position), &r);
+        r
+    }
+
+    fn jump_unrecorded(&mut self, cursor: &[u8], position: u64) -> Result<(), LoaderError> {
         self.open()?;
         if cursor.len() > MAX_CURSOR_LEN {
             return Err(LoaderError::CursorTooLong(cursor.len()));

@@ -5,8 +5,9 @@
 //! gap closing, the end-cursor memo), `reads` (the reads issued and outstanding), `requests`
 //! (each live request's acquisitions and staged pages), `answer` (the answer rules by kind:
 //! finite, step, fail), `schedule` (the window and the pump), `pools` (recycled buffers),
-//! `outbox` (effects and counters), `backoff`, `cursor`, `config` and `error`; `far` (a move
-//! far from the held pages starts at the nearest cursor known).
+//! `outbox` (effects and counters), `record` (the optional recording of a run, for
+//! `loader-check --replay`), `backoff`, `cursor`, `config` and `error`; `far` (a move far
+//! from the held pages starts at the nearest cursor known).
 //!
 //! This file holds the [`Loader`] type, its construction and its close; its entry points are
 //! grouped by event, one module each: `invalidate` (`invalidate`, `invalidate_range`,
@@ -84,6 +85,7 @@ mod outbox;
 mod pools;
 mod reach;
 mod reads;
+mod record;
 mod requests;
 mod retry;
 mod schedule;
@@ -103,6 +105,9 @@ pub use error::LoaderError;
 pub use far::Locate;
 pub use outbox::{Effect, Stats};
 pub use reads::{Direction, Read};
+#[cfg(feature = "testing")]
+pub(crate) use record::{effects as record_effects, Outcome};
+pub use record::{Recorder, Sink, LOG_MAGIC};
 pub use view::Page;
 
 use crate::ledger::{self, Debt, Ledger, LedgerError, Phase};
@@ -143,6 +148,8 @@ pub struct Loader {
     /// The buffer the host's `locate` writes a cursor into, kept for reuse.
     locate_buf: Vec<u8>,
     closed: bool,
+    /// The recording of this run, if one was asked for (`record`).
+    record: record::Slot,
 }
 
 impl Loader {
@@ -185,6 +192,7 @@ impl Loader {
             abandoned: std::collections::VecDeque::new(),
             locate_buf: Vec::new(),
             closed: false,
+            record: record::Slot::default(),
         })
     }
 
@@ -194,23 +202,29 @@ impl Loader {
     /// (a C host without a `cancel` callback) gets `CursorStalled` for it as for any read.
     pub fn set_cancel_hints_heard(&mut self, heard: bool) {
         self.reads.set_hints_heard(heard);
+        self.note(record::Call::Hints(heard), &());
     }
 
     /// Hands the queued effects to the caller, in the order they arose.
     pub fn take_effects(&mut self) -> Vec<Effect> {
-        self.out.take()
+        let effects = self.out.take();
+        self.note_effects(&effects);
+        effects
     }
 
     /// Moves the queued effects into `out`, keeping both allocations for reuse. When `out` is
     /// empty (a host that handles every batch before the next call) the two vectors are
     /// swapped, so the effects are not copied at all.
     pub fn drain_effects_into(&mut self, out: &mut Vec<Effect>) {
+        let from = out.len();
         self.out.drain_into(out);
+        self.note_effects(&out[from..]);
     }
 
     /// Releases every acquisition still held, exactly once, and asks the host to cancel every
     /// outstanding read. Later calls return [`LoaderError::Closed`]. Closing twice is a no-op.
     pub fn close(&mut self) {
+        self.note(record::Call::Close, &());
         if self.closed {
             return;
         }
@@ -222,6 +236,13 @@ impl Loader {
         self.requests.release_all(&mut self.out);
         self.view.clear();
         self.out.changed();
+    }
+
+    /// The epoch and first request id this loader's ledger started from, when not the
+    /// defaults (a test loader's, `with_counters`); read before the first call.
+    fn counters_at_start(&self) -> Option<(u64, u64)> {
+        let (epoch, next_id) = (self.ledger.epoch(), self.ledger.next_id());
+        (epoch != 0 || next_id != 1).then_some((epoch, next_id))
     }
 
     fn open(&self) -> Result<(), LoaderError> {

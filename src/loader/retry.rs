@@ -6,6 +6,7 @@
 //! same page again, unless the retry is a window move that moved the window, which reads the
 //! full source as for an own failure.
 
+use super::record::Call;
 use super::{Kind, LedgerError, Loader, LoaderError, Locate, Window};
 use crate::ledger::Failure;
 
@@ -13,6 +14,12 @@ impl Loader {
     /// Retries a recorded own failure now (a full-source read; for a page failure, the page
     /// again). Returns whether a read started; `false` when there is nothing to retry yet.
     pub fn retry(&mut self) -> Result<bool, LoaderError> {
+        let r = self.retry_unrecorded();
+        self.note(Call::Retry, &r);
+        r
+    }
+
+    fn retry_unrecorded(&mut self) -> Result<bool, LoaderError> {
         self.open()?;
         let page = self.ledger.failure() == Failure::Page;
         let started = self.ledger.explicit_retry(&mut self.scratch)?.is_some();
@@ -31,7 +38,9 @@ impl Loader {
     /// jump threshold beyond the held pages starts at the nearest cursor the loader knows for
     /// it (`far`), as a jump does; [`Loader::set_window_located`] also asks the host.
     pub fn set_window(&mut self, start: u64, len: u64) -> Result<(), LoaderError> {
-        self.move_window(start, len, None)
+        let r = self.move_window(start, len, None);
+        self.note(Call::Window(start, len), &r);
+        r
     }
 
     /// [`Loader::set_window`], with the host's `locate` for a far move: it is called (at
@@ -48,7 +57,23 @@ impl Loader {
         len: u64,
         locate: Locate<'_>,
     ) -> Result<(), LoaderError> {
-        self.move_window(start, len, Some(locate))
+        if self.record.0.is_none() {
+            return self.move_window(start, len, Some(locate));
+        }
+        // The host's answer goes into the log: a replay gives it back.
+        let mut asked: Option<Option<Vec<u8>>> = None;
+        let r = self.move_window(
+            start,
+            len,
+            Some(&mut |at: u64, out: &mut Vec<u8>| {
+                let known = locate(at, out);
+                asked = Some(known.then(|| out.clone()));
+                known
+            }),
+        );
+        let answer = asked.as_ref().map(|a| a.as_deref());
+        self.note(Call::Located { start, len, answer }, &r);
+        r
     }
 
     fn move_window(
@@ -110,6 +135,12 @@ impl Loader {
 
     /// Time passed: fires a due backoff retry.
     pub fn tick(&mut self, now_ms: u64) -> Result<(), LoaderError> {
+        let r = self.tick_unrecorded(now_ms);
+        self.note(Call::Tick(now_ms), &r);
+        r
+    }
+
+    fn tick_unrecorded(&mut self, now_ms: u64) -> Result<(), LoaderError> {
         self.open()?;
         let due = self
             .backoff

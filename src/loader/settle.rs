@@ -4,6 +4,7 @@
 //! (`answer`).
 
 use super::backoff::Cause;
+use super::record::Call;
 use super::{
     ledger, Accepted, Answer, Kind, LedgerError, Loader, LoaderError, MAX_CURSOR_LEN, MAX_POSITION,
 };
@@ -45,6 +46,35 @@ impl Loader {
     /// (fewer items before the page than the view holds before it) is ignored, as is one over
     /// [`MAX_POSITION`].
     pub fn settle_counted(
+        &mut self,
+        read_id: u64,
+        acquisition: u64,
+        count: u32,
+        next_cursor: &[u8],
+        end_of_source: bool,
+        items_before: Option<u64>,
+    ) -> Result<Answer, LoaderError> {
+        let r = self.settle_unrecorded(
+            read_id,
+            acquisition,
+            count,
+            next_cursor,
+            end_of_source,
+            items_before,
+        );
+        let call = Call::Settle {
+            read_id,
+            acquisition,
+            count,
+            next_cursor,
+            end_of_source,
+            items_before,
+        };
+        self.note(call, &r);
+        r
+    }
+
+    fn settle_unrecorded(
         &mut self,
         read_id: u64,
         acquisition: u64,
@@ -138,7 +168,13 @@ impl Loader {
 
     /// Answers a read with a failure. `code` is the host's, for its own records.
     pub fn fail(&mut self, read_id: u64, code: i32) -> Result<Answer, LoaderError> {
-        let _ = code;
+        let r = self.fail_unrecorded(read_id);
+        self.note(Call::Fail(read_id, code), &r);
+        r
+    }
+
+    /// [`Loader::fail`], not written to a recording (a call that makes it is).
+    pub(super) fn fail_unrecorded(&mut self, read_id: u64) -> Result<Answer, LoaderError> {
         self.open()?;
         let at = match self.reads.find(read_id) {
             Ok(at) => at,

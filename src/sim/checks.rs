@@ -100,7 +100,9 @@ impl Host {
     /// acquisition the loader holds counted (the view's pages, a finite read's page in
     /// flight, a repair's or retry's staged pages), the property the loader checker explores.
     fn check_bound(&self) -> Result<(), Violation> {
-        crate::check::props::bound(self, &self.loader.holders()).map_err(|(_, why)| why)
+        let holders = self.loader.holders();
+        crate::check::props::bound(&self.loader, &self.pending_reads(), &holders, 0)
+            .map_err(|(_, why)| why)
     }
 
     /// Answers everything with success, retrying own failures, with the source left alone;

@@ -41,6 +41,7 @@ from ._errors import (
     StaleHandleError,
     TooManyHandlesError,
     UnknownFieldError,
+    RecordFailedError,
     UnknownReadError,
     WindowOverflowError,
 )
@@ -63,7 +64,8 @@ __all__ = [
     "MissingCallbackError", "NoCompareError",
     "NullCursorError", "NullPointerError", "PanicError", "PoisonedError", "RangeReversedError",
     "StaleHandleError",
-    "TooManyHandlesError", "UnknownFieldError", "UnknownReadError", "WindowOverflowError",
+    "TooManyHandlesError", "UnknownFieldError", "RecordFailedError", "UnknownReadError",
+    "WindowOverflowError",
     "violations", "CallbackContext", "callback_context", "Loader", "result_message", "version",
     "Config", "Counts", "Page", "Read", "RequestInfo", "Snapshot", "View",
     "Direction", "Feed", "FeedPage", "FeedProblem", "FeedSnapshot", "FeedStalledError",

@@ -37,6 +37,7 @@ class Result(IntEnum):
     RANGE_REVERSED = 22
     INVALID_STRUCT_SIZE = 23
     UNKNOWN_FIELD = 24
+    RECORD_FAILED = 25
 
 
 class Kind(IntEnum):

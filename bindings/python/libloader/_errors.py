@@ -151,6 +151,11 @@ class UnknownFieldError(UsageError):
     library they loaded."""
 
 
+class RecordFailedError(UsageError):
+    """A recording could not start (``Loader(record=...)``): the file cannot be created, or
+    the loader already records (``LOADER_RECORD`` is set)."""
+
+
 ERRORS: Dict[Result, Type[LoaderError]] = {
     Result.NULL_POINTER: NullPointerError,
     Result.INVALID_HANDLE: InvalidHandleError,
@@ -176,6 +181,7 @@ ERRORS: Dict[Result, Type[LoaderError]] = {
     Result.RANGE_REVERSED: RangeReversedError,
     Result.INVALID_STRUCT_SIZE: InvalidStructSizeError,
     Result.UNKNOWN_FIELD: UnknownFieldError,
+    Result.RECORD_FAILED: RecordFailedError,
 }
 """The exception class for each error code."""
 

@@ -287,6 +287,7 @@ FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
     "loader_jump": (c_enum, [loader_handle, _u8p, c_size_t, c_uint64]),
     "loader_abandon": (c_enum, [loader_handle, c_uint64, POINTER(c_enum)]),
     "loader_invalidate_range": (c_enum, [loader_handle, _u8p, c_size_t, _u8p, c_size_t]),
+    "loader_record": (c_enum, [loader_handle, c_char_p]),
 }
 """Every function of the public ABI: name -> (restype, argtypes)."""
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import os
 import threading
 import warnings
 from dataclasses import dataclass
@@ -405,12 +406,17 @@ class Loader(Generic[T]):
                  config: Optional[Config] = None,
                  counters: Optional[Tuple[int, int]] = None,
                  compare: Optional[CompareCallback] = None,
-                 locate: Optional[LocateCallback] = None) -> None:
+                 locate: Optional[LocateCallback] = None,
+                 record: Optional[Union[str, "os.PathLike[str]"]] = None) -> None:
         """``config`` is a :class:`Config` or None (the library's defaults); a mapping is
         refused (TypeError): ``Config(**mapping)`` converts one and checks its fields.
         ``counters=(epoch, next_request_id)`` starts the counters there, for testing their
         exhaustion (``loader_new_with_counters``, in the test ABI: it needs a library built
-        with the ``testing`` feature, else it raises NotImplementedError)."""
+        with the ``testing`` feature, else it raises NotImplementedError).
+        ``record=path`` records the loader's run to that file (``loader_record``): every call
+        and callback, for ``loader-check --replay`` and for a bug report; it raises
+        RecordFailedError when the file cannot be created or ``LOADER_RECORD`` already
+        records the loader."""
         self._closed = True
         self._handle = 0
         self._owned = False
@@ -463,6 +469,11 @@ class Loader(Generic[T]):
             name = "loader_new_with_counters"
         if rc != Result.OK:
             raise error_for(rc, result_message, name)
+        if record is not None:
+            rc = lib.loader_record(out.value, os.fsencode(record))
+            if rc != Result.OK:
+                lib.loader_free(out.value)
+                raise error_for(rc, result_message, "loader_record")
         self._handle = out.value
         host.handle = out.value
         self._closed = False

@@ -70,8 +70,8 @@ impl World {
             _ => i32::from(input.byte() % 28) - 1,
         };
         let msg = calls::result_str(code);
-        // The codes `loader_result` defines: 0 ..= LOADER_RESULT_UNKNOWN_FIELD (24).
-        let known = (0..=24).contains(&code);
+        // The codes `loader_result` defines: 0 ..= LOADER_RESULT_RECORD_FAILED (25).
+        let known = (0..=25).contains(&code);
         if known == (msg == "unknown result code") || msg.is_empty() {
             self.fail(format!("loader_result_str({code}) = {msg:?}"));
         }
