@@ -168,15 +168,14 @@ pub(crate) fn loader_props(
             ),
         ));
     }
-    explained(h, &l.explain()).map_err(|m| (Property::Explained, m))
+    explained(l, pending, &l.explain()).map_err(|m| (Property::Explained, m))
 }
 
-/// Whether `text` (the loader's `explain`) tells the truth about `h`: its first line is
+/// Whether `text` (the loader's `explain`) tells the truth about `l`: its first line is
 /// `quiescent` exactly when the loader is (nothing in flight, nothing owed, no failure); it
-/// names every read the host holds unanswered (waited for, superseded, or let go of), the
+/// names every read the host holds unanswered (`pending`: waited for, superseded, or let go of), the
 /// backoff deadline when one is armed, and `loader_retry` when nothing but the host can retry.
-pub(super) fn explained(h: &Host, text: &str) -> Result<(), String> {
-    let l = &h.loader;
+pub(crate) fn explained(l: &Loader, pending: &[Read], text: &str) -> Result<(), String> {
     let s = l.ledger().snapshot();
     let quiet = l.ledger().is_quiescent()
         && !l.revalidating()
@@ -191,7 +190,7 @@ pub(super) fn explained(h: &Host, text: &str) -> Result<(), String> {
             l.outstanding_reads()
         ));
     }
-    for r in h.pending_reads() {
+    for r in pending {
         if !names_read(text, r.read_id) {
             return Err(format!(
                 "explain does not name read {}, which the host holds: {text:?}",
@@ -376,16 +375,24 @@ mod tests {
     #[test]
     fn explained_fails_a_sentence_that_lies() {
         let mut h = Host::new(Config::default(), Source::numbered(4));
-        assert!(explained(&h, "quiescent").is_ok());
-        assert!(explained(&h, "waiting for read 1").is_err());
+        assert!(explained(&h.loader, &h.pending_reads(), "quiescent").is_ok());
+        assert!(explained(&h.loader, &h.pending_reads(), "waiting for read 1").is_err());
         h.loader.set_window(0, 2).unwrap();
         h.collect().unwrap();
         let id = h.pending_reads()[0].read_id;
-        assert!(explained(&h, &h.loader.explain()).is_ok());
-        assert!(explained(&h, "quiescent").is_err(), "a read is outstanding");
-        assert!(explained(&h, &format!("waiting for read {id}0")).is_err());
+        assert!(explained(&h.loader, &h.pending_reads(), &h.loader.explain()).is_ok());
         assert!(
-            explained(&h, "not quiescent").is_err(),
+            explained(&h.loader, &h.pending_reads(), "quiescent").is_err(),
+            "a read is outstanding"
+        );
+        assert!(explained(
+            &h.loader,
+            &h.pending_reads(),
+            &format!("waiting for read {id}0")
+        )
+        .is_err());
+        assert!(
+            explained(&h.loader, &h.pending_reads(), "not quiescent").is_err(),
             "the read is not named"
         );
     }
