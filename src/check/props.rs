@@ -176,6 +176,14 @@ pub(crate) fn loader_props(
 /// names every read the host holds unanswered (`pending`: waited for, superseded, or let go of), the
 /// backoff deadline when one is armed, and `loader_retry` when nothing but the host can retry.
 pub(crate) fn explained(l: &Loader, pending: &[Read], text: &str) -> Result<(), String> {
+    if l.is_closed() {
+        // Closed: it says so, and waits for nothing (the reads still out were cancelled).
+        return if text.starts_with("closed") {
+            Ok(())
+        } else {
+            Err(format!("explain of a closed loader: {text:?}"))
+        };
+    }
     let s = l.ledger().snapshot();
     let quiet = l.ledger().is_quiescent()
         && !l.revalidating()
