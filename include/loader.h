@@ -271,6 +271,8 @@ typedef uintptr_t loader_acquisition;
  */
 #define LOADER_MAX_PAGE_SIZE 1048576
 
+
+
 /**
  * A result code. 0 is success; every other value is an error whose message
  * `loader_result_str` gives. Values are stable across releases.
@@ -355,7 +357,8 @@ typedef enum loader_result {
    */
   LOADER_RESULT_INVALID_BACKOFF_MULTIPLIER = 18,
   /**
-   * The `issue` or `release` callback is NULL.
+   * A required callback is NULL: `issue` or `release` (`loader_new`), `load` or `release`
+   * (`loader_feed_new`).
    */
   LOADER_RESULT_MISSING_CALLBACK = 19,
   /**
@@ -380,6 +383,28 @@ typedef enum loader_result {
    * the library declares it): the host was built against a newer `loader.h`.
    */
   LOADER_RESULT_UNKNOWN_FIELD = 24,
+  /**
+   * A feed's `workers` is 0 or above `LOADER_FEED_MAX_WORKERS`.
+   */
+  LOADER_RESULT_INVALID_WORKERS = 25,
+  /**
+   * The wait's timeout passed first.
+   */
+  LOADER_RESULT_TIMED_OUT = 26,
+  /**
+   * A load answered with the cursor it was given (a cursor that does not advance): the
+   * feed retries after the backoff, but the load must be fixed.
+   */
+  LOADER_RESULT_CURSOR_STALLED = 27,
+  /**
+   * Loads kept failing and the automatic retries (`max_auto_retries`) are spent: nothing
+   * loads until the host retries, moves the window or invalidates.
+   */
+  LOADER_RESULT_RETRIES_SPENT = 28,
+  /**
+   * A thread could not be started.
+   */
+  LOADER_RESULT_THREAD_START = 29,
 } loader_result;
 
 /**
@@ -1215,6 +1240,104 @@ typedef struct loader_page {
   uint64_t start;
 } loader_page;
 
+/**
+ * What a `load` returns for one read, when it returns 0: `count` items (at most the read's
+ * `limit`) in a buffer of the host's that `acquisition` names, and where the next read that
+ * way starts. The feed zeroes it before each call.
+ */
+typedef struct loader_load_result {
+  /**
+   * The host's token for the items; the feed hands it to `release` exactly once.
+   */
+  loader_acquisition acquisition;
+  /**
+   * How many items: at most the read's `limit`.
+   */
+  uint32_t count;
+  /**
+   * As `loader_settle`'s: forward, the cursor after the last item; backward, the cursor
+   * before the first. It is copied when `load` returns: it need only be valid until then,
+   * or point into the page's own buffer.
+   */
+  const uint8_t *next_cursor;
+  /**
+   * Its length in bytes (0: the source's start); at most `LOADER_MAX_CURSOR_LEN`.
+   */
+  size_t next_cursor_len;
+  /**
+   * Forward: no item follows. Backward: no item precedes (then `next_cursor` is empty).
+   */
+  bool end_of_source;
+} loader_load_result;
+
+/**
+ * The host's load: reads `read` (as `issue` would hand it to a host; valid only during the
+ * call) synchronously, fills `*out` and returns 0, or returns any other value for a failure
+ * (the loader's backoff retries it). It runs on one of the feed's worker threads, several at
+ * once on different threads.
+ *
+ * From inside `load` the host may call any loader_feed_* function on this feed but
+ * `loader_feed_free` waits for no load of its own, and `loader_feed_wait_quiescent` would
+ * wait for the very load it runs in (it returns at its timeout). It must not throw (a C++
+ * host catches and returns non-zero). It may end its thread (`pthread_exit`): the read fails
+ * and the feed starts another worker in its place.
+ */
+typedef int32_t (*loader_load_fn)(void *userdata,
+                                  const struct loader_read *read,
+                                  struct loader_load_result *out);
+
+/**
+ * A feed's settings and the host's functions. Set `struct_size` to `sizeof` it (STRUCTS THAT
+ * GROW at the top of this header: it may gain fields, appended).
+ */
+typedef struct loader_feed_config {
+  /**
+   * `sizeof` this struct as the host's `loader.h` declares it.
+   */
+  uint32_t struct_size;
+  /**
+   * How many worker threads run loads: 1 to `LOADER_FEED_MAX_WORKERS`.
+   */
+  uint32_t workers;
+  /**
+   * Passed to every function below, on whichever thread runs it. Keep it valid until
+   * `loader_feed_free` returns, every load it left running has returned (see
+   * `loader_feed_free`), and every pinned view of the feed's loader is released.
+   */
+  void *userdata;
+  /**
+   * Required: the load.
+   */
+  loader_load_fn load;
+  /**
+   * Required: called exactly once for every page a `load` returned, when the feed or its
+   * loader is done with it (a page the loader never took is released at once, on the
+   * worker). It runs on a feed worker, the feed's clock thread, or the thread of a
+   * loader_feed_* call or `loader_view_release`; it must return normally.
+   */
+  loader_release_fn release;
+  /**
+   * May be NULL: called after the view or the state changed, on whichever thread changed
+   * it (a worker, the clock thread, a caller); keep it short and let it return normally.
+   */
+  loader_changed_fn changed;
+  /**
+   * May be NULL: orders cursors, for `loader_feed_invalidate_range` (see
+   * `loader_compare_fn`).
+   */
+  loader_compare_fn compare;
+  /**
+   * The loader's settings; NULL for the defaults (`loader_config_default`).
+   */
+  const struct loader_config *loader;
+} loader_feed_config;
+
+/**
+ * An opaque handle to a feed. 0 is never a valid handle; a freed or forged one is an error
+ * code, as for a loader handle.
+ */
+typedef uint64_t loader_feed_handle;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -1742,6 +1865,118 @@ enum loader_result loader_view_state(const struct loader_view_snapshot *view,
  * thread is reading.
  */
 enum loader_result loader_view_release(struct loader_view_snapshot *view);
+
+/**
+ * Creates a feed: a loader (`config->loader`, or the defaults) whose reads `config->workers`
+ * threads of the feed's own run through `config->load`. Nothing is read until the window is
+ * set (`loader_feed_set_window`), unless the loader config has a starting point.
+ *
+ * Errors, with nothing created: `LOADER_RESULT_NULL_POINTER` (`config` or `out` NULL),
+ * `LOADER_RESULT_INVALID_STRUCT_SIZE` / `LOADER_RESULT_UNKNOWN_FIELD` (STRUCTS THAT GROW),
+ * `LOADER_RESULT_MISSING_CALLBACK` (`load` or `release` NULL),
+ * `LOADER_RESULT_INVALID_WORKERS` (`workers` 0 or above `LOADER_FEED_MAX_WORKERS`), any code
+ * of `loader_new` for the loader config, `LOADER_RESULT_THREAD_START` (a thread could not be
+ * started). The caller owns the handle and must pass it to `loader_feed_free`.
+ *
+ * # Safety
+ * `config` is NULL or valid for its `struct_size` bytes, `config->loader` NULL or a valid
+ * `loader_config`; `out` NULL or valid for a write; the functions follow their contracts.
+ */
+enum loader_result loader_feed_new(const struct loader_feed_config *config,
+                                   loader_feed_handle *out);
+
+/**
+ * The loader the feed drives, for reading: `loader_state`, `loader_stats`,
+ * `loader_requests`, and the view (`loader_view_acquire`: pin it to read the items behind
+ * its acquisitions while the workers run). Answering its reads, or freeing it, is the
+ * feed's: a host must not. The handle turns stale when the feed is freed.
+ *
+ * # Safety
+ * `out` is NULL or valid for a write.
+ */
+enum loader_result loader_feed_loader(loader_feed_handle feed, loader_handle *out);
+
+/**
+ * `loader_set_window` on the feed's loader: shows items `[start, start + len)`, loads what
+ * is missing and retries a recorded failure. Its codes; `release` and `changed` may run on
+ * this thread before it returns.
+ */
+enum loader_result loader_feed_set_window(loader_feed_handle feed, uint64_t start, uint64_t len);
+
+/**
+ * `loader_jump` on the feed's loader: rebuilds the view around `cursor`, numbered
+ * `position`. Its codes.
+ *
+ * # Safety
+ * `cursor` is NULL or valid for `cursor_len` bytes.
+ */
+enum loader_result loader_feed_jump(loader_feed_handle feed,
+                                    const uint8_t *cursor,
+                                    size_t cursor_len,
+                                    uint64_t position);
+
+/**
+ * `loader_invalidate` on the feed's loader: the source changed; call it once the change is
+ * visible to new loads (after the commit).
+ */
+enum loader_result loader_feed_invalidate(loader_feed_handle feed);
+
+/**
+ * `loader_invalidate_range` on the feed's loader: the source changed only between `from`
+ * and `to` (NULL `to`: the source's end). Needs `compare` in the feed's config
+ * (`LOADER_RESULT_NO_COMPARE`) and a `load` that honours `loader_read.until`.
+ *
+ * # Safety
+ * As `loader_invalidate_range`.
+ */
+enum loader_result loader_feed_invalidate_range(loader_feed_handle feed,
+                                                const uint8_t *from,
+                                                size_t from_len,
+                                                const uint8_t *to,
+                                                size_t to_len);
+
+/**
+ * `loader_retry` on the feed's loader: retries a recorded failure now, and clears what
+ * stopped the feed (a load's bad page). `*out_started` (may be NULL) says whether a read
+ * started.
+ *
+ * # Safety
+ * `out_started` is NULL or valid for a write.
+ */
+enum loader_result loader_feed_retry(loader_feed_handle feed, bool *out_started);
+
+/**
+ * Waits until the feed's loader is quiescent and not revalidating (`LOADER_RESULT_OK`), or
+ * `timeout_ms` passed (`LOADER_RESULT_TIMED_OUT`; a negative timeout waits as long as it
+ * takes), or the feed cannot settle until the host acts: `LOADER_RESULT_COUNT_OVER_LIMIT` (a
+ * load returned more items than its `limit`), `LOADER_RESULT_CURSOR_TOO_LONG` /
+ * `LOADER_RESULT_NULL_CURSOR` (a load's `next_cursor`), `LOADER_RESULT_CURSOR_STALLED` (a
+ * load answered with the cursor it was given), `LOADER_RESULT_RETRIES_SPENT` (the automatic
+ * retries are spent). The first two kinds are bugs in the load: the feed does not retry
+ * them until the host moves the window, jumps, invalidates or calls `loader_feed_retry`.
+ * Any thread may wait, several at once; from inside `load` it waits for that load too.
+ */
+enum loader_result loader_feed_wait_quiescent(loader_feed_handle feed, int64_t timeout_ms);
+
+/**
+ * Frees a feed. Reads not started are dropped; the loader is freed (every page it holds
+ * goes to `release`, on this thread, but those a pinned view still lists: they follow when
+ * the view is released); then it waits up to `timeout_ms` (negative: as long as it takes)
+ * for the loads still running, and joins every worker thread that ended.
+ *
+ * A load still running at the timeout (one stuck on I/O) is let go: its thread is detached,
+ * and when the load returns its page goes to `release` on that thread, which then ends.
+ * `*out_left_running` (may be NULL) is how many such loads there are: until each has
+ * returned, `userdata` and the host's functions must stay valid. Called from inside one of
+ * this feed's loads, it does not wait for that load (it is counted as left running).
+ * A second free returns `LOADER_RESULT_STALE_HANDLE`.
+ *
+ * # Safety
+ * `out_left_running` is NULL or valid for a write.
+ */
+enum loader_result loader_feed_free(loader_feed_handle feed,
+                                    int64_t timeout_ms,
+                                    uint32_t *out_left_running);
 
 #if defined(LOADER_TESTING)
 /**

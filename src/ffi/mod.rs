@@ -16,6 +16,7 @@
 //! - `sized`: the structs that may grow, read and written by their `struct_size`;
 //! - `result`, `types`: the C types;
 //! - `lifecycle`, `events`, `introspection`, `view`: the exported functions, by what they do;
+//! - `feed`: the feed's exports (`loader_feed_*`), its loader's callbacks and its threads;
 //! - `testing`: the test ABI, only with the `testing` cargo feature;
 //! - `unwinding_issue`: tests of an `issue` callback that unwinds, through the C ABI.
 
@@ -42,6 +43,8 @@ mod introspection;
 
 mod view;
 
+mod feed;
+
 #[cfg(feature = "testing")]
 mod testing;
 
@@ -57,6 +60,7 @@ pub use result::loader_result;
 pub use testing::*;
 pub use types::*;
 pub use view::*;
+pub use feed::*;
 
 /// The longest cursor accepted, in bytes.
 pub const LOADER_MAX_CURSOR_LEN: usize = 4096;

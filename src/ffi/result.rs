@@ -53,7 +53,8 @@ pub enum loader_result {
     InvalidBackoffMax = 17,
     /// `backoff_multiplier` is not a finite number in 1.0..=16.0.
     InvalidBackoffMultiplier = 18,
-    /// The `issue` or `release` callback is NULL.
+    /// A required callback is NULL: `issue` or `release` (`loader_new`), `load` or `release`
+    /// (`loader_feed_new`).
     MissingCallback = 19,
     /// No more loaders can be created in this process.
     TooManyHandles = 20,
@@ -67,11 +68,23 @@ pub enum loader_result {
     /// A struct sets a field this library does not know (a non-zero byte past the struct as
     /// the library declares it): the host was built against a newer `loader.h`.
     UnknownField = 24,
+    /// A feed's `workers` is 0 or above `LOADER_FEED_MAX_WORKERS`.
+    InvalidWorkers = 25,
+    /// The wait's timeout passed first.
+    TimedOut = 26,
+    /// A load answered with the cursor it was given (a cursor that does not advance): the
+    /// feed retries after the backoff, but the load must be fixed.
+    CursorStalled = 27,
+    /// Loads kept failing and the automatic retries (`max_auto_retries`) are spent: nothing
+    /// loads until the host retries, moves the window or invalidates.
+    RetriesSpent = 28,
+    /// A thread could not be started.
+    ThreadStart = 29,
 }
 
 impl loader_result {
     /// Every code, in value order.
-    pub(crate) const ALL: [loader_result; 25] = [
+    pub(crate) const ALL: [loader_result; 30] = [
         loader_result::Ok,
         loader_result::NullPointer,
         loader_result::InvalidHandle,
@@ -97,6 +110,11 @@ impl loader_result {
         loader_result::RangeReversed,
         loader_result::InvalidStructSize,
         loader_result::UnknownField,
+        loader_result::InvalidWorkers,
+        loader_result::TimedOut,
+        loader_result::CursorStalled,
+        loader_result::RetriesSpent,
+        loader_result::ThreadStart,
     ];
 
     /// The code's stable value, as C sees it.
@@ -140,7 +158,9 @@ impl loader_result {
             loader_result::InvalidBackoffMultiplier => {
                 b"backoff_multiplier must be a finite number between 1.0 and 16.0\0"
             }
-            loader_result::MissingCallback => b"the issue and release callbacks are required\0",
+            loader_result::MissingCallback => {
+                b"a required callback is NULL (issue and release; a feed's load and release)\0"
+            }
             loader_result::TooManyHandles => b"no more loaders can be created in this process\0",
             loader_result::NoCompare => {
                 b"a ranged invalidation needs the compare callback, which the loader lacks\0"
@@ -152,6 +172,17 @@ impl loader_result {
             loader_result::UnknownField => {
                 b"a field this library does not know is set: loader.h is newer than the library\0"
             }
+            loader_result::InvalidWorkers => {
+                b"a feed's workers must be between 1 and LOADER_FEED_MAX_WORKERS\0"
+            }
+            loader_result::TimedOut => b"the timeout passed first\0",
+            loader_result::CursorStalled => {
+                b"a load answered with the cursor it was given: the cursor must advance\0"
+            }
+            loader_result::RetriesSpent => {
+                b"loads kept failing and the automatic retries are spent\0"
+            }
+            loader_result::ThreadStart => b"a thread could not be started\0",
         }
     }
 }

@@ -37,6 +37,11 @@ class Result(IntEnum):
     RANGE_REVERSED = 22
     INVALID_STRUCT_SIZE = 23
     UNKNOWN_FIELD = 24
+    INVALID_WORKERS = 25
+    TIMED_OUT = 26
+    CURSOR_STALLED = 27
+    RETRIES_SPENT = 28
+    THREAD_START = 29
 
 
 class Kind(IntEnum):

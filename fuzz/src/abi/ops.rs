@@ -67,11 +67,11 @@ impl World {
     fn op_strings(&mut self, input: &mut Input) {
         let code = match input.byte() % 4 {
             0 => input.u32() as i32,
-            _ => i32::from(input.byte() % 28) - 1,
+            _ => i32::from(input.byte() % 33) - 1,
         };
         let msg = calls::result_str(code);
-        // The codes `loader_result` defines: 0 ..= LOADER_RESULT_UNKNOWN_FIELD (24).
-        let known = (0..=24).contains(&code);
+        // The codes `loader_result` defines: 0 ..= LOADER_RESULT_THREAD_START (29).
+        let known = (0..=29).contains(&code);
         if known == (msg == "unknown result code") || msg.is_empty() {
             self.fail(format!("loader_result_str({code}) = {msg:?}"));
         }

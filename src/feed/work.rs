@@ -1,0 +1,167 @@
+//! A worker: takes the next read, runs the host's load on it, and answers it; and what
+//! happens when the load ends the worker's thread instead of returning.
+
+use super::{Feed, Job, Loaded, Outcome, Problem, Source, Took};
+use std::cell::Cell;
+
+thread_local! {
+    /// The feed whose load this thread is running (its address), or 0.
+    static IN_LOAD: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Whether the calling thread is inside one of `feed`'s loads.
+pub(super) fn inside_load_of<S: Source>(feed: &Feed<S>) -> bool {
+    IN_LOAD.with(|c| c.get()) == feed as *const Feed<S> as usize
+}
+
+/// Armed while a load runs: dropped armed, the load ended its thread (a forced unwind runs
+/// this on its way out) and the read must be answered by someone else.
+struct InLoad<'a, S: Source> {
+    feed: &'a Feed<S>,
+    worker: u64,
+    read_id: u64,
+    armed: bool,
+}
+
+impl<S: Source> Drop for InLoad<'_, S> {
+    fn drop(&mut self) {
+        IN_LOAD.with(|c| c.set(0));
+        if !self.armed {
+            return;
+        }
+        let mut st = self.feed.state();
+        st.running -= 1;
+        // Its read, still unanswered, is failed by the supervisor, which also joins this
+        // thread and starts another.
+        let read = st.slots.remove(&self.read_id).map(|_| self.read_id);
+        if let Some(w) = st.workers.iter_mut().find(|w| w.id == self.worker) {
+            w.done = true;
+        }
+        st.lost.push((self.worker, read));
+        st.wake = true;
+        drop(st);
+        self.feed.timer.notify_all();
+        self.feed.changed.notify_all();
+    }
+}
+
+impl<S: Source> Feed<S> {
+    /// A worker thread's life: loads until the feed closes.
+    pub(super) fn work(&self, me: u64) {
+        while let Some(read) = self.next_read(me) {
+            let id = read.read_id();
+            let mut guard = InLoad {
+                feed: self,
+                worker: me,
+                read_id: id,
+                armed: true,
+            };
+            IN_LOAD.with(|c| c.set(self as *const Feed<S> as usize));
+            let loaded = self.source.load(&read);
+            IN_LOAD.with(|c| c.set(0));
+            guard.armed = false;
+            drop(guard);
+            self.answer(&read, loaded);
+        }
+    }
+
+    /// The next read to load, or `None` once the feed closes (the worker is then done).
+    fn next_read(&self, me: u64) -> Option<S::Read> {
+        let mut st = self.state();
+        loop {
+            if st.closing {
+                if let Some(w) = st.workers.iter_mut().find(|w| w.id == me) {
+                    w.done = true;
+                }
+                return None;
+            }
+            while let Some(id) = st.queue.pop_front() {
+                // A read cancelled while queued has no slot (or no read) left.
+                if let Some(read) = st.slots.get_mut(&id).and_then(|s| s.read.take()) {
+                    st.running += 1;
+                    return Some(read);
+                }
+            }
+            st = self.work.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Answers `read` with what its load returned, unless a cancel hint answered it first
+    /// (then the page goes back to the host).
+    fn answer(&self, read: &S::Read, loaded: Outcome) {
+        let id = read.read_id();
+        let mine = {
+            let mut st = self.state();
+            st.running -= 1;
+            let mine = st.slots.remove(&id).is_some();
+            if mine {
+                st.answering += 1;
+            }
+            mine
+        };
+        let urgent = match (mine, self.ledger()) {
+            (true, Some(ledger)) => match loaded {
+                Outcome::Refused { acquisition, code } => {
+                    self.source.release(acquisition);
+                    self.state().problem = Some(Problem::Refused(code));
+                    ledger.fail(id);
+                    true
+                }
+                Outcome::Failed => {
+                    // The backoff is timed from the loader's clock: bring it up to now.
+                    ledger.tick(self.now_ms());
+                    ledger.fail(id);
+                    true
+                }
+                Outcome::Page(page) if page.count > read.limit() => {
+                    self.source.release(page.acquisition);
+                    self.state().problem = Some(Problem::CountOverLimit);
+                    ledger.fail(id);
+                    true
+                }
+                Outcome::Page(page) => match ledger.settle(
+                    id,
+                    page.acquisition,
+                    page.count,
+                    &page.next_cursor,
+                    page.end_of_source,
+                ) {
+                    Ok(took) => {
+                        let mut st = self.state();
+                        st.stalled = took == Took::CursorStalled;
+                        st.stalled
+                    }
+                    Err(code) => {
+                        self.source.release(page.acquisition);
+                        if !self.state().closing {
+                            self.state().problem = Some(Problem::Refused(code));
+                            ledger.fail(id);
+                        }
+                        true
+                    }
+                },
+            },
+            _ => {
+                match loaded {
+                    Outcome::Page(Loaded { acquisition, .. })
+                    | Outcome::Refused { acquisition, .. } => self.source.release(acquisition),
+                    Outcome::Failed => {}
+                }
+                false
+            }
+        };
+        let mut st = self.state();
+        if mine {
+            st.answering -= 1;
+        }
+        st.generation += 1;
+        if urgent {
+            st.wake = true;
+        }
+        drop(st);
+        self.changed.notify_all();
+        if urgent {
+            self.timer.notify_all();
+        }
+    }
+}
