@@ -271,7 +271,10 @@ typedef uintptr_t loader_acquisition;
  */
 #define LOADER_MAX_PAGE_SIZE 1048576
 
-
+/**
+ * The most worker threads a feed runs.
+ */
+#define LOADER_FEED_MAX_WORKERS 256
 
 /**
  * A result code. 0 is success; every other value is an error whose message

@@ -23,7 +23,13 @@ impl<S: Source> Feed<S> {
             }
             return;
         }
-        st.slots.insert(id, Slot { read: Some(read) });
+        st.slots.insert(
+            id,
+            Slot {
+                read: Some(read),
+                started: None,
+            },
+        );
         st.queue.push_back(id);
         drop(st);
         self.work.notify_one();

@@ -81,6 +81,18 @@ struct Worker {
 struct Slot<R> {
     /// The read, until a worker takes it to load.
     read: Option<R>,
+    /// When its load started, and on which worker.
+    started: Option<(Instant, u64)>,
+}
+
+/// A worker that left the pool, for the supervisor to join.
+struct Gone {
+    worker: u64,
+    /// The read it was loading when its thread ended, still to fail.
+    read: Option<u64>,
+    /// Start another worker in its place (not for one that left because a replacement
+    /// already took its place).
+    replace: bool,
 }
 
 /// What the feed's threads and callers share, under one lock.
@@ -95,8 +107,11 @@ struct State<R> {
     answering: usize,
     workers: Vec<Worker>,
     next_worker: u64,
-    /// Workers that ended inside a load, and the reads they were loading (still to fail).
-    lost: Vec<(u64, Option<u64>)>,
+    /// Workers that left: ended inside a load, or surplus after a load that outlived its
+    /// timeout (a replacement took their place).
+    lost: Vec<Gone>,
+    /// Workers whose load was let go of: they leave when it returns.
+    surplus: HashSet<u64>,
     problem: Option<Problem>,
     stalled: bool,
     /// The supervisor is to look at the deadline again before it waits.
@@ -111,6 +126,9 @@ pub struct Feed<S: Source> {
     ledger: OnceLock<Box<dyn Ledger>>,
     spawner: Box<dyn Spawn>,
     workers: u32,
+    /// How long a load may run before its read is let go of (as the loader lets go of a
+    /// superseded read the host never answers); `None`: as long as it takes.
+    load_timeout: Option<Duration>,
     t0: Instant,
     state: Mutex<State<S::Read>>,
     /// Workers wait here for reads.
@@ -128,9 +146,14 @@ const POLL: Duration = Duration::from_millis(50);
 const HORIZON: Duration = Duration::from_secs(1);
 
 impl<S: Source> Feed<S> {
-    /// A feed of `workers` threads over `source`; nothing runs until [`Feed::start`], after
-    /// [`Feed::attach`].
-    pub fn new(source: S, spawner: Box<dyn Spawn>, workers: u32) -> Result<Arc<Self>, StartError> {
+    /// A feed of `workers` threads over `source`, whose loads are let go of after
+    /// `load_timeout`; nothing runs until [`Feed::start`], after [`Feed::attach`].
+    pub fn new(
+        source: S,
+        spawner: Box<dyn Spawn>,
+        workers: u32,
+        load_timeout: Option<Duration>,
+    ) -> Result<Arc<Self>, StartError> {
         if workers == 0 || workers > MAX_WORKERS {
             return Err(StartError::Workers);
         }
@@ -139,6 +162,7 @@ impl<S: Source> Feed<S> {
             ledger: OnceLock::new(),
             spawner,
             workers,
+            load_timeout,
             t0: Instant::now(),
             state: Mutex::new(State {
                 slots: HashMap::new(),
@@ -150,6 +174,7 @@ impl<S: Source> Feed<S> {
                 workers: Vec::new(),
                 next_worker: 0,
                 lost: Vec::new(),
+                surplus: HashSet::new(),
                 problem: None,
                 stalled: false,
                 wake: false,
@@ -283,7 +308,7 @@ impl<S: Source> Feed<S> {
                 if self.state().stalled {
                     return Err(Problem::CursorStalled);
                 }
-                if s.outstanding == 0 && ledger.next_deadline().is_none() {
+                if s.outstanding == 0 && !s.armed {
                     return Err(Problem::RetriesSpent);
                 }
             }

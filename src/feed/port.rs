@@ -26,6 +26,8 @@ pub struct Status {
     pub own_failure: bool,
     /// Reads issued and not yet answered.
     pub outstanding: u64,
+    /// A deadline is armed (a backoff retry, a read timeout), seen in the same look.
+    pub armed: bool,
     /// The loader is freed (or poisoned): nothing more will happen in it.
     pub gone: bool,
 }

@@ -1,8 +1,9 @@
 //! A worker: takes the next read, runs the host's load on it, and answers it; and what
 //! happens when the load ends the worker's thread instead of returning.
 
-use super::{Feed, Job, Loaded, Outcome, Problem, Source, Took};
+use super::{Feed, Gone, Job, Loaded, Outcome, Problem, Source, Took};
 use std::cell::Cell;
+use std::time::Instant;
 
 thread_local! {
     /// The feed whose load this thread is running (its address), or 0.
@@ -37,7 +38,12 @@ impl<S: Source> Drop for InLoad<'_, S> {
         if let Some(w) = st.workers.iter_mut().find(|w| w.id == self.worker) {
             w.done = true;
         }
-        st.lost.push((self.worker, read));
+        st.surplus.remove(&self.worker);
+        st.lost.push(Gone {
+            worker: self.worker,
+            read,
+            replace: true,
+        });
         st.wake = true;
         drop(st);
         self.feed.timer.notify_all();
@@ -75,11 +81,29 @@ impl<S: Source> Feed<S> {
                 }
                 return None;
             }
+            if st.surplus.remove(&me) {
+                // Its load outlived the timeout and another worker took its place: it leaves.
+                if let Some(w) = st.workers.iter_mut().find(|w| w.id == me) {
+                    w.done = true;
+                }
+                st.lost.push(Gone {
+                    worker: me,
+                    read: None,
+                    replace: false,
+                });
+                st.wake = true;
+                drop(st);
+                self.timer.notify_all();
+                return None;
+            }
             while let Some(id) = st.queue.pop_front() {
                 // A read cancelled while queued has no slot (or no read) left.
-                if let Some(read) = st.slots.get_mut(&id).and_then(|s| s.read.take()) {
-                    st.running += 1;
-                    return Some(read);
+                if let Some(slot) = st.slots.get_mut(&id) {
+                    if let Some(read) = slot.read.take() {
+                        slot.started = Some((Instant::now(), me));
+                        st.running += 1;
+                        return Some(read);
+                    }
                 }
             }
             st = self.work.wait(st).unwrap_or_else(|e| e.into_inner());

@@ -11,7 +11,7 @@ use super::events::{
 };
 use super::handle::HandleTable;
 use super::instance::{loader_handle, lookup};
-use super::introspection::loader_state;
+use super::introspection::snapshot;
 use super::lifecycle::{loader_config_default, loader_free, loader_new};
 use super::panic::boundary;
 use super::pointer::{finish, token, widen, Out};
@@ -19,11 +19,10 @@ use super::result::loader_result;
 use super::sized::{read_in, Growable, GrowableIn};
 use super::types::{
     loader_acquisition, loader_answer, loader_callbacks, loader_changed_fn, loader_compare_fn,
-    loader_config, loader_direction, loader_failure, loader_kind, loader_read,
-    loader_release_fn, loader_snapshot,
+    loader_config, loader_direction, loader_failure, loader_kind, loader_read, loader_release_fn,
 };
 use crate::feed::{
-    self, Feed, Job, Ledger, Loaded, Outcome, Problem, Source, Spawn, Status, Thread, Took,
+    Feed, Job, Ledger, Loaded, Outcome, Problem, Source, Spawn, Status, Thread, Took,
 };
 use once_cell::sync::Lazy;
 use std::ffi::c_void;
@@ -32,7 +31,7 @@ use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 /// The most worker threads a feed runs.
-pub const LOADER_FEED_MAX_WORKERS: u32 = feed::MAX_WORKERS;
+pub const LOADER_FEED_MAX_WORKERS: u32 = 256;
 
 /// An opaque handle to a feed. 0 is never a valid handle; a freed or forged one is an error
 /// code, as for a loader handle.
@@ -193,8 +192,7 @@ impl Source for CSource {
         let acquisition = widen(out.acquisition);
         let next_cursor = if out.next_cursor_len == 0 {
             Vec::new()
-        } else if out.next_cursor.is_null() || out.next_cursor_len > super::LOADER_MAX_CURSOR_LEN
-        {
+        } else if out.next_cursor.is_null() || out.next_cursor_len > super::LOADER_MAX_CURSOR_LEN {
             // A cursor the loader would refuse: a bug in the load.
             let code = if out.next_cursor.is_null() {
                 loader_result::NullCursor
@@ -369,34 +367,21 @@ impl Ledger for HandleLedger {
     }
 
     fn status(&self) -> Status {
-        let mut s = snapshot_zeroed();
-        // SAFETY: `s` is a local with its struct_size set.
-        if unsafe { loader_state(self.0, &mut s) } != loader_result::Ok {
-            return Status {
+        // One look under the loader's lock: the state and the deadline agree.
+        match lookup(self.0).and_then(|i| i.read(|l| (snapshot(l), l.next_deadline()))) {
+            Ok((s, deadline)) => Status {
+                quiescent: s.quiescent,
+                revalidating: s.revalidating,
+                own_failure: s.failure == loader_failure::Own,
+                outstanding: s.outstanding_reads,
+                armed: deadline.is_some(),
+                gone: false,
+            },
+            Err(_) => Status {
                 gone: true,
                 ..Status::default()
-            };
+            },
         }
-        Status {
-            quiescent: s.quiescent,
-            revalidating: s.revalidating,
-            own_failure: s.failure == loader_failure::Own,
-            outstanding: s.outstanding_reads,
-            gone: false,
-        }
-    }
-}
-
-fn snapshot_zeroed() -> loader_snapshot {
-    let mut s = std::mem::MaybeUninit::<loader_snapshot>::zeroed();
-    // SAFETY: `struct_size` is the first field; the rest is filled by `loader_state` before
-    // it is read (every field a host reads is written on success; zero bytes before that are
-    // valid for the integers and bools read, and the enums' zero values exist).
-    unsafe {
-        s.as_mut_ptr()
-            .cast::<u32>()
-            .write(size_of::<loader_snapshot>() as u32);
-        s.assume_init()
     }
 }
 
@@ -524,7 +509,19 @@ pub unsafe extern "C-unwind" fn loader_feed_new(
         return loader_result::MissingCallback;
     }
     let host = HostFns(cfg);
-    let feed = match Feed::new(CSource { host }, Box::new(PosixSpawn), cfg.workers) {
+    // SAFETY: the host's config, valid by contract when not NULL.
+    let timeout_ms = match unsafe { read_in(cfg.loader) } {
+        Ok(c) => c.read_timeout_ms,
+        Err(loader_result::NullPointer) => crate::loader::Config::default().read_timeout_ms,
+        Err(e) => return e,
+    };
+    let load_timeout = (timeout_ms > 0).then(|| Duration::from_millis(timeout_ms));
+    let feed = match Feed::new(
+        CSource { host },
+        Box::new(PosixSpawn),
+        cfg.workers,
+        load_timeout,
+    ) {
         Ok(f) => f,
         Err(_) => return loader_result::InvalidWorkers,
     };
@@ -615,7 +612,10 @@ pub unsafe extern "C" fn loader_feed_loader(
 
 /// Runs `f` on the feed's loader, then tells the feed the host acted (what stopped it may be
 /// over, and the deadline may have moved).
-fn acting(feed: loader_feed_handle, f: impl FnOnce(loader_handle) -> loader_result) -> loader_result {
+fn acting(
+    feed: loader_feed_handle,
+    f: impl FnOnce(loader_handle) -> loader_result,
+) -> loader_result {
     match entry(feed) {
         Ok(e) => {
             let rc = f(e.loader);
@@ -651,7 +651,9 @@ pub unsafe extern "C-unwind" fn loader_feed_jump(
     position: u64,
 ) -> loader_result {
     // SAFETY: forwarded contract.
-    acting(feed, |l| unsafe { loader_jump(l, cursor, cursor_len, position) })
+    acting(feed, |l| unsafe {
+        loader_jump(l, cursor, cursor_len, position)
+    })
 }
 
 /// `loader_invalidate` on the feed's loader: the source changed; call it once the change is
@@ -753,4 +755,12 @@ pub unsafe extern "C-unwind" fn loader_feed_free(
         unsafe { out_left_running.write(u32::try_from(left).unwrap_or(u32::MAX)) };
     }
     loader_result::Ok
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn max_workers_matches_the_feed() {
+        assert_eq!(super::LOADER_FEED_MAX_WORKERS, crate::feed::MAX_WORKERS);
+    }
 }

@@ -52,6 +52,7 @@ mod testing;
 mod unwinding_issue;
 
 pub use events::*;
+pub use feed::*;
 pub use instance::loader_handle;
 pub use introspection::*;
 pub use lifecycle::*;
@@ -60,7 +61,6 @@ pub use result::loader_result;
 pub use testing::*;
 pub use types::*;
 pub use view::*;
-pub use feed::*;
 
 /// The longest cursor accepted, in bytes.
 pub const LOADER_MAX_CURSOR_LEN: usize = 4096;
