@@ -28,7 +28,7 @@ RPATH := -Ltarget/release -lloader -Wl,-rpath,$(CURDIR)/target/release
 TEST_RPATH := -L$(TEST_DIR) -lloader -Wl,-rpath,$(CURDIR)/$(TEST_DIR)
 
 .PHONY: all build test-lib test tsan-lib rust-test doc lint check check-deep check-header bench bench-quick bench-abi bench-py bench-depth bench-liveness c-test c-test-asan c-test-valgrind \
-        c-test-abi c-test-tsan c-test-stress c-test-empty c-test-anchored c-test-ranged cpp-test cpp-coverage cpp-example cpp-pkgconfig-test header-test symbols-test install pkgconfig-test \
+        c-test-abi c-test-tsan c-test-feed c-test-stress c-test-empty c-test-anchored c-test-ranged cpp-test cpp-coverage cpp-example cpp-pkgconfig-test header-test symbols-test install pkgconfig-test \
         readme-c-example clean
 
 all: build
@@ -162,7 +162,7 @@ bench-quick: $(ABI_BENCH) venv
 
 # ---- C and C++ ----
 
-c-test: header-test symbols-test c-test-abi c-test-asan c-test-valgrind c-test-empty c-test-anchored c-test-ranged c-test-tsan c-test-hostile c-test-hostile-tsan cpp-test pkgconfig-test readme-c-example
+c-test: header-test symbols-test c-test-abi c-test-asan c-test-valgrind c-test-empty c-test-anchored c-test-ranged c-test-tsan c-test-hostile c-test-hostile-tsan c-test-feed cpp-test pkgconfig-test readme-c-example
 
 $(OUT):
 	mkdir -p $(OUT)
@@ -360,6 +360,20 @@ cpp-example: build | $(OUT)
 	$(CXX) -std=c++17 $(WARN) -g -Iinclude -Ibindings/cpp $(CXX_SAN) examples/cpp_feed.cpp $(RPATH) -pthread \
 	    -o $(OUT)/cpp_feed
 	$(OUT)/cpp_feed
+
+# The feed (loader_feed_*): loads on the library's own threads, with failures, jumps, cancel
+# hints, bugs in the load, a thread ended inside a load, free while loads run and a stuck
+# load; under ASan+UBSan, valgrind and ThreadSanitizer.
+c-test-feed: test-lib tsan-lib | $(OUT)
+	$(CC) $(CTEST_FLAGS) -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all \
+	    c-tests/feed.c $(TEST_RPATH) -lpthread -o $(OUT)/feed_asan
+	$(OUT)/feed_asan
+	$(CC) $(CTEST_FLAGS) c-tests/feed.c $(TEST_RPATH) -lpthread -o $(OUT)/feed_plain
+	valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,possible \
+	    $(OUT)/feed_plain
+	$(TSAN_CC) $(CTEST_FLAGS) -O1 -fsanitize=thread c-tests/feed.c \
+	    -L$(TSAN_DIR) -lloader -Wl,-rpath,$(CURDIR)/$(TSAN_DIR) -lpthread -o $(OUT)/feed_tsan
+	$(TSAN_RUN) $(OUT)/feed_tsan
 
 # ---- install and pkg-config ----
 
