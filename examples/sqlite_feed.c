@@ -64,8 +64,8 @@ static atomic_long made, released, failures, window_at, stop;
 static const char *const sql[] = {
     "SELECT key, id FROM events WHERE (key, id) > (?1, ?2) ORDER BY key, id LIMIT ?3",
     "SELECT key, id FROM events WHERE (key, id) <= (?1, ?2) ORDER BY key DESC, id DESC LIMIT ?3",
-    "SELECT key, id FROM events WHERE (key, id) > (?1, ?2) AND (key, id) <= (?4, ?5) "
-    "ORDER BY key, id LIMIT ?3",
+    ("SELECT key, id FROM events WHERE (key, id) > (?1, ?2) AND (key, id) <= (?4, ?5) "
+     "ORDER BY key, id LIMIT ?3"),
     "DELETE FROM events WHERE id = (SELECT min(id) FROM events WHERE key = ?1) RETURNING key, id",
     "INSERT INTO events (key) VALUES (?1) RETURNING key, id",
 };
