@@ -326,7 +326,7 @@ c-test-ranged: test-lib | $(OUT)
 	    $(OUT)/ranged_plain
 
 # The C++ wrapper (bindings/cpp/loader.hpp): it calls every public function of loader.h;
-# its API test and its callback-boundary test, as C++17 and C++20, under ASan+UBSan against
+# its API test, its callback-boundary test and its Feed<T> test, as C++17 and C++20, under ASan+UBSan against
 # the test library; both tests and the example also compiled by clang++ (clang-19, which CI
 # installs for ThreadSanitizer), warnings as errors: brace-initialised Callbacks that leave
 # out the optional callbacks must not trip its -Wmissing-field-initializers; then the
@@ -339,11 +339,13 @@ cpp-test: test-lib cpp-coverage cpp-example cpp-pkgconfig-test | $(OUT)
 	    $(CXX) -std=$$std $(CXXTEST_FLAGS) c-tests/cpp_test.cpp $(TEST_RPATH) -o $(OUT)/cpp_test_$$std && \
 	    RUST_BACKTRACE=0 $(OUT)/cpp_test_$$std && \
 	    $(CXX) -std=$$std $(CXXTEST_FLAGS) c-tests/cpp_callbacks.cpp $(TEST_RPATH) -lpthread -o $(OUT)/cpp_callbacks_$$std && \
-	    $(OUT)/cpp_callbacks_$$std || exit 1; \
+	    $(OUT)/cpp_callbacks_$$std && \
+	    $(CXX) -std=$$std $(CXXTEST_FLAGS) c-tests/cpp_feed_test.cpp $(TEST_RPATH) -lpthread -o $(OUT)/cpp_feed_$$std && \
+	    $(OUT)/cpp_feed_$$std || exit 1; \
 	done
 	for std in c++17 c++20; do \
 	    $(CLANGXX) -std=$$std $(WARN) -Iinclude -Ibindings/cpp -DLOADER_TESTING -fsyntax-only \
-	        c-tests/cpp_test.cpp c-tests/cpp_callbacks.cpp examples/cpp_feed.cpp || exit 1; \
+	        c-tests/cpp_test.cpp c-tests/cpp_callbacks.cpp c-tests/cpp_feed_test.cpp examples/cpp_feed.cpp || exit 1; \
 	done
 
 # Fails when a public function of loader.h has no call in the wrapper; and, to show it can
