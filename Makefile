@@ -27,7 +27,7 @@ CTEST_FLAGS := -std=c11 $(WARN) -g -Iinclude -DLOADER_TESTING -DLOADER_EXPECTED_
 RPATH := -Ltarget/release -lloader -Wl,-rpath,$(CURDIR)/target/release
 TEST_RPATH := -L$(TEST_DIR) -lloader -Wl,-rpath,$(CURDIR)/$(TEST_DIR)
 
-.PHONY: all build test-lib test tsan-lib rust-test doc lint check check-deep check-header bench bench-quick bench-abi bench-py bench-depth bench-liveness c-test c-test-asan c-test-valgrind \
+.PHONY: all build test-lib test tsan-lib rust-test doc lint check check-deep check-header bench bench-quick bench-abi bench-feed bench-py bench-depth bench-liveness c-test c-test-asan c-test-valgrind \
         c-test-abi c-test-tsan c-test-feed c-test-stress c-test-empty c-test-anchored c-test-ranged cpp-test cpp-coverage cpp-example cpp-pkgconfig-test header-test symbols-test install pkgconfig-test \
         readme-c-example clean
 
@@ -126,7 +126,7 @@ check-deep: test-lib
 
 # ---- benchmarks (see benches/; each prints its ns/event table and met/missed lines) ----
 
-bench: bench-abi bench-py
+bench: bench-abi bench-feed bench-py
 	$(TEST_CARGO) bench --benches --features testing
 
 # The steady stream through the C ABI, against loader_floor in the same run.
@@ -136,6 +136,14 @@ $(ABI_BENCH): c-bench/abi_bench.c test-lib | $(OUT)
 
 bench-abi: $(ABI_BENCH)
 	$(ABI_BENCH)
+
+# Loads per second through the feed against a host's own pool over the C ABI, same run.
+FEED_BENCH := $(OUT)/feed_bench
+$(FEED_BENCH): c-bench/feed_bench.c test-lib | $(OUT)
+	$(CC) -O2 -std=c11 $(WARN) -Iinclude c-bench/feed_bench.c $(TEST_RPATH) -lpthread -o $@
+
+bench-feed: $(FEED_BENCH)
+	$(FEED_BENCH)
 
 # Events per second through the Python bindings.
 bench-py: build venv
@@ -155,9 +163,10 @@ bench-liveness:
 
 # Every bench once, briefly: they always build and run. The numbers are not judged, except
 # depth's counts (see bench-depth).
-bench-quick: $(ABI_BENCH) venv
+bench-quick: $(ABI_BENCH) $(FEED_BENCH) venv
 	LOADER_BENCH_QUICK=1 $(TEST_CARGO) bench --benches --features testing
 	$(ABI_BENCH) --quick
+	$(FEED_BENCH) --quick
 	LIBLOADER_PATH=$(CURDIR)/$(LIB) $(VENV)/bin/python bindings/python/bench_events.py --quick
 
 # ---- C and C++ ----

@@ -30,6 +30,9 @@ impl<S: Source> Feed<S> {
                 started: None,
             },
         );
+        if super::work::chain(self, id) {
+            return; // the worker answering on this thread loads it next
+        }
         st.queue.push_back(id);
         drop(st);
         self.work.notify_one();

@@ -33,6 +33,7 @@ mod work;
 pub use port::{Job, Ledger, Loaded, Outcome, Source, Spawn, Status, Thread, Took};
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -113,11 +114,13 @@ struct State<R> {
     /// Workers whose load was let go of: they leave when it returns.
     surplus: HashSet<u64>,
     problem: Option<Problem>,
-    stalled: bool,
     /// The supervisor is to look at the deadline again before it waits.
     wake: bool,
     /// Counts every answer and every change: a waiter looks again when it moved.
     generation: u64,
+    /// Threads in `wait_quiescent`: woken by a change only while no read is unanswered (the
+    /// loader cannot be quiescent before), and by a failure or a stall.
+    settle_waiters: usize,
 }
 
 /// A feed: the host's [`Source`], the loader's [`Ledger`], the threads, and their state.
@@ -138,6 +141,8 @@ pub struct Feed<S: Source> {
     /// The supervisor waits here for its deadline.
     timer: Condvar,
     supervisor: Mutex<Option<Box<dyn Thread>>>,
+    /// The latest answer was a stalled cursor (cleared by a current one, or the host acting).
+    stalled: AtomicBool,
 }
 
 /// How long a waiter sleeps before it looks at the loader again, woken or not.
@@ -176,14 +181,15 @@ impl<S: Source> Feed<S> {
                 lost: Vec::new(),
                 surplus: HashSet::new(),
                 problem: None,
-                stalled: false,
                 wake: false,
                 generation: 0,
+                settle_waiters: 0,
             }),
             work: Condvar::new(),
             changed: Condvar::new(),
             timer: Condvar::new(),
             supervisor: Mutex::new(None),
+            stalled: AtomicBool::new(false),
         }))
     }
 
@@ -271,7 +277,7 @@ impl<S: Source> Feed<S> {
     pub fn acted(&self) {
         let mut st = self.state();
         st.problem = None;
-        st.stalled = false;
+        self.stalled.store(false, Ordering::Relaxed);
         st.wake = true;
         st.generation += 1;
         drop(st);
@@ -281,8 +287,13 @@ impl<S: Source> Feed<S> {
 
     /// The loader's `changed` callback: wakes the waiters.
     pub fn on_changed(&self) {
-        self.state().generation += 1;
-        self.changed.notify_all();
+        let mut st = self.state();
+        st.generation += 1;
+        let wake = st.settle_waiters > 0 && st.slots.is_empty();
+        drop(st);
+        if wake {
+            self.changed.notify_all();
+        }
     }
 
     /// Waits until the loader is quiescent and not revalidating (`Ok`), or `timeout` passed
@@ -305,7 +316,7 @@ impl<S: Source> Feed<S> {
                 return Err(p);
             }
             if s.own_failure {
-                if self.state().stalled {
+                if self.stalled.load(Ordering::Relaxed) {
                     return Err(Problem::CursorStalled);
                 }
                 if s.outstanding == 0 && !s.armed {
@@ -320,13 +331,14 @@ impl<S: Source> Feed<S> {
                 }
                 wait = wait.min(end - now);
             }
-            let st = self.state();
+            let mut st = self.state();
             if st.generation == seen {
-                drop(
-                    self.changed
-                        .wait_timeout(st, wait)
-                        .unwrap_or_else(|e| e.into_inner()),
-                );
+                st.settle_waiters += 1;
+                let (mut st, _) = self
+                    .changed
+                    .wait_timeout(st, wait)
+                    .unwrap_or_else(|e| e.into_inner());
+                st.settle_waiters -= 1;
             }
         }
     }

@@ -3,11 +3,29 @@
 
 use super::{Feed, Gone, Job, Loaded, Outcome, Problem, Source, Took};
 use std::cell::Cell;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 thread_local! {
     /// The feed whose load this thread is running (its address), or 0.
     static IN_LOAD: Cell<usize> = const { Cell::new(0) };
+    /// The feed whose read this worker is answering (its address), or 0, and the first read
+    /// that answer issued: kept for this worker, which loads it next, with no hand-off to
+    /// another thread (the loader issues most reads one after another, each from the answer
+    /// before it).
+    static CHAIN: Cell<(usize, Option<u64>)> = const { Cell::new((0, None)) };
+}
+
+/// Keeps read `id`, just issued on this thread, for this worker if it is answering one of
+/// `feed`'s reads and keeps none yet; false otherwise (it goes to the queue).
+pub(super) fn chain<S: Source>(feed: &Feed<S>, id: u64) -> bool {
+    CHAIN.with(|c| match c.get() {
+        (f, None) if f == feed as *const Feed<S> as usize => {
+            c.set((f, Some(id)));
+            true
+        }
+        _ => false,
+    })
 }
 
 /// Whether the calling thread is inside one of `feed`'s loads.
@@ -67,13 +85,30 @@ impl<S: Source> Feed<S> {
             IN_LOAD.with(|c| c.set(0));
             guard.armed = false;
             drop(guard);
+            CHAIN.with(|c| c.set((self as *const Feed<S> as usize, None)));
             self.answer(&read, loaded);
         }
     }
 
     /// The next read to load, or `None` once the feed closes (the worker is then done).
     fn next_read(&self, me: u64) -> Option<S::Read> {
+        let chained = CHAIN.with(|c| c.replace((0, None))).1;
         let mut st = self.state();
+        if let Some(id) = chained {
+            if !st.closing && !st.surplus.contains(&me) {
+                if let Some(slot) = st.slots.get_mut(&id) {
+                    if let Some(read) = slot.read.take() {
+                        slot.started = Some((Instant::now(), me));
+                        st.running += 1;
+                        return Some(read);
+                    }
+                }
+            } else if st.slots.contains_key(&id) {
+                // Not for this worker after all: to the queue.
+                st.queue.push_back(id);
+                self.work.notify_one();
+            }
+        }
         loop {
             if st.closing {
                 if let Some(w) = st.workers.iter_mut().find(|w| w.id == me) {
@@ -151,9 +186,11 @@ impl<S: Source> Feed<S> {
                     page.end_of_source,
                 ) {
                     Ok(took) => {
-                        let mut st = self.state();
-                        st.stalled = took == Took::CursorStalled;
-                        st.stalled
+                        let stalled = took == Took::CursorStalled;
+                        if stalled || took == Took::Current {
+                            self.stalled.store(stalled, Ordering::Relaxed);
+                        }
+                        stalled
                     }
                     Err(code) => {
                         self.source.release(page.acquisition);
@@ -178,12 +215,16 @@ impl<S: Source> Feed<S> {
         if mine {
             st.answering -= 1;
         }
-        st.generation += 1;
+        let closing = st.closing;
         if urgent {
             st.wake = true;
+            st.generation += 1;
         }
         drop(st);
-        self.changed.notify_all();
+        // Waiters for quiescence hear the loader's `changed`; a closer and the clock hear this.
+        if urgent || closing {
+            self.changed.notify_all();
+        }
         if urgent {
             self.timer.notify_all();
         }
