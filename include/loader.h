@@ -9,7 +9,7 @@
  * each buffer back through `release` once it is done with it.
  *
  * This comment holds the rules every function shares: the functions by task, THREADS,
- * CALLBACKS, OWNERSHIP, STRUCTS THAT GROW, HELPERS NOT PROVIDED and THE TEST ABI. Each
+ * CALLBACKS, OWNERSHIP, STRUCTS THAT GROW, HELPERS NOT PROVIDED, THE FEED and THE TEST ABI. Each
  * declaration below says what it does and its own errors. docs/HOST_GUIDE.md shows a host
  * built on them.
  *
@@ -51,6 +51,16 @@
  * The library
  *   loader_version            the version, e.g. "0.1.0"
  *   loader_result_str         the message for a result code
+ * Let the library run the reads (THE FEED)
+ *   loader_feed_new           a loader whose reads the library's threads run through `load`
+ *   loader_feed_loader        its loader, to read: state, stats, a pinned view
+ *   loader_feed_set_window    loader_set_window, loader_jump, loader_invalidate,
+ *   loader_feed_jump            loader_invalidate_range and loader_retry on the feed's
+ *   loader_feed_invalidate      loader
+ *   loader_feed_invalidate_range
+ *   loader_feed_retry
+ *   loader_feed_wait_quiescent  wait until nothing is left to do, or say why it cannot be
+ *   loader_feed_free          free it: pages released, threads joined (or let go at a timeout)
  * The test ABI (THE TEST ABI)
  *   loader_new_with_counters  loader_new with the epoch and request ids starting high
  *   loader_floor              an event that does nothing: the ABI's cost floor
@@ -222,6 +232,37 @@
  * buggy host needs. The loader guarantees what such tracking would check instead: `release`
  * runs exactly once for every acquisition a loader_settle accepted, never for one it refused.
  * A host that wants the check keeps a flag per buffer, as the library's own tests do.
+ *
+ * THE FEED
+ *
+ * The one exception to the above, for a host that would rather give a synchronous load than
+ * run reads itself: a feed (loader_feed_new) is a loader plus threads the library owns. The
+ * loader under it is unchanged, and still starts no thread; the feed, a layer above it, runs
+ * `workers` worker threads and one clock thread per feed, and:
+ * - runs each read the loader issues through `load` (loader_load_fn) on a worker, and answers
+ *   it exactly once: with the page `load` returned, or with a failure when `load` returned
+ *   non-zero (the loader's backoff retries it), or by letting it go at once when the loader
+ *   hints it is no longer needed (a load already running finishes; its page goes to
+ *   `release`). A read whose load runs longer than the loader's `read_timeout_ms` is let go
+ *   of (a failure, if it is still needed) and another worker is started in place of the
+ *   stuck one; a late page goes to `release`;
+ * - drives the backoff retries and read timeouts from a monotonic clock of its own (no
+ *   loader_tick from the host);
+ * - reports what only the host can fix from loader_feed_wait_quiescent: a load that returned
+ *   more items than `limit` or a cursor the loader refuses (not retried until the host acts),
+ *   a cursor that did not advance, the automatic retries spent;
+ * - treats a worker whose thread ended inside `load` (pthread_exit) as a failed read, and
+ *   starts another worker in its place.
+ * Threads: `load` runs on the feed's workers; `release` and `changed` on a worker, the clock
+ * thread, or the thread of a loader_feed_* call or loader_view_release; `compare` on the
+ * thread of loader_feed_invalidate_range. All of them several at once: `userdata` must be
+ * safe for that. `release` and `changed` must return normally (no exception, no thread
+ * exit) when they run on a feed's thread. From inside `load` any loader_feed_* function may
+ * be called (loader_feed_wait_quiescent there waits for that very load, until its timeout).
+ * Every loader_feed_* function may be called from any thread. The host reads the view through
+ * loader_feed_loader's handle (loader_view_acquire pins it while the workers run) and must not
+ * answer that loader's reads or free it. loader_feed_free joins every thread that ended and
+ * lets a stuck load's thread go at the host's timeout (see loader_feed_free).
  *
  * THE TEST ABI
  *
