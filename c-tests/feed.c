@@ -54,6 +54,8 @@ typedef struct {
     atomic_int block;      /* loads wait while this is set */
     atomic_int block_once; /* 1: the next load waits until this is set to 0 */
     atomic_uint seed;
+    atomic_ullong free_me; /* a feed handle the next load frees, from inside the load */
+    atomic_uint freed_left; /* what that free reported left running, plus one */
 } source;
 
 static void sleep_ms(int ms) {
@@ -80,6 +82,12 @@ static int32_t load(void *ud, const loader_read *r, loader_load_result *out) {
         while (atomic_load(&s->block_once) == 2) sleep_ms(1);
     if (atomic_load(&s->delay_ms)) sleep_ms(atomic_load(&s->delay_ms));
     if (atomic_exchange(&s->exit_next, 0)) pthread_exit(NULL);
+    loader_feed_handle own = atomic_exchange(&s->free_me, 0);
+    if (own) {
+        uint32_t left = 0;
+        /* It does not wait for this very load: it counts it as left running. */
+        if (loader_feed_free(own, -1, &left) == LOADER_RESULT_OK) atomic_store(&s->freed_left, left + 1);
+    }
     unsigned x = atomic_fetch_add(&s->seed, 2654435761u) * 2246822519u;
     if ((int)(x >> 8) % 100 < atomic_load(&s->fail_pct)) {
         atomic_fetch_add(&s->failed_loads, 1);
@@ -342,6 +350,20 @@ static void a_load_past_the_read_timeout_is_let_go(void) {
     finish(f, &s);
 }
 
+static void free_from_inside_a_load(void) {
+    source s = {.items = 1000};
+    loader_config lc = loader_cfg();
+    loader_feed_handle f = make(&s, &lc, 2);
+    atomic_store(&s.free_me, f);
+    CHECK_CODE(loader_feed_set_window(f, 0, 20), LOADER_RESULT_OK);
+    for (int i = 0; i < 5000 && atomic_load(&s.freed_left) == 0; i++) sleep_ms(1);
+    CHECK(atomic_load(&s.freed_left) == 2); /* the load that freed it was left running */
+    for (int i = 0; i < 5000 && atomic_load(&s.released) < atomic_load(&s.made); i++) sleep_ms(1);
+    CHECK(atomic_load(&s.made) >= 1 && atomic_load(&s.made) == atomic_load(&s.released));
+    CHECK_CODE(loader_feed_set_window(f, 0, 20), LOADER_RESULT_STALE_HANDLE);
+    sleep_ms(20); /* its thread ends after the page went back */
+}
+
 int main(void) {
     bad_input_gets_its_code();
     loads_under_failures_jumps_and_cancels();
@@ -349,6 +371,7 @@ int main(void) {
     bugs_in_the_load_are_reported();
     free_while_loads_run();
     a_load_past_the_read_timeout_is_let_go();
+    free_from_inside_a_load();
     if (failed) {
         fprintf(stderr, "feed: FAILED\n");
         return 1;
