@@ -500,6 +500,16 @@ pub unsafe extern "C-unwind" fn loader_feed_new(
     config: *const loader_feed_config,
     out: *mut loader_feed_handle,
 ) -> loader_result {
+    // No callback runs while a feed is made: all of it inside the panic boundary.
+    // SAFETY: forwarded contract.
+    boundary(loader_result::Panic, || unsafe { create(config, out) })
+}
+
+/// `loader_feed_new`'s work.
+///
+/// # Safety
+/// As `loader_feed_new`.
+unsafe fn create(config: *const loader_feed_config, out: *mut loader_feed_handle) -> loader_result {
     // SAFETY: by this function's contract.
     let (cfg, out) = match unsafe { (read_in(config), Out::required(out)) } {
         (Ok(c), Ok(o)) => (c, o),
@@ -712,13 +722,13 @@ pub extern "C-unwind" fn loader_feed_wait_quiescent(
     feed: loader_feed_handle,
     timeout_ms: i64,
 ) -> loader_result {
-    match entry(feed) {
+    boundary(loader_result::Panic, || match entry(feed) {
         Ok(e) => match e.feed.wait_quiescent(timeout(timeout_ms)) {
             Ok(()) => loader_result::Ok,
             Err(p) => problem_code(p),
         },
         Err(e) => e,
-    }
+    })
 }
 
 /// Frees a feed. Reads not started are dropped; the loader is freed (every page it holds
@@ -741,15 +751,20 @@ pub unsafe extern "C-unwind" fn loader_feed_free(
     timeout_ms: i64,
     out_left_running: *mut u32,
 ) -> loader_result {
-    let e = match FEEDS.remove(feed) {
-        Ok(e) => e,
-        Err(e) => return loader_result::from(e),
-    };
-    // Close first (no new load starts), then free the loader (its pages released), then wait.
+    // The steps in Rust run inside the panic boundary; loader_free, which delivers the host's
+    // `release` callbacks, outside it (a callback may unwind through it).
     let end = timeout(timeout_ms).map(|t| Instant::now() + t);
-    e.feed.shut();
+    let e = match boundary(Err(loader_result::Panic), || {
+        let e = FEEDS.remove(feed).map_err(loader_result::from)?;
+        // Close first (no new load starts), then free the loader (its pages), then wait.
+        e.feed.shut();
+        Ok(e)
+    }) {
+        Ok(e) => e,
+        Err(e) => return e,
+    };
     let _ = loader_free(e.loader);
-    let left = e.feed.finish(end);
+    let left = boundary(0, || e.feed.finish(end));
     if !out_left_running.is_null() {
         // SAFETY: not NULL, valid for a write by this function's contract.
         unsafe { out_left_running.write(u32::try_from(left).unwrap_or(u32::MAX)) };
