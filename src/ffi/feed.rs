@@ -496,7 +496,7 @@ fn timeout(ms: i64) -> Option<Duration> {
 /// `config` is NULL or valid for its `struct_size` bytes, `config->loader` NULL or a valid
 /// `loader_config`; `out` NULL or valid for a write; the functions follow their contracts.
 #[no_mangle]
-pub unsafe extern "C-unwind" fn loader_feed_new(
+pub unsafe extern "C" fn loader_feed_new(
     config: *const loader_feed_config,
     out: *mut loader_feed_handle,
 ) -> loader_result {
@@ -718,7 +718,7 @@ pub unsafe extern "C-unwind" fn loader_feed_retry(
 /// them until the host moves the window, jumps, invalidates or calls `loader_feed_retry`.
 /// Any thread may wait, several at once; from inside `load` it waits for that load too.
 #[no_mangle]
-pub extern "C-unwind" fn loader_feed_wait_quiescent(
+pub extern "C" fn loader_feed_wait_quiescent(
     feed: loader_feed_handle,
     timeout_ms: i64,
 ) -> loader_result {
