@@ -63,11 +63,14 @@ pub struct loader_load_result {
 /// (the loader's backoff retries it). It runs on one of the feed's worker threads, several at
 /// once on different threads.
 ///
-/// From inside `load` the host may call any loader_feed_* function on this feed but
-/// `loader_feed_free` waits for no load of its own, and `loader_feed_wait_quiescent` would
-/// wait for the very load it runs in (it returns at its timeout). It must not throw (a C++
-/// host catches and returns non-zero). It may end its thread (`pthread_exit`): the read fails
-/// and the feed starts another worker in its place.
+/// From inside `load` the host may call any loader_feed_* function on this feed:
+/// `loader_feed_free` does not wait for the load it is called from, and
+/// `loader_feed_wait_quiescent` waits for that very load too (it returns at its timeout). It
+/// must not throw (a C++ host catches and returns non-zero). It may end its thread
+/// (`pthread_exit`): the read fails and the feed starts another worker in its place. A load
+/// that runs longer than the loader's `read_timeout_ms` is let go of: its read fails (when it
+/// is still needed), another worker takes the stuck one's place, and its late page goes to
+/// `release`.
 pub type loader_load_fn = Option<
     unsafe extern "C-unwind" fn(
         userdata: *mut c_void,
