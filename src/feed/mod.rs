@@ -28,6 +28,8 @@
 mod hints;
 mod port;
 mod supervise;
+#[cfg(test)]
+mod tests;
 mod work;
 
 pub use port::{Job, Ledger, Loaded, Outcome, Source, Spawn, Status, Thread, Took};
