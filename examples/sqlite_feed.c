@@ -10,7 +10,7 @@
  * (a ranged repair's: the rows after the cursor and at or before `until`; a page short of
  * `limit` reached `until`, so its next cursor is `until`, even when it found no row). It fails
  * a fraction of the reads, which the feed retries with backoff. Three feed workers run it,
- * each load on a connection from a small pool.
+ * each load on a connection of its own.
  *
  * A writer thread inserts and deletes rows where the window scrolls and, after each commit,
  * reports the range it changed (loader_feed_invalidate_range): only the held pages that may
@@ -28,8 +28,8 @@
  *   ./a.out --duration 10 --seed 7 --rows 100000 --fail-rate 0.05
  *
  * Threads: `load`, `release` and `compare` run on the feed's workers and on the threads that
- * call loader_feed_*; the pages need no lock of the host's (a pinned view keeps every page it
- * lists until it is released), and the host's one lock is its connection pool's.
+ * call loader_feed_*; the host takes no lock at all: each load opens its own connection, the
+ * counters are atomic, and a pinned view keeps every page it lists until it is released.
  *
  * The lines between "host part: begin" and "host part: end" are the host: the SQL, the writer
  * and the scenario. scripts/host_lines.sh counts their code lines (`make c-example` checks that
