@@ -27,8 +27,8 @@ CTEST_FLAGS := -std=c11 $(WARN) -g -Iinclude -DLOADER_TESTING -DLOADER_EXPECTED_
 RPATH := -Ltarget/release -lloader -Wl,-rpath,$(CURDIR)/target/release
 TEST_RPATH := -L$(TEST_DIR) -lloader -Wl,-rpath,$(CURDIR)/$(TEST_DIR)
 
-.PHONY: all build test-lib test tsan-lib rust-test doc lint check check-deep check-header bench bench-quick bench-abi bench-py bench-depth bench-liveness c-test c-test-asan c-test-valgrind \
-        c-test-abi c-test-tsan c-test-stress c-test-empty c-test-anchored c-test-far c-test-ranged cpp-test cpp-coverage cpp-example cpp-pkgconfig-test header-test symbols-test install pkgconfig-test \
+.PHONY: all build test-lib test tsan-lib rust-test doc lint check check-deep check-header bench bench-quick bench-abi bench-feed bench-py bench-depth bench-liveness c-test c-test-asan c-test-valgrind \
+        c-test-abi c-test-tsan c-test-feed c-test-stress c-test-empty c-test-anchored c-test-far c-test-ranged cpp-test cpp-coverage cpp-example cpp-pkgconfig-test header-test symbols-test install pkgconfig-test \
         readme-c-example clean
 
 all: build
@@ -126,7 +126,7 @@ check-deep: test-lib
 
 # ---- benchmarks (see benches/; each prints its ns/event table and met/missed lines) ----
 
-bench: bench-abi bench-py
+bench: bench-abi bench-feed bench-py
 	$(TEST_CARGO) bench --benches --features testing
 
 # The steady stream through the C ABI, against loader_floor in the same run.
@@ -136,6 +136,14 @@ $(ABI_BENCH): c-bench/abi_bench.c test-lib | $(OUT)
 
 bench-abi: $(ABI_BENCH)
 	$(ABI_BENCH)
+
+# Loads per second through the feed against a host's own pool over the C ABI, same run.
+FEED_BENCH := $(OUT)/feed_bench
+$(FEED_BENCH): c-bench/feed_bench.c test-lib | $(OUT)
+	$(CC) -O2 -std=c11 $(WARN) -Iinclude c-bench/feed_bench.c $(TEST_RPATH) -lpthread -o $@
+
+bench-feed: $(FEED_BENCH)
+	$(FEED_BENCH)
 
 # Events per second through the Python bindings.
 bench-py: build venv
@@ -155,14 +163,15 @@ bench-liveness:
 
 # Every bench once, briefly: they always build and run. The numbers are not judged, except
 # depth's counts (see bench-depth).
-bench-quick: $(ABI_BENCH) venv
+bench-quick: $(ABI_BENCH) $(FEED_BENCH) venv
 	LOADER_BENCH_QUICK=1 $(TEST_CARGO) bench --benches --features testing
 	$(ABI_BENCH) --quick
+	$(FEED_BENCH) --quick
 	LIBLOADER_PATH=$(CURDIR)/$(LIB) $(VENV)/bin/python bindings/python/bench_events.py --quick
 
 # ---- C and C++ ----
 
-c-test: header-test symbols-test c-test-abi c-test-asan c-test-valgrind c-test-empty c-test-anchored c-test-far c-test-ranged c-test-tsan c-test-hostile c-test-hostile-tsan cpp-test pkgconfig-test readme-c-example
+c-test: header-test symbols-test c-test-abi c-test-asan c-test-valgrind c-test-empty c-test-anchored c-test-far c-test-ranged c-test-tsan c-test-hostile c-test-hostile-tsan c-test-feed cpp-test pkgconfig-test readme-c-example
 
 $(OUT):
 	mkdir -p $(OUT)
@@ -336,7 +345,7 @@ c-test-ranged: test-lib | $(OUT)
 	    $(OUT)/ranged_plain
 
 # The C++ wrapper (bindings/cpp/loader.hpp): it calls every public function of loader.h;
-# its API test and its callback-boundary test, as C++17 and C++20, under ASan+UBSan against
+# its API test, its callback-boundary test and its Feed<T> test, as C++17 and C++20, under ASan+UBSan against
 # the test library; both tests and the example also compiled by clang++ (clang-19, which CI
 # installs for ThreadSanitizer), warnings as errors: brace-initialised Callbacks that leave
 # out the optional callbacks must not trip its -Wmissing-field-initializers; then the
@@ -349,11 +358,13 @@ cpp-test: test-lib cpp-coverage cpp-example cpp-pkgconfig-test | $(OUT)
 	    $(CXX) -std=$$std $(CXXTEST_FLAGS) c-tests/cpp_test.cpp $(TEST_RPATH) -o $(OUT)/cpp_test_$$std && \
 	    RUST_BACKTRACE=0 $(OUT)/cpp_test_$$std && \
 	    $(CXX) -std=$$std $(CXXTEST_FLAGS) c-tests/cpp_callbacks.cpp $(TEST_RPATH) -lpthread -o $(OUT)/cpp_callbacks_$$std && \
-	    $(OUT)/cpp_callbacks_$$std || exit 1; \
+	    $(OUT)/cpp_callbacks_$$std && \
+	    $(CXX) -std=$$std $(CXXTEST_FLAGS) c-tests/cpp_feed_test.cpp $(TEST_RPATH) -lpthread -o $(OUT)/cpp_feed_$$std && \
+	    $(OUT)/cpp_feed_$$std || exit 1; \
 	done
 	for std in c++17 c++20; do \
 	    $(CLANGXX) -std=$$std $(WARN) -Iinclude -Ibindings/cpp -DLOADER_TESTING -fsyntax-only \
-	        c-tests/cpp_test.cpp c-tests/cpp_callbacks.cpp examples/cpp_feed.cpp || exit 1; \
+	        c-tests/cpp_test.cpp c-tests/cpp_callbacks.cpp c-tests/cpp_feed_test.cpp examples/cpp_feed.cpp || exit 1; \
 	done
 
 # Fails when a public function of loader.h has no call in the wrapper; and, to show it can
@@ -384,6 +395,20 @@ c-test-load-tester: | $(OUT)
 	cp $(OUT)/load_tester_h.c $(OUT)/load_tester_h.cpp
 	$(CC) -std=c11 $(WARN) -Iinclude -fsyntax-only $(OUT)/load_tester_h.c
 	$(CXX) -std=c++17 $(WARN) -Iinclude -fsyntax-only $(OUT)/load_tester_h.cpp
+
+# The feed (loader_feed_*): loads on the library's own threads, with failures, jumps, cancel
+# hints, bugs in the load, a thread ended inside a load, free while loads run and a stuck
+# load; under ASan+UBSan, valgrind and ThreadSanitizer.
+c-test-feed: test-lib tsan-lib | $(OUT)
+	$(CC) $(CTEST_FLAGS) -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all \
+	    c-tests/feed.c $(TEST_RPATH) -lpthread -o $(OUT)/feed_asan
+	$(OUT)/feed_asan
+	$(CC) $(CTEST_FLAGS) c-tests/feed.c $(TEST_RPATH) -lpthread -o $(OUT)/feed_plain
+	valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,possible \
+	    $(OUT)/feed_plain
+	$(TSAN_CC) $(CTEST_FLAGS) -O1 -fsanitize=thread c-tests/feed.c \
+	    -L$(TSAN_DIR) -lloader -Wl,-rpath,$(CURDIR)/$(TSAN_DIR) -lpthread -o $(OUT)/feed_tsan
+	$(TSAN_RUN) $(OUT)/feed_tsan
 
 # ---- install and pkg-config ----
 

@@ -5,6 +5,7 @@
  * opens a loader at the end of a log; the retry after a failure reads from the anchor, not the
  * source's start; the acquisitions held stay within the documented bound after every event;
  * and loader_jump refuses bad input without changing anything. */
+#include <stddef.h>
 #include "host.h"
 
 #define PAGE 50u
@@ -307,7 +308,11 @@ static void a_refused_jump_changes_nothing(void) {
     loader_snapshot s1 = state_of(h);
     loader_counts c1 = counts_of(h);
     CHECK(states_equal(&s0, &s1));
-    CHECK(memcmp(&c0, &c1, sizeof c0) == 0);
+    /* Every counter, from the first after struct_size: the padding bytes before it are
+     * unspecified in C (the library's copy of its struct need not define them). */
+    CHECK(c0.struct_size == c1.struct_size &&
+          memcmp(&c0.issued_finite, &c1.issued_finite,
+                 sizeof c0 - offsetof(loader_counts, issued_finite)) == 0);
     CHECK(h->npending == pending && h->issues == issues && h->changes == changes && h->cancels == cancels);
 
     /* The largest position: accepted. */

@@ -9,8 +9,8 @@
  * each buffer back through `release` once it is done with it.
  *
  * This comment holds the rules every function shares: the functions by task, THREADS,
- * CALLBACKS, OWNERSHIP, STRUCTS THAT GROW, HELPERS NOT PROVIDED, QUESTIONS A HOST ASKS and
- * THE TEST ABI. Each
+ * CALLBACKS, OWNERSHIP, STRUCTS THAT GROW, HELPERS NOT PROVIDED, QUESTIONS A HOST ASKS,
+ * THE FEED and THE TEST ABI. Each
  * declaration below says what it does and its own errors. docs/HOST_GUIDE.md shows a host
  * built on them.
  *
@@ -55,6 +55,16 @@
  *   loader_result_str         the message for a result code
  * Record a run, for loader-check --replay and bug reports (also: env LOADER_RECORD)
  *   loader_record             write every call and callback of a loader to a file
+ * Let the library run the reads (THE FEED)
+ *   loader_feed_new           a loader whose reads the library's threads run through `load`
+ *   loader_feed_loader        its loader, to read: state, stats, a pinned view
+ *   loader_feed_set_window    loader_set_window, loader_jump, loader_invalidate,
+ *   loader_feed_jump            loader_invalidate_range and loader_retry on the feed's
+ *   loader_feed_invalidate      loader
+ *   loader_feed_invalidate_range
+ *   loader_feed_retry
+ *   loader_feed_wait_quiescent  wait until nothing is left to do, or say why it cannot be
+ *   loader_feed_free          free it: pages released, threads joined (or let go at a timeout)
  * The test ABI (THE TEST ABI)
  *   loader_new_with_counters  loader_new with the epoch and request ids starting high
  *   loader_floor              an event that does nothing: the ABI's cost floor
@@ -138,8 +148,10 @@
  *   Only the functions that deliver callbacks are unwind-capable (`extern "C-unwind"` in the
  *   Rust source), all of them listed here: loader_invalidate, loader_invalidate_range,
  *   loader_settle, loader_settle_counted, loader_fail, loader_retry, loader_set_window,
- *   loader_jump, loader_abandon, loader_tick, loader_free, loader_view_release and, in the
- *   test ABI, loader_floor and loader_test_panic;
+ *   loader_jump, loader_abandon, loader_tick, loader_free, loader_view_release, the feed's
+ *   loader_feed_set_window, loader_feed_jump, loader_feed_invalidate,
+ *   loader_feed_invalidate_range, loader_feed_retry, loader_feed_free and, in the test ABI,
+ *   loader_floor and loader_test_panic;
  * - no lock stays held, and the loader stays usable from every other thread;
  * - callbacks that were queued on that thread and not yet made are kept by their loader and
  *   made by the next call into it (any of the functions above, from any thread), except
@@ -237,9 +249,12 @@
  * retries are spent (`max_auto_retries` in a row) a retry that fails again arms no deadline,
  * so the host retries again or gives up by its own rule (see loader_next_deadline).
  *
- * What does a far move cost? loader_set_window to a window far from the held pages walks
- * there page by page from the nearest held page, so its reads grow with the distance;
- * loader_jump, given a cursor at the target, reads only the window plus prefetch.
+ * What does a far move cost? loader_set_window to a window more than `jump_threshold` beyond
+ * the held pages starts at the nearest cursor the loader knows (a page it read before, the
+ * source's start, or the `locate` callback's answer) and reads about the window plus
+ * prefetch, as loader_jump does; with none of them it walks page by page from the nearest
+ * held page, so its reads grow with the distance, holding at most `max_pages` (FAR MOVES at
+ * `loader_config.jump_threshold`).
  *
  * May the clock go backwards? Yes, harmlessly: loader_tick keeps the latest time it was
  * given, so an earlier `now_ms` fires nothing early and re-arms nothing; it only delays
@@ -259,6 +274,36 @@
  * each (loader_settle, loader_fail or loader_abandon); a read the loader still needs must be
  * answered, or nothing moves. A read hinted by `cancel` may be answered (stale: released at
  * once), failed, abandoned or left alone: it is let go of after `read_timeout_ms`.
+ * THE FEED
+ *
+ * The one exception to the above, for a host that would rather give a synchronous load than
+ * run reads itself: a feed (loader_feed_new) is a loader plus threads the library owns. The
+ * loader under it is unchanged, and still starts no thread; the feed, a layer above it, runs
+ * `workers` worker threads and one clock thread per feed, and:
+ * - runs each read the loader issues through `load` (loader_load_fn) on a worker, and answers
+ *   it exactly once: with the page `load` returned, or with a failure when `load` returned
+ *   non-zero (the loader's backoff retries it), or by letting it go at once when the loader
+ *   hints it is no longer needed (a load already running finishes; its page goes to
+ *   `release`). A read whose load runs longer than the loader's `read_timeout_ms` is let go
+ *   of (a failure, if it is still needed) and another worker is started in place of the
+ *   stuck one; a late page goes to `release`;
+ * - drives the backoff retries and read timeouts from a monotonic clock of its own (no
+ *   loader_tick from the host);
+ * - reports what only the host can fix from loader_feed_wait_quiescent: a load that returned
+ *   more items than `limit` or a cursor the loader refuses (not retried until the host acts),
+ *   a cursor that did not advance, the automatic retries spent;
+ * - treats a worker whose thread ended inside `load` (pthread_exit) as a failed read, and
+ *   starts another worker in its place.
+ * Threads: `load` runs on the feed's workers; `release` and `changed` on a worker, the clock
+ * thread, or the thread of a loader_feed_* call or loader_view_release; `compare` on the
+ * thread of loader_feed_invalidate_range. All of them several at once: `userdata` must be
+ * safe for that. `release` and `changed` must return normally (no exception, no thread
+ * exit) when they run on a feed's thread. From inside `load` any loader_feed_* function may
+ * be called (loader_feed_wait_quiescent there waits for that very load, until its timeout).
+ * Every loader_feed_* function may be called from any thread. The host reads the view through
+ * loader_feed_loader's handle (loader_view_acquire pins it while the workers run) and must not
+ * answer that loader's reads or free it. loader_feed_free joins every thread that ended and
+ * lets a stuck load's thread go at the host's timeout (see loader_feed_free).
  *
  * THE TEST ABI
  *
@@ -334,6 +379,11 @@ typedef uintptr_t loader_acquisition;
  * `loader_locate_fn` cannot tell.
  */
 #define LOADER_LOCATE_UNKNOWN 0
+
+/**
+ * The most worker threads a feed runs.
+ */
+#define LOADER_FEED_MAX_WORKERS 256
 
 /**
  * A result code. 0 is success; every other value is an error whose message
@@ -419,7 +469,8 @@ typedef enum loader_result {
    */
   LOADER_RESULT_INVALID_BACKOFF_MULTIPLIER = 18,
   /**
-   * The `issue` or `release` callback is NULL.
+   * A required callback is NULL: `issue` or `release` (`loader_new`), `load` or `release`
+   * (`loader_feed_new`).
    */
   LOADER_RESULT_MISSING_CALLBACK = 19,
   /**
@@ -449,6 +500,28 @@ typedef enum loader_result {
    * was already called (a recording starts right after `loader_new`), or it already records.
    */
   LOADER_RESULT_RECORD_FAILED = 25,
+  /**
+   * A feed's `workers` is 0 or above `LOADER_FEED_MAX_WORKERS`.
+   */
+  LOADER_RESULT_INVALID_WORKERS = 26,
+  /**
+   * The wait's timeout passed first.
+   */
+  LOADER_RESULT_TIMED_OUT = 27,
+  /**
+   * A load answered with the cursor it was given (a cursor that does not advance): the
+   * feed retries after the backoff, but the load must be fixed.
+   */
+  LOADER_RESULT_CURSOR_STALLED = 28,
+  /**
+   * Loads kept failing and the automatic retries (`max_auto_retries`) are spent: nothing
+   * loads until the host retries, moves the window or invalidates.
+   */
+  LOADER_RESULT_RETRIES_SPENT = 29,
+  /**
+   * A thread could not be started.
+   */
+  LOADER_RESULT_THREAD_START = 30,
 } loader_result;
 
 /**
@@ -1365,6 +1438,112 @@ typedef struct loader_page {
   uint64_t start;
 } loader_page;
 
+/**
+ * What a `load` returns for one read, when it returns 0: `count` items (at most the read's
+ * `limit`) in a buffer of the host's that `acquisition` names, and where the next read that
+ * way starts. The feed zeroes it before each call.
+ */
+typedef struct loader_load_result {
+  /**
+   * The host's token for the items; the feed hands it to `release` exactly once.
+   */
+  loader_acquisition acquisition;
+  /**
+   * How many items: at most the read's `limit`.
+   */
+  uint32_t count;
+  /**
+   * As `loader_settle`'s: forward, the cursor after the last item; backward, the cursor
+   * before the first. It is copied when `load` returns: it need only be valid until then,
+   * or point into the page's own buffer.
+   */
+  const uint8_t *next_cursor;
+  /**
+   * Its length in bytes (0: the source's start); at most `LOADER_MAX_CURSOR_LEN`.
+   */
+  size_t next_cursor_len;
+  /**
+   * Forward: no item follows. Backward: no item precedes (then `next_cursor` is empty).
+   */
+  bool end_of_source;
+} loader_load_result;
+
+/**
+ * The host's load: reads `read` (as `issue` would hand it to a host; valid only during the
+ * call) synchronously, fills `*out` and returns 0, or returns any other value for a failure
+ * (the loader's backoff retries it). It runs on one of the feed's worker threads, several at
+ * once on different threads.
+ *
+ * From inside `load` the host may call any loader_feed_* function on this feed:
+ * `loader_feed_free` does not wait for the load it is called from, and
+ * `loader_feed_wait_quiescent` waits for that very load too (it returns at its timeout). It
+ * must not throw (a C++ host catches and returns non-zero). It may end its thread
+ * (`pthread_exit`): the read fails and the feed starts another worker in its place. A load
+ * that runs longer than the loader's `read_timeout_ms` is let go of: its read fails (when it
+ * is still needed), another worker takes the stuck one's place, and its late page goes to
+ * `release`.
+ */
+typedef int32_t (*loader_load_fn)(void *userdata,
+                                  const struct loader_read *read,
+                                  struct loader_load_result *out);
+
+/**
+ * A feed's settings and the host's functions. Set `struct_size` to `sizeof` it (STRUCTS THAT
+ * GROW at the top of this header: it may gain fields, appended).
+ */
+typedef struct loader_feed_config {
+  /**
+   * `sizeof` this struct as the host's `loader.h` declares it.
+   */
+  uint32_t struct_size;
+  /**
+   * How many worker threads run loads: 1 to `LOADER_FEED_MAX_WORKERS`.
+   */
+  uint32_t workers;
+  /**
+   * Passed to every function below, on whichever thread runs it. Keep it valid until
+   * `loader_feed_free` returns, every load it left running has returned (see
+   * `loader_feed_free`), and every pinned view of the feed's loader is released.
+   */
+  void *userdata;
+  /**
+   * Required: the load.
+   */
+  loader_load_fn load;
+  /**
+   * Required: called exactly once for every page a `load` returned, when the feed or its
+   * loader is done with it (a page the loader never took is released at once, on the
+   * worker). It runs on a feed worker, the feed's clock thread, or the thread of a
+   * loader_feed_* call or `loader_view_release`; it must return normally.
+   */
+  loader_release_fn release;
+  /**
+   * May be NULL: called after the view or the state changed, on whichever thread changed
+   * it (a worker, the clock thread, a caller); keep it short and let it return normally.
+   */
+  loader_changed_fn changed;
+  /**
+   * May be NULL: orders cursors, for `loader_feed_invalidate_range` (see
+   * `loader_compare_fn`).
+   */
+  loader_compare_fn compare;
+  /**
+   * The loader's settings; NULL for the defaults (`loader_config_default`).
+   */
+  const struct loader_config *loader;
+  /**
+   * May be NULL: finds the cursor for a position, for a far `loader_feed_set_window`
+   * (`loader_locate_fn`: it runs on the thread of that call, inside it).
+   */
+  loader_locate_fn locate;
+} loader_feed_config;
+
+/**
+ * An opaque handle to a feed. 0 is never a valid handle; a freed or forged one is an error
+ * code, as for a loader handle.
+ */
+typedef uint64_t loader_feed_handle;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -1922,6 +2101,118 @@ enum loader_result loader_explain(loader_handle handle,
                                   char *buf,
                                   size_t capacity,
                                   size_t *out_len);
+
+/**
+ * Creates a feed: a loader (`config->loader`, or the defaults) whose reads `config->workers`
+ * threads of the feed's own run through `config->load`. Nothing is read until the window is
+ * set (`loader_feed_set_window`), unless the loader config has a starting point.
+ *
+ * Errors, with nothing created: `LOADER_RESULT_NULL_POINTER` (`config` or `out` NULL),
+ * `LOADER_RESULT_INVALID_STRUCT_SIZE` / `LOADER_RESULT_UNKNOWN_FIELD` (STRUCTS THAT GROW),
+ * `LOADER_RESULT_MISSING_CALLBACK` (`load` or `release` NULL),
+ * `LOADER_RESULT_INVALID_WORKERS` (`workers` 0 or above `LOADER_FEED_MAX_WORKERS`), any code
+ * of `loader_new` for the loader config, `LOADER_RESULT_THREAD_START` (a thread could not be
+ * started). The caller owns the handle and must pass it to `loader_feed_free`.
+ *
+ * # Safety
+ * `config` is NULL or valid for its `struct_size` bytes, `config->loader` NULL or a valid
+ * `loader_config`; `out` NULL or valid for a write; the functions follow their contracts.
+ */
+enum loader_result loader_feed_new(const struct loader_feed_config *config,
+                                   loader_feed_handle *out);
+
+/**
+ * The loader the feed drives, for reading: `loader_state`, `loader_stats`,
+ * `loader_requests`, and the view (`loader_view_acquire`: pin it to read the items behind
+ * its acquisitions while the workers run). Answering its reads, or freeing it, is the
+ * feed's: a host must not. The handle turns stale when the feed is freed.
+ *
+ * # Safety
+ * `out` is NULL or valid for a write.
+ */
+enum loader_result loader_feed_loader(loader_feed_handle feed, loader_handle *out);
+
+/**
+ * `loader_set_window` on the feed's loader: shows items `[start, start + len)`, loads what
+ * is missing and retries a recorded failure. Its codes; `release` and `changed` may run on
+ * this thread before it returns.
+ */
+enum loader_result loader_feed_set_window(loader_feed_handle feed, uint64_t start, uint64_t len);
+
+/**
+ * `loader_jump` on the feed's loader: rebuilds the view around `cursor`, numbered
+ * `position`. Its codes.
+ *
+ * # Safety
+ * `cursor` is NULL or valid for `cursor_len` bytes.
+ */
+enum loader_result loader_feed_jump(loader_feed_handle feed,
+                                    const uint8_t *cursor,
+                                    size_t cursor_len,
+                                    uint64_t position);
+
+/**
+ * `loader_invalidate` on the feed's loader: the source changed; call it once the change is
+ * visible to new loads (after the commit).
+ */
+enum loader_result loader_feed_invalidate(loader_feed_handle feed);
+
+/**
+ * `loader_invalidate_range` on the feed's loader: the source changed only between `from`
+ * and `to` (NULL `to`: the source's end). Needs `compare` in the feed's config
+ * (`LOADER_RESULT_NO_COMPARE`) and a `load` that honours `loader_read.until`.
+ *
+ * # Safety
+ * As `loader_invalidate_range`.
+ */
+enum loader_result loader_feed_invalidate_range(loader_feed_handle feed,
+                                                const uint8_t *from,
+                                                size_t from_len,
+                                                const uint8_t *to,
+                                                size_t to_len);
+
+/**
+ * `loader_retry` on the feed's loader: retries a recorded failure now, and clears what
+ * stopped the feed (a load's bad page). `*out_started` (may be NULL) says whether a read
+ * started.
+ *
+ * # Safety
+ * `out_started` is NULL or valid for a write.
+ */
+enum loader_result loader_feed_retry(loader_feed_handle feed, bool *out_started);
+
+/**
+ * Waits until the feed's loader is quiescent and not revalidating (`LOADER_RESULT_OK`), or
+ * `timeout_ms` passed (`LOADER_RESULT_TIMED_OUT`; a negative timeout waits as long as it
+ * takes), or the feed cannot settle until the host acts: `LOADER_RESULT_COUNT_OVER_LIMIT` (a
+ * load returned more items than its `limit`), `LOADER_RESULT_CURSOR_TOO_LONG` /
+ * `LOADER_RESULT_NULL_CURSOR` (a load's `next_cursor`), `LOADER_RESULT_CURSOR_STALLED` (a
+ * load answered with the cursor it was given), `LOADER_RESULT_RETRIES_SPENT` (the automatic
+ * retries are spent). The first two kinds are bugs in the load: the feed does not retry
+ * them until the host moves the window, jumps, invalidates or calls `loader_feed_retry`.
+ * Any thread may wait, several at once; from inside `load` it waits for that load too.
+ */
+enum loader_result loader_feed_wait_quiescent(loader_feed_handle feed, int64_t timeout_ms);
+
+/**
+ * Frees a feed. Reads not started are dropped; the loader is freed (every page it holds
+ * goes to `release`, on this thread, but those a pinned view still lists: they follow when
+ * the view is released); then it waits up to `timeout_ms` (negative: as long as it takes)
+ * for the loads still running, and joins every worker thread that ended.
+ *
+ * A load still running at the timeout (one stuck on I/O) is let go: its thread is detached,
+ * and when the load returns its page goes to `release` on that thread, which then ends.
+ * `*out_left_running` (may be NULL) is how many such loads there are: until each has
+ * returned, `userdata` and the host's functions must stay valid. Called from inside one of
+ * this feed's loads, it does not wait for that load (it is counted as left running).
+ * A second free returns `LOADER_RESULT_STALE_HANDLE`.
+ *
+ * # Safety
+ * `out_left_running` is NULL or valid for a write.
+ */
+enum loader_result loader_feed_free(loader_feed_handle feed,
+                                    int64_t timeout_ms,
+                                    uint32_t *out_left_running);
 
 /**
  * Records this loader's run to the file at `path` (a NUL-terminated path, created or

@@ -9,17 +9,22 @@
 #   make c-example-tsan   built with clang through pkg-config against a prefix where the
 #                         ThreadSanitizer build of the library (tsan-lib) is installed, and
 #                         run under TSan
-#   make c-example-bounded  the example's reader, included by c-tests/sqlite_feed_bounded.c,
+#   make c-example-bounded  the example's load, included by c-tests/sqlite_feed_bounded.c,
 #                         answers a bounded read that finds no row with `until` (no cursor
-#                         stall, no full read), under ASan+UBSan against the installed library
+#                         stall), under ASan+UBSan against the installed library
+#   make c-example-lines  the example's host part (the SQL, the writer, the scenario) is at
+#                         most 150 code lines (scripts/host_lines.sh)
 #   FEED_ARGS             the example's options; a short run by default
 
 FEED_ARGS ?= --duration 3
 FEED_PKG_CONFIG := PKG_CONFIG_PATH=$(OUT)/prefix/lib/pkgconfig pkg-config
 
-.PHONY: c-example c-example-asan c-example-tsan c-example-bounded
+.PHONY: c-example c-example-asan c-example-tsan c-example-bounded c-example-lines
 
-c-example: c-example-asan c-example-bounded c-example-tsan
+c-example: c-example-lines c-example-asan c-example-bounded c-example-tsan
+
+c-example-lines:
+	@echo "c-example-lines: $$(scripts/host_lines.sh examples/sqlite_feed.c 150) code lines in the host part of examples/sqlite_feed.c (at most 150)"
 
 c-example-bounded: pkgconfig-test | $(OUT)
 	$(CC) -std=c11 $(WARN) -g -O1 -fsanitize=address,undefined -fno-omit-frame-pointer \

@@ -2,6 +2,8 @@
 //!
 //! Layers, each depending only on those below it:
 //! - [`ffi`]: the C ABI (`loader_*`), the only module with `unsafe`;
+//! - [`feed`]: a load-function host over a loader: worker threads, a clock, retries (the
+//!   layers below own neither);
 //! - [`loader`]: the OrderedSourceLoader: window, pages, cursors, chain and full reads,
 //!   backoff, the view;
 //! - [`ledger`]: the production request ledger (the module's `unifiedMin` rules, generalised).
@@ -57,6 +59,7 @@
 
 #[cfg(any(test, feature = "testing"))]
 pub mod check;
+pub mod feed;
 pub mod ffi;
 pub mod ledger;
 pub mod loader;

@@ -53,12 +53,15 @@
 #ifndef LOADER_HPP
 #define LOADER_HPP
 
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <exception>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <stdexcept>
@@ -796,6 +799,256 @@ private:
 
     loader_handle handle_ = 0;
     std::unique_ptr<detail::HostRef> host_;  // this Loader's reference to its callbacks
+};
+
+
+// ---- the feed: the library runs the loads (loader_feed_* in loader.h) ----
+
+// What a feed's load returns for one read: at most `read.limit` items in source order, the
+// cursor where the next read that way starts, and whether the source ends there (starts, for a
+// backward read). See `Read` for the directions and bounded reads.
+template <typename T>
+struct Page {
+    std::vector<T> items{};
+    std::string next_cursor{};
+    bool end_of_source = false;
+};
+
+// A feed's settings: its worker threads, the loader's settings, how long the destructor waits
+// for loads still running, and the cursor order ranged invalidation needs.
+struct FeedOptions {
+    std::uint32_t workers = 4;
+    Config loader{};
+    // How long the destructor waits for loads still running (negative: as long as it takes).
+    std::chrono::milliseconds close_timeout{-1};
+    // Orders two non-empty cursors as the source does (see `Callbacks::compare`); needed by
+    // `invalidate_range`. It must not throw.
+    std::function<int(std::string_view, std::string_view)> compare{};
+    // The cursor whose next item is at a position, for a far `set_window` (see
+    // `Callbacks::locate`); nullopt when unknown. It runs on the thread calling `set_window`,
+    // inside it, and must not throw (a throw counts as unknown).
+    std::function<std::optional<std::string>(std::uint64_t)> locate{};
+};
+
+// A loader whose reads the library runs on threads of its own, through `load`. `load` runs on
+// the feed's worker threads, several at once: it must be safe for that. What it throws fails
+// its read (the loader's backoff retries it) and is kept in `last_error()`. A load that returns
+// more than `limit` items, or the cursor it was given, is a bug the feed reports from
+// `wait_quiescent` (it throws `Error`). Move-only; the destructor frees the feed (see `close`).
+template <typename T>
+class Feed {
+public:
+    using Load = std::function<Page<T>(const Read &)>;
+
+    explicit Feed(Load load, FeedOptions options = FeedOptions{})
+        : state_(std::make_shared<State>()), close_timeout_(options.close_timeout) {
+        state_->self = state_;
+        state_->load = std::move(load);
+        state_->compare = std::move(options.compare);
+        state_->locate = std::move(options.locate);
+        loader_config lc = options.loader.to_c();
+        loader_feed_config fc{};
+        fc.struct_size = sizeof fc;
+        fc.workers = options.workers;
+        fc.userdata = state_.get();
+        fc.load = state_->load ? &Feed::on_load : nullptr;
+        fc.release = &Feed::on_release;
+        fc.compare = state_->compare ? &Feed::on_compare : nullptr;
+        fc.locate = state_->locate ? &Feed::on_locate : nullptr;
+        fc.loader = &lc;
+        check(loader_feed_new(&fc, &handle_));
+        check(loader_feed_loader(handle_, &loader_));
+    }
+    Feed(const Feed &) = delete;
+    Feed &operator=(const Feed &) = delete;
+    Feed(Feed &&o) noexcept
+        : state_(std::move(o.state_)), handle_(std::exchange(o.handle_, 0)), loader_(o.loader_),
+          close_timeout_(o.close_timeout_) {}
+    Feed &operator=(Feed &&o) noexcept {
+        if (this != &o) {
+            (void)close(close_timeout_);
+            state_ = std::move(o.state_);
+            handle_ = std::exchange(o.handle_, 0);
+            loader_ = o.loader_;
+            close_timeout_ = o.close_timeout_;
+        }
+        return *this;
+    }
+    ~Feed() { (void)close(close_timeout_); }
+
+    // Frees the feed: every page goes back, and it waits up to `timeout` (negative: as long as
+    // it takes) for the loads still running. A load still running then is let go: its thread
+    // ends when it returns, and what the load and its page need stays alive until then.
+    // Returns how many loads it let go. Idempotent.
+    std::uint32_t close(std::chrono::milliseconds timeout) noexcept {
+        if (handle_ == 0) return 0;
+        std::uint32_t left = 0;
+        (void)loader_feed_free(std::exchange(handle_, 0), static_cast<std::int64_t>(timeout.count()), &left);
+        return left;
+    }
+
+    void set_window(std::uint64_t start, std::uint64_t len) { check(loader_feed_set_window(handle_, start, len)); }
+    void jump(std::string_view cursor, std::uint64_t position) {
+        check(loader_feed_jump(handle_, bytes(cursor), cursor.size(), position));
+    }
+    void invalidate() { check(loader_feed_invalidate(handle_)); }
+    // The source changed only between `from` and `to` (none: the source's end).
+    void invalidate_range(std::string_view from, std::optional<std::string_view> to = std::nullopt) {
+        check(loader_feed_invalidate_range(handle_, bytes(from), from.size(), to ? bytes(*to) : nullptr,
+                                           to ? to->size() : 0));
+    }
+    // Retries a recorded failure now (and clears a bug the feed reported); whether a read started.
+    bool retry() {
+        bool started = false;
+        check(loader_feed_retry(handle_, &started));
+        return started;
+    }
+    // Waits until the loader is quiescent: true, or false when `timeout` passed first. Throws
+    // `Error` when the feed cannot settle until the host acts (LOADER_RESULT_COUNT_OVER_LIMIT,
+    // _CURSOR_STALLED, _RETRIES_SPENT, ...: loader_feed_wait_quiescent in loader.h).
+    template <typename Rep, typename Period>
+    bool wait_quiescent(std::chrono::duration<Rep, Period> timeout) {
+        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count();
+        loader_result r = loader_feed_wait_quiescent(handle_, ms < 0 ? 0 : static_cast<std::int64_t>(ms));
+        if (r == LOADER_RESULT_TIMED_OUT) return false;
+        check(r);
+        return true;
+    }
+    // The loader the feed drives, for `loader_state`, `loader_stats` and the like.
+    loader_handle loader() const noexcept { return loader_; }
+    loader_counts stats() const {
+        loader_counts c{};
+        c.struct_size = sizeof c;
+        check(loader_stats(loader_, &c));
+        return c;
+    }
+    // What the latest failed load threw (empty if none did).
+    std::exception_ptr last_error() const {
+        std::lock_guard<std::mutex> lock(state_->mutex);
+        return state_->last_error;
+    }
+
+    // The view, pinned: its items typed, readable while the workers run; released on
+    // destruction. `size()`, `operator[]`, and iteration over `pages()`.
+    class View {
+    public:
+        View(const View &) = delete;
+        View &operator=(const View &) = delete;
+        View(View &&o) noexcept : view_(std::exchange(o.view_, nullptr)), pages_(std::move(o.pages_)), size_(o.size_) {}
+        ~View() {
+            if (view_ != nullptr) (void)loader_view_release(view_);
+        }
+        // The items of each page, in source order.
+        const std::vector<const std::vector<T> *> &pages() const noexcept { return pages_; }
+        std::size_t size() const noexcept { return size_; }
+        const T &operator[](std::size_t i) const {
+            for (const auto *p : pages_) {
+                if (i < p->size()) return (*p)[i];
+                i -= p->size();
+            }
+            throw std::out_of_range("loader::Feed::View index");
+        }
+        // A copy of the items.
+        std::vector<T> items() const {
+            std::vector<T> out;
+            out.reserve(size_);
+            for (const auto *p : pages_) out.insert(out.end(), p->begin(), p->end());
+            return out;
+        }
+
+    private:
+        friend class Feed;
+        explicit View(loader_handle l) {
+            check(loader_view_acquire(l, &view_));
+            const loader_page *pages = nullptr;
+            std::size_t n = 0;
+            bool revalidating = false;
+            (void)loader_view_pages(view_, &pages, &n, &revalidating);
+            for (std::size_t i = 0; i < n; i++) {
+                const auto *box = reinterpret_cast<const Box *>(pages[i].acquisition);
+                pages_.push_back(&box->page.items);
+                size_ += box->page.items.size();
+            }
+        }
+        loader_view_snapshot *view_ = nullptr;
+        std::vector<const std::vector<T> *> pages_{};
+        std::size_t size_ = 0;
+    };
+    View view() const { return View(loader_); }
+    std::vector<T> items() const { return view().items(); }
+
+private:
+    struct State {
+        std::weak_ptr<State> self;
+        Load load;
+        std::function<int(std::string_view, std::string_view)> compare;
+        std::function<std::optional<std::string>(std::uint64_t)> locate;
+        std::mutex mutex;
+        std::exception_ptr last_error;
+    };
+    // A page as the library holds it; it keeps the state alive (a load left running at close
+    // hands its page back after the Feed is gone).
+    struct Box {
+        Page<T> page;
+        std::shared_ptr<State> keep;
+    };
+
+    static const std::uint8_t *bytes(std::string_view s) noexcept {
+        return reinterpret_cast<const std::uint8_t *>(s.data());
+    }
+
+    static std::int32_t on_load(void *ud, const loader_read *r, loader_load_result *out) {
+        auto *st = static_cast<State *>(ud);
+        std::shared_ptr<State> keep = st->self.lock();
+        try {
+            Read read;
+            read.read_id = r->read_id;
+            read.request_id = r->request_id;
+            read.kind = r->kind;
+            read.epoch = r->epoch;
+            read.step = r->step;
+            if (r->cursor != nullptr) read.cursor.assign(reinterpret_cast<const char *>(r->cursor), r->cursor_len);
+            read.limit = r->limit;
+            read.direction = r->direction;
+            if (r->until != nullptr) read.until.emplace(reinterpret_cast<const char *>(r->until), r->until_len);
+            auto *box = new Box{st->load(read), std::move(keep)};
+            out->acquisition = reinterpret_cast<loader_acquisition>(box);
+            out->count = static_cast<std::uint32_t>(
+                box->page.items.size() > UINT32_MAX ? UINT32_MAX : box->page.items.size());
+            out->next_cursor = bytes(box->page.next_cursor);
+            out->next_cursor_len = box->page.next_cursor.size();
+            out->end_of_source = box->page.end_of_source;
+            return 0;
+        } catch (...) {
+            std::lock_guard<std::mutex> lock(st->mutex);
+            st->last_error = std::current_exception();
+            return 1;
+        }
+    }
+    static void on_release(void *, loader_acquisition a) { delete reinterpret_cast<Box *>(a); }
+    static std::int32_t on_compare(void *ud, const std::uint8_t *a, std::size_t a_len, const std::uint8_t *b,
+                                   std::size_t b_len) {
+        int r = static_cast<State *>(ud)->compare(std::string_view(reinterpret_cast<const char *>(a), a_len),
+                                                  std::string_view(reinterpret_cast<const char *>(b), b_len));
+        return r < 0 ? -1 : r > 0 ? 1 : 0;
+    }
+    static std::int32_t on_locate(void *ud, std::uint64_t position, std::uint8_t *cursor, std::size_t capacity,
+                                  std::size_t *cursor_len) noexcept {
+        try {
+            std::optional<std::string> c = static_cast<State *>(ud)->locate(position);
+            if (!c || c->size() > capacity) return LOADER_LOCATE_UNKNOWN;
+            if (!c->empty()) std::memcpy(cursor, c->data(), c->size());
+            *cursor_len = c->size();
+            return LOADER_LOCATE_FOUND;
+        } catch (...) {
+            return LOADER_LOCATE_UNKNOWN;
+        }
+    }
+
+    std::shared_ptr<State> state_;
+    loader_feed_handle handle_ = 0;
+    loader_handle loader_ = 0;
+    std::chrono::milliseconds close_timeout_{-1};
 };
 
 }  // namespace loader

@@ -13,7 +13,7 @@ use once_cell::sync::Lazy;
 use parking_lot::Mutex;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// An opaque handle to a loader. 0 is never a valid handle.
 #[allow(non_camel_case_types)]
@@ -42,6 +42,9 @@ pub(crate) struct Instance {
     stranded: Mutex<Vec<Effect>>,
     /// `stranded` is not empty; read without the lock on every call.
     has_stranded: AtomicBool,
+    /// What the callbacks' `userdata` points into, when the library made them (a feed's
+    /// loader): kept as long as any callback can still run, pinned views included.
+    keep: OnceLock<Arc<dyn Send + Sync>>,
 }
 
 static REGISTRY: Lazy<HandleTable<Instance>> = Lazy::new(HandleTable::new);
@@ -64,6 +67,7 @@ pub(crate) fn register(
         pins: Mutex::new(Pins::default()),
         stranded: Mutex::new(Vec::new()),
         has_stranded: AtomicBool::new(false),
+        keep: OnceLock::new(),
     });
     REGISTRY.insert(inst).map_err(loader_result::from)
 }
@@ -174,6 +178,12 @@ impl Instance {
             .lock()
             .record_to(sink)
             .map_err(loader_result::from)
+    }
+
+    /// Keeps `owner` alive as long as this loader (what its callbacks' `userdata` points
+    /// into). Set once; a second call is ignored.
+    pub(crate) fn keep_alive(&self, owner: Arc<dyn Send + Sync>) {
+        let _ = self.keep.set(owner);
     }
 
     /// The host's callbacks.

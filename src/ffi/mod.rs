@@ -18,6 +18,7 @@
 //! - `lifecycle`, `events`, `introspection`, `view`, `explain`: the exported functions, by
 //!   what they do;
 //! - `record`: recording a loader's run to a file (`loader_record`, `LOADER_RECORD`);
+//! - `feed`: the feed's exports (`loader_feed_*`), its loader's callbacks and its threads;
 //! - `testing`: the test ABI, only with the `testing` cargo feature;
 //! - `unwinding_issue`: tests of an `issue` callback that unwinds, through the C ABI.
 
@@ -45,6 +46,7 @@ mod introspection;
 mod view;
 
 mod explain;
+mod feed;
 mod record;
 
 #[cfg(feature = "testing")]
@@ -55,6 +57,7 @@ mod unwinding_issue;
 
 pub use events::*;
 pub use explain::*;
+pub use feed::*;
 pub use instance::loader_handle;
 pub use introspection::*;
 pub use lifecycle::*;

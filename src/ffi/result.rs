@@ -53,7 +53,8 @@ pub enum loader_result {
     InvalidBackoffMax = 17,
     /// `backoff_multiplier` is not a finite number in 1.0..=16.0.
     InvalidBackoffMultiplier = 18,
-    /// The `issue` or `release` callback is NULL.
+    /// A required callback is NULL: `issue` or `release` (`loader_new`), `load` or `release`
+    /// (`loader_feed_new`).
     MissingCallback = 19,
     /// No more loaders can be created in this process.
     TooManyHandles = 20,
@@ -70,11 +71,23 @@ pub enum loader_result {
     /// `loader_record` could not start a recording: the file cannot be created, or the loader
     /// was already called (a recording starts right after `loader_new`), or it already records.
     RecordFailed = 25,
+    /// A feed's `workers` is 0 or above `LOADER_FEED_MAX_WORKERS`.
+    InvalidWorkers = 26,
+    /// The wait's timeout passed first.
+    TimedOut = 27,
+    /// A load answered with the cursor it was given (a cursor that does not advance): the
+    /// feed retries after the backoff, but the load must be fixed.
+    CursorStalled = 28,
+    /// Loads kept failing and the automatic retries (`max_auto_retries`) are spent: nothing
+    /// loads until the host retries, moves the window or invalidates.
+    RetriesSpent = 29,
+    /// A thread could not be started.
+    ThreadStart = 30,
 }
 
 impl loader_result {
     /// Every code, in value order.
-    pub(crate) const ALL: [loader_result; 26] = [
+    pub(crate) const ALL: [loader_result; 31] = [
         loader_result::Ok,
         loader_result::NullPointer,
         loader_result::InvalidHandle,
@@ -101,6 +114,11 @@ impl loader_result {
         loader_result::InvalidStructSize,
         loader_result::UnknownField,
         loader_result::RecordFailed,
+        loader_result::InvalidWorkers,
+        loader_result::TimedOut,
+        loader_result::CursorStalled,
+        loader_result::RetriesSpent,
+        loader_result::ThreadStart,
     ];
 
     /// The code's stable value, as C sees it.
@@ -144,7 +162,9 @@ impl loader_result {
             loader_result::InvalidBackoffMultiplier => {
                 b"backoff_multiplier must be a finite number between 1.0 and 16.0\0"
             }
-            loader_result::MissingCallback => b"the issue and release callbacks are required\0",
+            loader_result::MissingCallback => {
+                b"a required callback is NULL (issue and release; a feed's load and release)\0"
+            }
             loader_result::TooManyHandles => b"no more loaders can be created in this process\0",
             loader_result::NoCompare => {
                 b"a ranged invalidation needs the compare callback, which the loader lacks\0"
@@ -159,6 +179,17 @@ impl loader_result {
             loader_result::RecordFailed => {
                 b"the recording could not start: the file cannot be created, or the loader was already called\0"
             }
+            loader_result::InvalidWorkers => {
+                b"a feed's workers must be between 1 and LOADER_FEED_MAX_WORKERS\0"
+            }
+            loader_result::TimedOut => b"the timeout passed first\0",
+            loader_result::CursorStalled => {
+                b"a load answered with the cursor it was given: the cursor must advance\0"
+            }
+            loader_result::RetriesSpent => {
+                b"loads kept failing and the automatic retries are spent\0"
+            }
+            loader_result::ThreadStart => b"a thread could not be started\0",
         }
     }
 }

@@ -44,6 +44,11 @@ from ._errors import (
     RecordFailedError,
     UnknownReadError,
     WindowOverflowError,
+    InvalidWorkersError,
+    TimedOutError,
+    CursorStalledError,
+    RetriesSpentError,
+    ThreadStartError,
 )
 from ._invariants import violations
 from ._feed import Feed, FeedPage, FeedProblem, FeedSnapshot, FeedStalledError, LoadResult
@@ -65,7 +70,8 @@ __all__ = [
     "NullCursorError", "NullPointerError", "PanicError", "PoisonedError", "RangeReversedError",
     "StaleHandleError",
     "TooManyHandlesError", "UnknownFieldError", "RecordFailedError", "UnknownReadError",
-    "WindowOverflowError",
+    "WindowOverflowError", "InvalidWorkersError", "TimedOutError", "CursorStalledError",
+    "RetriesSpentError", "ThreadStartError",
     "violations", "CallbackContext", "callback_context", "Loader", "result_message", "version",
     "Config", "Counts", "Page", "Read", "RequestInfo", "Snapshot", "View",
     "Direction", "Feed", "FeedPage", "FeedProblem", "FeedSnapshot", "FeedStalledError",

@@ -38,6 +38,11 @@ class Result(IntEnum):
     INVALID_STRUCT_SIZE = 23
     UNKNOWN_FIELD = 24
     RECORD_FAILED = 25
+    INVALID_WORKERS = 26
+    TIMED_OUT = 27
+    CURSOR_STALLED = 28
+    RETRIES_SPENT = 29
+    THREAD_START = 30
 
 
 class Kind(IntEnum):

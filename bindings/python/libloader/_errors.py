@@ -156,6 +156,26 @@ class RecordFailedError(UsageError):
     the loader already records (``LOADER_RECORD`` is set)."""
 
 
+class InvalidWorkersError(UsageError):
+    """A C feed's ``workers`` is 0 or above ``LOADER_FEED_MAX_WORKERS``."""
+
+
+class TimedOutError(ExhaustedError):
+    """A C feed's wait ran out of time first."""
+
+
+class CursorStalledError(UsageError):
+    """A C feed's load answered with the cursor it was given."""
+
+
+class RetriesSpentError(ExhaustedError):
+    """A C feed's loads kept failing and the automatic retries are spent."""
+
+
+class ThreadStartError(ExhaustedError):
+    """A C feed could not start a thread."""
+
+
 ERRORS: Dict[Result, Type[LoaderError]] = {
     Result.NULL_POINTER: NullPointerError,
     Result.INVALID_HANDLE: InvalidHandleError,
@@ -182,6 +202,11 @@ ERRORS: Dict[Result, Type[LoaderError]] = {
     Result.INVALID_STRUCT_SIZE: InvalidStructSizeError,
     Result.UNKNOWN_FIELD: UnknownFieldError,
     Result.RECORD_FAILED: RecordFailedError,
+    Result.INVALID_WORKERS: InvalidWorkersError,
+    Result.TIMED_OUT: TimedOutError,
+    Result.CURSOR_STALLED: CursorStalledError,
+    Result.RETRIES_SPENT: RetriesSpentError,
+    Result.THREAD_START: ThreadStartError,
 }
 """The exception class for each error code."""
 

@@ -223,6 +223,37 @@ class loader_view_snapshot(Structure):
     """Opaque: a pinned view, only ever handled through a pointer."""
 
 
+class loader_load_result(Structure):
+    """The C feed's answer from a load (``loader_feed_*``; the Python Feed does not use it)."""
+
+    _fields_ = [
+        ("acquisition", c_size_t),
+        ("count", c_uint32),
+        ("next_cursor", POINTER(c_uint8)),
+        ("next_cursor_len", c_size_t),
+        ("end_of_source", c_bool),
+    ]
+
+
+loader_load_fn = CFUNCTYPE(c_int32, c_void_p, POINTER(loader_read), POINTER(loader_load_result))
+
+
+class loader_feed_config(_Growable):
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("workers", c_uint32),
+        ("userdata", c_void_p),
+        ("load", loader_load_fn),
+        ("release", loader_release_fn),
+        ("changed", loader_changed_fn),
+        ("compare", loader_compare_fn),
+        ("loader", POINTER(loader_config)),
+        ("locate", loader_locate_fn),
+    ]
+
+
+loader_feed_handle = c_uint64
+
 OPAQUE: Tuple[str, ...] = ("loader_view_snapshot",)
 """The header's opaque structs (declared, never defined)."""
 
@@ -235,6 +266,8 @@ STRUCTS: Tuple[type, ...] = (
     loader_counts,
     loader_request_info,
     loader_page,
+    loader_load_result,
+    loader_feed_config,
 )
 """Every struct of the header, by its C name (``__name__``)."""
 
@@ -245,6 +278,7 @@ CALLBACK_TYPES: Dict[str, Any] = {
     "loader_cancel_fn": loader_cancel_fn,
     "loader_compare_fn": loader_compare_fn,
     "loader_locate_fn": loader_locate_fn,
+    "loader_load_fn": loader_load_fn,
 }
 """Every callback typedef of the header."""
 
@@ -293,6 +327,17 @@ FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
 
 ADDED_FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
     "loader_explain": (c_enum, [loader_handle, POINTER(c_char), c_size_t, POINTER(c_size_t)]),
+    # The C feed: declared for completeness; the Python Feed runs its own threads.
+    "loader_feed_new": (c_enum, [POINTER(loader_feed_config), POINTER(loader_feed_handle)]),
+    "loader_feed_loader": (c_enum, [loader_feed_handle, POINTER(loader_handle)]),
+    "loader_feed_set_window": (c_enum, [loader_feed_handle, c_uint64, c_uint64]),
+    "loader_feed_jump": (c_enum, [loader_feed_handle, _u8p, c_size_t, c_uint64]),
+    "loader_feed_invalidate": (c_enum, [loader_feed_handle]),
+    "loader_feed_invalidate_range": (c_enum, [loader_feed_handle, _u8p, c_size_t, _u8p,
+                                              c_size_t]),
+    "loader_feed_retry": (c_enum, [loader_feed_handle, POINTER(c_bool)]),
+    "loader_feed_wait_quiescent": (c_enum, [loader_feed_handle, ctypes.c_int64]),
+    "loader_feed_free": (c_enum, [loader_feed_handle, ctypes.c_int64, POINTER(c_uint32)]),
 }
 """Public functions newer than some builds of the library: declared when the loaded library
 exports them; the method that needs one raises NotImplementedError otherwise."""

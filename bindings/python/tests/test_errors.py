@@ -94,4 +94,5 @@ def test_each_error_is_under_exactly_one_of_three_bases() -> None:
     assert {c for c, cls in ERRORS.items() if issubclass(cls, libloader.InternalError)} == \
         {Result.PANIC, Result.POISONED}
     assert {c for c, cls in ERRORS.items() if issubclass(cls, libloader.ExhaustedError)} == \
-        {Result.EPOCH_OVERFLOW, Result.ID_OVERFLOW, Result.TOO_MANY_HANDLES}
+        {Result.EPOCH_OVERFLOW, Result.ID_OVERFLOW, Result.TOO_MANY_HANDLES, Result.TIMED_OUT,
+         Result.RETRIES_SPENT, Result.THREAD_START}

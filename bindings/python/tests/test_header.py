@@ -107,6 +107,7 @@ SCALARS: Dict[str, Any] = {
     "uint32_t": ctypes.c_uint32,
     "uint64_t": ctypes.c_uint64,
     "int32_t": ctypes.c_int32,
+    "int64_t": ctypes.c_int64,
     "size_t": ctypes.c_size_t,
     "uintptr_t": ctypes.c_size_t,
     "double": ctypes.c_double,

@@ -1,0 +1,415 @@
+/* The feed (loader_feed_*): the library runs a synchronous load on threads of its own.
+ * An in-memory source of numbered items; a cursor is the 8-byte big-endian index of the next
+ * item. Each page is a malloc'd buffer whose pointer is the acquisition, freed by `release`,
+ * so a page released twice is a double free under ASan/valgrind, and one never released a
+ * leak; counters check exactly-once besides. Checks: bad input gets its code; the view equals
+ * the source after failures, jumps with cancel hints, and a thread ended inside a load; a load
+ * returning more than its limit, a stalled cursor and spent retries are reported; free while
+ * loads run waits for them, and a stuck load is let go at free's timeout and at the read
+ * timeout. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "loader.h"
+
+static int failed;
+#define CHECK(c)                                                                  \
+    do {                                                                          \
+        if (!(c)) {                                                               \
+            fprintf(stderr, "  %s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
+            failed = 1;                                                           \
+        }                                                                         \
+    } while (0)
+#define CHECK_CODE(e, want)                                                              \
+    do {                                                                                 \
+        int got_ = (int)(e);                                                             \
+        if (got_ != (int)(want)) {                                                       \
+            fprintf(stderr, "  %s:%d: %s returned %d (%s), wanted %s\n", __FILE__, __LINE__, \
+                    #e, got_, loader_result_str(got_), #want);                           \
+            failed = 1;                                                                  \
+        }                                                                                \
+    } while (0)
+
+typedef struct {
+    uint64_t first;
+    uint32_t count;
+    uint8_t cursor[8];
+} page;
+
+typedef struct {
+    uint64_t items;
+    atomic_int made, released, loads, failed_loads;
+    atomic_int fail_pct;  /* each load fails with this chance */
+    atomic_int over_limit; /* loads return limit + 1 items */
+    atomic_int stall;      /* loads return the cursor they were given */
+    atomic_int exit_next;  /* the next load ends its thread */
+    atomic_int delay_ms;   /* each load sleeps this long */
+    atomic_int block;      /* loads wait while this is set */
+    atomic_int block_once; /* 1: the next load waits until this is set to 0 */
+    atomic_uint seed;
+    atomic_ullong free_me; /* a feed handle the next load frees, from inside the load */
+    atomic_uint freed_left; /* what that free reported left running, plus one */
+} source;
+
+static void sleep_ms(int ms) {
+    struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&t, NULL);
+}
+
+static uint64_t get_pos(const uint8_t *c, size_t n) {
+    uint64_t v = 0;
+    for (size_t i = 0; i < n && i < 8; i++) v = v << 8 | c[i];
+    return v;
+}
+
+static void put_pos(uint8_t *c, uint64_t v) {
+    for (int i = 7; i >= 0; i--, v >>= 8) c[i] = (uint8_t)v;
+}
+
+static int32_t load(void *ud, const loader_read *r, loader_load_result *out) {
+    source *s = ud;
+    atomic_fetch_add(&s->loads, 1);
+    while (atomic_load(&s->block)) sleep_ms(1);
+    int one = 1;
+    if (atomic_compare_exchange_strong(&s->block_once, &one, 2))
+        while (atomic_load(&s->block_once) == 2) sleep_ms(1);
+    if (atomic_load(&s->delay_ms)) sleep_ms(atomic_load(&s->delay_ms));
+    if (atomic_exchange(&s->exit_next, 0)) pthread_exit(NULL);
+    loader_feed_handle own = atomic_exchange(&s->free_me, 0);
+    if (own) {
+        uint32_t left = 0;
+        /* It does not wait for this very load: it counts it as left running. */
+        if (loader_feed_free(own, -1, &left) == LOADER_RESULT_OK) atomic_store(&s->freed_left, left + 1);
+    }
+    unsigned x = atomic_fetch_add(&s->seed, 2654435761u) * 2246822519u;
+    if ((int)(x >> 8) % 100 < atomic_load(&s->fail_pct)) {
+        atomic_fetch_add(&s->failed_loads, 1);
+        return 1;
+    }
+    uint64_t at = r->cursor_len ? get_pos(r->cursor, r->cursor_len) : 0;
+    page *p = calloc(1, sizeof *p);
+    if (r->direction == LOADER_DIRECTION_FORWARD) {
+        uint64_t n = s->items - at < r->limit ? s->items - at : r->limit;
+        p->first = at;
+        p->count = (uint32_t)n;
+        put_pos(p->cursor, at + n);
+        out->end_of_source = at + n == s->items;
+    } else {
+        uint64_t n = at < r->limit ? at : r->limit;
+        p->first = at - n;
+        p->count = (uint32_t)n;
+        put_pos(p->cursor, at - n);
+        out->end_of_source = at - n == 0;
+    }
+    if (atomic_load(&s->over_limit)) p->count = r->limit + 1;
+    if (atomic_load(&s->stall)) {
+        put_pos(p->cursor, at);
+        out->end_of_source = false;
+    }
+    atomic_fetch_add(&s->made, 1);
+    out->acquisition = (loader_acquisition)p;
+    out->count = p->count;
+    out->next_cursor = p->cursor;
+    out->next_cursor_len = get_pos(p->cursor, 8) == 0 ? 0 : 8; /* position 0: the start */
+    return 0;
+}
+
+static void release(void *ud, loader_acquisition a) {
+    source *s = ud;
+    free((page *)a);
+    atomic_fetch_add(&s->released, 1);
+}
+
+static loader_config loader_cfg(void) {
+    loader_config c = {.struct_size = sizeof c};
+    loader_config_default(&c);
+    c.page_size = 10;
+    c.prefetch_distance = 10;
+    c.backoff_initial_ms = 1;
+    c.backoff_max_ms = 4;
+    c.max_auto_retries = 1000;
+    return c;
+}
+
+static loader_feed_handle make(source *s, loader_config *lc, uint32_t workers) {
+    loader_feed_config fc = {.struct_size = sizeof fc, .workers = workers, .userdata = s,
+                             .load = load, .release = release, .loader = lc};
+    loader_feed_handle f = 0;
+    CHECK_CODE(loader_feed_new(&fc, &f), LOADER_RESULT_OK);
+    return f;
+}
+
+/* The pinned view holds items [start, start + len) of the source, in order, and only those. */
+static void check_view(loader_feed_handle f, uint64_t start, uint64_t len) {
+    loader_handle l = 0;
+    CHECK_CODE(loader_feed_loader(f, &l), LOADER_RESULT_OK);
+    loader_view_snapshot *v = NULL;
+    CHECK_CODE(loader_view_acquire(l, &v), LOADER_RESULT_OK);
+    const loader_page *pages = NULL;
+    size_t n = 0;
+    bool reval = false;
+    CHECK_CODE(loader_view_pages(v, &pages, &n, &reval), LOADER_RESULT_OK);
+    uint64_t next = pages && n ? pages[0].start : 0;
+    uint64_t covered = 0;
+    for (size_t i = 0; i < n; i++) {
+        const page *p = (const page *)pages[i].acquisition;
+        CHECK(p->first == pages[i].start && pages[i].start == next && p->count == pages[i].count);
+        next += p->count;
+        covered += p->count;
+    }
+    CHECK(!reval);
+    CHECK(n > 0 && pages[0].start <= start && next >= start + len);
+    (void)covered;
+    loader_view_release(v);
+}
+
+static void finish(loader_feed_handle f, source *s) {
+    uint32_t left = 99;
+    CHECK_CODE(loader_feed_free(f, -1, &left), LOADER_RESULT_OK);
+    CHECK(left == 0);
+    CHECK(atomic_load(&s->made) == atomic_load(&s->released));
+    CHECK_CODE(loader_feed_free(f, -1, NULL), LOADER_RESULT_STALE_HANDLE);
+}
+
+static void bad_input_gets_its_code(void) {
+    source s = {.items = 100};
+    loader_feed_handle f = 0;
+    CHECK_CODE(loader_feed_new(NULL, &f), LOADER_RESULT_NULL_POINTER);
+    loader_feed_config fc = {.struct_size = sizeof fc, .workers = 2, .userdata = &s,
+                             .load = load, .release = release};
+    CHECK_CODE(loader_feed_new(&fc, NULL), LOADER_RESULT_NULL_POINTER);
+    fc.load = NULL;
+    CHECK_CODE(loader_feed_new(&fc, &f), LOADER_RESULT_MISSING_CALLBACK);
+    fc.load = load;
+    fc.release = NULL;
+    CHECK_CODE(loader_feed_new(&fc, &f), LOADER_RESULT_MISSING_CALLBACK);
+    fc.release = release;
+    fc.workers = 0;
+    CHECK_CODE(loader_feed_new(&fc, &f), LOADER_RESULT_INVALID_WORKERS);
+    fc.workers = LOADER_FEED_MAX_WORKERS + 1;
+    CHECK_CODE(loader_feed_new(&fc, &f), LOADER_RESULT_INVALID_WORKERS);
+    fc.workers = 1;
+    fc.struct_size = 0;
+    CHECK_CODE(loader_feed_new(&fc, &f), LOADER_RESULT_INVALID_STRUCT_SIZE);
+    fc.struct_size = sizeof fc;
+    loader_config bad = loader_cfg();
+    bad.page_size = 0;
+    fc.loader = &bad;
+    CHECK_CODE(loader_feed_new(&fc, &f), LOADER_RESULT_INVALID_PAGE_SIZE);
+    CHECK(f == 0);
+    CHECK_CODE(loader_feed_set_window(0, 0, 10), LOADER_RESULT_INVALID_HANDLE);
+    CHECK_CODE(loader_feed_wait_quiescent(12345, 0), LOADER_RESULT_INVALID_HANDLE);
+    CHECK(atomic_load(&s.loads) == 0);
+}
+
+static void loads_under_failures_jumps_and_cancels(void) {
+    source s = {.items = 5000, .fail_pct = 20};
+    loader_config lc = loader_cfg();
+    loader_feed_handle f = make(&s, &lc, 3);
+    CHECK_CODE(loader_feed_wait_quiescent(f, 0), LOADER_RESULT_OK); /* nothing to do yet */
+    for (uint64_t at = 0; at < 400; at += 37) {
+        CHECK_CODE(loader_feed_set_window(f, at, 40), LOADER_RESULT_OK);
+        if (at % 3 == 0) CHECK_CODE(loader_feed_invalidate(f), LOADER_RESULT_OK);
+    }
+    CHECK_CODE(loader_feed_wait_quiescent(f, 20000), LOADER_RESULT_OK);
+    check_view(f, 370, 40);
+    /* Slow loads and jumps while they run: the loads of the view jumped away from are
+     * hinted, let go of at once, and their pages released when they return. */
+    atomic_store(&s.fail_pct, 0);
+    atomic_store(&s.block, 1);
+    /* A finite read runs (blocked) when the source changes: it is hinted, let go of. */
+    int before = atomic_load(&s.loads);
+    CHECK_CODE(loader_feed_set_window(f, 395, 40), LOADER_RESULT_OK);
+    while (atomic_load(&s.loads) == before) sleep_ms(1);
+    CHECK_CODE(loader_feed_invalidate(f), LOADER_RESULT_OK);
+    uint8_t c[8];
+    for (uint64_t at = 1000; at <= 4000; at += 1000) {
+        int loads = atomic_load(&s.loads);
+        put_pos(c, at);
+        CHECK_CODE(loader_feed_jump(f, c, 8, at), LOADER_RESULT_OK);
+        while (atomic_load(&s.loads) == loads) sleep_ms(1); /* its load runs, blocked */
+    }
+    atomic_store(&s.block, 0);
+    CHECK_CODE(loader_feed_wait_quiescent(f, 20000), LOADER_RESULT_OK);
+    check_view(f, 4000, 40);
+    loader_handle l = 0;
+    CHECK_CODE(loader_feed_loader(f, &l), LOADER_RESULT_OK);
+    loader_counts n = {.struct_size = sizeof n};
+    CHECK_CODE(loader_stats(l, &n), LOADER_RESULT_OK);
+    if (!(n.cancels > 0 && n.jumps == 4 && n.failed_own > 0))
+        fprintf(stderr, "  cancels %d jumps %d failed_own %d\n", (int)n.cancels, (int)n.jumps, (int)n.failed_own);
+    CHECK(n.cancels > 0 && n.jumps == 4 && n.failed_own > 0);
+    CHECK(atomic_load(&s.failed_loads) > 0);
+    finish(f, &s);
+    CHECK_CODE(loader_stats(l, &n), LOADER_RESULT_STALE_HANDLE);
+}
+
+static void a_load_that_ends_its_thread_is_a_failed_read(void) {
+    source s = {.items = 1000};
+    loader_config lc = loader_cfg();
+    loader_feed_handle f = make(&s, &lc, 2);
+    atomic_store(&s.exit_next, 1);
+    CHECK_CODE(loader_feed_set_window(f, 0, 50), LOADER_RESULT_OK);
+    CHECK_CODE(loader_feed_wait_quiescent(f, 20000), LOADER_RESULT_OK);
+    check_view(f, 0, 50);
+    /* Twice more, with the workers replaced: the feed still has threads to load on. */
+    for (int i = 0; i < 2; i++) {
+        atomic_store(&s.exit_next, 1);
+        CHECK_CODE(loader_feed_set_window(f, 100 + (uint64_t)i * 200, 50), LOADER_RESULT_OK);
+        CHECK_CODE(loader_feed_wait_quiescent(f, 20000), LOADER_RESULT_OK);
+        check_view(f, 100 + (uint64_t)i * 200, 50);
+    }
+    CHECK(atomic_load(&s.exit_next) == 0);
+    finish(f, &s);
+}
+
+static void bugs_in_the_load_are_reported(void) {
+    source s = {.items = 1000, .over_limit = 1};
+    loader_config lc = loader_cfg();
+    loader_feed_handle f = make(&s, &lc, 2);
+    CHECK_CODE(loader_feed_set_window(f, 0, 20), LOADER_RESULT_OK);
+    CHECK_CODE(loader_feed_wait_quiescent(f, 20000), LOADER_RESULT_COUNT_OVER_LIMIT);
+    /* Not retried until the host acts: the loads stop. */
+    int loads = atomic_load(&s.loads);
+    sleep_ms(50);
+    CHECK(atomic_load(&s.loads) == loads);
+    atomic_store(&s.over_limit, 0);
+    CHECK_CODE(loader_feed_retry(f, NULL), LOADER_RESULT_OK);
+    CHECK_CODE(loader_feed_wait_quiescent(f, 20000), LOADER_RESULT_OK);
+    check_view(f, 0, 20);
+
+    atomic_store(&s.stall, 1);
+    CHECK_CODE(loader_feed_set_window(f, 500, 20), LOADER_RESULT_OK);
+    CHECK_CODE(loader_feed_wait_quiescent(f, 20000), LOADER_RESULT_CURSOR_STALLED);
+    atomic_store(&s.stall, 0);
+    CHECK_CODE(loader_feed_retry(f, NULL), LOADER_RESULT_OK);
+    CHECK_CODE(loader_feed_wait_quiescent(f, 20000), LOADER_RESULT_OK);
+    check_view(f, 500, 20);
+    finish(f, &s);
+
+    source t = {.items = 1000, .fail_pct = 100};
+    lc.max_auto_retries = 3;
+    f = make(&t, &lc, 2);
+    CHECK_CODE(loader_feed_set_window(f, 0, 20), LOADER_RESULT_OK);
+    CHECK_CODE(loader_feed_wait_quiescent(f, 20000), LOADER_RESULT_RETRIES_SPENT);
+    CHECK(atomic_load(&t.failed_loads) == 4); /* the load and 3 automatic retries */
+    CHECK_CODE(loader_feed_wait_quiescent(f, 0), LOADER_RESULT_RETRIES_SPENT);
+    atomic_store(&t.fail_pct, 0);
+    CHECK_CODE(loader_feed_retry(f, NULL), LOADER_RESULT_OK);
+    CHECK_CODE(loader_feed_wait_quiescent(f, 20000), LOADER_RESULT_OK);
+    finish(f, &t);
+}
+
+static void free_while_loads_run(void) {
+    /* Free waits for the loads running; their pages go back. */
+    source s = {.items = 100000, .delay_ms = 20};
+    loader_config lc = loader_cfg();
+    loader_feed_handle f = make(&s, &lc, 4);
+    CHECK_CODE(loader_feed_set_window(f, 0, 200), LOADER_RESULT_OK);
+    uint8_t c[8];
+    put_pos(c, 50000);
+    CHECK_CODE(loader_feed_jump(f, c, 8, 50000), LOADER_RESULT_OK);
+    sleep_ms(30);
+    CHECK(atomic_load(&s.loads) > 0);
+    finish(f, &s);
+
+    /* A stuck load is let go at free's timeout; its page goes back when it returns. */
+    source t = {.items = 1000, .block = 1};
+    f = make(&t, &lc, 2);
+    CHECK_CODE(loader_feed_set_window(f, 0, 20), LOADER_RESULT_OK);
+    while (atomic_load(&t.loads) == 0) sleep_ms(1);
+    CHECK_CODE(loader_feed_wait_quiescent(f, 30), LOADER_RESULT_TIMED_OUT);
+    uint32_t left = 0;
+    CHECK_CODE(loader_feed_free(f, 50, &left), LOADER_RESULT_OK);
+    CHECK(left == 1);
+    atomic_store(&t.block, 0);
+    for (int i = 0; i < 5000 && atomic_load(&t.released) == 0; i++) sleep_ms(1);
+    CHECK(atomic_load(&t.made) == 1 && atomic_load(&t.released) == 1);
+    sleep_ms(20); /* the detached thread ends after its release */
+}
+
+static void a_load_past_the_read_timeout_is_let_go(void) {
+    source s = {.items = 1000, .block_once = 1};
+    loader_config lc = loader_cfg();
+    lc.read_timeout_ms = 50;
+    loader_feed_handle f = make(&s, &lc, 1);
+    CHECK_CODE(loader_feed_set_window(f, 0, 20), LOADER_RESULT_OK);
+    /* The one worker is stuck in the first load: after 50 ms its read is let go of, and the
+     * retry runs on a worker started in its place. */
+    CHECK_CODE(loader_feed_wait_quiescent(f, 20000), LOADER_RESULT_OK);
+    CHECK(atomic_load(&s.block_once) == 2);
+    check_view(f, 0, 20);
+    atomic_store(&s.block_once, 0); /* the stuck load returns: its page goes back */
+    finish(f, &s);
+}
+
+static void free_from_inside_a_load(void) {
+    source s = {.items = 1000};
+    loader_config lc = loader_cfg();
+    loader_feed_handle f = make(&s, &lc, 2);
+    atomic_store(&s.free_me, f);
+    CHECK_CODE(loader_feed_set_window(f, 0, 20), LOADER_RESULT_OK);
+    for (int i = 0; i < 5000 && atomic_load(&s.freed_left) == 0; i++) sleep_ms(1);
+    CHECK(atomic_load(&s.freed_left) == 2); /* the load that freed it was left running */
+    for (int i = 0; i < 5000 && atomic_load(&s.released) < atomic_load(&s.made); i++) sleep_ms(1);
+    CHECK(atomic_load(&s.made) >= 1 && atomic_load(&s.made) == atomic_load(&s.released));
+    CHECK_CODE(loader_feed_set_window(f, 0, 20), LOADER_RESULT_STALE_HANDLE);
+    sleep_ms(20); /* its thread ends after the page went back */
+}
+
+/* The cursor before item `position` (the source's own numbering): its 8-byte position. */
+static int32_t locate(void *ud, uint64_t position, uint8_t *cursor, size_t capacity, size_t *len) {
+    source *s = ud;
+    if (position > s->items || capacity < 8) return LOADER_LOCATE_UNKNOWN;
+    put_pos(cursor, position);
+    *len = position == 0 ? 0 : 8;
+    return LOADER_LOCATE_FOUND;
+}
+
+static void a_far_move_starts_where_locate_says(void) {
+    source s = {.items = 100000};
+    loader_config lc = loader_cfg();
+    loader_feed_config fc = {.struct_size = sizeof fc, .workers = 2, .userdata = &s,
+                             .load = load, .release = release, .loader = &lc, .locate = locate};
+    loader_feed_handle f = 0;
+    CHECK_CODE(loader_feed_new(&fc, &f), LOADER_RESULT_OK);
+    CHECK_CODE(loader_feed_set_window(f, 0, 40), LOADER_RESULT_OK);
+    CHECK_CODE(loader_feed_wait_quiescent(f, 20000), LOADER_RESULT_OK);
+    int before = atomic_load(&s.loads);
+    CHECK_CODE(loader_feed_set_window(f, 80000, 40), LOADER_RESULT_OK);
+    CHECK_CODE(loader_feed_wait_quiescent(f, 20000), LOADER_RESULT_OK);
+    check_view(f, 80000, 40);
+    /* The window plus prefetch, 60 items at 10 a load: not the 8,000 loads of the walk. */
+    int loads = atomic_load(&s.loads) - before;
+    CHECK(loads <= 8);
+    loader_handle l = 0;
+    CHECK_CODE(loader_feed_loader(f, &l), LOADER_RESULT_OK);
+    loader_counts n = {.struct_size = sizeof n};
+    CHECK_CODE(loader_stats(l, &n), LOADER_RESULT_OK);
+    CHECK(n.located == 1 && n.far_jumps == 1);
+    finish(f, &s);
+}
+
+int main(void) {
+    bad_input_gets_its_code();
+    a_far_move_starts_where_locate_says();
+    loads_under_failures_jumps_and_cancels();
+    a_load_that_ends_its_thread_is_a_failed_read();
+    bugs_in_the_load_are_reported();
+    free_while_loads_run();
+    a_load_past_the_read_timeout_is_let_go();
+    free_from_inside_a_load();
+    if (failed) {
+        fprintf(stderr, "feed: FAILED\n");
+        return 1;
+    }
+    printf("feed: all checks passed\n");
+    return 0;
+}

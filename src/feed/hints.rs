@@ -1,0 +1,63 @@
+//! The loader's `issue` and `cancel` callbacks, as the feed takes them: a read joins the
+//! queue; a hinted read is let go at once, queued or running.
+
+use super::{Feed, Job, Slot, Source};
+
+/// Cancel hints remembered for reads whose `issue` has not come: past this many (hints for
+/// reads answered meanwhile), the memory is cleared; a read whose early hint was forgotten is
+/// loaded, and its late answer is stale.
+const EARLY_CANCELS: usize = 1024;
+
+impl<S: Source> Feed<S> {
+    /// The loader issued `read`: it waits for a worker.
+    pub fn on_issue(&self, read: S::Read) {
+        let id = read.read_id();
+        let mut st = self.state();
+        if st.closing {
+            return; // the loader is being freed: no read needs an answer
+        }
+        if st.early_cancels.remove(&id) {
+            drop(st);
+            if let Some(l) = self.ledger() {
+                l.abandon(id);
+            }
+            return;
+        }
+        st.slots.insert(
+            id,
+            Slot {
+                read: Some(read),
+                started: None,
+            },
+        );
+        if super::work::chain(self, id) {
+            return; // the worker answering on this thread loads it next
+        }
+        st.queue.push_back(id);
+        drop(st);
+        self.work.notify_one();
+    }
+
+    /// The loader no longer needs read `read_id`: it is let go now, free of cost. A load
+    /// already running finishes, and its page goes back to the host.
+    pub fn on_cancel(&self, read_id: u64) {
+        let mut st = self.state();
+        if st.closing {
+            return;
+        }
+        if st.slots.remove(&read_id).is_none() {
+            // Its issue is still on its way (or it was answered meanwhile).
+            if st.early_cancels.len() >= EARLY_CANCELS {
+                st.early_cancels.clear();
+            }
+            st.early_cancels.insert(read_id);
+            return;
+        }
+        st.generation += 1;
+        drop(st);
+        if let Some(l) = self.ledger() {
+            l.abandon(read_id);
+        }
+        self.changed.notify_all();
+    }
+}

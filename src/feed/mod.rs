@@ -1,0 +1,422 @@
+//! The feed: a layer above the sans-IO [`crate::loader`] that runs the host's load function
+//! itself. The loader stays free of threads and clocks; the feed owns both.
+//!
+//! A feed drives one loader (through a [`Ledger`]) on behalf of a host that gives only a
+//! synchronous load ([`Source::load`]) and a release. It runs loads on worker threads of its
+//! own, answers every read the loader issues exactly once (with the page, with a failure, or
+//! by letting a cancelled read go), drives the backoff retries and read timeouts from a
+//! monotonic clock, and says why it cannot settle when the host must act ([`Problem`]).
+//!
+//! The rules it follows are those of the Python `Feed`:
+//! - a load that fails fails its read; the loader's backoff retries it (the supervisor ticks
+//!   the loader when its deadline is due);
+//! - a load that returns more items than its limit is a bug in the load: its page is released,
+//!   the read failed, and no automatic retry follows until the host acts (a window move, a
+//!   jump, an invalidation, a retry);
+//! - a cursor that does not advance is the loader's `CursorStalled`: reported, retried by the
+//!   backoff;
+//! - the automatic retries spent with nothing in flight is reported as such;
+//! - a cancel hint lets the read go at once (queued or running); a running load finishes and
+//!   its page goes back to the host;
+//! - a worker thread that ends inside a load (the host's `pthread_exit`) fails that read, and
+//!   the supervisor joins the thread and starts another in its place.
+//!
+//! One file per concept: `port` (what the feed is plugged into), `work` (a worker: a load and
+//! its answer), `hints` (issue and cancel from the loader), `supervise` (the clock, and
+//! workers lost mid-load), this file (the shared state, waiting, closing).
+
+mod hints;
+mod port;
+mod supervise;
+#[cfg(test)]
+mod tests;
+mod work;
+
+pub use port::{Job, Ledger, Loaded, Outcome, Source, Spawn, Status, Thread, Took};
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+/// The most worker threads a feed runs.
+pub const MAX_WORKERS: u32 = 256;
+
+/// Why a feed cannot settle, or a wait ended without it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Problem {
+    /// A load returned more items than its read's limit: a bug in the load, not retried
+    /// until the host acts.
+    CountOverLimit,
+    /// The loader refused a load's page with this result code (a cursor too long, say): a bug
+    /// in the load, not retried until the host acts.
+    Refused(i32),
+    /// A load answered with the cursor it was given: the backoff retries it, but the host
+    /// must fix the load.
+    CursorStalled,
+    /// Loads kept failing and the automatic retries are spent: nothing loads until the host
+    /// acts.
+    RetriesSpent,
+    /// The wait's time ran out first.
+    TimedOut,
+    /// The feed is closed.
+    Closed,
+}
+
+/// What a feed did not get to start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StartError {
+    /// `workers` is 0 or above [`MAX_WORKERS`].
+    Workers,
+    /// A thread could not be started.
+    Thread,
+}
+
+/// A worker thread, as the feed keeps it.
+struct Worker {
+    id: u64,
+    thread: Option<Box<dyn Thread>>,
+    /// Its loop ended: joining it does not wait for a load.
+    done: bool,
+}
+
+/// A read the loader issued that the feed has not answered.
+struct Slot<R> {
+    /// The read, until a worker takes it to load.
+    read: Option<R>,
+    /// When its load started, and on which worker.
+    started: Option<(Instant, u64)>,
+}
+
+/// A worker that left the pool, for the supervisor to join.
+struct Gone {
+    worker: u64,
+    /// The read it was loading when its thread ended, still to fail.
+    read: Option<u64>,
+    /// Start another worker in its place (not for one that left because a replacement
+    /// already took its place).
+    replace: bool,
+}
+
+/// What the feed's threads and callers share, under one lock.
+struct State<R> {
+    slots: HashMap<u64, Slot<R>>,
+    queue: VecDeque<u64>,
+    /// Cancel hints that came before their read's `issue`.
+    early_cancels: HashSet<u64>,
+    closing: bool,
+    /// Loads running, and answers being given.
+    running: usize,
+    answering: usize,
+    workers: Vec<Worker>,
+    next_worker: u64,
+    /// Workers that left: ended inside a load, or surplus after a load that outlived its
+    /// timeout (a replacement took their place).
+    lost: Vec<Gone>,
+    /// Workers whose load was let go of: they leave when it returns.
+    surplus: HashSet<u64>,
+    problem: Option<Problem>,
+    /// The supervisor is to look at the deadline again before it waits.
+    wake: bool,
+    /// Counts every answer and every change: a waiter looks again when it moved.
+    generation: u64,
+    /// Threads in `wait_quiescent`: woken by a change only while no read is unanswered (the
+    /// loader cannot be quiescent before), and by a failure or a stall.
+    settle_waiters: usize,
+}
+
+/// A feed: the host's [`Source`], the loader's [`Ledger`], the threads, and their state.
+pub struct Feed<S: Source> {
+    source: S,
+    ledger: OnceLock<Box<dyn Ledger>>,
+    spawner: Box<dyn Spawn>,
+    workers: u32,
+    /// How long a load may run before its read is let go of (as the loader lets go of a
+    /// superseded read the host never answers); `None`: as long as it takes.
+    load_timeout: Option<Duration>,
+    t0: Instant,
+    state: Mutex<State<S::Read>>,
+    /// Workers wait here for reads.
+    work: Condvar,
+    /// Waiters (quiescence, close) wait here for answers and changes.
+    changed: Condvar,
+    /// The supervisor waits here for its deadline.
+    timer: Condvar,
+    supervisor: Mutex<Option<Box<dyn Thread>>>,
+    /// The latest answer was a stalled cursor (cleared by a current one, or the host acting).
+    stalled: AtomicBool,
+}
+
+/// How long a waiter sleeps before it looks at the loader again, woken or not.
+const POLL: Duration = Duration::from_millis(50);
+/// How long the supervisor sleeps before it looks at the loader's deadline again.
+const HORIZON: Duration = Duration::from_secs(1);
+
+impl<S: Source> Feed<S> {
+    /// A feed of `workers` threads over `source`, whose loads are let go of after
+    /// `load_timeout`; nothing runs until [`Feed::start`], after [`Feed::attach`].
+    pub fn new(
+        source: S,
+        spawner: Box<dyn Spawn>,
+        workers: u32,
+        load_timeout: Option<Duration>,
+    ) -> Result<Arc<Self>, StartError> {
+        if workers == 0 || workers > MAX_WORKERS {
+            return Err(StartError::Workers);
+        }
+        Ok(Arc::new(Feed {
+            source,
+            ledger: OnceLock::new(),
+            spawner,
+            workers,
+            load_timeout,
+            t0: Instant::now(),
+            state: Mutex::new(State {
+                slots: HashMap::new(),
+                queue: VecDeque::new(),
+                early_cancels: HashSet::new(),
+                closing: false,
+                running: 0,
+                answering: 0,
+                workers: Vec::new(),
+                next_worker: 0,
+                lost: Vec::new(),
+                surplus: HashSet::new(),
+                problem: None,
+                wake: false,
+                generation: 0,
+                settle_waiters: 0,
+            }),
+            work: Condvar::new(),
+            changed: Condvar::new(),
+            timer: Condvar::new(),
+            supervisor: Mutex::new(None),
+            stalled: AtomicBool::new(false),
+        }))
+    }
+
+    /// Plugs in the loader. Its callbacks may already reach the feed ([`Feed::on_issue`]):
+    /// reads queue until [`Feed::start`].
+    pub fn attach(&self, ledger: Box<dyn Ledger>) {
+        let _ = self.ledger.set(ledger);
+    }
+
+    /// Starts the workers and the supervisor. On an error the threads started are stopped.
+    pub fn start(self: &Arc<Self>) -> Result<(), StartError> {
+        for _ in 0..self.workers {
+            if !self.spawn_worker() {
+                self.close(Some(Duration::ZERO));
+                return Err(StartError::Thread);
+            }
+        }
+        let me = Arc::clone(self);
+        match self.spawner.spawn(Box::new(move || me.supervise())) {
+            Some(t) => {
+                *lock(&self.supervisor) = Some(t);
+                Ok(())
+            }
+            None => {
+                self.close(Some(Duration::ZERO));
+                Err(StartError::Thread)
+            }
+        }
+    }
+
+    /// The source the feed loads from.
+    pub fn source(&self) -> &S {
+        &self.source
+    }
+
+    fn ledger(&self) -> Option<&dyn Ledger> {
+        self.ledger.get().map(|l| &**l)
+    }
+
+    fn state(&self) -> MutexGuard<'_, State<S::Read>> {
+        lock(&self.state)
+    }
+
+    /// The feed's clock, in ms since it was made: monotonic.
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.t0.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Starts one worker thread; false if the thread could not start.
+    fn spawn_worker(self: &Arc<Self>) -> bool {
+        let id = {
+            let mut st = self.state();
+            if st.closing {
+                return false;
+            }
+            st.next_worker += 1;
+            let id = st.next_worker;
+            st.workers.push(Worker {
+                id,
+                thread: None,
+                done: false,
+            });
+            id
+        };
+        let me = Arc::clone(self);
+        match self.spawner.spawn(Box::new(move || me.work(id))) {
+            Some(t) => {
+                let mut st = self.state();
+                match st.workers.iter_mut().find(|w| w.id == id) {
+                    Some(w) => w.thread = Some(t),
+                    // Already lost and reaped: nothing to join.
+                    None => t.detach(),
+                }
+                true
+            }
+            None => {
+                self.state().workers.retain(|w| w.id != id);
+                false
+            }
+        }
+    }
+
+    /// The host acted (moved the window, jumped, invalidated, retried): what stopped the
+    /// feed may be over, and the loader's deadline may have moved.
+    pub fn acted(&self) {
+        let mut st = self.state();
+        st.problem = None;
+        self.stalled.store(false, Ordering::Relaxed);
+        st.wake = true;
+        st.generation += 1;
+        drop(st);
+        self.timer.notify_all();
+        self.changed.notify_all();
+    }
+
+    /// The loader's `changed` callback: wakes the waiters.
+    pub fn on_changed(&self) {
+        let mut st = self.state();
+        st.generation += 1;
+        let wake = st.settle_waiters > 0 && st.slots.is_empty();
+        drop(st);
+        if wake {
+            self.changed.notify_all();
+        }
+    }
+
+    /// Waits until the loader is quiescent and not revalidating (`Ok`), or `timeout` passed
+    /// (`TimedOut`; `None` waits as long as it takes), or something only the host can fix
+    /// keeps it from settling (the [`Problem`]).
+    pub fn wait_quiescent(&self, timeout: Option<Duration>) -> Result<(), Problem> {
+        let end = timeout.map(|t| Instant::now() + t);
+        loop {
+            let seen = self.state().generation;
+            let ledger = self.ledger().ok_or(Problem::Closed)?;
+            let s = ledger.status();
+            if s.gone || self.state().closing {
+                return Err(Problem::Closed);
+            }
+            if s.quiescent && !s.revalidating {
+                self.state().early_cancels.clear();
+                return Ok(());
+            }
+            if let Some(p) = self.state().problem {
+                return Err(p);
+            }
+            if s.own_failure {
+                if self.stalled.load(Ordering::Relaxed) {
+                    return Err(Problem::CursorStalled);
+                }
+                if s.outstanding == 0 && !s.armed {
+                    return Err(Problem::RetriesSpent);
+                }
+            }
+            let mut wait = POLL;
+            if let Some(end) = end {
+                let now = Instant::now();
+                if now >= end {
+                    return Err(Problem::TimedOut);
+                }
+                wait = wait.min(end - now);
+            }
+            let mut st = self.state();
+            if st.generation == seen {
+                st.settle_waiters += 1;
+                let (mut st, _) = self
+                    .changed
+                    .wait_timeout(st, wait)
+                    .unwrap_or_else(|e| e.into_inner());
+                st.settle_waiters -= 1;
+            }
+        }
+    }
+
+    /// Stops the feed ([`Feed::shut`], then [`Feed::finish`] within `timeout`). Returns how
+    /// many loads it left running.
+    pub fn close(&self, timeout: Option<Duration>) -> usize {
+        let end = timeout.map(|t| Instant::now() + t);
+        self.shut();
+        self.finish(end)
+    }
+
+    /// The first half of closing: no read starts from now on; the reads not started are
+    /// dropped (the caller then frees the loader, which lets them go), idle workers end.
+    /// False if the feed was closed already.
+    pub fn shut(&self) -> bool {
+        let mut st = self.state();
+        if st.closing {
+            return false;
+        }
+        st.closing = true;
+        st.queue.clear();
+        st.slots.clear();
+        drop(st);
+        self.work.notify_all();
+        self.timer.notify_all();
+        self.changed.notify_all();
+        true
+    }
+
+    /// The second half: waits until `end` (`None`: as long as it takes) for the loads still
+    /// running, joins every thread that ended, and lets the others go (each ends when its
+    /// load returns, after handing the page back to the host). Returns how many loads it left
+    /// running. Called from inside one of this feed's loads, it does not wait for that load.
+    pub fn finish(&self, end: Option<Instant>) -> usize {
+        let own = usize::from(work::inside_load_of(self));
+        let mut st = self.state();
+        while st.running + st.answering > own {
+            let wait = match end {
+                None => POLL,
+                Some(end) => {
+                    let now = Instant::now();
+                    if now >= end {
+                        break;
+                    }
+                    (end - now).min(POLL)
+                }
+            };
+            st = self
+                .changed
+                .wait_timeout(st, wait)
+                .map(|(g, _)| g)
+                .unwrap_or_else(|e| e.into_inner().0);
+        }
+        let left = st.running;
+        let workers = std::mem::take(&mut st.workers);
+        st.lost.clear();
+        drop(st);
+        if let Some(t) = lock(&self.supervisor).take() {
+            t.join();
+        }
+        for w in workers {
+            if let Some(t) = w.thread {
+                if w.done {
+                    t.join();
+                } else {
+                    t.detach();
+                }
+            }
+        }
+        left
+    }
+}
+
+/// Locks `m`, through a poisoning (the feed's state stays consistent: no code panics while
+/// it holds a lock).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -1,0 +1,102 @@
+//! The supervisor thread: the feed's clock (it ticks the loader when its deadline is due:
+//! backoff retries, read timeouts), loads that outlive their timeout (their reads let go of,
+//! another worker started in their place), and the workers that left (joined; replaced when a
+//! load ended the thread).
+
+use super::{Feed, Source, HORIZON};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+impl<S: Source> Feed<S> {
+    /// The supervisor's life: until the feed closes.
+    pub(super) fn supervise(self: Arc<Self>) {
+        loop {
+            let now = Instant::now();
+            let (gone, threads, overdue, next_overdue, bad) = {
+                let mut st = self.state();
+                if st.closing {
+                    return;
+                }
+                st.wake = false;
+                let gone = std::mem::take(&mut st.lost);
+                let threads: Vec<_> = gone
+                    .iter()
+                    .filter_map(|g| {
+                        let at = st.workers.iter().position(|x| x.id == g.worker)?;
+                        st.workers.remove(at).thread
+                    })
+                    .collect();
+                // Loads running past their timeout: their reads are let go of.
+                let mut overdue = Vec::new();
+                let mut next_overdue: Option<Instant> = None;
+                if let Some(limit) = self.load_timeout {
+                    for (&id, slot) in &st.slots {
+                        if let Some((started, worker)) = slot.started {
+                            let due = started + limit;
+                            if due <= now {
+                                overdue.push((id, worker));
+                            } else {
+                                next_overdue = Some(next_overdue.map_or(due, |d| d.min(due)));
+                            }
+                        }
+                    }
+                    for &(id, worker) in &overdue {
+                        st.slots.remove(&id);
+                        st.surplus.insert(worker);
+                    }
+                }
+                (gone, threads, overdue, next_overdue, st.problem.is_some())
+            };
+            for t in threads {
+                t.join();
+            }
+            let Some(ledger) = self.ledger() else { return };
+            let replace = gone.iter().filter(|g| g.replace).count() + overdue.len();
+            for _ in 0..replace {
+                // Without a thread, the feed runs on with fewer workers.
+                let _ = self.spawn_worker();
+            }
+            let failed: Vec<u64> = gone
+                .iter()
+                .filter_map(|g| g.read)
+                .chain(overdue.iter().map(|&(id, _)| id))
+                .collect();
+            if !failed.is_empty() {
+                ledger.tick(self.now_ms());
+                for id in failed {
+                    // A read still needed fails (the backoff retries it); one superseded is
+                    // let go of at no cost. A late answer is stale.
+                    ledger.abandon(id);
+                }
+            }
+            if !gone.is_empty() || !overdue.is_empty() {
+                self.on_changed();
+            }
+            // A bug in the load is not retried until the host acts.
+            let deadline = if bad { None } else { ledger.next_deadline() };
+            let now_ms = self.now_ms();
+            if let Some(d) = deadline {
+                if d <= now_ms {
+                    ledger.tick(now_ms);
+                    self.on_changed();
+                    continue;
+                }
+            }
+            let mut wait = deadline.map_or(HORIZON, |d| {
+                Duration::from_millis(d - now_ms + 1).min(HORIZON)
+            });
+            if let Some(due) = next_overdue {
+                wait = wait
+                    .min(due.saturating_duration_since(Instant::now()) + Duration::from_millis(1));
+            }
+            let st = self.state();
+            if !st.closing && !st.wake {
+                drop(
+                    self.timer
+                        .wait_timeout(st, wait)
+                        .unwrap_or_else(|e| e.into_inner()),
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! The feed over the Rust loader, with `std` threads: a fake host of numbered items, no C.
+//! What the C tests (c-tests/feed.c) cannot reach from outside: a cancel hint that arrives
+//! before its read's `issue`.
+
+use super::{Feed, Job, Ledger, Loaded, Outcome, Source, Spawn, Status, Thread, Took};
+use crate::ledger::Failure;
+use crate::loader::{Answer, Config, Effect, Loader, Read};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+const ITEMS: u64 = 500;
+
+/// A read, as the fake ledger hands it over.
+struct R(Read);
+
+impl Job for R {
+    fn read_id(&self) -> u64 {
+        self.0.read_id
+    }
+    fn limit(&self) -> u32 {
+        self.0.limit
+    }
+}
+
+#[derive(Default)]
+struct Items {
+    loads: AtomicU64,
+    made: AtomicU64,
+    released: AtomicU64,
+    /// The threads loads ran on, by read id.
+    threads: Mutex<Vec<(u64, std::thread::ThreadId)>>,
+}
+
+struct Src(Arc<Items>);
+
+impl Source for Src {
+    type Read = R;
+    fn load(&self, read: &R) -> Outcome {
+        self.0.loads.fetch_add(1, Ordering::Relaxed);
+        let mut threads = self.0.threads.lock().unwrap();
+        threads.push((read.0.read_id, std::thread::current().id()));
+        drop(threads);
+        let at = read.0.cursor.first().map_or(0, |&b| u64::from(b)) * 10;
+        let n = (ITEMS - at).min(u64::from(read.0.limit));
+        self.0.made.fetch_add(1, Ordering::Relaxed);
+        Outcome::Page(Loaded {
+            acquisition: at,
+            count: n as u32,
+            next_cursor: vec![((at + n) / 10) as u8],
+            end_of_source: at + n == ITEMS,
+        })
+    }
+    fn release(&self, _: u64) {
+        self.0.released.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The loader behind a lock; effects delivered after it is let go, to the feed.
+struct Fake {
+    loader: Mutex<Loader>,
+    feed: Mutex<Weak<Feed<Src>>>,
+    items: Arc<Items>,
+}
+
+impl Fake {
+    fn call<T>(&self, f: impl FnOnce(&mut Loader) -> T) -> T {
+        let (out, effects) = {
+            let mut l = self.loader.lock().unwrap();
+            let out = f(&mut l);
+            (out, l.take_effects())
+        };
+        let feed = self.feed.lock().unwrap().upgrade();
+        for e in effects {
+            match (e, &feed) {
+                (Effect::Issue(r), Some(feed)) => feed.on_issue(R(r)),
+                (Effect::Cancel { read_id }, Some(feed)) => feed.on_cancel(read_id),
+                (Effect::Changed, Some(feed)) => feed.on_changed(),
+                (Effect::Release { .. }, _) => {
+                    self.items.released.fetch_add(1, Ordering::Relaxed);
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+}
+
+struct L(Arc<Fake>);
+
+impl Ledger for L {
+    fn settle(&self, id: u64, acq: u64, count: u32, next: &[u8], end: bool) -> Result<Took, i32> {
+        match self.0.call(|l| l.settle(id, acq, count, next, end)) {
+            Ok(Answer::Current) => Ok(Took::Current),
+            Ok(Answer::Stale) => Ok(Took::Stale),
+            Ok(Answer::CursorStalled) => Ok(Took::CursorStalled),
+            Err(_) => Err(1),
+        }
+    }
+    fn fail(&self, id: u64) {
+        let _ = self.0.call(|l| l.fail(id, 1));
+    }
+    fn abandon(&self, id: u64) {
+        let _ = self.0.call(|l| l.abandon(id));
+    }
+    fn tick(&self, now: u64) {
+        let _ = self.0.call(|l| l.tick(now));
+    }
+    fn next_deadline(&self) -> Option<u64> {
+        self.0.loader.lock().unwrap().next_deadline()
+    }
+    fn status(&self) -> Status {
+        let l = self.0.loader.lock().unwrap();
+        let failure = l.ledger().failure();
+        Status {
+            quiescent: l.ledger().is_quiescent()
+                && !l.revalidating()
+                && failure == Failure::None
+                && l.outstanding_reads() == 0,
+            revalidating: l.revalidating(),
+            own_failure: failure == Failure::Own,
+            outstanding: l.outstanding_reads() as u64,
+            armed: l.next_deadline().is_some(),
+            gone: l.is_closed(),
+        }
+    }
+}
+
+struct StdThread(Option<std::thread::JoinHandle<()>>);
+impl Thread for StdThread {
+    fn join(mut self: Box<Self>) {
+        if let Some(t) = self.0.take() {
+            let _ = t.join();
+        }
+    }
+    fn detach(self: Box<Self>) {}
+}
+struct StdSpawn;
+impl Spawn for StdSpawn {
+    fn spawn(&self, run: Box<dyn FnOnce() + Send>) -> Option<Box<dyn Thread>> {
+        Some(Box::new(StdThread(Some(std::thread::spawn(run)))))
+    }
+}
+
+fn feed(workers: u32) -> (Arc<Feed<Src>>, Arc<Fake>, Arc<Items>) {
+    let items = Arc::new(Items::default());
+    let config = Config {
+        page_size: 10,
+        prefetch_distance: 0,
+        ..Config::default()
+    };
+    let fake = Arc::new(Fake {
+        loader: Mutex::new(Loader::new(config).unwrap()),
+        feed: Mutex::new(Weak::new()),
+        items: Arc::clone(&items),
+    });
+    let f = Feed::new(Src(Arc::clone(&items)), Box::new(StdSpawn), workers, None).unwrap();
+    *fake.feed.lock().unwrap() = Arc::downgrade(&f);
+    f.attach(Box::new(L(Arc::clone(&fake))));
+    f.start().unwrap();
+    (f, fake, items)
+}
+
+fn close(f: &Feed<Src>, fake: &Fake) {
+    f.shut();
+    fake.call(|l| l.close());
+    assert_eq!(f.finish(None), 0);
+}
+
+#[test]
+fn a_window_loads_and_every_page_goes_back() {
+    let (f, fake, items) = feed(3);
+    fake.call(|l| l.set_window(0, 200)).unwrap();
+    f.wait_quiescent(Some(Duration::from_secs(20))).unwrap();
+    assert_eq!(fake.loader.lock().unwrap().covered(), (0, 200));
+    close(&f, &fake);
+    let made = items.made.load(Ordering::Relaxed);
+    assert_eq!(made, 20);
+    assert_eq!(items.released.load(Ordering::Relaxed), made);
+}
+
+#[test]
+fn a_cancel_before_its_issue_lets_the_read_go_unloaded() {
+    let (f, fake, items) = feed(1);
+    // The read issued, its `issue` held back: the hint for it is delivered first.
+    let read = {
+        let mut l = fake.loader.lock().unwrap();
+        l.set_window(0, 10).unwrap();
+        let effects = l.take_effects();
+        effects
+            .into_iter()
+            .find_map(|e| match e {
+                Effect::Issue(r) => Some(r),
+                _ => None,
+            })
+            .unwrap()
+    };
+    f.on_cancel(read.read_id);
+    f.on_issue(R(read.clone()));
+    // Not loaded: the hint came first, and the read was let go (the loader then fails it, as
+    // it was still needed, and its backoff retries it: that retry is loaded).
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(items
+        .threads
+        .lock()
+        .unwrap()
+        .iter()
+        .all(|(id, _)| *id != read.read_id));
+    f.wait_quiescent(Some(Duration::from_secs(20))).unwrap();
+    close(&f, &fake);
+    assert_eq!(
+        items.released.load(Ordering::Relaxed),
+        items.made.load(Ordering::Relaxed)
+    );
+    assert!(items.loads.load(Ordering::Relaxed) >= 1);
+}

@@ -1,0 +1,232 @@
+//! A worker: takes the next read, runs the host's load on it, and answers it; and what
+//! happens when the load ends the worker's thread instead of returning.
+
+use super::{Feed, Gone, Job, Loaded, Outcome, Problem, Source, Took};
+use std::cell::Cell;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+thread_local! {
+    /// The feed whose load this thread is running (its address), or 0.
+    static IN_LOAD: Cell<usize> = const { Cell::new(0) };
+    /// The feed whose read this worker is answering (its address), or 0, and the first read
+    /// that answer issued: kept for this worker, which loads it next, with no hand-off to
+    /// another thread (the loader issues most reads one after another, each from the answer
+    /// before it).
+    static CHAIN: Cell<(usize, Option<u64>)> = const { Cell::new((0, None)) };
+}
+
+/// Keeps read `id`, just issued on this thread, for this worker if it is answering one of
+/// `feed`'s reads and keeps none yet; false otherwise (it goes to the queue).
+pub(super) fn chain<S: Source>(feed: &Feed<S>, id: u64) -> bool {
+    CHAIN.with(|c| match c.get() {
+        (f, None) if f == feed as *const Feed<S> as usize => {
+            c.set((f, Some(id)));
+            true
+        }
+        _ => false,
+    })
+}
+
+/// Whether the calling thread is inside one of `feed`'s loads.
+pub(super) fn inside_load_of<S: Source>(feed: &Feed<S>) -> bool {
+    IN_LOAD.with(|c| c.get()) == feed as *const Feed<S> as usize
+}
+
+/// Armed while a load runs: dropped armed, the load ended its thread (a forced unwind runs
+/// this on its way out) and the read must be answered by someone else.
+struct InLoad<'a, S: Source> {
+    feed: &'a Feed<S>,
+    worker: u64,
+    read_id: u64,
+    armed: bool,
+}
+
+impl<S: Source> Drop for InLoad<'_, S> {
+    fn drop(&mut self) {
+        IN_LOAD.with(|c| c.set(0));
+        if !self.armed {
+            return;
+        }
+        let mut st = self.feed.state();
+        st.running -= 1;
+        // Its read, still unanswered, is failed by the supervisor, which also joins this
+        // thread and starts another.
+        let read = st.slots.remove(&self.read_id).map(|_| self.read_id);
+        if let Some(w) = st.workers.iter_mut().find(|w| w.id == self.worker) {
+            w.done = true;
+        }
+        st.surplus.remove(&self.worker);
+        st.lost.push(Gone {
+            worker: self.worker,
+            read,
+            replace: true,
+        });
+        st.wake = true;
+        drop(st);
+        self.feed.timer.notify_all();
+        self.feed.changed.notify_all();
+    }
+}
+
+impl<S: Source> Feed<S> {
+    /// A worker thread's life: loads until the feed closes.
+    pub(super) fn work(&self, me: u64) {
+        while let Some(read) = self.next_read(me) {
+            let id = read.read_id();
+            let mut guard = InLoad {
+                feed: self,
+                worker: me,
+                read_id: id,
+                armed: true,
+            };
+            IN_LOAD.with(|c| c.set(self as *const Feed<S> as usize));
+            let loaded = self.source.load(&read);
+            IN_LOAD.with(|c| c.set(0));
+            guard.armed = false;
+            drop(guard);
+            CHAIN.with(|c| c.set((self as *const Feed<S> as usize, None)));
+            self.answer(&read, loaded);
+        }
+    }
+
+    /// The next read to load, or `None` once the feed closes (the worker is then done).
+    fn next_read(&self, me: u64) -> Option<S::Read> {
+        let chained = CHAIN.with(|c| c.replace((0, None))).1;
+        let mut st = self.state();
+        if let Some(id) = chained {
+            if !st.closing && !st.surplus.contains(&me) {
+                if let Some(slot) = st.slots.get_mut(&id) {
+                    if let Some(read) = slot.read.take() {
+                        slot.started = Some((Instant::now(), me));
+                        st.running += 1;
+                        return Some(read);
+                    }
+                }
+            } else if st.slots.contains_key(&id) {
+                // Not for this worker after all: to the queue.
+                st.queue.push_back(id);
+                self.work.notify_one();
+            }
+        }
+        loop {
+            if st.closing {
+                if let Some(w) = st.workers.iter_mut().find(|w| w.id == me) {
+                    w.done = true;
+                }
+                return None;
+            }
+            if st.surplus.remove(&me) {
+                // Its load outlived the timeout and another worker took its place: it leaves.
+                if let Some(w) = st.workers.iter_mut().find(|w| w.id == me) {
+                    w.done = true;
+                }
+                st.lost.push(Gone {
+                    worker: me,
+                    read: None,
+                    replace: false,
+                });
+                st.wake = true;
+                drop(st);
+                self.timer.notify_all();
+                return None;
+            }
+            while let Some(id) = st.queue.pop_front() {
+                // A read cancelled while queued has no slot (or no read) left.
+                if let Some(slot) = st.slots.get_mut(&id) {
+                    if let Some(read) = slot.read.take() {
+                        slot.started = Some((Instant::now(), me));
+                        st.running += 1;
+                        return Some(read);
+                    }
+                }
+            }
+            st = self.work.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Answers `read` with what its load returned, unless a cancel hint answered it first
+    /// (then the page goes back to the host).
+    fn answer(&self, read: &S::Read, loaded: Outcome) {
+        let id = read.read_id();
+        let mine = {
+            let mut st = self.state();
+            st.running -= 1;
+            let mine = st.slots.remove(&id).is_some();
+            if mine {
+                st.answering += 1;
+            }
+            mine
+        };
+        let urgent = match (mine, self.ledger()) {
+            (true, Some(ledger)) => match loaded {
+                Outcome::Refused { acquisition, code } => {
+                    self.source.release(acquisition);
+                    self.state().problem = Some(Problem::Refused(code));
+                    ledger.fail(id);
+                    true
+                }
+                Outcome::Failed => {
+                    // The backoff is timed from the loader's clock: bring it up to now.
+                    ledger.tick(self.now_ms());
+                    ledger.fail(id);
+                    true
+                }
+                Outcome::Page(page) if page.count > read.limit() => {
+                    self.source.release(page.acquisition);
+                    self.state().problem = Some(Problem::CountOverLimit);
+                    ledger.fail(id);
+                    true
+                }
+                Outcome::Page(page) => match ledger.settle(
+                    id,
+                    page.acquisition,
+                    page.count,
+                    &page.next_cursor,
+                    page.end_of_source,
+                ) {
+                    Ok(took) => {
+                        let stalled = took == Took::CursorStalled;
+                        if stalled || took == Took::Current {
+                            self.stalled.store(stalled, Ordering::Relaxed);
+                        }
+                        stalled
+                    }
+                    Err(code) => {
+                        self.source.release(page.acquisition);
+                        if !self.state().closing {
+                            self.state().problem = Some(Problem::Refused(code));
+                            ledger.fail(id);
+                        }
+                        true
+                    }
+                },
+            },
+            _ => {
+                match loaded {
+                    Outcome::Page(Loaded { acquisition, .. })
+                    | Outcome::Refused { acquisition, .. } => self.source.release(acquisition),
+                    Outcome::Failed => {}
+                }
+                false
+            }
+        };
+        let mut st = self.state();
+        if mine {
+            st.answering -= 1;
+        }
+        let closing = st.closing;
+        if urgent {
+            st.wake = true;
+            st.generation += 1;
+        }
+        drop(st);
+        // Waiters for quiescence hear the loader's `changed`; a closer and the clock hear this.
+        if urgent || closing {
+            self.changed.notify_all();
+        }
+        if urgent {
+            self.timer.notify_all();
+        }
+    }
+}
