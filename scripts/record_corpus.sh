@@ -28,7 +28,7 @@ LOADER_RECORD_DIR="$dir" CARGO_TARGET_DIR=target/testing cargo test --quiet --re
     --features testing --test loader_check > /dev/null
 
 LOADER_RECORD="$dir/c-sqlite-feed.log" "$bin/sqlite_feed_record" --duration 1 --seed 7 \
-    --rows 2000 --depth 100 > /dev/null
+    --rows 2000 > /dev/null
 test ! -e "$dir/c-sqlite-feed.log.2"
 
 # c-tests/hostile.c creates a loader per case; the cases under 16 KB are kept.
