@@ -310,7 +310,7 @@ static void stream_init(stream *s, uint64_t pages) {
      * and no cancel callback, so that failing a superseded read shrinks the view through the
      * full read its debt costs instead of letting the read go. */
     cfg.commit_overtaken = 0;
-    loader_callbacks cb = {sizeof cb, s, cb_issue, cb_release, cb_changed, NULL, NULL};
+    loader_callbacks cb = {sizeof cb, s, cb_issue, cb_release, cb_changed, NULL, NULL, NULL};
     CALL(loader_new(&cfg, &cb, &s->h));
     CALL(loader_set_window(s->h, 0, pages * (uint64_t)PAGE));
     for (;;) {

@@ -211,7 +211,7 @@ int main(int argc, char **argv) {
     cfg.prefetch_distance = 32;
     cfg.drop_margin = 64;
     cfg.backoff_initial_ms = 10;
-    loader_callbacks cb = {sizeof cb, NULL, on_issue, on_release, NULL, NULL, NULL};
+    loader_callbacks cb = {sizeof cb, NULL, on_issue, on_release, NULL, NULL, NULL, NULL};
     if (loader_new(&cfg, &cb, &handle) != LOADER_RESULT_OK) return 2;
     CALL(loader_set_window(handle, 0, 100));
 

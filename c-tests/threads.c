@@ -136,7 +136,7 @@ static feed *feed_new(loader_compare_fn compare) {
     cfg.page_size = 16;
     cfg.prefetch_distance = 32;
     cfg.backoff_initial_ms = 5;
-    loader_callbacks cb = {sizeof cb, f, f_issue, f_release, f_changed, f_cancel, compare};
+    loader_callbacks cb = {sizeof cb, f, f_issue, f_release, f_changed, f_cancel, compare, NULL};
     if (loader_new(&cfg, &cb, &f->handle) != LOADER_RESULT_OK) abort();
     return f;
 }
