@@ -137,6 +137,9 @@ pub fn config() -> Config {
         page_size: PAGE,
         // The window alone decides what is wanted, so a view of N pages is exactly N pages.
         prefetch_distance: 0,
+        // And the view keeps them: the stream shrinks and grows the window, and a bounded
+        // view (the default bounds it) would read the pages it dropped again.
+        max_pages: 0,
         // The workload's mix (stale chain answers, failures that shrink the view) is built
         // on repairs that an invalidation replaces rather than lets commit: the seed's rules.
         commit_overtaken: false,

@@ -66,7 +66,9 @@ const DROPPED: &[&str] = &[
 fn classify(owner: &str, field: &str, key: bool, index: Option<usize>) -> Option<Class> {
     match (owner, field) {
         (_, "buckets") if index == Some(0) => Some(Class::Epoch),
-        (_, "request" | "inflight_finite" | "buckets" | "failed") => Some(Class::Request),
+        (_, "request" | "inflight_finite" | "buckets" | "failed" | "repairs") => {
+            Some(Class::Request)
+        }
         ("Ledger", "next_id") => Some(Class::Request),
         (_, "live" | "map") if key => Some(Class::Request),
         (_, "read" | "read_id" | "next" | "last") => Some(Class::Read),

@@ -192,6 +192,9 @@ impl Work {
 #[derive(Clone, Debug, Default)]
 pub(super) struct Requests {
     map: HashMap<u64, Work>,
+    /// The live chain and full reads' ids (a few: the one running, and those an invalidation
+    /// overtook), so a window move looks at them without walking every live request.
+    repairs: Vec<u64>,
 }
 
 impl Requests {
@@ -209,9 +212,10 @@ impl Requests {
         self.map.get(&request)
     }
 
-    /// Every live request's record, to change.
-    pub(super) fn works_mut(&mut self) -> impl Iterator<Item = &mut Work> + '_ {
-        self.map.values_mut()
+    /// The record of `request`, if it is live, to change.
+    #[inline]
+    pub(super) fn get_mut(&mut self, request: u64) -> Option<&mut Work> {
+        self.map.get_mut(&request)
     }
 
     /// Every live record, with its request id.
@@ -221,12 +225,24 @@ impl Requests {
 
     #[inline]
     pub(super) fn insert(&mut self, request: u64, w: Work) {
+        if w.kind != super::Kind::Finite && !self.repairs.contains(&request) {
+            self.repairs.push(request);
+        }
         self.map.insert(request, w);
+    }
+
+    /// The live chain and full reads' ids.
+    pub(super) fn repair_ids(&self) -> Vec<u64> {
+        self.repairs.clone()
     }
 
     #[inline]
     pub(super) fn remove(&mut self, request: u64) -> Option<Work> {
-        self.map.remove(&request)
+        let w = self.map.remove(&request)?;
+        if w.kind != super::Kind::Finite {
+            self.repairs.retain(|&r| r != request);
+        }
+        Some(w)
     }
 
     /// The pages in `slots` of `request` left the view: their acquisitions are handed back
@@ -276,5 +292,6 @@ impl Requests {
             let w = self.map.remove(&id).expect("listed");
             out.release_all(&w.acqs);
         }
+        self.repairs.clear();
     }
 }

@@ -126,9 +126,14 @@ impl Loader {
     /// The window moved: a running repair or retry lets go of the pages it no longer covers.
     pub(super) fn keep_repairs_within(&mut self) {
         let want = self.window.want(self.config.prefetch_distance);
-        for w in self.requests.works_mut() {
-            if w.kind != Kind::Finite {
-                w.keep_within(&want, &mut self.pools.cursors, &mut self.out);
+        // The chain and full reads only (a few), not every live request (one per page held).
+        for id in self.requests.repair_ids() {
+            if let Some(w) = self.requests.get_mut(id) {
+                // Only pages staged and not yet shown: a committed one's pages are the view's.
+                let staged = !(w.staged.is_empty() && w.staged_back.is_empty());
+                if w.kind != Kind::Finite && w.in_view == 0 && staged {
+                    w.keep_within(&want, &mut self.pools.cursors, &mut self.out);
+                }
             }
         }
     }

@@ -107,9 +107,12 @@ impl Loader {
         );
         // A finite read in flight continued from a page that went: its answer goes back.
         if let Some(d) = cut {
-            for w in self.requests.works_mut() {
-                if w.kind == Kind::Finite && w.read.is_some() && w.direction == d {
-                    w.overshot = true;
+            let reading: Vec<u64> = self.reads.iter().map(|(_, o)| o.request).collect();
+            for id in reading {
+                if let Some(w) = self.requests.get_mut(id) {
+                    if w.kind == Kind::Finite && w.read.is_some() && w.direction == d {
+                        w.overshot = true;
+                    }
                 }
             }
         }
