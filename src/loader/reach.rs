@@ -66,25 +66,38 @@ impl Work {
             self.reached_start = false;
             self.overshot |= reading && self.direction == super::Direction::Backward;
         }
-        // Forward pages before the window: the anchor moves past them.
-        while self.back_target == 0
-            && self.staged_back.is_empty()
-            && self.staged.len() > 1
-            && self.staged[0].start + u64::from(self.staged[0].count) <= want.start
-        {
-            let p = self.staged.remove(0);
-            let n = u64::from(p.count);
-            self.release_slot(p.slot, out);
-            self.base_offset += n;
-            self.staged_items -= n;
-            self.target = self.target.saturating_sub(n);
-            self.counted = self.counted.map(|c| c + n);
-            let old = std::mem::replace(&mut self.base_cursor, p.end_cursor.clone());
-            cursors.recycle(old);
-            let old = std::mem::replace(&mut self.back_cursor, p.end_cursor);
-            cursors.recycle(old);
-            for q in self.staged.iter_mut() {
-                q.start -= n;
+        // Forward pages before the window: the anchor moves past them, all in one step (a
+        // repair may hold many: one by one would shift the rest once per page).
+        if self.back_target == 0 && self.staged_back.is_empty() {
+            let last = self.staged.len().saturating_sub(1);
+            let before = self.staged[..last]
+                .iter()
+                .take_while(|p| p.start + u64::from(p.count) <= want.start)
+                .count();
+            if before > 0 {
+                let mut n = 0;
+                let mut end = None;
+                for p in self.staged.drain(..before) {
+                    n += u64::from(p.count);
+                    if let Some(a) = self.acqs[p.slot as usize].take() {
+                        out.release(a);
+                    }
+                    if let Some(old) = end.replace(p.end_cursor) {
+                        cursors.recycle(old);
+                    }
+                }
+                self.base_offset += n;
+                self.staged_items -= n;
+                self.target = self.target.saturating_sub(n);
+                self.counted = self.counted.map(|c| c + n);
+                let end = end.expect("a page let go");
+                let old = std::mem::replace(&mut self.base_cursor, end.clone());
+                cursors.recycle(old);
+                let old = std::mem::replace(&mut self.back_cursor, end);
+                cursors.recycle(old);
+                for q in self.staged.iter_mut() {
+                    q.start -= n;
+                }
             }
         }
         // Backward pages after the window (the anchor lies past it): the nearest goes, with

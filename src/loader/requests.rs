@@ -192,9 +192,14 @@ impl Work {
 #[derive(Clone, Debug, Default)]
 pub(super) struct Requests {
     map: HashMap<u64, Work>,
-    /// The live chain and full reads' ids (a few: the one running, and those an invalidation
-    /// overtook), so a window move looks at them without walking every live request.
+    /// The chain and full reads a window move may still trim, so that it looks at them
+    /// without walking every live request: the one running, and those an invalidation
+    /// overtook that still stage more than one page. Kept loosely: retired and committed
+    /// ids leave it when it is next walked (`trim_repairs`) or when it has doubled since
+    /// (`insert`), so neither retiring nor inserting walks it each time.
     repairs: Vec<u64>,
+    /// The length at which `insert` next prunes `repairs`.
+    prune_at: usize,
 }
 
 impl Requests {
@@ -223,26 +228,35 @@ impl Requests {
         self.map.iter().map(|(&id, w)| (id, w))
     }
 
+    /// Records a new request (its id is fresh: the ledger never reuses one).
     #[inline]
     pub(super) fn insert(&mut self, request: u64, w: Work) {
-        if w.kind != super::Kind::Finite && !self.repairs.contains(&request) {
-            self.repairs.push(request);
-        }
+        let repair = w.kind != super::Kind::Finite;
         self.map.insert(request, w);
+        if repair {
+            self.repairs.push(request);
+            if self.repairs.len() >= self.prune_at {
+                let map = &self.map;
+                self.repairs
+                    .retain(|id| map.get(id).is_some_and(|w| w.in_view == 0));
+                self.prune_at = (2 * self.repairs.len()).max(16);
+            }
+        }
     }
 
-    /// The live chain and full reads' ids.
-    pub(super) fn repair_ids(&self) -> Vec<u64> {
-        self.repairs.clone()
+    /// Runs `trim` on each chain or full read a window move may still trim; `trim` returns
+    /// whether the read may need trimming at a later move (ids it says no to, and retired
+    /// ones, are forgotten).
+    pub(super) fn trim_repairs(&mut self, mut trim: impl FnMut(&mut Work) -> bool) {
+        let map = &mut self.map;
+        self.repairs
+            .retain(|id| map.get_mut(id).is_some_and(|w| trim(w)));
+        self.prune_at = (2 * self.repairs.len()).max(16);
     }
 
     #[inline]
     pub(super) fn remove(&mut self, request: u64) -> Option<Work> {
-        let w = self.map.remove(&request)?;
-        if w.kind != super::Kind::Finite {
-            self.repairs.retain(|&r| r != request);
-        }
-        Some(w)
+        self.map.remove(&request)
     }
 
     /// The pages in `slots` of `request` left the view: their acquisitions are handed back

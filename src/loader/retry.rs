@@ -126,16 +126,27 @@ impl Loader {
     /// The window moved: a running repair or retry lets go of the pages it no longer covers.
     pub(super) fn keep_repairs_within(&mut self) {
         let want = self.window.want(self.config.prefetch_distance);
+        let epoch = self.ledger.epoch();
+        let (cursors, out) = (&mut self.pools.cursors, &mut self.out);
         // The chain and full reads only (a few), not every live request (one per page held).
-        for id in self.requests.repair_ids() {
-            if let Some(w) = self.requests.get_mut(id) {
-                // Only pages staged and not yet shown: a committed one's pages are the view's.
-                let staged = !(w.staged.is_empty() && w.staged_back.is_empty());
-                if w.kind != Kind::Finite && w.in_view == 0 && staged {
-                    w.keep_within(&want, &mut self.pools.cursors, &mut self.out);
-                }
+        self.requests.trim_repairs(|w| {
+            // A committed read's pages are the view's: no window move trims them again.
+            if w.kind == Kind::Finite || w.in_view > 0 {
+                return false;
             }
-        }
+            // Only pages staged and not yet shown.
+            if !(w.staged.is_empty() && w.staged_back.is_empty()) {
+                w.keep_within(&want, cursors, out);
+            }
+            // An overtaken read that reads no more and keeps at most one page has nothing a
+            // later move could trim (a failed one kept for its retry comes back through
+            // `Requests::insert`).
+            let done = w.read.is_none()
+                && w.epoch < epoch
+                && w.staged.len() <= 1
+                && w.staged_back.is_empty();
+            !done
+        });
     }
 
     /// Time passed: fires a due backoff retry.

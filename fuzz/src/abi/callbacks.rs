@@ -43,6 +43,11 @@ impl Host {
             } else {
                 None
             },
+            locate: if self.has_locate {
+                Some(on_locate)
+            } else {
+                None
+            },
         }
     }
 
@@ -232,5 +237,44 @@ unsafe extern "C" fn on_compare(
             ));
             0
         }
+    }
+}
+
+/// Finds the cursor before `position` as the host's answers write cursors (a big-endian
+/// position), and sometimes cannot: every third position is unknown, every seventh claims
+/// more bytes than the buffer holds (the loader must take that as unknown). Runs inside the
+/// loader's state change, so it calls nothing; it is no callback in the books' count.
+unsafe extern "C" fn on_locate(
+    userdata: *mut c_void,
+    position: u64,
+    cursor: *mut u8,
+    capacity: usize,
+    cursor_len: *mut usize,
+) -> i32 {
+    // SAFETY: as in `on_issue`.
+    let host: &Host = unsafe { calls::host_of(userdata) };
+    if cursor.is_null() || cursor_len.is_null() || capacity < 8 {
+        host.violation(format!(
+            "locate called with a NULL buffer or {capacity} bytes of room"
+        ));
+        return LOADER_LOCATE_UNKNOWN;
+    }
+    let bytes = position.to_be_bytes();
+    // SAFETY: the library passes a buffer of `capacity` (at least 8) writable bytes and a
+    // live `cursor_len`, both valid for this call.
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), cursor, bytes.len());
+        *cursor_len = if position % 7 == 0 {
+            capacity + 1
+        } else if position == 0 {
+            0
+        } else {
+            bytes.len()
+        };
+    }
+    if position % 3 == 0 {
+        LOADER_LOCATE_UNKNOWN
+    } else {
+        LOADER_LOCATE_FOUND
     }
 }

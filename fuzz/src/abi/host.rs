@@ -112,6 +112,9 @@ pub struct Host {
     /// Whether the loader was given `compare`: without it `loader_invalidate_range` is
     /// refused with `NO_COMPARE`.
     pub has_compare: bool,
+    /// Whether the loader was given `locate` (a far `loader_set_window` may then start at
+    /// the cursor it answers).
+    pub has_locate: bool,
     /// The config's `read_timeout_ms`: how long after its supersession the loader lets a
     /// read go (0: never).
     pub read_timeout_ms: u64,
@@ -137,6 +140,7 @@ impl Host {
             has_changed: true,
             has_cancel: true,
             has_compare: true,
+            has_locate: true,
             read_timeout_ms: loader::Config::default().read_timeout_ms,
             window: Cell::new((0, 0)),
             window_read_at: Cell::new(0),

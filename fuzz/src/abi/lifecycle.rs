@@ -89,6 +89,7 @@ impl World {
         host.has_changed = optional & 1 == 0;
         host.has_cancel = optional & 2 == 0;
         host.has_compare = optional & 4 == 0;
+        host.has_locate = optional & 8 == 0;
         host.read_timeout_ms = cfg.read_timeout_ms;
         let script = input.below(24);
         host.books
