@@ -250,7 +250,7 @@ impl Requests {
     pub(super) fn trim_repairs(&mut self, mut trim: impl FnMut(&mut Work) -> bool) {
         let map = &mut self.map;
         self.repairs
-            .retain(|id| map.get_mut(id).is_some_and(|w| trim(w)));
+            .retain(|id| map.get_mut(id).is_some_and(&mut trim));
         self.prune_at = (2 * self.repairs.len()).max(16);
     }
 
