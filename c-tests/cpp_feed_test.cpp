@@ -168,10 +168,37 @@ static void raii_frees_while_loads_run_and_close_lets_a_stuck_load_go() {
     CHECK(Item::alive == 0);
 }
 
+// A `compare` that throws counts as "equal" and is kept in last_error(): nothing unwinds into
+// the library (which would abort), and the feed still reaches a correct view.
+static void a_throwing_compare_is_kept_and_the_feed_goes_on() {
+    auto src = std::make_shared<Source>();
+    {
+        loader::FeedOptions o = options(2);
+        o.compare = [](std::string_view, std::string_view) -> int { throw std::logic_error("compare broke"); };
+        loader::Feed<Item> feed([src](const loader::Read &r) { return (*src)(r); }, o);
+        feed.set_window(0, 40);
+        CHECK(feed.wait_quiescent(std::chrono::seconds(20)));
+        CHECK(feed.last_error() == nullptr);
+        feed.invalidate_range(cursor_of(10), cursor_of(20));
+        CHECK(feed.wait_quiescent(std::chrono::seconds(20)));
+        CHECK(feed.last_error() != nullptr);
+        try {
+            std::rethrow_exception(feed.last_error());
+        } catch (const std::logic_error &e) {
+            CHECK(std::string(e.what()) == "compare broke");
+        }
+        std::vector<Item> items = feed.items();
+        CHECK(items.size() >= 40);
+        for (std::size_t i = 0; i < items.size(); i++) CHECK(items[i].n == i);
+    }
+    CHECK(Item::alive == 0);
+}
+
 int main() {
     typed_view_with_throwing_loads();
     a_bug_in_the_load_is_thrown_by_wait();
     raii_frees_while_loads_run_and_close_lets_a_stuck_load_go();
+    a_throwing_compare_is_kept_and_the_feed_goes_on();
     if (failed) {
         std::fprintf(stderr, "cpp_feed_test: FAILED\n");
         return 1;

@@ -359,6 +359,21 @@ void run_isolated(F &&c_call) noexcept {
     t.out_of_memory = outer_oom;
 }
 
+// The library's read, copied into the wrapper's `Read` (cursors owned as strings).
+inline Read read_of(const loader_read *r) {
+    Read read;
+    read.read_id = r->read_id;
+    read.request_id = r->request_id;
+    read.kind = r->kind;
+    read.epoch = r->epoch;
+    read.step = r->step;
+    if (r->cursor != nullptr) read.cursor.assign(reinterpret_cast<const char *>(r->cursor), r->cursor_len);
+    read.limit = r->limit;
+    read.direction = r->direction;
+    if (r->until != nullptr) read.until.emplace(reinterpret_cast<const char *>(r->until), r->until_len);
+    return read;
+}
+
 }  // namespace detail
 
 // A contiguous run of entries owned by something else (a pinned view).
@@ -726,17 +741,7 @@ private:
         auto *host = static_cast<detail::Host *>(ud);
         bool returned = false;
         detail::trampoline([&] {
-            Read read;
-            read.read_id = r->read_id;
-            read.request_id = r->request_id;
-            read.kind = r->kind;
-            read.epoch = r->epoch;
-            read.step = r->step;
-            if (r->cursor != nullptr) read.cursor.assign(reinterpret_cast<const char *>(r->cursor), r->cursor_len);
-            read.limit = r->limit;
-            read.direction = r->direction;
-            if (r->until != nullptr) read.until.emplace(reinterpret_cast<const char *>(r->until), r->until_len);
-            host->cb.issue(read);
+            host->cb.issue(detail::read_of(r));
             returned = true;
         });
         // Already answered inside `issue`, or the loader freed there: refused, and harmless.
@@ -822,7 +827,8 @@ struct FeedOptions {
     // How long the destructor waits for loads still running (negative: as long as it takes).
     std::chrono::milliseconds close_timeout{-1};
     // Orders two non-empty cursors as the source does (see `Callbacks::compare`); needed by
-    // `invalidate_range`. It must not throw.
+    // `invalidate_range`. It should not throw: a throw counts as "equal" (the range then ends
+    // there) and is kept in `Feed::last_error()`.
     std::function<int(std::string_view, std::string_view)> compare{};
     // The cursor whose next item is at a position, for a far `set_window` (see
     // `Callbacks::locate`); nullopt when unknown. It runs on the thread calling `set_window`,
@@ -1001,17 +1007,7 @@ private:
         auto *st = static_cast<State *>(ud);
         std::shared_ptr<State> keep = st->self.lock();
         try {
-            Read read;
-            read.read_id = r->read_id;
-            read.request_id = r->request_id;
-            read.kind = r->kind;
-            read.epoch = r->epoch;
-            read.step = r->step;
-            if (r->cursor != nullptr) read.cursor.assign(reinterpret_cast<const char *>(r->cursor), r->cursor_len);
-            read.limit = r->limit;
-            read.direction = r->direction;
-            if (r->until != nullptr) read.until.emplace(reinterpret_cast<const char *>(r->until), r->until_len);
-            auto *box = new Box{st->load(read), std::move(keep)};
+            auto *box = new Box{st->load(detail::read_of(r)), std::move(keep)};
             out->acquisition = reinterpret_cast<loader_acquisition>(box);
             out->count = static_cast<std::uint32_t>(
                 box->page.items.size() > UINT32_MAX ? UINT32_MAX : box->page.items.size());
@@ -1027,10 +1023,18 @@ private:
     }
     static void on_release(void *, loader_acquisition a) { delete reinterpret_cast<Box *>(a); }
     static std::int32_t on_compare(void *ud, const std::uint8_t *a, std::size_t a_len, const std::uint8_t *b,
-                                   std::size_t b_len) {
-        int r = static_cast<State *>(ud)->compare(std::string_view(reinterpret_cast<const char *>(a), a_len),
-                                                  std::string_view(reinterpret_cast<const char *>(b), b_len));
-        return r < 0 ? -1 : r > 0 ? 1 : 0;
+                                   std::size_t b_len) noexcept {
+        auto *st = static_cast<State *>(ud);
+        try {
+            int r = st->compare(std::string_view(reinterpret_cast<const char *>(a), a_len),
+                                std::string_view(reinterpret_cast<const char *>(b), b_len));
+            return r < 0 ? -1 : r > 0 ? 1 : 0;
+        } catch (...) {
+            // Nothing may unwind into the library (it would abort).
+            std::lock_guard<std::mutex> lock(st->mutex);
+            st->last_error = std::current_exception();
+            return 0;
+        }
     }
     static std::int32_t on_locate(void *ud, std::uint64_t position, std::uint8_t *cursor, std::size_t capacity,
                                   std::size_t *cursor_len) noexcept {
