@@ -69,44 +69,14 @@ pub unsafe extern "C" fn loader_explain(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ffi::{loader_callbacks, loader_config, loader_config_default, loader_free};
-    use crate::ffi::{loader_new, loader_set_window};
-
-    use std::mem::MaybeUninit;
+    use crate::ffi::{loader_free, loader_set_window};
 
     extern "C-unwind" fn issue(_: *mut core::ffi::c_void, _: *const crate::ffi::loader_read) {}
     extern "C-unwind" fn release(_: *mut core::ffi::c_void, _: usize) {}
 
     fn new_loader() -> loader_handle {
-        let mut config = MaybeUninit::<loader_config>::zeroed();
-        // SAFETY: `config` is valid for writes, and its first field is `struct_size`, a `u32`
-        // (`src/ffi/sized.rs` checks the layout): the host sets it before the call.
-        unsafe {
-            config
-                .as_mut_ptr()
-                .cast::<u32>()
-                .write(std::mem::size_of::<loader_config>() as u32)
-        };
-        // SAFETY: `config` is valid for a write.
-        let r = unsafe { loader_config_default(config.as_mut_ptr()) };
-        assert_eq!(r, loader_result::Ok);
-        // SAFETY: written by `loader_config_default` above.
-        let config = unsafe { config.assume_init() };
-        let callbacks = loader_callbacks {
-            struct_size: std::mem::size_of::<loader_callbacks>() as u32,
-            userdata: std::ptr::null_mut(),
-            issue: Some(issue),
-            release: Some(release),
-            changed: None,
-            cancel: None,
-            compare: None,
-            locate: None,
-        };
-        let mut h = 0;
-        // SAFETY: every pointer is to a live local.
-        let r = unsafe { loader_new(&config, &callbacks, &mut h) };
-        assert_eq!(r, loader_result::Ok);
-        h
+        let config = crate::ffi::test_host::config(|_| {});
+        crate::ffi::test_host::new_loader(&config, std::ptr::null_mut(), issue, release)
     }
 
     #[test]

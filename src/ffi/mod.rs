@@ -53,6 +53,8 @@ mod record;
 mod testing;
 
 #[cfg(test)]
+mod test_host;
+#[cfg(test)]
 mod unwinding_issue;
 
 pub use events::*;

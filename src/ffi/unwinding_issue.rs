@@ -6,11 +6,10 @@
 use super::events::{loader_next_deadline, loader_set_window, loader_settle, loader_tick};
 use super::instance::loader_handle;
 use super::introspection::{loader_state, loader_stats};
-use super::lifecycle::{loader_config_default, loader_free, loader_new};
+use super::lifecycle::loader_free;
 use super::result::loader_result;
 use super::types::{
-    loader_acquisition, loader_answer, loader_callbacks, loader_config, loader_counts,
-    loader_failure, loader_read, loader_snapshot,
+    loader_acquisition, loader_answer, loader_counts, loader_failure, loader_read, loader_snapshot,
 };
 use parking_lot::Mutex;
 use std::ffi::c_void;
@@ -78,36 +77,13 @@ impl Fixture {
             reads: Mutex::new(Vec::new()),
             released: Mutex::new(Vec::new()),
         });
-        let mut config = MaybeUninit::<loader_config>::zeroed();
-        // SAFETY: `config` is valid for writes, and its first field is `struct_size`, a `u32`
-        // (`src/ffi/sized.rs` checks the layout): the host sets it before the call.
-        unsafe {
-            config
-                .as_mut_ptr()
-                .cast::<u32>()
-                .write(std::mem::size_of::<loader_config>() as u32)
-        };
-        // SAFETY: `config` is valid for a write.
-        let r = unsafe { loader_config_default(config.as_mut_ptr()) };
-        assert_eq!(r, loader_result::Ok);
-        // SAFETY: written by `loader_config_default` above.
-        let mut config = unsafe { config.assume_init() };
-        config.page_size = 10;
-        config.prefetch_distance = 0;
-        let callbacks = loader_callbacks {
-            struct_size: std::mem::size_of::<loader_callbacks>() as u32,
-            userdata: std::ptr::from_ref::<Host>(&host).cast_mut().cast(),
-            issue: Some(on_issue),
-            release: Some(on_release),
-            changed: None,
-            cancel: None,
-            compare: None,
-            locate: None,
-        };
-        let mut handle = 0;
-        // SAFETY: every pointer is valid; `userdata` outlives the loader (freed in `drop`).
-        let r = unsafe { loader_new(&config, &callbacks, &mut handle) };
-        assert_eq!(r, loader_result::Ok);
+        let config = super::test_host::config(|c| {
+            c.page_size = 10;
+            c.prefetch_distance = 0;
+        });
+        let userdata = std::ptr::from_ref::<Host>(&host).cast_mut().cast();
+        // `userdata` outlives the loader (freed in `drop`).
+        let handle = super::test_host::new_loader(&config, userdata, on_issue, on_release);
         assert_eq!(loader_tick(handle, 0), loader_result::Ok);
         Fixture {
             host,
