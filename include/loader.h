@@ -1647,7 +1647,10 @@ enum loader_result loader_invalidate(loader_handle handle);
  * cursor), and rejoins the view there. The pages before and after are kept (not re-read, not
  * released, not reordered); the pages it replaces are released when it commits, atomically
  * as for any repair; positions after the re-read run move by the net change (the window too
- * when it starts after the run: read `window_start` back after `changed`). A change that no
+ * when it starts after the run: read `window_start` back after `changed`). Such pages that
+ * lie wholly outside the window plus prefetch (kept by `max_pages`) are not re-read: they
+ * are released when the repair starts, with the pages between them and the view's edge, so
+ * the repair stages no more than the window needs. A change that no
  * held page and no read still needed can contain (a finite read forward reads what follows
  * its cursor, backward what precedes it; a running repair always counts) supersedes nothing
  * and re-reads nothing: no repair starts, the reads in flight stay current, and reads to

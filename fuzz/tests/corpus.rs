@@ -37,3 +37,8 @@ fn differential_seeds_replay() {
 fn loader_seeds_replay() {
     replay("corpus", "fuzz_loader", libloader_fuzz::simulation::run);
 }
+
+#[test]
+fn loader_regressions_replay() {
+    replay("regressions", "fuzz_loader", libloader_fuzz::simulation::run);
+}

@@ -32,7 +32,9 @@ impl Loader {
     /// end cursor), from the first such page's start cursor, with reads bounded (`Read::until`)
     /// by the start of the first page kept after them, and rejoins there: the pages before
     /// and after are kept, not re-read, not released and not reordered. The pages it replaces
-    /// are released when it commits, and the pages after it move by the net change. A change
+    /// are released when it commits, and the pages after it move by the net change. Such pages
+    /// wholly outside the window plus prefetch are released when the repair starts (with the
+    /// pages between them and the view's edge) instead of re-read. A change
     /// outside the held pages and outside every read still needed (a finite read forward reads
     /// what follows its cursor, backward what precedes it; a running repair counts as
     /// touching) supersedes nothing and re-reads nothing: no repair starts. Several ranged

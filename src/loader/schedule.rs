@@ -105,7 +105,12 @@ impl Loader {
             &mut self.pools.cursors,
             &mut self.out,
         );
-        // A finite read in flight continued from a page that went: its answer goes back.
+        self.overshoot_finite(cut);
+    }
+
+    /// A finite read in flight continued from a page that went (on side `cut`): its answer
+    /// goes back.
+    fn overshoot_finite(&mut self, cut: Option<Direction>) {
         if let Some(d) = cut {
             let reading: Vec<u64> = self.reads.iter().map(|(_, o)| o.request).collect();
             for id in reading {
@@ -129,6 +134,17 @@ impl Loader {
             }
             self.out.release_all(&w.acqs);
             self.pools.recycle_work(w);
+        }
+        if kind == Kind::Chain {
+            // A ranged repair re-reads only what the window needs.
+            let cut = self.view.drop_dirty_outside(
+                want,
+                self.reads.finite_in_flight(),
+                &mut self.requests,
+                &mut self.pools.cursors,
+                &mut self.out,
+            );
+            self.overshoot_finite(cut);
         }
         let origin = self.view.origin(kind, self.finite_direction, want);
         let mut w = self.pools.work(kind, epoch);

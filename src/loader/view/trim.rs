@@ -69,6 +69,52 @@ impl View {
         cut
     }
 
+    /// Before a ranged repair starts: the changed (dirty) pages that lie wholly outside
+    /// `want` are let go instead of re-read, with every page between them and the view's
+    /// edge, so that the repair stages only pages the window needs (the header's bound). A
+    /// whole or jump repair replaces every page and keeps them. Returns the side a finite read
+    /// in flight (`hold`) continued from, if its page went (as `trim` does).
+    pub(in crate::loader) fn drop_dirty_outside(
+        &mut self,
+        want: &Want,
+        hold: Option<Direction>,
+        requests: &mut Requests,
+        cursors: &mut CursorPool,
+        out: &mut Outbox,
+    ) -> Option<Direction> {
+        if self.whole || self.jump.is_some() {
+            return None;
+        }
+        // What changed is not remembered in the cursor memo: its positions may have moved.
+        let current = std::mem::replace(&mut self.current, false);
+        let mut cut = None;
+        let before = self
+            .pages
+            .iter()
+            .take_while(|p| p.start + p.count as u64 <= want.start)
+            .count();
+        if let Some(last) = self.pages.iter().take(before).rposition(|p| p.dirty) {
+            for _ in 0..=last {
+                self.drop_front(requests, cursors, out);
+            }
+            cut = hold.filter(|&d| d == Direction::Backward);
+        }
+        let after = self
+            .pages
+            .iter()
+            .rev()
+            .take_while(|p| p.start >= want.end)
+            .count();
+        if let Some(first) = self.pages.iter().rev().take(after).rposition(|p| p.dirty) {
+            for _ in 0..=first {
+                self.drop_back(requests, cursors, out);
+            }
+            cut = cut.or(hold.filter(|&d| d == Direction::Forward));
+        }
+        self.current = current;
+        cut
+    }
+
     /// Releases the first page; the next one's start becomes the base.
     fn drop_front(&mut self, requests: &mut Requests, cursors: &mut CursorPool, out: &mut Outbox) {
         let p = self.pages.pop_front().expect("a first page");

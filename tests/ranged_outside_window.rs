@@ -1,0 +1,55 @@
+//! A ranged change to held pages the window no longer needs: the repair lets them go instead
+//! of re-reading them, so it stages only what the window needs (the header's bound on a
+//! repair's staged pages), and the view is still the source around the window.
+
+mod common;
+
+use common::{config, FilteredHost};
+use loader::Config;
+
+/// 40 pages of 50 held (no `max_pages` bound), then the window shrinks to the first page.
+fn held_far_beyond_the_window() -> FilteredHost {
+    let cfg = Config {
+        max_pages: 0,
+        ..config(10)
+    };
+    let mut h = FilteredHost::new(10_000, 0..0, cfg);
+    h.set_window(0, 2_000);
+    h.drain(100);
+    h.check();
+    // The window and its prefetch: 2,010 items, in 41 pages.
+    assert_eq!(h.loader.page_count(), 41);
+    h.set_window(0, 50);
+    h.drain(10);
+    assert_eq!(h.loader.page_count(), 41, "max_pages 0 keeps every page");
+    h.log.clear();
+    h
+}
+
+#[test]
+fn a_change_wholly_after_the_window_is_let_go_not_read() {
+    let mut h = held_far_beyond_the_window();
+    h.invalidate_range(500, 1_500);
+    h.drain(10);
+    h.check();
+    assert!(h.log.is_empty(), "nothing re-read: {:?}", h.log);
+    // The pages from the change on went (from the one ending at it, which may hold an
+    // item inserted there); those before it stay.
+    let pages = h.loader.page_count() as u64;
+    assert!((9..=10).contains(&pages), "{pages} pages held");
+    assert_eq!(h.view(), (0..pages * 50).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_change_across_the_window_reads_only_what_the_window_needs() {
+    let mut h = held_far_beyond_the_window();
+    h.invalidate_range(20, 1_500);
+    h.drain(10);
+    h.check();
+    // The window (0..50) plus its prefetch (10) lie in the first two pages: those are read
+    // again, bounded; the changed pages past them go.
+    assert_eq!(h.log.len(), 2, "{:?}", h.log);
+    assert!(h.log.iter().all(|a| a.until.is_some() && a.cursor < 100));
+    assert_eq!(h.view(), (0..100).collect::<Vec<_>>());
+    assert_eq!(h.loader.stats().ranged_repairs, 1);
+}
