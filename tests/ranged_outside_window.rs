@@ -53,3 +53,35 @@ fn a_change_across_the_window_reads_only_what_the_window_needs() {
     assert_eq!(h.view(), (0..100).collect::<Vec<_>>());
     assert_eq!(h.loader.stats().ranged_repairs, 1);
 }
+
+#[test]
+fn a_window_that_shrinks_during_a_ranged_repair_cuts_it_short() {
+    let cfg = Config {
+        max_pages: 0,
+        ..config(10)
+    };
+    let mut h = FilteredHost::new(10_000, 0..0, cfg);
+    h.set_window(0, 2_000);
+    h.drain(100);
+    h.log.clear();
+    // A change across 30 held pages, all within the window: the repair re-reads them all.
+    h.invalidate_range(20, 1_500);
+    for _ in 0..5 {
+        h.answer_one();
+    }
+    assert_eq!(h.loader.staged_spans().len(), 5);
+    // The window shrinks to its first page: what the repair read past it goes now.
+    h.set_window(0, 50);
+    let staged = h.loader.staged_spans().len();
+    assert!(
+        staged <= 2,
+        "{staged} pages staged for a window of one page"
+    );
+    h.drain(10);
+    h.check();
+    assert!(h.log.len() <= 6, "the repair read on: {:?}", h.log);
+    assert_eq!(h.loader.stats().ranged_repairs, 1);
+    let pages = h.loader.page_count() as u64;
+    assert!(pages <= 2, "{pages} pages held");
+    assert_eq!(h.view(), (0..pages * 50).collect::<Vec<_>>());
+}

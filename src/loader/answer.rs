@@ -156,6 +156,12 @@ impl Loader {
         }
         let limit = self.config.page_size;
         if w.ranged.is_some() {
+            if std::mem::take(&mut w.overshot) {
+                // The window moved while this read was out, and the repair was cut short
+                // before it: its page goes back, and the repair commits what it kept.
+                w.release_slot(slot, &mut self.out);
+                return self.settle_ranged(request, false);
+            }
             // A ranged repair reads forward until its bound: a short page with items, the
             // bound itself, or the source's end. An empty page whose cursor moved is progress
             // (a filtered stretch): it reads on from there, as every other path does.
@@ -163,8 +169,15 @@ impl Loader {
             if count > 0 {
                 w.stage(request, slot, acquisition, count, next.clone());
             }
+
             let at_bound = w.until.as_deref() == Some(next_cursor);
             let short = count < limit && !(count == 0 && advanced);
+            if !(end_of_source || short || at_bound) && w.base_offset + w.staged_items >= want.end {
+                // It would read on past the window plus prefetch: it stops there instead.
+                w.keep_run_within(&want, &mut self.pools.cursors, &mut self.out);
+                self.pools.cursors.recycle(next);
+                return self.settle_ranged(request, false);
+            }
             if !(end_of_source || short || at_bound) {
                 w.step += 1;
                 self.reads
@@ -302,7 +315,13 @@ impl Loader {
     ) -> Result<Answer, LoaderError> {
         let w = self.requests.live(request);
         let current = w.epoch == self.ledger.epoch();
-        let run = w.ranged.flatten();
+        let truncated = w.truncated;
+        // Cut short at the window's end: it replaces every page from its run's first on.
+        let run = w.ranged.flatten().map(|r| match self.view.last_key() {
+            Some(last) if truncated => super::view::Run { last, ..r },
+            _ => r,
+        });
+        let end_of_source = end_of_source && !truncated;
         match self.ledger.settle(request, &mut self.scratch)? {
             Settled::ChainCommitted | Settled::ChainOvertakenCommitted { .. } => {
                 let committed = self.view.commit_run(

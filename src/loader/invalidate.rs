@@ -34,7 +34,9 @@ impl Loader {
     /// and after are kept, not re-read, not released and not reordered. The pages it replaces
     /// are released when it commits, and the pages after it move by the net change. Such pages
     /// wholly outside the window plus prefetch are released when the repair starts (with the
-    /// pages between them and the view's edge) instead of re-read. A change
+    /// pages between them and the view's edge) instead of re-read, and a repair that would
+    /// read on past the window plus prefetch stops there (the view then ends where it
+    /// stopped). A change
     /// outside the held pages and outside every read still needed (a finite read forward reads
     /// what follows its cursor, backward what precedes it; a running repair counts as
     /// touching) supersedes nothing and re-reads nothing: no repair starts. Several ranged

@@ -104,6 +104,7 @@ impl Pools {
         w.resumed_stale = false;
         w.counted = None;
         w.overshot = false;
+        w.truncated = false;
         w.ranged = None;
         if let Some(c) = w.until.take() {
             self.cursors.recycle(c);

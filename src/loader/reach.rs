@@ -25,6 +25,7 @@ impl Work {
         out: &mut Outbox,
     ) -> bool {
         if self.ranged.is_some() {
+            self.keep_run_within(want, cursors, out);
             return false;
         }
         let reading = self.read.is_some();
@@ -152,6 +153,29 @@ impl Work {
             self.overshot |= reading && self.direction == super::Direction::Forward;
         }
         cut
+    }
+
+    /// A ranged repair's share of `keep_within`: its pages that start past the window plus
+    /// prefetch go, and when it has read (or is reading) past there, it is `truncated`: it
+    /// stops, a read out lies beyond what it keeps (`overshot`), and it commits what it kept.
+    pub(super) fn keep_run_within(
+        &mut self,
+        want: &Want,
+        cursors: &mut CursorPool,
+        out: &mut Outbox,
+    ) {
+        let mut cut = false;
+        while self.staged.last().is_some_and(|p| p.start >= want.end) {
+            let p = self.staged.pop().expect("a last staged page");
+            self.release_slot(p.slot, out);
+            self.staged_items -= u64::from(p.count);
+            cursors.recycle(p.end_cursor);
+            cut = true;
+        }
+        if cut || self.base_offset + self.staged_items >= want.end {
+            self.truncated = true;
+            self.overshot |= self.read.is_some();
+        }
     }
 
     pub(super) fn release_slot(&mut self, slot: u32, out: &mut Outbox) {

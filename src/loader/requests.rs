@@ -69,6 +69,10 @@ pub(super) struct Work {
     /// Chain and full reads: pages past the window were let go while a read was out, so
     /// that read's page lies beyond them: its answer is let go too, and its direction is done.
     pub(super) overshot: bool,
+    /// A ranged repair that read past the window plus prefetch (or lost its pages there to
+    /// a window move): it stops, and its commit replaces the view from its run's first page
+    /// to the view's end, which then ends where its last page kept ends.
+    pub(super) truncated: bool,
 }
 
 impl Work {
@@ -101,6 +105,7 @@ impl Work {
             resumed_stale: false,
             counted: None,
             overshot: false,
+            truncated: false,
         }
     }
 

@@ -133,6 +133,11 @@ impl View {
             until: Some(l.end_cursor.clone()),
         }
     }
+    /// The last page held, by identity (request and slot).
+    pub(in crate::loader) fn last_key(&self) -> Option<(u64, u32)> {
+        self.pages.back().map(|p| (p.request, p.slot))
+    }
+
     /// A forward finite read's page joins the end of the view.
     #[inline]
     pub(in crate::loader) fn append(
