@@ -1652,7 +1652,9 @@ enum loader_result loader_invalidate(loader_handle handle);
  * are released when the repair starts, with the pages between them and the view's edge, so
  * the repair stages no more than the window needs; and a repair that would read on past the
  * window plus prefetch (items were inserted, or the window shrank while it ran) stops
- * there, and the view then ends where its last page ends. A change that no
+ * there, and the view then ends where its last page ends; one whose pages fall before a
+ * window that moved on lets them go as it reads, and the view then starts where its first
+ * page kept starts. A change that no
  * held page and no read still needed can contain (a finite read forward reads what follows
  * its cursor, backward what precedes it; a running repair always counts) supersedes nothing
  * and re-reads nothing: no repair starts, the reads in flight stay current, and reads to

@@ -85,3 +85,36 @@ fn a_window_that_shrinks_during_a_ranged_repair_cuts_it_short() {
     assert!(pages <= 2, "{pages} pages held");
     assert_eq!(h.view(), (0..pages * 50).collect::<Vec<_>>());
 }
+
+#[test]
+fn a_window_that_moves_on_during_a_ranged_repair_lets_go_of_what_lies_before_it() {
+    let cfg = Config {
+        max_pages: 0,
+        ..config(10)
+    };
+    let mut h = FilteredHost::new(10_000, 0..0, cfg);
+    h.set_window(0, 2_000);
+    h.drain(100);
+    h.log.clear();
+    h.invalidate_range(20, 1_500);
+    for _ in 0..5 {
+        h.answer_one();
+    }
+    // The window moves on to 1,000..1,050: the repair's pages before 990 go as it reads,
+    // and it stops past 1,060.
+    h.set_window(1_000, 50);
+    let mut most = h.loader.staged_spans().len();
+    while !h.reads.is_empty() {
+        h.answer_one();
+        most = most.max(h.loader.staged_spans().len());
+        assert!(h.log.len() < 100, "the repair read on: {:?}", h.log);
+    }
+    // ceil((50 + 2 * 10) / 50) + 2 pages at most, at every step.
+    assert!(most <= 4, "{most} pages staged for a window of 50 items");
+    h.check();
+    assert_eq!(h.loader.stats().ranged_repairs, 1);
+    let (start, _) = h.loader.covered();
+    let view = h.view();
+    assert!(start <= 990 && start + view.len() as u64 >= 1_060, "{start}+{}", view.len());
+    assert_eq!(view, (start..start + view.len() as u64).collect::<Vec<_>>());
+}

@@ -170,6 +170,7 @@ impl Loader {
                 w.stage(request, slot, acquisition, count, next.clone());
             }
 
+            w.cut_run_front(&want, &mut self.pools.cursors, &mut self.out);
             let at_bound = w.until.as_deref() == Some(next_cursor);
             let short = count < limit && !(count == 0 && advanced);
             if !(end_of_source || short || at_bound) && w.base_offset + w.staged_items >= want.end {

@@ -105,6 +105,10 @@ impl Pools {
         w.counted = None;
         w.overshot = false;
         w.truncated = false;
+        w.cut_items = 0;
+        if let Some(c) = w.cut_cursor.take() {
+            self.cursors.recycle(c);
+        }
         w.ranged = None;
         if let Some(c) = w.until.take() {
             self.cursors.recycle(c);

@@ -164,6 +164,7 @@ impl Work {
         cursors: &mut CursorPool,
         out: &mut Outbox,
     ) {
+        self.cut_run_front(want, cursors, out);
         let mut cut = false;
         while self.staged.last().is_some_and(|p| p.start >= want.end) {
             let p = self.staged.pop().expect("a last staged page");
@@ -175,6 +176,33 @@ impl Work {
         if cut || self.base_offset + self.staged_items >= want.end {
             self.truncated = true;
             self.overshot |= self.read.is_some();
+        }
+    }
+
+    /// A ranged repair's pages wholly before the window plus prefetch (it moved on) go, and
+    /// the view will start where the first page kept starts (`cut_items`, `cut_cursor`).
+    pub(super) fn cut_run_front(
+        &mut self,
+        want: &Want,
+        cursors: &mut CursorPool,
+        out: &mut Outbox,
+    ) {
+        let before = self
+            .staged
+            .iter()
+            .take_while(|p| p.start + u64::from(p.count) <= want.start)
+            .count();
+        for p in self.staged.drain(..before) {
+            if let Some(a) = self.acqs[p.slot as usize].take() {
+                out.release(a);
+            }
+            let n = u64::from(p.count);
+            self.base_offset += n;
+            self.staged_items -= n;
+            self.cut_items += n;
+            if let Some(old) = self.cut_cursor.replace(p.end_cursor) {
+                cursors.recycle(old);
+            }
         }
     }
 

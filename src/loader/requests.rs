@@ -73,6 +73,12 @@ pub(super) struct Work {
     /// a window move): it stops, and its commit replaces the view from its run's first page
     /// to the view's end, which then ends where its last page kept ends.
     pub(super) truncated: bool,
+    /// A ranged repair whose first pages lay wholly before the window plus prefetch (the
+    /// window moved on while it ran) let them go: how many items, and where the first page
+    /// it kept starts. Its commit replaces the view from its first page, which then starts
+    /// there.
+    pub(super) cut_items: u64,
+    pub(super) cut_cursor: Option<Cursor>,
 }
 
 impl Work {
@@ -106,6 +112,8 @@ impl Work {
             counted: None,
             overshot: false,
             truncated: false,
+            cut_items: 0,
+            cut_cursor: None,
         }
     }
 

@@ -101,10 +101,32 @@ impl View {
         let w = requests.live(request);
         let mut staged = std::mem::take(&mut w.staged);
         let new_items = w.staged_items;
+        let (cut_items, cut_cursor) = (w.cut_items, w.cut_cursor.take());
+        // Cut at the front (`Work::cut_items`): the pages before the run go too, and the view
+        // starts where the first page kept starts.
+        let range = match (range, cut_cursor) {
+            (Some((i, j)), Some(c)) => {
+                for p in self.pages.drain(..i) {
+                    requests.drop_page(&p, out);
+                    cursors.recycle(p.end_cursor);
+                }
+                let old = std::mem::replace(&mut self.base_cursor, c);
+                cursors.recycle(old);
+                self.start_of_source = false;
+                self.base_offset = self.pages[0].start + cut_items;
+                Some((0, j - i))
+            }
+            (range, c) => {
+                if let Some(c) = c {
+                    cursors.recycle(c);
+                }
+                range
+            }
+        };
         let (net, old_end) = match range {
             None => (0, self.covered_end),
             Some((i, j)) => {
-                let from = self.pages[i].start;
+                let from = self.pages[i].start + if i == 0 { cut_items } else { 0 };
                 let old_end = self.pages[j].start + u64::from(self.pages[j].count);
                 let net = new_items as i128 - (old_end - from) as i128;
                 let mut pos = from;
