@@ -115,6 +115,10 @@ fn a_window_that_moves_on_during_a_ranged_repair_lets_go_of_what_lies_before_it(
     assert_eq!(h.loader.stats().ranged_repairs, 1);
     let (start, _) = h.loader.covered();
     let view = h.view();
-    assert!(start <= 990 && start + view.len() as u64 >= 1_060, "{start}+{}", view.len());
+    assert!(
+        start <= 990 && start + view.len() as u64 >= 1_060,
+        "{start}+{}",
+        view.len()
+    );
     assert_eq!(view, (start..start + view.len() as u64).collect::<Vec<_>>());
 }

@@ -128,7 +128,8 @@ impl View {
             Some((i, j)) => {
                 let from = self.pages[i].start + if i == 0 { cut_items } else { 0 };
                 let old_end = self.pages[j].start + u64::from(self.pages[j].count);
-                let net = new_items as i128 - (old_end - from) as i128;
+                // What it kept may start past the old run's end (items inserted before it).
+                let net = (from + new_items) as i128 - old_end as i128;
                 let mut pos = from;
                 for p in staged.iter_mut() {
                     p.start = pos;
