@@ -96,9 +96,7 @@ impl Work {
                 cursors.recycle(old);
                 let old = std::mem::replace(&mut self.back_cursor, end);
                 cursors.recycle(old);
-                for q in self.staged.iter_mut() {
-                    q.start -= n;
-                }
+                // The pages kept keep their positions: the anchor moved to the first of them.
             }
         }
         // Backward pages after the window (the anchor lies past it): the nearest goes, with
