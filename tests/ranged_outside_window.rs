@@ -2,6 +2,8 @@
 //! of re-reading them, so it stages only what the window needs (the header's bound on a
 //! repair's staged pages), and the view is still the source around the window.
 
+#![cfg(feature = "testing")]
+
 mod common;
 
 use common::{config, FilteredHost};
