@@ -40,5 +40,9 @@ fn loader_seeds_replay() {
 
 #[test]
 fn loader_regressions_replay() {
-    replay("regressions", "fuzz_loader", libloader_fuzz::simulation::run);
+    replay(
+        "regressions",
+        "fuzz_loader",
+        libloader_fuzz::simulation::run,
+    );
 }
