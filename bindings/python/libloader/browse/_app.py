@@ -340,7 +340,9 @@ class Browser(App[None]):
             try:
                 text = str(explain()).strip()
                 if text:
-                    return text.splitlines()[0]
+                    first = text.splitlines()[0]
+                    # The loader waits for nothing when it is quiescent.
+                    return "nothing" if first == "quiescent" else first
             except Exception:
                 pass
         problem = self.snap.problem if self.snap is not None else None
