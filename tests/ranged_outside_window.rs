@@ -28,6 +28,24 @@ fn held_far_beyond_the_window() -> FilteredHost {
     h
 }
 
+/// A window of 2,000 items held (no `max_pages` bound), then a change across 30 held pages,
+/// all within the window: the ranged repair re-reads them, and 5 of its reads are answered.
+fn repairing_five_of_thirty() -> FilteredHost {
+    let cfg = Config {
+        max_pages: 0,
+        ..config(10)
+    };
+    let mut h = FilteredHost::new(10_000, 0..0, cfg);
+    h.set_window(0, 2_000);
+    h.drain(100);
+    h.log.clear();
+    h.invalidate_range(20, 1_500);
+    for _ in 0..5 {
+        h.answer_one();
+    }
+    h
+}
+
 #[test]
 fn a_change_wholly_after_the_window_is_let_go_not_read() {
     let mut h = held_far_beyond_the_window();
@@ -58,19 +76,7 @@ fn a_change_across_the_window_reads_only_what_the_window_needs() {
 
 #[test]
 fn a_window_that_shrinks_during_a_ranged_repair_cuts_it_short() {
-    let cfg = Config {
-        max_pages: 0,
-        ..config(10)
-    };
-    let mut h = FilteredHost::new(10_000, 0..0, cfg);
-    h.set_window(0, 2_000);
-    h.drain(100);
-    h.log.clear();
-    // A change across 30 held pages, all within the window: the repair re-reads them all.
-    h.invalidate_range(20, 1_500);
-    for _ in 0..5 {
-        h.answer_one();
-    }
+    let mut h = repairing_five_of_thirty();
     assert_eq!(h.loader.staged_spans().len(), 5);
     // The window shrinks to its first page: what the repair read past it goes now.
     h.set_window(0, 50);
@@ -90,18 +96,7 @@ fn a_window_that_shrinks_during_a_ranged_repair_cuts_it_short() {
 
 #[test]
 fn a_window_that_moves_on_during_a_ranged_repair_lets_go_of_what_lies_before_it() {
-    let cfg = Config {
-        max_pages: 0,
-        ..config(10)
-    };
-    let mut h = FilteredHost::new(10_000, 0..0, cfg);
-    h.set_window(0, 2_000);
-    h.drain(100);
-    h.log.clear();
-    h.invalidate_range(20, 1_500);
-    for _ in 0..5 {
-        h.answer_one();
-    }
+    let mut h = repairing_five_of_thirty();
     // The window moves on to 1,000..1,050: the repair's pages before 990 go as it reads,
     // and it stops past 1,060.
     h.set_window(1_000, 50);
