@@ -7,7 +7,10 @@
 #   make fuzz FUZZ_RUNS=10000000   a campaign of that many executions per target (no time limit)
 #   make fuzz-check                what `make test` runs: the fuzz crate's tests (decoders,
 #                                  oracles, every seed and regression replayed), then each
-#                                  target for FUZZ_CHECK_SECONDS (60)
+#                                  target for FUZZ_CHECK_SECONDS (60). A known input fails
+#                                  the replay, deterministically, before any timed run; the
+#                                  timed runs search for new ones, and a crash names its
+#                                  input and the commands that replay it
 #   make c-test-hostile            c-tests/hostile.c under ASan+UBSan, then under valgrind
 #   make c-test-hostile-tsan       the same under ThreadSanitizer (not in c-test-hostile)
 
@@ -64,7 +67,13 @@ $(addprefix fuzz-run-,$(FUZZ_TARGETS)): fuzz-run-%: fuzz-build
 	ASAN_OPTIONS=$(FUZZ_ASAN_OPTIONS) $(FUZZ_ENV) $(CARGO) fuzz run --fuzz-dir fuzz -a -s $(FUZZ_SANITIZER_$*) $* \
 	    $(FUZZ_WORK)/$* fuzz/corpus/$* -- \
 	    $(FUZZ_LIMIT) -max_len=$(FUZZ_MAX_LEN_$*) -print_final_stats=1 -timeout=30 \
-	    > $(FUZZ_WORK)/$*.log 2>&1 || { tail -n 60 $(FUZZ_WORK)/$*.log; exit 1; }
+	    > $(FUZZ_WORK)/$*.log 2>&1 || { tail -n 60 $(FUZZ_WORK)/$*.log; \
+	    for a in $$(sed -n 's/.*Test unit written to \(.*\)$$/\1/p' $(FUZZ_WORK)/$*.log); do \
+	        echo "fuzz: $* found a new input: $$a"; \
+	        echo "fuzz:   replay it:  cargo fuzz run --fuzz-dir fuzz -a -s $(FUZZ_SANITIZER_$*) $* $$a"; \
+	        echo "fuzz:   or, traced: (cd fuzz && LOADER_FUZZ_TRACE=1 cargo run --release --example replay -- $* ../$$a)"; \
+	        echo "fuzz:   once fixed, commit it as fuzz/regressions/$*/<what-it-found> (fuzz-test replays it)"; \
+	    done; exit 1; }
 	@execs=$$(sed -n 's/^stat::number_of_executed_units: *//p' $(FUZZ_WORK)/$*.log); \
 	rate=$$(sed -n 's/^stat::average_exec_per_sec: *//p' $(FUZZ_WORK)/$*.log); \
 	last=$$(grep -E '^#[0-9]+' $(FUZZ_WORK)/$*.log | tail -n 1); \

@@ -267,7 +267,11 @@ unsafe fn answer(
 /// `*out_answer` (if not NULL) is `LOADER_ANSWER_CURRENT` for an own failure (it waits for a
 /// retry) or `LOADER_ANSWER_STALE` for a superseded read's (it blocks nothing). Failing a
 /// read after its `cancel` hint is how a host lets it go: as `loader_abandon`, it costs no
-/// debt and no re-read.
+/// debt and no re-read, and a later answer to it is `LOADER_ANSWER_STALE` (not
+/// `LOADER_RESULT_ALREADY_ANSWERED`) while the loader remembers it. "After its hint" counts
+/// from the call that superseded the read, not from the `cancel` callback: a failure made
+/// from inside a callback, while that read's `cancel` is still queued behind it, lets the
+/// read go the same way, and its `cancel` still arrives afterwards.
 ///
 /// # Safety
 /// `out_answer` is NULL or valid for a write.

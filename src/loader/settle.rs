@@ -188,7 +188,8 @@ impl Loader {
             return Err(LedgerError::IdOverflow.into());
         }
         if self.reads.get(at).cancelled {
-            // The host was told it may let this read go: a failure is how it did.
+            // The loader hinted this read (its `Cancel` may still be queued behind a running
+            // callback): a failure is how the host lets it go, and a later answer is late.
             self.let_go(at)?;
             self.pump();
             return Ok(Answer::Stale);

@@ -205,6 +205,12 @@ unsafe extern "C-unwind" fn on_cancel(userdata: *mut c_void, read_id: u64) {
         // Documented: once, when superseded or, if never superseded, at free
         // (`Host::free` checks that one).
         let freeing = b.free_started;
+        // The hint was decided before the host's failure of this read, and queued behind the
+        // callback the failure was made from: that failure let the read go (loader_fail's
+        // "after its cancel hint" counts from the call that superseded the read).
+        if b.failed_unhinted.remove(&read_id) {
+            b.let_go.insert(read_id);
+        }
         let n = b.cancels.entry(read_id).or_insert(0);
         *n += 1;
         let n = *n;

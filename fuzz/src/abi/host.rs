@@ -63,6 +63,11 @@ pub struct Books {
     /// does, and a later answer to one is accepted as a late one (stale) while the loader
     /// remembers it.
     pub let_go: HashSet<u64>,
+    /// Reads failed with `OK` before their `cancel` hint reached the host. The loader decides
+    /// a hint in the call that supersedes the read, and that hint may still be queued behind
+    /// a running callback when the host fails the read from inside it: the failure then lets
+    /// the read go all the same (a hint that arrives for one of these says so).
+    pub failed_unhinted: HashSet<u64>,
     /// The loader's clock as the host set it: the latest `loader_tick` time.
     pub now: u64,
     /// `loader_free` was called for this loader.
@@ -238,8 +243,12 @@ impl Host {
     ) -> loader_result {
         let r = calls::fail(handle, read_id, code, out);
         let mut b = self.books.borrow_mut();
-        if r == loader_result::Ok && b.cancels.contains_key(&read_id) {
-            b.let_go.insert(read_id);
+        if r == loader_result::Ok {
+            if b.cancels.contains_key(&read_id) {
+                b.let_go.insert(read_id);
+            } else {
+                b.failed_unhinted.insert(read_id);
+            }
         }
         b.book_answer(r, read_id, read);
         drop(b);

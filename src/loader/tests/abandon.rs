@@ -158,3 +158,23 @@ fn a_late_answer_is_checked_like_any_answer() {
         Ok(Answer::Stale)
     );
 }
+
+#[test]
+fn a_failure_after_the_loader_decided_the_hint_lets_the_read_go_even_before_the_host_hears_it() {
+    // The host fails the read while the loader's `Cancel` for it is still undelivered (as from
+    // inside a callback that runs before the queued hint): the failure lets the read go, so a
+    // second answer to it is late (stale), never a second failure of a read still needed.
+    let mut l = Loader::new(small()).unwrap();
+    l.set_window(0, 1 << 25).unwrap();
+    let first = issued(&mut l).remove(0);
+    l.invalidate().unwrap();
+    // The effects (the hint among them) are not taken: the host has not heard the hint yet.
+    assert_eq!(l.fail(first.read_id, 9), Ok(Answer::Stale));
+    assert!(l.take_effects().contains(&Effect::Cancel {
+        read_id: first.read_id
+    }));
+    let late = l.stats().late_answers;
+    assert_eq!(l.fail(first.read_id, 9), Ok(Answer::Stale));
+    assert_eq!(l.stats().late_answers, late + 1);
+    assert_eq!(l.stats().abandoned, 1);
+}
