@@ -27,7 +27,7 @@ CTEST_FLAGS := -std=c11 $(WARN) -g -Iinclude -DLOADER_TESTING -DLOADER_EXPECTED_
 RPATH := -Ltarget/release -lloader -Wl,-rpath,$(CURDIR)/target/release
 TEST_RPATH := -L$(TEST_DIR) -lloader -Wl,-rpath,$(CURDIR)/$(TEST_DIR)
 
-.PHONY: all build test-lib test tsan-lib rust-test doc lint check check-deep check-header bench bench-quick bench-abi bench-feed bench-py bench-depth bench-liveness c-test c-test-asan c-test-valgrind \
+.PHONY: all build test-lib test tsan-lib rust-test doc lint check check-deep check-header bench bench-quick icount-check bench-abi bench-feed bench-py bench-depth bench-liveness c-test c-test-asan c-test-valgrind \
         c-test-abi c-test-tsan c-test-feed c-test-stress c-test-empty c-test-anchored c-test-far c-test-ranged cpp-test cpp-coverage cpp-example cpp-pkgconfig-test header-test symbols-test install pkgconfig-test \
         readme-c-example clean
 
@@ -49,7 +49,7 @@ $(TEST_LIB): FORCE
 	ln -sf libloader.so $(TEST_DIR)/$(SONAME)
 
 # Every test that exists.
-test: rust-test doc lint check replay-check bench-quick c-test c-example fuzz-check py-test py-mypy
+test: rust-test doc lint check replay-check bench-quick icount-check c-test c-example fuzz-check py-test py-mypy
 
 rust-test:
 	$(CARGO) test --all-targets --features testing
@@ -144,6 +144,13 @@ $(FEED_BENCH): c-bench/feed_bench.c test-lib | $(OUT)
 
 bench-feed: $(FEED_BENCH)
 	$(FEED_BENCH)
+
+# The instruction-count gate: instructions per event of the steady stream, its replay, the
+# ledger alone, the C ABI stream, a far move, a ranged repair and a Python Feed load, under
+# callgrind, against benches/icount.txt; fails on a growth over 3% (scripts/icount.py).
+icount-check: $(ABI_BENCH) build venv
+	$(CARGO) build --release --example icount
+	$(PYTHON3) scripts/icount.py check
 
 # Events per second through the Python bindings.
 bench-py: build venv

@@ -154,15 +154,16 @@ impl Memo {
             self.forget();
             return;
         }
-        let bytes = &mut self.bytes;
-        self.entries.retain(|_, c| {
+        // Entries are in position order, and so in cursor order: the ones at or after `from`
+        // are the last ones. Only they are compared (and one more), so a change costs what it
+        // forgets, not the memo's size.
+        while let Some(entry) = self.entries.last_entry() {
             // Kept when c < from: not from <= c.
-            let keep = !cursor_le(cmp, from, c);
-            if !keep {
-                *bytes -= charge(c);
+            if !cursor_le(cmp, from, entry.get()) {
+                break;
             }
-            keep
-        });
+            self.bytes -= charge(&entry.remove());
+        }
     }
 
     /// Whether positions are the source's own (the origin is known).
