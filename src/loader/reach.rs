@@ -18,7 +18,42 @@ impl Work {
     /// keeping one page: that direction's reading is done. Returns whether forward pages
     /// went (the forward reading ends at the last page kept). A read out in the direction
     /// whose pages went lies beyond them: its answer will be let go (`overshot`).
+    #[inline]
     pub(super) fn keep_within(
+        &mut self,
+        want: &Want,
+        cursors: &mut CursorPool,
+        out: &mut Outbox,
+    ) -> bool {
+        if self.within(want) {
+            return false;
+        }
+        self.keep_within_walk(want, cursors, out)
+    }
+
+    /// Whether `keep_within` would change nothing: no backward page is staged, a backward
+    /// step is still owed or none was (so nothing about the backward reading changes), no
+    /// forward page but the last lies wholly before `want`, and none but the first starts
+    /// at or after its end. A repair reading toward the window's end is in this case at
+    /// every step.
+    #[inline]
+    fn within(&self, want: &Want) -> bool {
+        if self.ranged.is_some() || !self.staged_back.is_empty() {
+            return false;
+        }
+        let back_needed =
+            !(self.base_offset <= want.start && (self.base_offset > 0 || !want.below_zero));
+        let n = self.staged.len();
+        (back_needed || self.back_target == 0)
+            && !(self.read.is_some() && self.direction == super::Direction::Backward)
+            && !(self.back_target == 0
+                && n > 1
+                && self.staged[0].start + u64::from(self.staged[0].count) <= want.start)
+            && !(n > 1 && self.staged[n - 1].start >= want.end)
+    }
+
+    #[inline(never)]
+    fn keep_within_walk(
         &mut self,
         want: &Want,
         cursors: &mut CursorPool,

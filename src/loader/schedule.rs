@@ -96,16 +96,22 @@ impl Loader {
         let hold = self.reads.finite_in_flight();
         let current = !self.revalidating();
         self.view.set_current(current);
+        let max_pages = self.config.max_pages as usize;
+        if !self.view.needs_trim(&want, keep_from, max_pages, hold) {
+            return;
+        }
         let cut = self.view.trim(
             &want,
             keep_from,
-            self.config.max_pages as usize,
+            max_pages,
             hold,
             &mut self.requests,
             &mut self.pools.cursors,
             &mut self.out,
         );
-        self.overshoot_finite(cut);
+        if cut.is_some() {
+            self.overshoot_finite(cut);
+        }
     }
 
     /// A finite read in flight continued from a page that went (on side `cut`): its answer

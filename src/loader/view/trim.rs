@@ -10,6 +10,25 @@ use crate::loader::requests::Requests;
 use crate::loader::Direction;
 
 impl View {
+    /// Whether [`View::trim`] with these arguments would release anything: a page wholly
+    /// before `keep_from` (and `want`'s start) on a side no finite read continues from, or
+    /// more pages than `max_pages`. Most events change neither, and skip the walk.
+    #[inline]
+    pub(in crate::loader) fn needs_trim(
+        &self,
+        want: &Want,
+        keep_from: u64,
+        max_pages: usize,
+        hold: Option<Direction>,
+    ) -> bool {
+        (max_pages > 0 && self.pages.len() > max_pages)
+            || (hold != Some(Direction::Backward)
+                && self
+                    .pages
+                    .front()
+                    .is_some_and(|p| p.start + p.count as u64 <= keep_from.min(want.start)))
+    }
+
     /// Releases the pages the window no longer needs: first those wholly before
     /// `keep_from`; then, while more than `max_pages` (0: no bound) are held, the first or
     /// the last page, whichever is farther from the window, as long as it lies wholly outside
