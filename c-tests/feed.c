@@ -9,6 +9,7 @@
  * timeout. */
 #define _POSIX_C_SOURCE 200809L
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -56,6 +57,8 @@ typedef struct {
     atomic_uint seed;
     atomic_ullong free_me; /* a feed handle the next load frees, from inside the load */
     atomic_uint freed_left; /* what that free reported left running, plus one */
+    atomic_ullong free_in_release; /* a feed handle the next release frees, from inside it */
+    atomic_int free_timeout_ms;    /* that free's timeout (-1: as long as it takes) */
 } source;
 
 static void sleep_ms(int ms) {
@@ -125,6 +128,32 @@ static void release(void *ud, loader_acquisition a) {
     source *s = ud;
     free((page *)a);
     atomic_fetch_add(&s->released, 1);
+    loader_feed_handle own = atomic_exchange(&s->free_in_release, 0);
+    if (own) {
+        uint32_t left = 0;
+        /* Called on a feed worker answering a read, or on the clock thread: free cannot wait
+         * for that very thread, and does not. */
+        if (loader_feed_free(own, atomic_load(&s->free_timeout_ms), &left) == LOADER_RESULT_OK)
+            atomic_store(&s->freed_left, left + 1);
+    }
+}
+
+/* The threads of this process, from /proc/self/task. */
+static int threads_alive(void) {
+    DIR *d = opendir("/proc/self/task");
+    if (!d) return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.') n++;
+    closedir(d);
+    return n;
+}
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
 static loader_config loader_cfg(void) {
@@ -364,6 +393,55 @@ static void free_from_inside_a_load(void) {
     sleep_ms(20); /* its thread ends after the page went back */
 }
 
+static void no_thread_outlives_free(void) {
+    /* Every worker idle at free is joined, not let go: once free returns with no load left
+     * running, the process has the threads it had before the feed. (Idle workers were let go
+     * and could still be alive after free returned.) Many rounds, so a race would show. */
+    int before = threads_alive();
+    CHECK(before > 0);
+    for (int round = 0; round < 50; round++) {
+        source s = {.items = 1000};
+        loader_config lc = loader_cfg();
+        loader_feed_handle f = make(&s, &lc, 4);
+        CHECK_CODE(loader_feed_set_window(f, 0, 40), LOADER_RESULT_OK);
+        CHECK_CODE(loader_feed_wait_quiescent(f, 20000), LOADER_RESULT_OK);
+        uint32_t left = 99;
+        CHECK_CODE(loader_feed_free(f, -1, &left), LOADER_RESULT_OK);
+        CHECK(left == 0);
+        int after = threads_alive();
+        if (after != before) {
+            fprintf(stderr, "round %d: %d threads before the feed, %d after its free\n", round,
+                    before, after);
+            CHECK(after == before);
+            break;
+        }
+    }
+}
+
+static void free_from_inside_release(int timeout_ms) {
+    /* Free called from inside `release` (on the worker answering, or the clock thread) does
+     * not wait for its own thread: with -1 it returns (it used to wait for ever), with a
+     * timeout it returns at once (it used to wait all of it). */
+    source s = {.items = 1000};
+    loader_config lc = loader_cfg();
+    loader_feed_handle f = make(&s, &lc, 2);
+    CHECK_CODE(loader_feed_set_window(f, 0, 40), LOADER_RESULT_OK);
+    CHECK_CODE(loader_feed_wait_quiescent(f, 20000), LOADER_RESULT_OK);
+    atomic_store(&s.free_timeout_ms, timeout_ms);
+    atomic_store(&s.free_in_release, f);
+    double t0 = now_ms();
+    /* The repair's commit, on the worker that answers its last read, releases the old pages. */
+    CHECK_CODE(loader_feed_invalidate(f), LOADER_RESULT_OK);
+    for (int i = 0; i < 10000 && atomic_load(&s.freed_left) == 0; i++) sleep_ms(1);
+    double took = now_ms() - t0;
+    CHECK(atomic_load(&s.freed_left) == 1); /* returned OK, no load left running */
+    CHECK(took < 2000 && (timeout_ms < 0 || took < timeout_ms));
+    for (int i = 0; i < 5000 && atomic_load(&s.released) < atomic_load(&s.made); i++) sleep_ms(1);
+    CHECK(atomic_load(&s.made) == atomic_load(&s.released));
+    CHECK_CODE(loader_feed_set_window(f, 0, 20), LOADER_RESULT_STALE_HANDLE);
+    sleep_ms(20); /* the thread that freed it ends after its release returns */
+}
+
 /* The cursor before item `position` (the source's own numbering): its 8-byte position. */
 static int32_t locate(void *ud, uint64_t position, uint8_t *cursor, size_t capacity, size_t *len) {
     source *s = ud;
@@ -406,6 +484,9 @@ int main(void) {
     free_while_loads_run();
     a_load_past_the_read_timeout_is_let_go();
     free_from_inside_a_load();
+    free_from_inside_release(-1);
+    free_from_inside_release(3000);
+    no_thread_outlives_free();
     if (failed) {
         fprintf(stderr, "feed: FAILED\n");
         return 1;

@@ -78,6 +78,8 @@ struct Worker {
     thread: Option<Box<dyn Thread>>,
     /// Its loop ended: joining it does not wait for a load.
     done: bool,
+    /// It took a read and has not come back for another: inside a load, or answering.
+    busy: bool,
 }
 
 /// A read the loader issued that the feed has not answered.
@@ -253,6 +255,7 @@ impl<S: Source> Feed<S> {
                 id,
                 thread: None,
                 done: false,
+                busy: false,
             });
             id
         };
@@ -372,11 +375,16 @@ impl<S: Source> Feed<S> {
     }
 
     /// The second half: waits until `end` (`None`: as long as it takes) for the loads still
-    /// running, joins every thread that ended, and lets the others go (each ends when its
-    /// load returns, after handing the page back to the host). Returns how many loads it left
-    /// running. Called from inside one of this feed's loads, it does not wait for that load.
+    /// running, joins every thread that is not inside a load (idle workers end at once: they
+    /// were woken by [`Feed::shut`]), and lets the others go (each ends when its load
+    /// returns, after handing the page back to the host). Returns how many loads it left
+    /// running. Called from one of this feed's own threads (inside a load, or inside the
+    /// host's `release` or `changed` while a worker answers or the clock ticks), it does not
+    /// wait for that thread's own work, nor join that thread: it ends when the callback
+    /// returns.
     pub fn finish(&self, end: Option<Instant>) -> usize {
-        let own = usize::from(work::inside_load_of(self));
+        let own = work::own_share(self);
+        let me = work::worker_of(self);
         let mut st = self.state();
         while st.running + st.answering > own {
             let wait = match end {
@@ -400,14 +408,21 @@ impl<S: Source> Feed<S> {
         st.lost.clear();
         drop(st);
         if let Some(t) = lock(&self.supervisor).take() {
-            t.join();
+            if supervise::supervisor_of(self) {
+                t.detach();
+            } else {
+                t.join();
+            }
         }
         for w in workers {
             if let Some(t) = w.thread {
-                if w.done {
-                    t.join();
-                } else {
+                // A worker inside a load is let go (counted in `left`); every other one ends
+                // at once, and is joined, so no idle thread outlives the close. The calling
+                // thread's own worker ends when its callback returns.
+                if Some(w.id) == me || (w.busy && !w.done) {
                     t.detach();
+                } else {
+                    t.join();
                 }
             }
         }

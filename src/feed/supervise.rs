@@ -7,9 +7,20 @@ use super::{Feed, Source, HORIZON};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+thread_local! {
+    /// The feed whose supervisor this thread is (its address), or 0.
+    static SUPERVISING: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Whether the calling thread is `feed`'s supervisor (the clock thread).
+pub(super) fn supervisor_of<S: Source>(feed: &Feed<S>) -> bool {
+    SUPERVISING.with(|c| c.get()) == feed as *const Feed<S> as usize
+}
+
 impl<S: Source> Feed<S> {
     /// The supervisor's life: until the feed closes.
     pub(super) fn supervise(self: Arc<Self>) {
+        SUPERVISING.with(|c| c.set(&*self as *const Feed<S> as usize));
         loop {
             let now = Instant::now();
             let (gone, threads, overdue, next_overdue, bad) = {

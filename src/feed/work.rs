@@ -14,6 +14,26 @@ thread_local! {
     /// another thread (the loader issues most reads one after another, each from the answer
     /// before it).
     static CHAIN: Cell<(usize, Option<u64>)> = const { Cell::new((0, None)) };
+    /// The feed whose worker this thread is (its address) and the worker's id, or 0.
+    static WORKER: Cell<(usize, u64)> = const { Cell::new((0, 0)) };
+    /// The feed whose read this worker is answering (its address; counted in `answering`),
+    /// or 0. The host's `release` and `changed` run inside that answer.
+    static ANSWERING: Cell<usize> = const { Cell::new(0) };
+}
+
+/// The worker of `feed` the calling thread is, if it is one.
+pub(super) fn worker_of<S: Source>(feed: &Feed<S>) -> Option<u64> {
+    match WORKER.with(|c| c.get()) {
+        (f, id) if f == feed as *const Feed<S> as usize => Some(id),
+        _ => None,
+    }
+}
+
+/// How many of `feed`'s running loads and answers the calling thread is in (0 or 1): a
+/// close made from inside one cannot wait for it.
+pub(super) fn own_share<S: Source>(feed: &Feed<S>) -> usize {
+    let me = feed as *const Feed<S> as usize;
+    usize::from(IN_LOAD.with(|c| c.get()) == me || ANSWERING.with(|c| c.get()) == me)
 }
 
 /// Keeps read `id`, just issued on this thread, for this worker if it is answering one of
@@ -26,11 +46,6 @@ pub(super) fn chain<S: Source>(feed: &Feed<S>, id: u64) -> bool {
         }
         _ => false,
     })
-}
-
-/// Whether the calling thread is inside one of `feed`'s loads.
-pub(super) fn inside_load_of<S: Source>(feed: &Feed<S>) -> bool {
-    IN_LOAD.with(|c| c.get()) == feed as *const Feed<S> as usize
 }
 
 /// Armed while a load runs: dropped armed, the load ended its thread (a forced unwind runs
@@ -69,9 +84,17 @@ impl<S: Source> Drop for InLoad<'_, S> {
     }
 }
 
+/// Marks worker `me` as holding a read (from taking one until it asks for the next).
+fn set_busy<R>(st: &mut super::State<R>, me: u64, busy: bool) {
+    if let Some(w) = st.workers.iter_mut().find(|w| w.id == me) {
+        w.busy = busy;
+    }
+}
+
 impl<S: Source> Feed<S> {
     /// A worker thread's life: loads until the feed closes.
     pub(super) fn work(&self, me: u64) {
+        WORKER.with(|c| c.set((self as *const Feed<S> as usize, me)));
         while let Some(read) = self.next_read(me) {
             let id = read.read_id();
             let mut guard = InLoad {
@@ -94,12 +117,14 @@ impl<S: Source> Feed<S> {
     fn next_read(&self, me: u64) -> Option<S::Read> {
         let chained = CHAIN.with(|c| c.replace((0, None))).1;
         let mut st = self.state();
+        set_busy(&mut st, me, false);
         if let Some(id) = chained {
             if !st.closing && !st.surplus.contains(&me) {
                 if let Some(slot) = st.slots.get_mut(&id) {
                     if let Some(read) = slot.read.take() {
                         slot.started = Some((Instant::now(), me));
                         st.running += 1;
+                        set_busy(&mut st, me, true);
                         return Some(read);
                     }
                 }
@@ -137,6 +162,7 @@ impl<S: Source> Feed<S> {
                     if let Some(read) = slot.read.take() {
                         slot.started = Some((Instant::now(), me));
                         st.running += 1;
+                        set_busy(&mut st, me, true);
                         return Some(read);
                     }
                 }
@@ -153,9 +179,10 @@ impl<S: Source> Feed<S> {
             let mut st = self.state();
             st.running -= 1;
             let mine = st.slots.remove(&id).is_some();
-            if mine {
-                st.answering += 1;
-            }
+            // Counted until the answer is given, or the page handed back (the host's
+            // `release` runs in both): a close waits for it, whether or not the read was mine.
+            st.answering += 1;
+            ANSWERING.with(|c| c.set(self as *const Feed<S> as usize));
             mine
         };
         let urgent = match (mine, self.ledger()) {
@@ -211,9 +238,12 @@ impl<S: Source> Feed<S> {
                 false
             }
         };
+        ANSWERING.with(|c| c.set(0));
         let mut st = self.state();
-        if mine {
-            st.answering -= 1;
+        st.answering -= 1;
+        if let Some(me) = worker_of(self) {
+            // Done with this read: from here to its next one, the worker holds nothing.
+            set_busy(&mut st, me, false);
         }
         let closing = st.closing;
         if urgent {

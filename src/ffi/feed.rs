@@ -770,14 +770,19 @@ pub extern "C" fn loader_feed_wait_quiescent(
 /// Frees a feed. Reads not started are dropped; the loader is freed (every page it holds
 /// goes to `release`, on this thread, but those a pinned view still lists: they follow when
 /// the view is released); then it waits up to `timeout_ms` (negative: as long as it takes)
-/// for the loads still running, and joins every worker thread that ended.
+/// for the loads still running (and for pages a worker is handing to `release`), and joins
+/// every feed thread but those still inside a load: when it returns, no other thread of the
+/// feed is alive.
 ///
 /// A load still running at the timeout (one stuck on I/O) is let go: its thread is detached,
 /// and when the load returns its page goes to `release` on that thread, which then ends.
 /// `*out_left_running` (may be NULL) is how many such loads there are: until each has
 /// returned, `userdata` and the host's functions must stay valid. Called from inside one of
 /// this feed's loads, it does not wait for that load (it is counted as left running).
-/// A second free returns `LOADER_RESULT_STALE_HANDLE`.
+/// Called from inside `release` or `changed` on one of the feed's own threads (a worker
+/// answering a read, the clock thread), it does not wait for or join that thread, which ends
+/// when the callback returns, and honours its timeout. A second free returns
+/// `LOADER_RESULT_STALE_HANDLE`.
 ///
 /// # Safety
 /// `out_left_running` is NULL or valid for a write.
