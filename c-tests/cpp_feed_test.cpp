@@ -194,7 +194,21 @@ static void a_throwing_compare_is_kept_and_the_feed_goes_on() {
     CHECK(Item::alive == 0);
 }
 
+static void a_negative_wait_waits_as_long_as_it_takes() {
+    // As loader_feed_wait_quiescent: a negative timeout waits for ever (it returned false at
+    // once, as a zero one does, while loads still ran).
+    auto src = std::make_shared<Source>();
+    src->delay_ms = 30;
+    loader::Feed<Item> feed([src](const loader::Read &r) { return (*src)(r); }, options(1));
+    feed.set_window(0, 50);
+    CHECK(feed.wait_quiescent(std::chrono::milliseconds(-1)));
+    CHECK(feed.items().size() >= 50);
+    feed.set_window(500, 50);
+    CHECK(feed.wait_quiescent());
+}
+
 int main() {
+    a_negative_wait_waits_as_long_as_it_takes();
     typed_view_with_throwing_loads();
     a_bug_in_the_load_is_thrown_by_wait();
     raii_frees_while_loads_run_and_close_lets_a_stuck_load_go();

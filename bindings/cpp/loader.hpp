@@ -909,17 +909,17 @@ public:
         check(loader_feed_retry(handle_, &started));
         return started;
     }
-    // Waits until the loader is quiescent: true, or false when `timeout` passed first. Throws
-    // `Error` when the feed cannot settle until the host acts (LOADER_RESULT_COUNT_OVER_LIMIT,
-    // _CURSOR_STALLED, _RETRIES_SPENT, ...: loader_feed_wait_quiescent in loader.h).
+    // Waits until the loader is quiescent: true, or false when `timeout` passed first; a
+    // negative `timeout` waits as long as it takes, as loader_feed_wait_quiescent does (and
+    // so does `wait_quiescent()`). Throws `Error` when the feed cannot settle until the host
+    // acts (LOADER_RESULT_COUNT_OVER_LIMIT, _CURSOR_STALLED, _RETRIES_SPENT, ...:
+    // loader_feed_wait_quiescent in loader.h).
     template <typename Rep, typename Period>
     bool wait_quiescent(std::chrono::duration<Rep, Period> timeout) {
         auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count();
-        loader_result r = loader_feed_wait_quiescent(handle_, ms < 0 ? 0 : static_cast<std::int64_t>(ms));
-        if (r == LOADER_RESULT_TIMED_OUT) return false;
-        check(r);
-        return true;
+        return wait_ms(ms < 0 ? -1 : static_cast<std::int64_t>(ms));
     }
+    bool wait_quiescent() { return wait_ms(-1); }
     // The loader the feed drives, for `loader_state`, `loader_stats` and the like.
     loader_handle loader() const noexcept { return loader_; }
     loader_counts stats() const {
@@ -984,6 +984,12 @@ public:
     std::vector<T> items() const { return view().items(); }
 
 private:
+    bool wait_ms(std::int64_t ms) {
+        loader_result r = loader_feed_wait_quiescent(handle_, ms);
+        if (r == LOADER_RESULT_TIMED_OUT) return false;
+        check(r);
+        return true;
+    }
     struct State {
         std::weak_ptr<State> self;
         Load load;
