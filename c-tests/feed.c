@@ -127,7 +127,6 @@ static int32_t load(void *ud, const loader_read *r, loader_load_result *out) {
 static void release(void *ud, loader_acquisition a) {
     source *s = ud;
     free((page *)a);
-    atomic_fetch_add(&s->released, 1);
     loader_feed_handle own = atomic_exchange(&s->free_in_release, 0);
     if (own) {
         uint32_t left = 0;
@@ -136,6 +135,8 @@ static void release(void *ud, loader_acquisition a) {
         if (loader_feed_free(own, atomic_load(&s->free_timeout_ms), &left) == LOADER_RESULT_OK)
             atomic_store(&s->freed_left, left + 1);
     }
+    /* The last touch of the source: a test that sees every page released may let it go. */
+    atomic_fetch_add(&s->released, 1);
 }
 
 /* The threads of this process, from /proc/self/task. */
