@@ -171,8 +171,8 @@ impl Loader {
             self.view
                 .move_empty(position, cursor, &mut self.pools.cursors);
         } else {
-            self.view.jump_to(position, cursor, &mut self.pools.cursors);
-            self.ledger.invalidate(&mut self.scratch)?;
+            // A far start, as a far move's: whatever is in flight or failed, it starts here.
+            self.start_over(position, cursor)?;
             self.keep_repairs_within();
         }
         self.pump();
