@@ -1286,8 +1286,8 @@ typedef struct loader_counts {
    */
   uint64_t retries_auto;
   /**
-   * Retries started by `loader_retry` or a window move (read as for `retries_auto`; a
-   * window move never reads the failed page again).
+   * Retries started by `loader_retry`, a window move or a `loader_jump` (read as for
+   * `retries_auto`; a window move or a jump never reads the failed page again).
    */
   uint64_t retries_explicit;
   /**
@@ -1330,7 +1330,9 @@ typedef struct loader_counts {
   /**
    * Reads the loader no longer needed that were let go of at no cost: a superseded read
    * passed to `loader_abandon`, failed with `loader_fail` after its `cancel` hint, timed out
-   * by `read_timeout_ms`, or whose `issue` unwound. A read still needed that is abandoned
+   * by `read_timeout_ms`, or whose `issue` unwound; and a repair's or full read's read in
+   * flight that a far move or `loader_jump` made unneeded (sent a `cancel` hint; it
+   * starts at its own cursor instead). A read still needed that is abandoned
    * (by `loader_abandon`, or because its `issue` unwound) is a failure instead, counted in
    * `failed_own`, not here; its late answer is still stale (`late_answers`).
    */
@@ -1359,7 +1361,11 @@ typedef struct loader_counts {
    * Of `retries_auto` and `retries_explicit`, the retries that read a failed page again
    * (one finite read, `LOADER_KIND_FINITE`, with the failed read's cursor, direction and
    * `until`) instead of the full source: a page read's own failure while nothing else was
-   * owed, retried by the timer or `loader_retry` with no invalidation since.
+   * owed, retried by the timer, `loader_retry` or `loader_set_window` with the window
+   * unchanged, with no invalidation since and while that read is still the one the window
+   * needs (no window move or `loader_jump` since the read was issued). Every other retry
+   * of a page failure is a full read, counted in `retries_auto` or `retries_explicit`
+   * only.
    */
   uint64_t retries_page;
   /**
@@ -1802,8 +1808,10 @@ enum loader_result loader_fail(loader_handle handle,
  * invalidation or window move since, is retried by reading that page again: one finite read
  * with the failed read's cursor, direction and `until`, and the same backoff and
  * `max_auto_retries` budget (`loader_counts.retries_page`; the backoff timer's retry reads
- * the same). A page read whose cursor stalled, or that an invalidation or a window move
- * followed, is retried from the anchor as above.
+ * the same). A page read whose cursor stalled, or that an invalidation, a window move or a
+ * `loader_jump` followed (any time after its issue, before or after its failure: the read
+ * the window needs is then another), is retried from the anchor as above, counted as such
+ * (not in `retries_page`).
  *
  * `*out_started` (if not NULL) says whether a read started; with nothing to retry now (no own
  * failure recorded, or an earlier full read still in flight) the call succeeds and starts
@@ -1827,7 +1835,12 @@ enum loader_result loader_retry(loader_handle handle, bool *out_started);
  * starts at the nearest cursor the loader knows for the window (a page it read before, the
  * source's start, or the `locate` callback's answer: FAR MOVES at `jump_threshold`) and
  * costs about the window plus prefetch, as `loader_jump` does: the old view stays shown
- * (`revalidating`) until the new one commits. With none known nearer than the held pages,
+ * (`revalidating`) until the new one commits. It costs that whatever is in flight or failed
+ * when it is made: the reads of an earlier far move, a jump, a repair or a retry still out
+ * are let go (`cancel` hints), a failed repair is not resumed, and a recorded failure is
+ * retried from the new cursor, so two far moves in quick succession read around the second
+ * target only (at most the window + 2·prefetch + 2·`page_size` items after it, besides the
+ * answers to reads already out). With none known nearer than the held pages,
  * the loader walks: it reads page by page from the nearest held page toward the window, so
  * the reads grow with the distance; the pages it passes are released as `max_pages` says,
  * and a repair or retry that lands meanwhile holds only the window's share (see
@@ -1843,9 +1856,15 @@ enum loader_result loader_set_window(loader_handle handle, uint64_t start, uint6
  * the window starts at 0 (counted in `loader_counts.renumbered`). Use it to go to a search hit, a bookmark, or the
  * end of a log without reading what lies between.
  *
- * On a loader that holds nothing and has nothing in flight, the view moves at once, with no
- * invalidation. Otherwise this is an invalidation whose repair starts at `cursor`: the old
- * view stays shown (`revalidating`) until the new one commits. Either way the loader reads
+ * On a loader that holds nothing, has nothing in flight and owes nothing, the view moves at
+ * once, with no invalidation; a page failure recorded stays recorded, and its retry is a
+ * full read from `cursor` (see `loader_retry`). Otherwise (a loader that still owes a full
+ * read after an own failure included) this is an invalidation whose repair starts at
+ * `cursor`: the old view stays shown (`revalidating`) until the new one commits. As for a
+ * far move, whatever is in flight or failed: a repair or full read in flight is let go (its
+ * `cancel` hint; `loader_counts.abandoned`), a failed one is not resumed, and a recorded
+ * failure is retried from `cursor` at once (`loader_counts.retries_explicit`), so nothing
+ * walks from an older anchor. Either way the loader reads
  * about the window plus prefetch on each side around `cursor` (forward first, then
  * backward), whatever the distance from the old view. Positions are the host's from then on
  * (anchored; see `loader_page.start`): read `window_start` back after `changed`, as a

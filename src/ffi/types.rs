@@ -719,8 +719,8 @@ pub struct loader_counts {
     /// (`LOADER_KIND_FULL`), resumes a failed repair or full read (`resumed`), or reads a
     /// failed page again (`retries_page`).
     pub retries_auto: u64,
-    /// Retries started by `loader_retry` or a window move (read as for `retries_auto`; a
-    /// window move never reads the failed page again).
+    /// Retries started by `loader_retry`, a window move or a `loader_jump` (read as for
+    /// `retries_auto`; a window move or a jump never reads the failed page again).
     pub retries_explicit: u64,
     /// Acquisitions accepted.
     pub accepted: u64,
@@ -745,7 +745,9 @@ pub struct loader_counts {
     pub resumed: u64,
     /// Reads the loader no longer needed that were let go of at no cost: a superseded read
     /// passed to `loader_abandon`, failed with `loader_fail` after its `cancel` hint, timed out
-    /// by `read_timeout_ms`, or whose `issue` unwound. A read still needed that is abandoned
+    /// by `read_timeout_ms`, or whose `issue` unwound; and a repair's or full read's read in
+    /// flight that a far move or `loader_jump` made unneeded (sent a `cancel` hint; it
+    /// starts at its own cursor instead). A read still needed that is abandoned
     /// (by `loader_abandon`, or because its `issue` unwound) is a failure instead, counted in
     /// `failed_own`, not here; its late answer is still stale (`late_answers`).
     pub abandoned: u64,
@@ -764,7 +766,11 @@ pub struct loader_counts {
     /// Of `retries_auto` and `retries_explicit`, the retries that read a failed page again
     /// (one finite read, `LOADER_KIND_FINITE`, with the failed read's cursor, direction and
     /// `until`) instead of the full source: a page read's own failure while nothing else was
-    /// owed, retried by the timer or `loader_retry` with no invalidation since.
+    /// owed, retried by the timer, `loader_retry` or `loader_set_window` with the window
+    /// unchanged, with no invalidation since and while that read is still the one the window
+    /// needs (no window move or `loader_jump` since the read was issued). Every other retry
+    /// of a page failure is a full read, counted in `retries_auto` or `retries_explicit`
+    /// only.
     pub retries_page: u64,
     /// Window moves far from the held pages (`loader_config.jump_threshold`) that started at
     /// a known cursor (the memo, the source's start, or `locate`) instead of walking.

@@ -196,7 +196,11 @@ impl Loader {
         }
         let read = self.reads.answer(at);
         if read.kind == Kind::Finite {
-            self.pools.cursors.recycle(read.cursor);
+            // Kept for a page failure's retry (see `Loader::retry_recorded`).
+            let old = self.page_failed.replace((read.cursor, read.direction));
+            if let Some((c, _)) = old {
+                self.pools.cursors.recycle(c);
+            }
         } else {
             // The retry resumes here, with the steps that succeeded. Not a ranged repair's:
             // the retry is a full read, which replaces every page.
