@@ -190,8 +190,14 @@ pub unsafe extern "C-unwind" fn loader_settle(
 /// (now, or when its repair commits), the view is renumbered so that the page starts at that
 /// position, and the window moves with it (read `window_start` back after `changed`): the
 /// positions become the source's own without reading back to its start. A count that
-/// contradicts the view (fewer items before the page than the view holds before it), or one
-/// over `LOADER_MAX_POSITION`, is ignored. Everything else is as `loader_settle`.
+/// contradicts the view (fewer items before the page than the view holds before it), one
+/// over `LOADER_MAX_POSITION`, and any count while the view (or the repair the page commits
+/// with) reaches the source's start, whose positions are the source's own already, is
+/// ignored. A count is taken as the host gives it, even one that counts a change the host
+/// has not announced yet (its `loader_invalidate` comes after the answer) or one the view
+/// does not show yet: the positions follow the count, and the repair that follows the
+/// announcement keeps them, as it keeps any anchor's number. Everything else is as
+/// `loader_settle`.
 ///
 /// # Safety
 /// As `loader_settle`.

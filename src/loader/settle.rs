@@ -44,7 +44,8 @@ impl Loader {
     /// starts at that position, and the window moves with it: the positions become the
     /// source's own without reading back to its start. A count that contradicts the view
     /// (fewer items before the page than the view holds before it) is ignored, as is one over
-    /// [`MAX_POSITION`].
+    /// [`MAX_POSITION`], and any count while the view (or the repair the page commits with)
+    /// reaches the source's start, whose positions are the source's own already.
     pub fn settle_counted(
         &mut self,
         read_id: u64,
