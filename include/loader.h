@@ -790,11 +790,19 @@ typedef struct loader_config {
    * (a page, or one step of a repair or retry) starts the count again, so failures spread
    * over a long scroll never spend it. Default 5; 0 disables them. Once they are spent, an
    * own failure arms no deadline and waits for `loader_retry` or a window move: see
-   * `loader_next_deadline`.
+   * `loader_next_deadline`. A repair that commits without any answer (a ranged
+   * invalidation whose marked pages all lay outside the window plus prefetch, so there was
+   * nothing to re-read) counts as a success too: it starts the count again and disarms a
+   * deadline.
    */
   uint32_t max_auto_retries;
   /**
-   * Seeds the backoff jitter. Default 0.
+   * Seeds the backoff jitter. Default 0. Each delay is drawn from the upper half of its
+   * step: after `k` automatic retries since the last success, the next waits from `d / 2`
+   * to `d` ms, both included (integer division), where `d` is `backoff_initial_ms ·
+   * backoff_multiplier^k` capped at `backoff_max_ms`, in whole ms. The draws are a fixed
+   * sequence for each seed: loaders with the same seed and the same failures retry in
+   * step, so give each its own.
    */
   uint64_t jitter_seed;
   /**
@@ -808,7 +816,11 @@ typedef struct loader_config {
    * changes. Zero settles it stale and starts a replacement. Takes effect only with
    * `recheck_full` non-zero: with `recheck_full` zero it is ignored, whatever its value (it
    * is not an error, so the default need not be changed to turn `recheck_full` off), and
-   * an overtaken repair is settled stale, as the model's `unifiedMin` says.
+   * an overtaken repair is settled stale, as the model's `unifiedMin` says. The page retry
+   * depends on it as well: only with both non-zero (the defaults) is a page read's failure
+   * with nothing else owed retried by reading that page again
+   * (`loader_counts.retries_page`); with either zero, every own failure is retried by a
+   * full read.
    */
   uint8_t commit_overtaken;
   /**
@@ -1365,7 +1377,8 @@ typedef struct loader_counts {
    * unchanged, with no invalidation since and while that read is still the one the window
    * needs (no window move or `loader_jump` since the read was issued). Every other retry
    * of a page failure is a full read, counted in `retries_auto` or `retries_explicit`
-   * only.
+   * only. Always 0 unless `recheck_full` and `commit_overtaken` are both non-zero (the
+   * defaults): without them there is no page failure.
    */
   uint64_t retries_page;
   /**
@@ -1809,8 +1822,9 @@ enum loader_result loader_fail(loader_handle handle,
  * resumes at the read that failed instead, keeping the pages its earlier reads got
  * (`loader_counts.resumed`), whether or not invalidations came since. If one did, those
  * pages may predate it: the retry still resumes (every read that succeeded counts), and
- * when it commits the loader invalidates once more, so a repair follows at once. A failed
- * page read (`LOADER_KIND_FINITE`) that failed while nothing else was owed, with no
+ * when it commits the loader invalidates once more, so a repair follows at once. With
+ * `recheck_full` and `commit_overtaken` on (the defaults; with either off there is no page
+ * failure), a failed page read (`LOADER_KIND_FINITE`) that failed while nothing else was owed, with no
  * invalidation or window move since, is retried by reading that page again: one finite read
  * with the failed read's cursor, direction and `until`, and the same backoff and
  * `max_auto_retries` budget (`loader_counts.retries_page`; the backoff timer's retry reads
@@ -1827,7 +1841,8 @@ enum loader_result loader_fail(loader_handle handle,
  * # Safety
  * `out_started` is NULL or valid for a write.
  */
-enum loader_result loader_retry(loader_handle handle, bool *out_started);
+enum loader_result loader_retry(loader_handle handle,
+                                bool *out_started);
 
 /**
  * Moves the window to items `[start, start + len)`. Growing it issues reads; with a failure

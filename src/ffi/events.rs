@@ -303,8 +303,9 @@ pub unsafe extern "C-unwind" fn loader_fail(
 /// resumes at the read that failed instead, keeping the pages its earlier reads got
 /// (`loader_counts.resumed`), whether or not invalidations came since. If one did, those
 /// pages may predate it: the retry still resumes (every read that succeeded counts), and
-/// when it commits the loader invalidates once more, so a repair follows at once. A failed
-/// page read (`LOADER_KIND_FINITE`) that failed while nothing else was owed, with no
+/// when it commits the loader invalidates once more, so a repair follows at once. With
+/// `recheck_full` and `commit_overtaken` on (the defaults; with either off there is no page
+/// failure), a failed page read (`LOADER_KIND_FINITE`) that failed while nothing else was owed, with no
 /// invalidation or window move since, is retried by reading that page again: one finite read
 /// with the failed read's cursor, direction and `until`, and the same backoff and
 /// `max_auto_retries` budget (`loader_counts.retries_page`; the backoff timer's retry reads

@@ -285,9 +285,17 @@ pub struct loader_config {
     /// (a page, or one step of a repair or retry) starts the count again, so failures spread
     /// over a long scroll never spend it. Default 5; 0 disables them. Once they are spent, an
     /// own failure arms no deadline and waits for `loader_retry` or a window move: see
-    /// `loader_next_deadline`.
+    /// `loader_next_deadline`. A repair that commits without any answer (a ranged
+    /// invalidation whose marked pages all lay outside the window plus prefetch, so there was
+    /// nothing to re-read) counts as a success too: it starts the count again and disarms a
+    /// deadline.
     pub max_auto_retries: u32,
-    /// Seeds the backoff jitter. Default 0.
+    /// Seeds the backoff jitter. Default 0. Each delay is drawn from the upper half of its
+    /// step: after `k` automatic retries since the last success, the next waits from `d / 2`
+    /// to `d` ms, both included (integer division), where `d` is `backoff_initial_ms ·
+    /// backoff_multiplier^k` capped at `backoff_max_ms`, in whole ms. The draws are a fixed
+    /// sequence for each seed: loaders with the same seed and the same failures retry in
+    /// step, so give each its own.
     pub jitter_seed: u64,
     /// Non-zero (the default): repair an invalidation that overtook a full read. Zero restores
     /// the model's exact `unifiedMin`, which loses it; `commit_overtaken` then has no effect.
@@ -297,7 +305,11 @@ pub struct loader_config {
     /// changes. Zero settles it stale and starts a replacement. Takes effect only with
     /// `recheck_full` non-zero: with `recheck_full` zero it is ignored, whatever its value (it
     /// is not an error, so the default need not be changed to turn `recheck_full` off), and
-    /// an overtaken repair is settled stale, as the model's `unifiedMin` says.
+    /// an overtaken repair is settled stale, as the model's `unifiedMin` says. The page retry
+    /// depends on it as well: only with both non-zero (the defaults) is a page read's failure
+    /// with nothing else owed retried by reading that page again
+    /// (`loader_counts.retries_page`); with either zero, every own failure is retried by a
+    /// full read.
     pub commit_overtaken: u8,
     /// The most pages the view holds, on both sides of the window. Over it, the pages
     /// farthest from the window are released first (before or after it); pages overlapping
@@ -770,7 +782,8 @@ pub struct loader_counts {
     /// unchanged, with no invalidation since and while that read is still the one the window
     /// needs (no window move or `loader_jump` since the read was issued). Every other retry
     /// of a page failure is a full read, counted in `retries_auto` or `retries_explicit`
-    /// only.
+    /// only. Always 0 unless `recheck_full` and `commit_overtaken` are both non-zero (the
+    /// defaults): without them there is no page failure.
     pub retries_page: u64,
     /// Window moves far from the held pages (`loader_config.jump_threshold`) that started at
     /// a known cursor (the memo, the source's start, or `locate`) instead of walking.
