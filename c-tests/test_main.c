@@ -215,6 +215,67 @@ static void own_failures_arm_the_backoff_timer(void) {
 
 /* loader_explain: "quiescent", then the read waited for; a buffer too small gets the start
  * of the text and its NUL, and the length says what to allocate. */
+/* loader_counts.retries_page counts only a retry that reads the failed read again (its cursor,
+ * direction and until); a window move or a jump between the page read's issue and its retry
+ * makes the retry a full read from the anchor (loader_retry's doc). */
+static loader_counts counts_now(host *h) {
+    loader_counts c = {.struct_size = sizeof c};
+    CHECK_CODE(loader_stats(h->handle, &c), LOADER_RESULT_OK);
+    return c;
+}
+
+static void a_window_move_while_a_page_read_is_out_makes_its_retry_a_full_read(void) {
+    host *h = (host *)calloc(1, sizeof(host));
+    loader_config cfg = {.struct_size = sizeof cfg};
+    loader_config_default(&cfg);
+    cfg.page_size = 2;
+    cfg.prefetch_distance = 5;
+    h->source_len = 20;
+    h->next_acq = 1;
+    loader_callbacks cb = host_callbacks(h);
+    CHECK_CODE(loader_new(&cfg, &cb, &h->handle), LOADER_RESULT_OK);
+    uint8_t key[8];
+    put_be64(key, 10);
+    CHECK_CODE(loader_jump(h->handle, key, 8, 1000), LOADER_RESULT_OK);
+    CHECK(h->npending == 1 && h->pending[0].kind == LOADER_KIND_FINITE);
+    CHECK(h->pending[0].direction == LOADER_DIRECTION_FORWARD);
+    /* The window moves while that read is out; then it fails. */
+    CHECK_CODE(loader_set_window(h->handle, 43, 20), LOADER_RESULT_OK);
+    fail_oldest(h);
+    bool started = false;
+    CHECK_CODE(loader_retry(h->handle, &started), LOADER_RESULT_OK);
+    CHECK(started && h->npending == 1);
+    /* Not the failed read (forward from key 10) again: a full read, counted as one. */
+    CHECK(h->pending[0].kind == LOADER_KIND_FULL);
+    loader_counts c = counts_now(h);
+    CHECK(c.retries_explicit == 1 && c.retries_page == 0 && c.issued_full == 1);
+    drain(h);
+    CHECK(state_of(h).quiescent);
+    host_free(h);
+}
+
+static void a_jump_after_a_page_failure_makes_its_retry_a_full_read(void) {
+    host *h = host_new(4, 20);
+    CHECK_CODE(loader_set_window(h->handle, 0, 2), LOADER_RESULT_OK);
+    fail_oldest(h);
+    uint8_t key[8];
+    put_be64(key, 10);
+    /* The loader holds nothing and owes nothing: the jump moves it at once. */
+    CHECK_CODE(loader_jump(h->handle, key, 8, 0), LOADER_RESULT_OK);
+    CHECK(h->npending == 0);
+    bool started = false;
+    CHECK_CODE(loader_retry(h->handle, &started), LOADER_RESULT_OK);
+    CHECK(started && h->npending == 1);
+    /* A full read from the anchor, the jump's cursor; not a page retry. */
+    CHECK(h->pending[0].kind == LOADER_KIND_FULL);
+    CHECK(h->pending[0].cursor_len == 8 && get_be64(h->pending[0].cursor) == 10);
+    loader_counts c = counts_now(h);
+    CHECK(c.retries_page == 0 && c.issued_full == 1);
+    drain(h);
+    CHECK(state_of(h).quiescent);
+    host_free(h);
+}
+
 static void explain_says_why_the_loader_waits(void) {
     host *h = host_new(4, 20);
     char buf[256];
@@ -568,6 +629,8 @@ int main(void) {
     RUN(the_seed_trace_does_not_strand_a_superseded_failure);
     RUN(an_invalidation_during_a_full_read_is_not_lost);
     RUN(own_failures_arm_the_backoff_timer);
+    RUN(a_window_move_while_a_page_read_is_out_makes_its_retry_a_full_read);
+    RUN(a_jump_after_a_page_failure_makes_its_retry_a_full_read);
     RUN(explain_says_why_the_loader_waits);
     RUN(counters_near_their_end_are_refused);
     RUN(bad_input_table);
