@@ -516,9 +516,13 @@ pub type loader_release_fn =
 /// `loader_snapshot.quiescent` there to know whether anything is left to do.
 pub type loader_changed_fn = Option<unsafe extern "C-unwind" fn(userdata: *mut c_void)>;
 /// A hint that a read's answer is no longer needed, sent at most once per read: when the
-/// read's request is superseded, or, for a read never hinted, by `loader_free`. The read
-/// stays outstanding (in `outstanding_reads`, its request in flight, which can hold back the
-/// next read of its kind) until the host does one of: answers it with `loader_settle`
+/// read's request is superseded; when a far move or `loader_jump` lets go of a repair's or
+/// full read's read (`LOADER_KIND_CHAIN` or `LOADER_KIND_FULL`) it no longer needs, which
+/// the loader lets go at once, as `read_timeout_ms` would (it is no longer outstanding, and
+/// an answer, failure or `loader_abandon` of it is late: stale); or, for a read never hinted,
+/// by `loader_free`. A superseded read stays outstanding (in `outstanding_reads`, its
+/// request in flight, which can hold back the next read of its kind) until the host does one
+/// of: answers it with `loader_settle`
 /// (classified stale), fails it with `loader_fail` (any code; this lets it go at no cost, no
 /// debt and no re-read), or calls `loader_abandon`. A host that does none of these loses
 /// nothing: after `read_timeout_ms` of `loader_tick` time the loader lets the read go itself.

@@ -120,6 +120,13 @@ impl Loader {
             self.view.pages().is_empty() && self.reads.len() == 0 && self.ledger.is_quiescent();
         if idle {
             self.view.move_empty(at, cursor, &mut self.pools.cursors);
+            // A window move retries a recorded failure (a page failure, with nothing else
+            // owed): from here, as a full read.
+            if self.ledger.retry_enabled() {
+                self.ledger.explicit_retry_moved(&mut self.scratch)?;
+                self.out.stats.retries_explicit += 1;
+                self.backoff.deadline = None;
+            }
             return Ok(());
         }
         self.start_over(at, cursor)

@@ -14,8 +14,9 @@ pub enum Effect {
         /// The host's token, as it was given to `settle`.
         acquisition: u64,
     },
-    /// This read's answer is no longer needed (it was superseded, or the loader closed); the
-    /// host may abort it. Answering it anyway is fine: the answer is classified stale.
+    /// This read's answer is no longer needed (it was superseded, a far start let it go, or
+    /// the loader closed); the host may abort it. Answering it anyway is fine: the answer is
+    /// classified stale.
     Cancel {
         /// The read to abort.
         read_id: u64,
