@@ -13,6 +13,8 @@ use std::collections::HashMap;
 enum Shape {
     /// As the source answered.
     AsRead,
+    /// As the source answered, with the count of the items before its first one.
+    Counted,
     /// Its items, with the read's own cursor.
     Stall,
     /// No items, the read's own cursor, no end flag.
@@ -157,6 +159,7 @@ impl Host {
         let before = self.loader.stats();
         let r = match op {
             Op::Deliver { index, fresh } => self.deliver(index as usize, fresh, Shape::AsRead),
+            Op::DeliverCounted { index } => self.deliver(index as usize, true, Shape::Counted),
             Op::Stall { index } => self.deliver(index as usize, false, Shape::Stall),
             Op::StallEmpty { index } => self.deliver(index as usize, false, Shape::StallEmpty),
             Op::MisreadBackward { index } => self.deliver(index as usize, true, Shape::Misread),
@@ -386,8 +389,19 @@ impl Host {
         } else {
             p.prepared
         };
+        let mut items_before = None;
         match shape {
             Shape::AsRead => {}
+            Shape::Counted => {
+                // The source's own count, now: the visible items before the page's first.
+                if let Some(first) = a.items.first() {
+                    items_before = self
+                        .source
+                        .visible_from(0)
+                        .position(|v| v == *first)
+                        .map(|n| n as u64);
+                }
+            }
             Shape::Stall if a.items.is_empty() => {}
             Shape::Stall => a.next_cursor = p.read.cursor.to_vec(),
             Shape::Misread if p.read.direction == crate::loader::Direction::Backward => {
@@ -402,12 +416,13 @@ impl Host {
         }
         let acq = self.next_acq;
         self.next_acq += 1;
-        self.loader.settle(
+        self.loader.settle_counted(
             p.read.read_id,
             acq,
             a.items.len() as u32,
             &a.next_cursor,
             a.end_of_source,
+            items_before,
         )?;
         self.accepted += 1;
         if a.items.is_empty()
