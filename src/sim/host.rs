@@ -179,7 +179,7 @@ impl Host {
                         (s.failed_own, s.answered_current)
                     };
                     let r = self.loader.fail(p.read.read_id, 1).map(|_| ());
-                    self.note_page_failure(&p.read);
+                    self.note_page_failure(&p.read, own);
                     // An own failure after successes since the last one: failures
                     // interleaved with successes, as over a long scroll.
                     if self.loader.stats().failed_own > own && current > self.current_at_failure {
@@ -304,8 +304,9 @@ impl Host {
                     let p = &mut self.pending[open[index as usize % open.len()]];
                     p.abandoned = true;
                     let read = p.read.clone();
+                    let own = self.loader.stats().failed_own;
                     let r = self.loader.abandon(read.read_id).map(|_| ());
-                    self.note_page_failure(&read);
+                    self.note_page_failure(&read, own);
                     r
                 }
             }
@@ -333,10 +334,14 @@ impl Host {
         self.check()
     }
 
-    /// Remembers `read` as the page read that failed, if the ledger now records a page
-    /// failure (the read was the loader's own and nothing else was owed).
-    fn note_page_failure(&mut self, read: &Read) {
-        if self.loader.ledger().failure() == crate::ledger::Failure::Page {
+    /// Remembers `read` as the page read that failed, if its failure (the call made with
+    /// `own` own failures counted before it) is the page failure the ledger now records: the
+    /// read was the loader's own and nothing else was owed. A late or stale answer to another
+    /// read while a page failure is recorded is not it.
+    fn note_page_failure(&mut self, read: &Read, own: u64) {
+        if self.loader.stats().failed_own > own
+            && self.loader.ledger().failure() == crate::ledger::Failure::Page
+        {
             self.page_failed = Some(read.clone());
         }
     }
@@ -499,10 +504,11 @@ impl Host {
             }
         }
         for read in thrown {
+            let own = self.loader.stats().failed_own;
             self.loader
                 .abandon(read.read_id)
                 .map_err(|e| format!("step {}: letting go of a thrown read: {e}", self.steps))?;
-            self.note_page_failure(&read);
+            self.note_page_failure(&read, own);
             self.collect()?;
         }
         Ok(())
