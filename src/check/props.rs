@@ -46,11 +46,17 @@ pub enum Property {
     /// the host holds, the backoff deadline armed, and `loader_retry` when only the host can
     /// retry.
     Explained,
+    /// A retry counted in `retries_page` reads the failed page read again: its cursor,
+    /// direction and `until`.
+    PageRetry,
+    /// A far move that starts at the cursor `locate` gave issues a read there in the same
+    /// call, whatever was in flight or failed before it.
+    FarStart,
 }
 
 impl Property {
     /// Every property, in the order the report lists them.
-    pub const ALL: [Property; 14] = [
+    pub const ALL: [Property; 16] = [
         Property::Ledger,
         Property::Accounting,
         Property::HeldAccounted,
@@ -65,6 +71,8 @@ impl Property {
         Property::RetryReset,
         Property::Refused,
         Property::Explained,
+        Property::PageRetry,
+        Property::FarStart,
     ];
 
     /// Its name, as `loader-check --loader` prints it.
@@ -84,6 +92,8 @@ impl Property {
             Property::RetryReset => "retry_reset",
             Property::Refused => "refused",
             Property::Explained => "explained",
+            Property::PageRetry => "page_retry",
+            Property::FarStart => "far_start",
         }
     }
 
@@ -106,6 +116,10 @@ impl Property {
             Property::Contiguous
         } else if has("refused") {
             Property::Refused
+        } else if has("page_retry_reads_the_failed_read") {
+            Property::PageRetry
+        } else if has("far_start_reads_at_its_cursor") {
+            Property::FarStart
         } else {
             Property::QuietView
         }

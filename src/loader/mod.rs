@@ -141,6 +141,9 @@ pub struct Loader {
     /// A chain or full read that failed, kept when the ledger released it, for the retry
     /// that follows to adopt (see `Loader::retire`).
     resume: Option<requests::Work>,
+    /// A page failure's read (its cursor and direction), while the ledger records one: the
+    /// retry reads it again only while it is still the read the window needs.
+    page_failed: Option<(Cursor, Direction)>,
     /// Reads let go of (abandoned, or timed out), newest last: a late answer to one is stale
     /// and its acquisition goes back at once. Bounded: the oldest are forgotten (an answer
     /// to a forgotten one is refused as already answered).
@@ -189,6 +192,7 @@ impl Loader {
             backoff: Backoff::new(config.jitter_seed),
             finite_direction: Direction::Forward,
             resume: None,
+            page_failed: None,
             abandoned: std::collections::VecDeque::new(),
             locate_buf: Vec::new(),
             closed: false,
