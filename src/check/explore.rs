@@ -2,9 +2,9 @@
 //! shortest trace to the first violation of each configuration, and its replay.
 
 use super::event::{apply, enabled, Event};
-use super::props::{progress, Property};
-use super::{canon, Settings, State};
-use std::collections::HashSet;
+use super::props::{progress, Property, Walks};
+use super::{canon, text, Settings, State};
+use rustc_hash::FxHashSet as HashSet;
 use std::hash::{Hash, Hasher};
 
 /// A property violated, with the shortest trace that violates it.
@@ -38,8 +38,30 @@ pub struct Report {
     pub violations: Vec<Violation>,
 }
 
-fn key(st: &State) -> u128 {
-    let text = canon::canonical(&format!("{:?}", st.host), st.host.now);
+/// How states are deduplicated: by the structural canonical form (the default), or by the
+/// `Debug`-text form it replaced (`loader-check --loader --canon text`, for comparison).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Dedup {
+    /// The structural form ([`canon::Form::Fields`]).
+    #[default]
+    Fields,
+    /// The structural form restricted to what the text form saw ([`canon::Form::AsText`]):
+    /// it finds the same states as [`Dedup::Text`].
+    AsText,
+    /// The `Debug` text of the state, parsed and renumbered (`text`).
+    Text,
+}
+
+fn key(st: &State, dedup: Dedup, e: &mut canon::Enc) -> u128 {
+    match dedup {
+        Dedup::Fields => canon::key(st, canon::Form::Fields, e),
+        Dedup::AsText => canon::key(st, canon::Form::AsText, e),
+        Dedup::Text => text_key(st),
+    }
+}
+
+fn text_key(st: &State) -> u128 {
+    let text = text::canonical(&format!("{:?}", st.host), st.host.now);
     let mut a = std::collections::hash_map::DefaultHasher::new();
     let mut b = std::collections::hash_map::DefaultHasher::new();
     (0u8, &text, st.changes, st.moves, st.faults, st.jumps).hash(&mut a);
@@ -56,6 +78,17 @@ pub fn check(
     threads: usize,
     each: &(dyn Fn(usize, &Report) + Sync),
 ) -> Report {
+    check_with(settings, stop_at_first, threads, Dedup::default(), each)
+}
+
+/// [`check`], deduplicating states by `dedup`.
+pub fn check_with(
+    settings: &[Settings],
+    stop_at_first: bool,
+    threads: usize,
+    dedup: Dedup,
+    each: &(dyn Fn(usize, &Report) + Sync),
+) -> Report {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::Mutex;
     let next = AtomicUsize::new(0);
@@ -68,7 +101,7 @@ pub fn check(
                 if i >= settings.len() || (stop_at_first && found.load(Ordering::Relaxed)) {
                     break;
                 }
-                let r = explore_one(&settings[i]);
+                let r = explore_one(&settings[i], dedup);
                 each(i, &r);
                 if !r.violations.is_empty() {
                     found.store(true, Ordering::Relaxed);
@@ -91,14 +124,17 @@ pub fn check(
     total
 }
 
-fn explore_one(s: &Settings) -> Report {
+fn explore_one(s: &Settings, dedup: Dedup) -> Report {
     let mut r = Report {
         configurations: 1,
         ..Report::default()
     };
     let start = s.start();
-    let mut seen: HashSet<u128> = HashSet::new();
-    seen.insert(key(&start));
+    let mut enc = canon::Enc::new(0, canon::Form::Fields);
+    // Today's checker took every progress walk whole; the structural forms remember them.
+    let mut walks = (dedup != Dedup::Text).then(Walks::default);
+    let mut seen: HashSet<u128> = HashSet::default();
+    seen.insert(key(&start, dedup, &mut enc));
     // Each node's parent and the event that reached it, for traces.
     let mut nodes: Vec<(u32, Option<Event>)> = vec![(u32::MAX, None)];
     let mut frontier = vec![(0u32, start)];
@@ -116,7 +152,7 @@ fn explore_one(s: &Settings) -> Report {
         let mut next = Vec::new();
         for (node, st) in frontier.drain(..) {
             r.states += 1;
-            match progress(&st, s) {
+            match progress(&st, s, walks.as_mut()) {
                 Ok(n) => r.worst_progress = r.worst_progress.max(n),
                 Err((property, message)) => {
                     r.violations.push(Violation {
@@ -145,7 +181,7 @@ fn explore_one(s: &Settings) -> Report {
                     });
                     return r;
                 }
-                if seen.insert(key(&succ)) {
+                if seen.insert(key(&succ, dedup, &mut enc)) {
                     nodes.push((node, Some(e)));
                     next.push(((nodes.len() - 1) as u32, succ));
                 }
@@ -181,7 +217,7 @@ pub fn replay_recorded(
 }
 
 fn replay_from(st: &mut State, s: &Settings, trace: &[Event]) -> Result<(), (Property, String)> {
-    progress(st, s)?;
+    progress(st, s, None)?;
     for (i, &e) in trace.iter().enumerate() {
         if !enabled(st, s).contains(&e) {
             return Err((
@@ -190,7 +226,7 @@ fn replay_from(st: &mut State, s: &Settings, trace: &[Event]) -> Result<(), (Pro
             ));
         }
         apply(st, s, e)?;
-        progress(st, s)?;
+        progress(st, s, None)?;
     }
     Ok(())
 }

@@ -5,19 +5,22 @@
 //! A state is the sim host (`sim::Host`: the source, the reads pending, the acquisitions
 //! handed over) with the loader inside it, plus the budgets spent. From each state every
 //! enabled [`Event`] is applied to a clone; states are deduplicated by a canonical form
-//! (`canon`: ids renumbered, counters dropped). The search is breadth-first to a stated
+//! built from the state's fields (`canon`: ids renumbered by class, times relative, counters
+//! dropped, hashed). The search is breadth-first to a stated
 //! depth, so the first violation found has a shortest trace, which [`replay`] runs again.
 //!
-//! The parts: `canon` (the canonical form), `event` (the host's events), `props` (the
+//! The parts: `canon` (the canonical form; `text`, the `Debug`-text form it replaced, kept
+//! for comparison), `event` (the host's events), `props` (the
 //! properties), `explore` (the search and its report).
 
-mod canon;
+pub(crate) mod canon;
 mod event;
 mod explore;
 pub(crate) mod props;
+mod text;
 
 pub use event::Event;
-pub use explore::{check, replay, replay_recorded, Report, Violation};
+pub use explore::{check, check_with, replay, replay_recorded, Dedup, Report, Violation};
 pub use props::Property;
 
 use crate::loader::Config;

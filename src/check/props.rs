@@ -319,19 +319,57 @@ pub(crate) fn bound(
     Ok(())
 }
 
+/// What progress walks found, by the canonical key of each host state they passed through
+/// and the order reads were answered in (oldest first, newest first): the answers and calls
+/// from there to quiescence. A walk is a function of the canonical state (the host's own
+/// answers, its clock's deadlines as offsets, reads chosen by the order of their ids, which
+/// ranking keeps), so a walk that reaches a state another walk passed through ends there.
+#[derive(Default)]
+pub(super) struct Walks {
+    known: [rustc_hash::FxHashMap<u128, (u32, u32)>; 2],
+    enc: Option<super::canon::Enc>,
+}
+
+impl Walks {
+    fn key(&mut self, h: &crate::sim::Host) -> u128 {
+        use super::canon::{Canon, Enc, Form};
+        let e = self.enc.get_or_insert_with(|| Enc::new(0, Form::Fields));
+        e.reset(h.now, Form::Fields);
+        h.canon(e);
+        e.finish()
+    }
+}
+
 /// Progress: from `st`, with the source left alone and every read answered honestly (oldest
 /// first, then newest first), timers run and retries made when nothing else is armed, the
-/// loader reaches quiescence with the window covered within `bound` answers.
-pub(super) fn progress(st: &State, s: &Settings) -> Result<usize, (Property, String)> {
+/// loader reaches quiescence with the window covered within `bound` answers. `walks`, when
+/// given, remembers the walks' states, so that no state's walk is taken twice.
+pub(super) fn progress(
+    st: &State,
+    s: &Settings,
+    mut walks: Option<&mut Walks>,
+) -> Result<usize, (Property, String)> {
     let mut worst = 0;
+    let bound = s.progress_bound();
+    let max_calls = 4 * bound + 16;
     for newest_first in [false, true] {
         let mut h = st.host.clone();
         // Effects still queued (a starting point's) reach the host with its first call.
         h.collect().map_err(|m| (Property::from_message(&m), m))?;
         let mut answers = 0;
         let mut calls = 0;
-        let bound = s.progress_bound();
+        // The states passed, with the answers and calls made before each.
+        let mut path: Vec<(u128, usize, usize)> = Vec::new();
+        let mut known = None;
         loop {
+            if let Some(w) = walks.as_deref_mut() {
+                let k = w.key(&h);
+                if let Some(&(a, c)) = w.known[usize::from(newest_first)].get(&k) {
+                    known = Some((a as usize, c as usize));
+                    break;
+                }
+                path.push((k, answers, calls));
+            }
             let reads = h.pending_reads();
             let step = if let Some(r) = if newest_first {
                 reads.iter().max_by_key(|r| r.read_id)
@@ -360,7 +398,7 @@ pub(super) fn progress(st: &State, s: &Settings) -> Result<usize, (Property, Str
                 break;
             };
             calls += 1;
-            if calls > 4 * bound + 16 {
+            if calls > max_calls {
                 return Err((
                     Property::Progress,
                     format!("not quiescent after {calls} calls ({answers} answers)"),
@@ -368,7 +406,36 @@ pub(super) fn progress(st: &State, s: &Settings) -> Result<usize, (Property, Str
             }
             h.apply(step).map_err(|m| (Property::from_message(&m), m))?;
         }
-        h.check_settled().map_err(|m| (Property::Progress, m))?;
+        match known {
+            // The rest of this walk was walked before, and ended settled.
+            Some((a, c)) => {
+                if answers + a > bound {
+                    return Err((
+                        Property::Progress,
+                        format!("not quiescent after {bound} honest answers"),
+                    ));
+                }
+                if calls + c > max_calls {
+                    return Err((
+                        Property::Progress,
+                        format!(
+                            "not quiescent after {} calls ({} answers)",
+                            max_calls + 1,
+                            answers + a
+                        ),
+                    ));
+                }
+                answers += a;
+                calls += c;
+            }
+            None => h.check_settled().map_err(|m| (Property::Progress, m))?,
+        }
+        if let Some(w) = walks.as_deref_mut() {
+            let known = &mut w.known[usize::from(newest_first)];
+            for (k, a, c) in path {
+                known.insert(k, ((answers - a) as u32, (calls - c) as u32));
+            }
+        }
         worst = worst.max(answers);
     }
     Ok(worst)

@@ -143,3 +143,22 @@ mod tests {
         assert!(b.deadline.unwrap() >= 10 + 50);
     }
 }
+
+/// The checker's canonical form: the cause of the last failure is left out (only `explain`
+/// reads it).
+#[cfg(any(test, feature = "testing"))]
+impl crate::check::canon::Canon for Backoff {
+    fn canon(&self, e: &mut crate::check::canon::Enc) {
+        let Backoff {
+            failures,
+            retries,
+            deadline,
+            cause: _,
+            rng,
+        } = self;
+        failures.canon(e);
+        retries.canon(e);
+        e.opt(deadline, |e, t| e.time(*t));
+        e.num(*rng);
+    }
+}

@@ -189,3 +189,11 @@ mod tests {
         assert_eq!(std::mem::size_of::<Cursor>(), 16);
     }
 }
+
+/// The checker's canonical form: the bytes.
+#[cfg(any(test, feature = "testing"))]
+impl crate::check::canon::Canon for Cursor {
+    fn canon(&self, e: &mut crate::check::canon::Enc) {
+        e.bytes(self);
+    }
+}

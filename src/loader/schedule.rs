@@ -226,3 +226,12 @@ impl Loader {
         }
     }
 }
+
+#[cfg(any(test, feature = "testing"))]
+impl crate::check::canon::Canon for Window {
+    fn canon(&self, e: &mut crate::check::canon::Enc) {
+        let Window { start, len } = self;
+        e.num(*start);
+        e.num(*len);
+    }
+}

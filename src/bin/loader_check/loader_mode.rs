@@ -1,11 +1,12 @@
 //! `loader-check --loader`: the exhaustive check of the production loader (`loader::check`).
 
-use loader::check::{self, grid, Report, Settings, Violation};
+use loader::check::{self, grid, Dedup, Report, Settings, Violation};
 use std::process::ExitCode;
 use std::time::Instant;
 
 pub(crate) const USAGE: &str = "
        loader-check --loader [--deep] [--stop-at-first] [--json] [--only N]
+                            [--canon fields|as-text|text]
 
   --loader            explore the production Loader exhaustively: every host event
                       interleaving from the small configurations of loader::check::grid,
@@ -13,7 +14,10 @@ pub(crate) const USAGE: &str = "
                       transitions, and the shortest trace to each violation
   --deep              the wider grid and budgets (longer; not run in CI)
   --only N            only configuration N of the grid
-  --verbose           print each configuration's counts as it finishes";
+  --verbose           print each configuration's counts as it finishes
+  --canon FORM        how states are deduplicated: fields (the default: the structural
+                      canonical form), as-text (the structural form restricted to what the
+                      text form saw) or text (the Debug-text form it replaced, slower)";
 
 /// Runs the loader checker with the arguments after `--loader`.
 pub(crate) fn run(args: &[String]) -> ExitCode {
@@ -22,6 +26,7 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
     let mut json = false;
     let mut only = None;
     let mut verbose = false;
+    let mut dedup = Dedup::Fields;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -29,6 +34,15 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
             "--stop-at-first" => stop_at_first = true,
             "--json" => json = true,
             "--verbose" => verbose = true,
+            "--canon" => match it.next().map(String::as_str) {
+                Some("fields") => dedup = Dedup::Fields,
+                Some("as-text") => dedup = Dedup::AsText,
+                Some("text") => dedup = Dedup::Text,
+                _ => {
+                    eprintln!("loader-check: --canon takes fields, as-text or text");
+                    return ExitCode::from(2);
+                }
+            },
             "--only" => match it.next().and_then(|v| v.parse::<usize>().ok()) {
                 Some(n) => only = Some(n),
                 None => {
@@ -74,7 +88,7 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
             );
         }
     };
-    let report = check::check(&settings, stop_at_first, threads, &each);
+    let report = check::check_with(&settings, stop_at_first, threads, dedup, &each);
     let secs = t.elapsed().as_secs_f64();
     if json {
         println!("{}", to_json(&report, secs));
