@@ -147,7 +147,7 @@ impl Enc {
         m: impl Iterator<Item = (u64, V)>,
         mut f: impl FnMut(&mut Enc, V),
     ) {
-        let mut entries: Vec<(u64, V)> = m.collect();
+        let mut entries: smallvec::SmallVec<[(u64, V); 8]> = m.collect();
         entries.sort_unstable_by_key(|x| x.0);
         self.words.push(entries.len() as u64);
         for (k, v) in entries {
@@ -200,29 +200,42 @@ impl Enc {
     }
 }
 
-/// A 128-bit hash of the words: two lanes of folded 64×64→128 multiplies (as wyhash
-/// mixes), keyed apart, each word entering both. Not cryptographic; the checker's state
-/// counts are far below where 128 bits collide by chance.
+/// A 128-bit hash of the words: four lanes of folded 64×64→128 multiplies (as wyhash
+/// mixes), keyed apart and independent so that they run side by side, folded together with
+/// the length at the end. Not cryptographic; the checker's state counts are far below where
+/// 128 bits collide by chance.
 fn hash128(words: &[u64]) -> u128 {
     #[inline(always)]
     fn fold(x: u64, y: u64) -> u64 {
         let m = u128::from(x) * u128::from(y);
         (m as u64) ^ ((m >> 64) as u64)
     }
-    const K: [u64; 4] = [
+    const K: [u64; 5] = [
         0xa076_1d64_78bd_642f,
         0xe703_7ed1_a0b4_28db,
         0x8ebc_6af0_9c88_c6e3,
         0x5899_65cc_7537_4cc3,
+        0x1d8e_4e27_c47d_124f,
     ];
-    let (mut a, mut b) = (K[0] ^ words.len() as u64, K[1]);
-    for &w in words {
-        a = fold(a ^ w, K[2]);
-        b = fold(b ^ w.rotate_left(32), K[3]).wrapping_add(a);
+    let mut lane = [K[0], K[1], K[2], K[3]];
+    let mut chunks = words.chunks_exact(4);
+    for c in &mut chunks {
+        for i in 0..4 {
+            lane[i] = fold(lane[i] ^ c[i], K[(i + 1) % 4] | 1);
+        }
     }
-    let a = fold(a ^ K[1], b ^ K[2]);
-    let b = fold(b ^ K[3], a ^ K[0]);
-    (u128::from(a) << 64) | u128::from(b)
+    for (i, &w) in chunks.remainder().iter().enumerate() {
+        lane[i] = fold(lane[i] ^ w, K[(i + 1) % 4] | 1);
+    }
+    let len = words.len() as u64;
+    let a = fold(lane[0] ^ K[4], lane[1] ^ len);
+    let b = fold(
+        lane[2] ^ K[4].rotate_left(17),
+        lane[3] ^ len.rotate_left(32),
+    );
+    let hi = fold(a ^ K[0], b ^ K[1]);
+    let lo = fold(b ^ K[2], a ^ K[3]);
+    (u128::from(hi) << 64) | u128::from(lo)
 }
 
 macro_rules! canon_as_num {
@@ -280,10 +293,13 @@ impl<T: Canon> Canon for BTreeMap<u64, T> {
     }
 }
 
-/// The canonical key of a checked state: its host, and the budgets spent; `e` is a buffer.
-pub(super) fn key(st: &super::State, form: Form, e: &mut Enc) -> u128 {
+/// The canonical keys of a checked state: of its host alone (what a progress walk depends
+/// on), and of the state (the host and the budgets spent); `e` is a buffer.
+pub(super) fn keys(st: &super::State, form: Form, e: &mut Enc) -> (u128, u128) {
     e.reset(st.host.now, form);
     st.host.canon(e);
+    e.rank();
+    let host = hash128(&e.words);
     let super::State {
         host: _,
         changes,
@@ -294,7 +310,7 @@ pub(super) fn key(st: &super::State, form: Form, e: &mut Enc) -> u128 {
     for b in [changes, moves, faults, jumps] {
         b.canon(e);
     }
-    e.finish()
+    (host, hash128(&e.words))
 }
 
 #[cfg(test)]

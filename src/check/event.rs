@@ -155,6 +155,19 @@ pub(super) fn enabled(st: &State, s: &Settings) -> Vec<Event> {
 /// Applies `e` to `st`, checking every property that holds after any event; returns the
 /// violated property with a message.
 pub(super) fn apply(st: &mut State, s: &Settings, e: Event) -> Result<(), (Property, String)> {
+    let answered = apply_unjudged(st, s, e)?;
+    props::after_event(st, answered)
+}
+
+/// Applies `e` to `st`, checking the properties of the event itself (the sim host's checks,
+/// `changed` once and last, a ranged change that touches nothing) but not those of the state
+/// it reaches ([`props::after_event`]), which the explorer checks once per canonical state;
+/// returns whether a read was answered current.
+pub(super) fn apply_unjudged(
+    st: &mut State,
+    s: &Settings,
+    e: Event,
+) -> Result<bool, (Property, String)> {
     let h = &mut st.host;
     let index = |h: &crate::sim::Host, read: u64| h.index_of(read);
     let current_before = h.loader.stats().answered_current;
@@ -257,8 +270,7 @@ pub(super) fn apply(st: &mut State, s: &Settings, e: Event) -> Result<(), (Prope
             h.apply(Op::Tick { ms: ms as u16 }).map_err(view_err)?
         }
     }
-    let answered = st.host.loader.stats().answered_current > current_before;
-    props::after_event(st, answered)
+    Ok(st.host.loader.stats().answered_current > current_before)
 }
 
 /// A loader call the sim's ops do not cover, then the host's effects and checks.

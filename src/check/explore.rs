@@ -1,8 +1,8 @@
 //! The loader checker's search: breadth-first over canonical states to a depth, with a
 //! shortest trace to the first violation of each configuration, and its replay.
 
-use super::event::{apply, enabled, Event};
-use super::props::{progress, Property, Walks};
+use super::event::{apply, apply_unjudged, enabled, Event};
+use super::props::{after_event, progress, retry_reset, Property, Walks};
 use super::{canon, text, Settings, State};
 use rustc_hash::FxHashSet as HashSet;
 use std::hash::{Hash, Hasher};
@@ -52,11 +52,16 @@ pub enum Dedup {
     Text,
 }
 
-fn key(st: &State, dedup: Dedup, e: &mut canon::Enc) -> u128 {
+/// The state's key under `dedup`, and its host's structural key when `dedup` computed it
+/// (for the progress walks).
+fn key(st: &State, dedup: Dedup, e: &mut canon::Enc) -> (u128, Option<u128>) {
     match dedup {
-        Dedup::Fields => canon::key(st, canon::Form::Fields, e),
-        Dedup::AsText => canon::key(st, canon::Form::AsText, e),
-        Dedup::Text => text_key(st),
+        Dedup::Fields => {
+            let (host, state) = canon::keys(st, canon::Form::Fields, e);
+            (state, Some(host))
+        }
+        Dedup::AsText => (canon::keys(st, canon::Form::AsText, e).1, None),
+        Dedup::Text => (text_key(st), None),
     }
 }
 
@@ -134,10 +139,11 @@ fn explore_one(s: &Settings, dedup: Dedup) -> Report {
     // Today's checker took every progress walk whole; the structural forms remember them.
     let mut walks = (dedup != Dedup::Text).then(Walks::default);
     let mut seen: HashSet<u128> = HashSet::default();
-    seen.insert(key(&start, dedup, &mut enc));
+    let (k, host_key) = key(&start, dedup, &mut enc);
+    seen.insert(k);
     // Each node's parent and the event that reached it, for traces.
     let mut nodes: Vec<(u32, Option<Event>)> = vec![(u32::MAX, None)];
-    let mut frontier = vec![(0u32, start)];
+    let mut frontier = vec![(0u32, Box::new(start), host_key)];
     let trace = |nodes: &[(u32, Option<Event>)], mut at: u32| {
         let mut t = Vec::new();
         while let Some(e) = nodes[at as usize].1 {
@@ -150,9 +156,9 @@ fn explore_one(s: &Settings, dedup: Dedup) -> Report {
     for level in 0..=s.depth {
         r.depth = level;
         let mut next = Vec::new();
-        for (node, st) in frontier.drain(..) {
+        for (node, st, host_key) in frontier.drain(..) {
             r.states += 1;
-            match progress(&st, s, walks.as_mut()) {
+            match progress(&st, s, walks.as_mut(), host_key) {
                 Ok(n) => r.worst_progress = r.worst_progress.max(n),
                 Err((property, message)) => {
                     r.violations.push(Violation {
@@ -169,21 +175,36 @@ fn explore_one(s: &Settings, dedup: Dedup) -> Report {
             }
             for e in enabled(&st, s) {
                 r.transitions += 1;
-                let mut succ = st.clone();
-                if let Err((property, message)) = apply(&mut succ, s, e) {
-                    let mut t = trace(&nodes, node);
-                    t.push(e);
-                    r.violations.push(Violation {
-                        property,
-                        message,
-                        settings: *s,
-                        trace: t,
-                    });
-                    return r;
-                }
-                if seen.insert(key(&succ, dedup, &mut enc)) {
-                    nodes.push((node, Some(e)));
-                    next.push(((nodes.len() - 1) as u32, succ));
+                let mut succ = Box::new((*st).clone());
+                // The properties of the event, after every event; those of the state it
+                // reaches, once per canonical state (they do not depend on the ids' names).
+                let judged = apply_unjudged(&mut succ, s, e).and_then(|answered| {
+                    retry_reset(&succ.host.loader, answered)?;
+                    let (k, host_key) = key(&succ, dedup, &mut enc);
+                    if seen.insert(k) {
+                        after_event(&succ, answered)?;
+                        Ok(Some(host_key))
+                    } else {
+                        Ok(None)
+                    }
+                });
+                match judged {
+                    Ok(Some(host_key)) => {
+                        nodes.push((node, Some(e)));
+                        next.push(((nodes.len() - 1) as u32, succ, host_key));
+                    }
+                    Ok(None) => {}
+                    Err((property, message)) => {
+                        let mut t = trace(&nodes, node);
+                        t.push(e);
+                        r.violations.push(Violation {
+                            property,
+                            message,
+                            settings: *s,
+                            trace: t,
+                        });
+                        return r;
+                    }
                 }
             }
         }
@@ -217,7 +238,7 @@ pub fn replay_recorded(
 }
 
 fn replay_from(st: &mut State, s: &Settings, trace: &[Event]) -> Result<(), (Property, String)> {
-    progress(st, s, None)?;
+    progress(st, s, None, None)?;
     for (i, &e) in trace.iter().enumerate() {
         if !enabled(st, s).contains(&e) {
             return Err((
@@ -226,7 +247,7 @@ fn replay_from(st: &mut State, s: &Settings, trace: &[Event]) -> Result<(), (Pro
             ));
         }
         apply(st, s, e)?;
-        progress(st, s, None)?;
+        progress(st, s, None, None)?;
     }
     Ok(())
 }

@@ -159,6 +159,12 @@ pub(crate) fn loader_props(
         ));
     }
     bound(l, pending, &holders, repair_window)?;
+    retry_reset(l, answered)?;
+    explained(l, pending, &l.explain()).map_err(|m| (Property::Explained, m))
+}
+
+/// After a successful answer (`answered`), the automatic retry count starts again.
+pub(crate) fn retry_reset(l: &Loader, answered: bool) -> Result<(), (Property, String)> {
     if answered && l.auto_retries_spent() != 0 {
         return Err((
             Property::RetryReset,
@@ -168,7 +174,7 @@ pub(crate) fn loader_props(
             ),
         ));
     }
-    explained(l, pending, &l.explain()).map_err(|m| (Property::Explained, m))
+    Ok(())
 }
 
 /// Whether `text` (the loader's `explain`) tells the truth about `l`: its first line is
@@ -344,15 +350,32 @@ impl Walks {
 /// first, then newest first), timers run and retries made when nothing else is armed, the
 /// loader reaches quiescence with the window covered within `bound` answers. `walks`, when
 /// given, remembers the walks' states, so that no state's walk is taken twice.
+/// `host_key`, when given, is the canonical key of `st.host` (`canon::Form::Fields`).
 pub(super) fn progress(
     st: &State,
     s: &Settings,
     mut walks: Option<&mut Walks>,
+    host_key: Option<u128>,
 ) -> Result<usize, (Property, String)> {
     let mut worst = 0;
     let bound = s.progress_bound();
     let max_calls = 4 * bound + 16;
+    // The start's key, for both walks (when no effects wait: else after they are carried out).
+    let start = match walks.as_deref_mut() {
+        Some(w) if st.host.loader.queued_effects().is_empty() => {
+            Some(host_key.unwrap_or_else(|| w.key(&st.host)))
+        }
+        _ => None,
+    };
     for newest_first in [false, true] {
+        let dir = usize::from(newest_first);
+        if let (Some(k), Some(w)) = (start, walks.as_deref()) {
+            if let Some(&(a, _)) = w.known[dir].get(&k) {
+                // Walked before from this very state, within the bounds, and settled.
+                worst = worst.max(a as usize);
+                continue;
+            }
+        }
         let mut h = st.host.clone();
         // Effects still queued (a starting point's) reach the host with its first call.
         h.collect().map_err(|m| (Property::from_message(&m), m))?;
@@ -361,21 +384,21 @@ pub(super) fn progress(
         // The states passed, with the answers and calls made before each.
         let mut path: Vec<(u128, usize, usize)> = Vec::new();
         let mut known = None;
+        let mut first = start;
         loop {
             if let Some(w) = walks.as_deref_mut() {
-                let k = w.key(&h);
-                if let Some(&(a, c)) = w.known[usize::from(newest_first)].get(&k) {
+                let k = match first.take() {
+                    Some(k) => k,
+                    None => w.key(&h),
+                };
+                if let Some(&(a, c)) = w.known[dir].get(&k) {
                     known = Some((a as usize, c as usize));
                     break;
                 }
                 path.push((k, answers, calls));
             }
-            let reads = h.pending_reads();
-            let step = if let Some(r) = if newest_first {
-                reads.iter().max_by_key(|r| r.read_id)
-            } else {
-                reads.iter().min_by_key(|r| r.read_id)
-            } {
+            let ids = h.pending_ids();
+            let step = if let Some(read_id) = if newest_first { ids.max() } else { ids.min() } {
                 answers += 1;
                 if answers > bound {
                     return Err((
@@ -383,7 +406,7 @@ pub(super) fn progress(
                         format!("not quiescent after {bound} honest answers"),
                     ));
                 }
-                let index = h.index_of(r.read_id);
+                let index = h.index_of(read_id);
                 match s.fault {
                     Some(super::HostFault::Stalling) => crate::sim::Op::Stall { index },
                     _ => crate::sim::Op::Deliver { index, fresh: true },
@@ -431,7 +454,7 @@ pub(super) fn progress(
             None => h.check_settled().map_err(|m| (Property::Progress, m))?,
         }
         if let Some(w) = walks.as_deref_mut() {
-            let known = &mut w.known[usize::from(newest_first)];
+            let known = &mut w.known[dir];
             for (k, a, c) in path {
                 known.insert(k, ((answers - a) as u32, (calls - c) as u32));
             }

@@ -118,6 +118,11 @@ impl Host {
         self.pending.iter().map(|p| p.read.clone()).collect()
     }
 
+    /// The ids of the reads pending, without copying them.
+    pub fn pending_ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.pending.iter().map(|p| p.read.read_id)
+    }
+
     /// The pending reads with what the host knows of each: whether the loader hinted that
     /// it no longer needs it (`Effect::Cancel`), and whether the host abandoned it.
     pub fn pending_flags(&self) -> Vec<(u64, bool, bool)> {
