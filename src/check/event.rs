@@ -76,6 +76,9 @@ pub enum Event {
         /// The position given.
         position: u64,
     },
+    /// Every item updated in place (keys unchanged), reported as one range from the source's
+    /// start to its last item (`wide` configurations).
+    Touch,
     /// An explicit retry (offered when one is enabled).
     Retry,
     /// Let time pass to the next deadline (offered when one is armed).
@@ -110,6 +113,9 @@ pub(super) fn enabled(st: &State, s: &Settings) -> Vec<Event> {
                 }
             }
         }
+        if s.wide && n > 0 {
+            v.push(Event::Touch);
+        }
         v.dedup();
     }
     if st.moves < s.moves {
@@ -117,6 +123,14 @@ pub(super) fn enabled(st: &State, s: &Settings) -> Vec<Event> {
         for to in s.window_starts() {
             if to != start {
                 v.push(Event::Window { start: to, len });
+            }
+        }
+        if s.wide {
+            let middle = s.source as u64 / 2;
+            for (to, l) in [(start, 1), (middle, 1), (middle, len)] {
+                if (to, l) != (start, len) && !v.contains(&Event::Window { start: to, len: l }) {
+                    v.push(Event::Window { start: to, len: l });
+                }
             }
         }
         if s.locate {
@@ -262,6 +276,16 @@ pub(super) fn apply_unjudged(
             st.moves += 1;
             st.jumps += 1;
             call(h, |l| l.jump(&[], position))?;
+        }
+        Event::Touch => {
+            st.changes += 1;
+            let last = *h.source.items().last().expect("an item");
+            h.lied = false;
+            h.loader
+                .invalidate_range(&[], Some(&encode_cursor(last)), &mut Source::compare)
+                .map_err(|e| (Property::Refused, format!("refused: {e}")))?;
+            h.collect().map_err(view_err)?;
+            h.check().map_err(view_err)?
         }
         Event::Retry => h.apply(Op::Retry).map_err(view_err)?,
         Event::Tick => {

@@ -38,6 +38,21 @@ pub struct Report {
     pub violations: Vec<Violation>,
 }
 
+/// Runs `f`, a panic in it reported as a violation of [`Property::NoPanic`].
+fn guarded<T>(f: impl FnOnce() -> Result<T, (Property, String)>) -> Result<T, (Property, String)> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(e) => {
+            let m = e
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| e.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Err((Property::NoPanic, format!("panicked: {m}")))
+        }
+    }
+}
+
 /// How states are deduplicated: by the structural canonical form (the default), or by the
 /// `Debug`-text form it replaced (`loader-check --loader --canon text`, for comparison).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -158,7 +173,7 @@ fn explore_one(s: &Settings, dedup: Dedup) -> Report {
         let mut next = Vec::new();
         for (node, st, host_key) in frontier.drain(..) {
             r.states += 1;
-            match progress(&st, s, walks.as_mut(), host_key) {
+            match guarded(|| progress(&st, s, walks.as_mut(), host_key)) {
                 Ok(n) => r.worst_progress = r.worst_progress.max(n),
                 Err((property, message)) => {
                     r.violations.push(Violation {
@@ -178,7 +193,7 @@ fn explore_one(s: &Settings, dedup: Dedup) -> Report {
                 let mut succ = Box::new((*st).clone());
                 // The properties of the event, after every event; those of the state it
                 // reaches, once per canonical state (they do not depend on the ids' names).
-                let judged = apply_unjudged(&mut succ, s, e).and_then(|answered| {
+                let judged = guarded(|| apply_unjudged(&mut succ, s, e)).and_then(|answered| {
                     retry_reset(&succ.host.loader, answered)?;
                     let (k, host_key) = key(&succ, dedup, &mut enc);
                     if seen.insert(k) {
@@ -238,7 +253,7 @@ pub fn replay_recorded(
 }
 
 fn replay_from(st: &mut State, s: &Settings, trace: &[Event]) -> Result<(), (Property, String)> {
-    progress(st, s, None, None)?;
+    guarded(|| progress(st, s, None, None))?;
     for (i, &e) in trace.iter().enumerate() {
         if !enabled(st, s).contains(&e) {
             return Err((
@@ -246,8 +261,8 @@ fn replay_from(st: &mut State, s: &Settings, trace: &[Event]) -> Result<(), (Pro
                 format!("event {i} ({e:?}) is not enabled here"),
             ));
         }
-        apply(st, s, e)?;
-        progress(st, s, None, None)?;
+        guarded(|| apply(st, s, e))?;
+        guarded(|| progress(st, s, None, None))?;
     }
     Ok(())
 }

@@ -51,6 +51,14 @@ pub struct Settings {
     /// Window moves may also be made with a `locate` that answers right, unknown or wrong
     /// (`Loader::set_window_located`), to the far starts and to the source's last item.
     pub locate: bool,
+    /// The exploration starts once the first window is read (every read answered honestly,
+    /// oldest first), so that its depth goes to what follows.
+    pub settled: bool,
+    /// Wide changes and window resizes: a change may be an update of every item in place,
+    /// reported as one range from the source's start to its last item ([`Event::Touch`]),
+    /// and the window may shrink to one item (where it is, or at the source's middle) or
+    /// move to the middle at its length.
+    pub wide: bool,
 }
 
 /// A host bug the checker can inject: each makes a property fail, which shows that the
@@ -113,6 +121,18 @@ impl Settings {
                     .set_window(0, self.window)
                     .expect("a small window");
                 host.collect().expect("a first window's effects");
+            }
+        }
+        if self.settled {
+            // The first window read: honest answers, oldest first, and timers run.
+            host.collect().expect("a first window's effects");
+            for _ in 0..self.progress_bound() {
+                let Some(read) = host.pending_ids().min() else {
+                    break;
+                };
+                let index = host.index_of(read);
+                host.apply(crate::sim::Op::Deliver { index, fresh: true })
+                    .expect("an honest answer");
             }
         }
         // The starting effects stay queued: the first event's call carries them out, as the
@@ -188,6 +208,8 @@ pub fn grid(deep: bool) -> Vec<Settings> {
                             depth,
                             fault: None,
                             locate: false,
+                            settled: false,
+                            wide: false,
                         });
                     }
                     geometry += 1;
@@ -215,11 +237,14 @@ pub fn grid(deep: bool) -> Vec<Settings> {
                 depth,
                 fault: None,
                 locate: false,
+                settled: false,
+                wide: false,
             });
         }
     }
     // Far moves with the host's `locate`: a source long enough that a move to its last item
     // is far from a one-item window, with and without a bound on the pages held.
+    out.extend(bound_grid(deep));
     for (source, page_size, max_pages) in [(4, 1, 0), (5, 2, 2)] {
         out.push(Settings {
             config: Config {
@@ -239,6 +264,47 @@ pub fn grid(deep: bool) -> Vec<Settings> {
             depth,
             fault: None,
             locate: true,
+            settled: false,
+            wide: false,
+        });
+    }
+    out
+}
+
+/// The configurations for the bound on pages held while repairs run and the window moves
+/// (last round's five fixes that `fuzz_loader` found, `loader::mutant`): a first window of
+/// several pages read before the exploration starts, then wide changes, whole and single-item
+/// changes, and window moves that shrink it or move it on, with no failures.
+fn bound_grid(deep: bool) -> Vec<Settings> {
+    let mut out = Vec::new();
+    let depth = if deep { 11 } else { 10 };
+    for (source, page_size, window, prefetch, max_pages, changes, moves) in [
+        (7, 1, 5, 0, 0, 1, 1),
+        (7, 1, 5, 0, 2, 1, 1),
+        (8, 2, 6, 0, 0, 1, 1),
+        (7, 1, 5, 0, 0, 2, 1),
+        (7, 1, 5, 0, 0, 1, 2),
+    ] {
+        out.push(Settings {
+            config: Config {
+                page_size,
+                prefetch_distance: prefetch,
+                max_pages,
+                backoff_initial_ms: 1,
+                backoff_max_ms: 4,
+                ..Config::default()
+            },
+            source,
+            window,
+            initial: None,
+            changes,
+            moves,
+            faults: 0,
+            depth,
+            fault: None,
+            locate: false,
+            settled: true,
+            wide: true,
         });
     }
     out

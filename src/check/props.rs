@@ -46,11 +46,13 @@ pub enum Property {
     /// the host holds, the backoff deadline armed, and `loader_retry` when only the host can
     /// retry.
     Explained,
+    /// No call panics (an arithmetic overflow, an index out of range, a broken expectation).
+    NoPanic,
 }
 
 impl Property {
     /// Every property, in the order the report lists them.
-    pub const ALL: [Property; 14] = [
+    pub const ALL: [Property; 15] = [
         Property::Ledger,
         Property::Accounting,
         Property::HeldAccounted,
@@ -65,6 +67,7 @@ impl Property {
         Property::RetryReset,
         Property::Refused,
         Property::Explained,
+        Property::NoPanic,
     ];
 
     /// Its name, as `loader-check --loader` prints it.
@@ -84,6 +87,7 @@ impl Property {
             Property::RetryReset => "retry_reset",
             Property::Refused => "refused",
             Property::Explained => "explained",
+            Property::NoPanic => "no_panic",
         }
     }
 
@@ -98,7 +102,7 @@ impl Property {
             Property::Ledger
         } else if has("released but not held") || has("after close") {
             Property::Accounting
-        } else if has("max_pages") {
+        } else if has("max_pages") || has("over the bound") {
             Property::Bound
         } else if has("starts at the source's start") || has("claims the source's start") {
             Property::OwnPositions

@@ -81,6 +81,10 @@ mod explain;
 mod far;
 mod inspect;
 mod invalidate;
+#[cfg(any(test, feature = "testing"))]
+pub mod mutant;
+#[cfg(not(any(test, feature = "testing")))]
+pub(crate) mod mutant;
 mod outbox;
 mod pools;
 mod reach;

@@ -135,7 +135,7 @@ impl Loader {
             self.out.release_all(&w.acqs);
             self.pools.recycle_work(w);
         }
-        if kind == Kind::Chain {
+        if kind == Kind::Chain && !super::mutant::on(super::mutant::Mutant::RangedRereadsOutside) {
             // A ranged repair re-reads only what the window needs.
             let cut = self.view.drop_dirty_outside(
                 want,

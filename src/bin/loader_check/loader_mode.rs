@@ -6,7 +6,7 @@ use std::time::Instant;
 
 pub(crate) const USAGE: &str = "
        loader-check --loader [--deep] [--stop-at-first] [--json] [--only N]
-                            [--canon fields|as-text|text]
+                            [--canon fields|as-text|text] [--mutant NAME]
 
   --loader            explore the production Loader exhaustively: every host event
                       interleaving from the small configurations of loader::check::grid,
@@ -15,6 +15,9 @@ pub(crate) const USAGE: &str = "
   --deep              the wider grid and budgets (longer; not run in CI)
   --only N            only configuration N of the grid
   --verbose           print each configuration's counts as it finishes
+  --mutant NAME       run the loader with one of last round's fuzz-found fixes undone
+                      (loader::loader::mutant: rangedRereadsOutside, rangedReadsPast,
+                      rangedKeepsBefore, rangedShiftUnsigned, repairShiftsKept)
   --canon FORM        how states are deduplicated: fields (the default: the structural
                       canonical form), as-text (the structural form restricted to what the
                       text form saw) or text (the Debug-text form it replaced, slower)";
@@ -34,6 +37,16 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
             "--stop-at-first" => stop_at_first = true,
             "--json" => json = true,
             "--verbose" => verbose = true,
+            "--mutant" => match it
+                .next()
+                .and_then(|n| loader::loader::mutant::Mutant::from_name(n))
+            {
+                Some(m) => loader::loader::mutant::set(Some(m)),
+                None => {
+                    eprintln!("loader-check: --mutant takes a mutant's name");
+                    return ExitCode::from(2);
+                }
+            },
             "--canon" => match it.next().map(String::as_str) {
                 Some("fields") => dedup = Dedup::Fields,
                 Some("as-text") => dedup = Dedup::AsText,
