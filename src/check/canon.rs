@@ -306,10 +306,12 @@ pub(super) fn keys(st: &super::State, form: Form, e: &mut Enc) -> (u128, u128) {
         moves,
         faults,
         jumps,
+        far,
     } = st;
     for b in [changes, moves, faults, jumps] {
         b.canon(e);
     }
+    e.opt(far, |e, n| e.num(*n));
     (host, hash128(&e.words))
 }
 

@@ -133,9 +133,15 @@ pub(super) fn enabled(st: &State, s: &Settings) -> Vec<Event> {
                 }
             }
         }
-        if s.locate {
-            // To the source's last item: far from a one-item window at the start.
-            let to = (s.source as u64).saturating_sub(1);
+        // To the source's last item: far from a one-item window at the start; with two moves,
+        // to its middle too (a far move made during another's reads).
+        let last = (s.source as u64).saturating_sub(1);
+        let targets = if s.moves >= 2 {
+            vec![s.source as u64 / 2, last]
+        } else {
+            vec![last]
+        };
+        for to in targets.into_iter().filter(|_| s.locate) {
             if to != start {
                 for answer in 0..3 {
                     v.push(Event::WindowLocated {
@@ -185,6 +191,8 @@ pub(super) fn apply_unjudged(
     let h = &mut st.host;
     let index = |h: &crate::sim::Host, read: u64| h.index_of(read);
     let current_before = h.loader.stats().answered_current;
+    let items_before = h.loader.stats().items_read;
+    let in_flight = h.pending_ids().count();
     let view_err = |m: String| (Property::from_message(&m), m);
     match e {
         Event::Answer { read } => {
@@ -293,6 +301,29 @@ pub(super) fn apply_unjudged(
             let ms = d.saturating_sub(h.now).max(1);
             h.apply(Op::Tick { ms: ms as u16 }).map_err(view_err)?
         }
+    }
+    // The cost of a move with a known cursor: its clock starts at the move, counts the items
+    // answered after it, and stops when the view is fresh again; a change, a fault or
+    // another move without a known cursor stops it too (what follows is not the move's).
+    let read = st.host.loader.stats().items_read - items_before;
+    st.far = match e {
+        Event::WindowLocated { answer: 0, .. } | Event::Jump { .. } | Event::JumpStart { .. } => {
+            Some(s.far_move_budget(in_flight))
+        }
+        Event::Answer { .. } | Event::Tick | Event::Retry => match st.far {
+            Some(left) if read > left => {
+                return Err((
+                    Property::FarMoveCost,
+                    format!("a move with a known cursor read {read} items more, over the {left} left of its budget"),
+                ))
+            }
+            far => far.map(|left| left - read),
+        },
+        _ => None,
+    };
+    let l = &st.host.loader;
+    if l.ledger().is_quiescent() && !l.revalidating() && l.outstanding_reads() == 0 {
+        st.far = None;
     }
     Ok(st.host.loader.stats().answered_current > current_before)
 }

@@ -85,6 +85,21 @@ impl Settings {
     /// Honest answers within which progress must reach quiescence: twice the pages from the
     /// source's start to the far end of the farthest window plus prefetch, plus two for the
     /// partial pages at each end, per direction.
+    /// What a move or jump with a known cursor may read before the view is fresh again, in
+    /// items: the window, twice the prefetch and two pages (the partial pages at its ends),
+    /// plus a walk up to `jump_threshold` (a move that near is not a far one), plus a page
+    /// for each read in flight when it was made (`in_flight`), whose answer may still come.
+    fn far_move_budget(&self, in_flight: usize) -> u64 {
+        let c = &self.config;
+        let page = u64::from(c.page_size);
+        let walk = if c.jump_threshold == crate::loader::JUMP_THRESHOLD_AUTO {
+            self.window + 2 * c.prefetch_distance
+        } else {
+            c.jump_threshold
+        };
+        self.window + 2 * c.prefetch_distance + 2 * page + walk + page * in_flight as u64
+    }
+
     fn progress_bound(&self) -> usize {
         let page = u64::from(self.config.page_size);
         let span = self.source as u64 + 3 + self.window + 2 * self.config.prefetch_distance;
@@ -143,6 +158,7 @@ impl Settings {
             moves: 0,
             faults: 0,
             jumps: 0,
+            far: None,
         }
     }
 }
@@ -155,6 +171,9 @@ pub(crate) struct State {
     moves: u8,
     faults: u8,
     jumps: u8,
+    /// After a move or jump with a known cursor, until the view is fresh again: the items
+    /// the host may still read ([`Property::FarMoveCost`]).
+    far: Option<u64>,
 }
 
 /// The configurations explored. The quick grid (`make check`) takes every geometry (source
@@ -167,7 +186,7 @@ pub(crate) struct State {
 pub fn grid(deep: bool) -> Vec<Settings> {
     let mut out = Vec::new();
     let sources: &[usize] = if deep { &[0, 3, 5] } else { &[0, 2, 4] };
-    let (stride, depth) = if deep { (4, 9) } else { (6, 7) };
+    let (stride, depth) = if deep { (4, 10) } else { (6, 9) };
     let mut combos = Vec::new();
     for max_pages in [0, 2] {
         for ledger in [(true, true), (true, false), (false, false)] {
@@ -245,6 +264,7 @@ pub fn grid(deep: bool) -> Vec<Settings> {
     // Far moves with the host's `locate`: a source long enough that a move to its last item
     // is far from a one-item window, with and without a bound on the pages held.
     out.extend(bound_grid(deep));
+    out.extend(far_grid(deep));
     for (source, page_size, max_pages) in [(4, 1, 0), (5, 2, 2)] {
         out.push(Settings {
             config: Config {
@@ -308,4 +328,36 @@ fn bound_grid(deep: bool) -> Vec<Settings> {
         });
     }
     out
+}
+
+/// The configurations for the cost of far moves ([`Property::FarMoveCost`]): a source long
+/// against a one-item window and a `jump_threshold` of one item, so that a walk and a jump
+/// read differently; the first window read before the search; two moves (with `locate`, to
+/// the source's middle and last item, or plain), no changes and no failures.
+fn far_grid(deep: bool) -> Vec<Settings> {
+    let depth = if deep { 9 } else { 8 };
+    [(16, 1, 0), (16, 2, 1)]
+        .into_iter()
+        .map(|(source, page_size, prefetch)| Settings {
+            config: Config {
+                page_size,
+                prefetch_distance: prefetch,
+                jump_threshold: 1,
+                backoff_initial_ms: 1,
+                backoff_max_ms: 4,
+                ..Config::default()
+            },
+            source,
+            window: 1,
+            initial: None,
+            changes: 0,
+            moves: 2,
+            faults: 0,
+            depth,
+            fault: None,
+            locate: true,
+            settled: true,
+            wide: false,
+        })
+        .collect()
 }

@@ -48,11 +48,16 @@ pub enum Property {
     Explained,
     /// No call panics (an arithmetic overflow, an index out of range, a broken expectation).
     NoPanic,
+    /// A move or jump with a known cursor (`locate` answered, a jump's cursor) reads at most
+    /// window + 2·prefetch + 2·page items before the view is fresh again (plus a walk up to
+    /// `jump_threshold`, and a page for each read in flight when it was made), whatever was in
+    /// flight: checked along the explored events and along every progress walk.
+    FarMoveCost,
 }
 
 impl Property {
     /// Every property, in the order the report lists them.
-    pub const ALL: [Property; 15] = [
+    pub const ALL: [Property; 16] = [
         Property::Ledger,
         Property::Accounting,
         Property::HeldAccounted,
@@ -68,6 +73,7 @@ impl Property {
         Property::Refused,
         Property::Explained,
         Property::NoPanic,
+        Property::FarMoveCost,
     ];
 
     /// Its name, as `loader-check --loader` prints it.
@@ -88,6 +94,7 @@ impl Property {
             Property::Refused => "refused",
             Property::Explained => "explained",
             Property::NoPanic => "no_panic",
+            Property::FarMoveCost => "far_move_cost",
         }
     }
 
@@ -330,13 +337,13 @@ pub(crate) fn bound(
 }
 
 /// What progress walks found, by the canonical key of each host state they passed through
-/// and the order reads were answered in (oldest first, newest first): the answers and calls
-/// from there to quiescence. A walk is a function of the canonical state (the host's own
+/// and the order reads were answered in (oldest first, newest first): the answers, calls and
+/// items read from there to quiescence. A walk is a function of the canonical state (the host's own
 /// answers, its clock's deadlines as offsets, reads chosen by the order of their ids, which
 /// ranking keeps), so a walk that reaches a state another walk passed through ends there.
 #[derive(Default)]
 pub(super) struct Walks {
-    known: [rustc_hash::FxHashMap<u128, (u32, u32)>; 2],
+    known: [rustc_hash::FxHashMap<u128, (u32, u32, u64)>; 2],
     enc: Option<super::canon::Enc>,
 }
 
@@ -353,7 +360,9 @@ impl Walks {
 /// Progress: from `st`, with the source left alone and every read answered honestly (oldest
 /// first, then newest first), timers run and retries made when nothing else is armed, the
 /// loader reaches quiescence with the window covered within `bound` answers. `walks`, when
-/// given, remembers the walks' states, so that no state's walk is taken twice.
+/// given, remembers the walks' states, so that no state's walk is taken twice. After a move
+/// with a known cursor (`st.far`), the items the walk reads must be within its budget
+/// ([`Property::FarMoveCost`]).
 /// `host_key`, when given, is the canonical key of `st.host` (`canon::Form::Fields`).
 pub(super) fn progress(
     st: &State,
@@ -374,8 +383,9 @@ pub(super) fn progress(
     for newest_first in [false, true] {
         let dir = usize::from(newest_first);
         if let (Some(k), Some(w)) = (start, walks.as_deref()) {
-            if let Some(&(a, _)) = w.known[dir].get(&k) {
+            if let Some(&(a, _, items)) = w.known[dir].get(&k) {
                 // Walked before from this very state, within the bounds, and settled.
+                far_cost(st, items)?;
                 worst = worst.max(a as usize);
                 continue;
             }
@@ -385,8 +395,10 @@ pub(super) fn progress(
         h.collect().map_err(|m| (Property::from_message(&m), m))?;
         let mut answers = 0;
         let mut calls = 0;
-        // The states passed, with the answers and calls made before each.
-        let mut path: Vec<(u128, usize, usize)> = Vec::new();
+        let items_at = |h: &crate::sim::Host| h.loader.stats().items_read;
+        let items_from = items_at(&h);
+        // The states passed, with the answers, calls and items read before each.
+        let mut path: Vec<(u128, usize, usize, u64)> = Vec::new();
         let mut known = None;
         let mut first = start;
         loop {
@@ -395,11 +407,11 @@ pub(super) fn progress(
                     Some(k) => k,
                     None => w.key(&h),
                 };
-                if let Some(&(a, c)) = w.known[dir].get(&k) {
-                    known = Some((a as usize, c as usize));
+                if let Some(&(a, c, items)) = w.known[dir].get(&k) {
+                    known = Some((a as usize, c as usize, items));
                     break;
                 }
-                path.push((k, answers, calls));
+                path.push((k, answers, calls, items_at(&h) - items_from));
             }
             let ids = h.pending_ids();
             let step = if let Some(read_id) = if newest_first { ids.max() } else { ids.min() } {
@@ -433,9 +445,11 @@ pub(super) fn progress(
             }
             h.apply(step).map_err(|m| (Property::from_message(&m), m))?;
         }
+        let mut items = items_at(&h) - items_from;
         match known {
             // The rest of this walk was walked before, and ended settled.
-            Some((a, c)) => {
+            Some((a, c, rest)) => {
+                items += rest;
                 if answers + a > bound {
                     return Err((
                         Property::Progress,
@@ -457,15 +471,30 @@ pub(super) fn progress(
             }
             None => h.check_settled().map_err(|m| (Property::Progress, m))?,
         }
+        far_cost(st, items)?;
         if let Some(w) = walks.as_deref_mut() {
             let known = &mut w.known[dir];
-            for (k, a, c) in path {
-                known.insert(k, ((answers - a) as u32, (calls - c) as u32));
+            for (k, a, c, i) in path {
+                known.insert(k, ((answers - a) as u32, (calls - c) as u32, items - i));
             }
         }
         worst = worst.max(answers);
     }
     Ok(worst)
+}
+
+/// After a move with a known cursor (`st.far`: the items it may still read), `items` more
+/// read before the view is fresh are within its budget.
+pub(super) fn far_cost(st: &State, items: u64) -> Result<(), (Property, String)> {
+    match st.far {
+        Some(left) if items > left => Err((
+            Property::FarMoveCost,
+            format!(
+                "a move with a known cursor read {items} items more before the view was fresh, over the {left} left of its budget"
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]
