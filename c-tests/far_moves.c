@@ -217,6 +217,43 @@ static void the_default_config_bounds_the_pages_held(void) {
     host_free(h);
 }
 
+/* A far move made while the previous far move's reads are out starts at its own target: the
+ * first move's read is let go (a cancel hint), and nothing between the two is read. */
+static void a_far_move_during_a_far_move_reads_around_the_second_target(void) {
+    host *h = far_host(100000, MAX_PAGES, LOADER_JUMP_THRESHOLD_AUTO, LOCATE_EXACT);
+    move(h, 0);
+    CHECK_CODE(loader_set_window(h->handle, 30000, WINDOW), LOADER_RESULT_OK);
+    CHECK(h->npending > 0);
+    int cancels = h->cancels;
+    loader_counts d = moved(h, 60000);
+    printf("     to item 60000 while the move to 30000 reads: %llu items read\n",
+           (unsigned long long)d.items_read);
+    /* The first move's read, answered late, is not counted: what the second move read. */
+    CHECK(d.items_read <= TARGET);
+    CHECK(d.located == 1 && locate_calls == 2);
+    CHECK(h->cancels > cancels);
+    CHECK(view_is_the_source(h, 0));
+    CHECK(max_held <= bound(MAX_PAGES));
+    host_free(h);
+}
+
+/* A far move after the previous far move's read failed starts at its own target, not at the
+ * failed read resumed. */
+static void a_far_move_after_a_failed_far_move_reads_around_its_target(void) {
+    host *h = far_host(100000, MAX_PAGES, LOADER_JUMP_THRESHOLD_AUTO, LOCATE_EXACT);
+    move(h, 0);
+    CHECK_CODE(loader_set_window(h->handle, 40000, WINDOW), LOADER_RESULT_OK);
+    CHECK(h->npending == 1 && h->pending[0].kind != LOADER_KIND_FINITE);
+    fail_oldest(h);
+    loader_counts d = moved(h, 20000);
+    printf("     to item 20000 after the move to 40000 failed: %llu items read\n",
+           (unsigned long long)d.items_read);
+    CHECK(d.items_read <= TARGET);
+    CHECK(view_is_the_source(h, 0));
+    CHECK(max_held <= bound(MAX_PAGES));
+    host_free(h);
+}
+
 int main(void) {
     RUN(scrolling_back_to_the_top_reads_the_window_not_the_distance);
     RUN(locate_makes_a_far_move_cost_the_window);
@@ -224,6 +261,8 @@ int main(void) {
     RUN(a_wrong_locate_gives_the_source_from_its_cursor);
     RUN(a_zero_threshold_walks_as_before);
     RUN(the_default_config_bounds_the_pages_held);
+    RUN(a_far_move_during_a_far_move_reads_around_the_second_target);
+    RUN(a_far_move_after_a_failed_far_move_reads_around_its_target);
     printf("%d passed, %d failed\n", tests_passed, tests_failed);
     return tests_failed ? 1 : 0;
 }

@@ -215,6 +215,135 @@ static void own_failures_arm_the_backoff_timer(void) {
 
 /* loader_explain: "quiescent", then the read waited for; a buffer too small gets the start
  * of the text and its NUL, and the length says what to allocate. */
+/* loader_counts.retries_page counts only a retry that reads the failed read again (its cursor,
+ * direction and until); a window move or a jump between the page read's issue and its retry
+ * makes the retry a full read from the anchor (loader_retry's doc). */
+static loader_counts counts_now(host *h) {
+    loader_counts c = {.struct_size = sizeof c};
+    CHECK_CODE(loader_stats(h->handle, &c), LOADER_RESULT_OK);
+    return c;
+}
+
+static void a_window_move_while_a_page_read_is_out_makes_its_retry_a_full_read(void) {
+    host *h = (host *)calloc(1, sizeof(host));
+    loader_config cfg = {.struct_size = sizeof cfg};
+    loader_config_default(&cfg);
+    cfg.page_size = 2;
+    cfg.prefetch_distance = 5;
+    h->source_len = 20;
+    h->next_acq = 1;
+    loader_callbacks cb = host_callbacks(h);
+    CHECK_CODE(loader_new(&cfg, &cb, &h->handle), LOADER_RESULT_OK);
+    uint8_t key[8];
+    put_be64(key, 10);
+    CHECK_CODE(loader_jump(h->handle, key, 8, 1000), LOADER_RESULT_OK);
+    CHECK(h->npending == 1 && h->pending[0].kind == LOADER_KIND_FINITE);
+    CHECK(h->pending[0].direction == LOADER_DIRECTION_FORWARD);
+    /* The window moves while that read is out; then it fails. */
+    CHECK_CODE(loader_set_window(h->handle, 43, 20), LOADER_RESULT_OK);
+    fail_oldest(h);
+    bool started = false;
+    CHECK_CODE(loader_retry(h->handle, &started), LOADER_RESULT_OK);
+    CHECK(started && h->npending == 1);
+    /* Not the failed read (forward from key 10) again: a full read, counted as one. */
+    CHECK(h->pending[0].kind == LOADER_KIND_FULL);
+    loader_counts c = counts_now(h);
+    CHECK(c.retries_explicit == 1 && c.retries_page == 0 && c.issued_full == 1);
+    drain(h);
+    CHECK(state_of(h).quiescent);
+    host_free(h);
+}
+
+static void a_jump_after_a_page_failure_makes_its_retry_a_full_read(void) {
+    host *h = host_new(4, 20);
+    CHECK_CODE(loader_set_window(h->handle, 0, 2), LOADER_RESULT_OK);
+    fail_oldest(h);
+    uint8_t key[8];
+    put_be64(key, 10);
+    /* The loader holds nothing and owes nothing: the jump moves it at once. */
+    CHECK_CODE(loader_jump(h->handle, key, 8, 0), LOADER_RESULT_OK);
+    CHECK(h->npending == 0);
+    bool started = false;
+    CHECK_CODE(loader_retry(h->handle, &started), LOADER_RESULT_OK);
+    CHECK(started && h->npending == 1);
+    /* A full read from the anchor, the jump's cursor; not a page retry. */
+    CHECK(h->pending[0].kind == LOADER_KIND_FULL);
+    CHECK(h->pending[0].cursor_len == 8 && get_be64(h->pending[0].cursor) == 10);
+    loader_counts c = counts_now(h);
+    CHECK(c.retries_page == 0 && c.issued_full == 1);
+    drain(h);
+    CHECK(state_of(h).quiescent);
+    host_free(h);
+}
+
+/* A source of sorted values a host inserts into; a cursor is the last value read (8 bytes),
+ * empty at the source's start. `val_first` keeps each acquisition's first value. */
+static uint64_t vals[16];
+static size_t nvals;
+static uint64_t val_first[64];
+
+/* Answers pending read `i` from `vals` (forward), with the count of the values before its
+ * first one if `counted`. */
+static void answer_values(host *h, size_t i, bool counted) {
+    pending_read p = take(h, i);
+    CHECK(p.direction == LOADER_DIRECTION_FORWARD);
+    size_t from = 0;
+    if (p.cursor_len == 8) {
+        uint64_t after = get_be64(p.cursor);
+        while (from < nvals && vals[from] <= after) from++;
+    }
+    size_t to = from + p.limit < nvals ? from + p.limit : nvals;
+    uint8_t next[8];
+    size_t next_len = 0;
+    if (to > 0) {
+        put_be64(next, vals[to - 1]);
+        next_len = 8;
+    }
+    uint64_t acq = h->next_acq++;
+    h->accepted[acq] = 1;
+    if (to > from && acq < 64) val_first[acq] = vals[from];
+    loader_answer a;
+    uint32_t count = (uint32_t)(to - from);
+    loader_result r = counted ? loader_settle_counted(h->handle, p.read_id, acq, count, next, next_len,
+                                                      to == nvals, from, &a)
+                              : loader_settle(h->handle, p.read_id, acq, count, next, next_len,
+                                              to == nvals, &a);
+    CHECK_CODE(r, LOADER_RESULT_OK);
+}
+
+/* A count that contradicts a view holding the source's start is ignored: the view's numbers
+ * are the source's own there (loader_page.start). A full read from the empty cursor, a row
+ * inserted before its second read's page and announced, that read answered with the true
+ * count: the view must still number from 0. */
+static void a_count_against_a_view_at_the_start_is_ignored(void) {
+    host *h = host_new(4, 0);
+    nvals = 10;
+    for (size_t i = 0; i < nvals; i++) vals[i] = i * 10;
+    CHECK_CODE(loader_set_window(h->handle, 0, 8), LOADER_RESULT_OK);
+    CHECK_CODE(loader_invalidate(h->handle), LOADER_RESULT_OK);
+    CHECK(h->npending == 2); /* the first page's read, superseded, and the full read */
+    int full = find_pending(h, LOADER_KIND_FULL);
+    CHECK(full >= 0);
+    answer_values(h, (size_t)full, false);
+    answer_values(h, 0, false); /* the superseded read: stale */
+    /* A row between the first two, announced; then the full read's second read is answered
+     * with the true count before its page (5). */
+    memmove(&vals[2], &vals[1], (nvals - 1) * sizeof vals[0]);
+    vals[1] = 5;
+    nvals++;
+    CHECK_CODE(loader_invalidate(h->handle), LOADER_RESULT_OK);
+    CHECK(h->npending == 1);
+    answer_values(h, 0, true);
+    for (int guard = 0; h->npending > 0 && guard < 100; guard++) answer_values(h, 0, false);
+    loader_snapshot s = state_of(h);
+    CHECK(s.quiescent && s.start_of_source);
+    loader_page pages[8];
+    size_t n = 0;
+    CHECK_CODE(loader_view(h->handle, pages, 8, &n, NULL), LOADER_RESULT_OK);
+    CHECK(n > 0 && pages[0].start == 0 && val_first[pages[0].acquisition] == 0);
+    host_free(h);
+}
+
 static void explain_says_why_the_loader_waits(void) {
     host *h = host_new(4, 20);
     char buf[256];
@@ -568,6 +697,9 @@ int main(void) {
     RUN(the_seed_trace_does_not_strand_a_superseded_failure);
     RUN(an_invalidation_during_a_full_read_is_not_lost);
     RUN(own_failures_arm_the_backoff_timer);
+    RUN(a_window_move_while_a_page_read_is_out_makes_its_retry_a_full_read);
+    RUN(a_jump_after_a_page_failure_makes_its_retry_a_full_read);
+    RUN(a_count_against_a_view_at_the_start_is_ignored);
     RUN(explain_says_why_the_loader_waits);
     RUN(counters_near_their_end_are_refused);
     RUN(bad_input_table);

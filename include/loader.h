@@ -790,11 +790,19 @@ typedef struct loader_config {
    * (a page, or one step of a repair or retry) starts the count again, so failures spread
    * over a long scroll never spend it. Default 5; 0 disables them. Once they are spent, an
    * own failure arms no deadline and waits for `loader_retry` or a window move: see
-   * `loader_next_deadline`.
+   * `loader_next_deadline`. A repair that commits without any answer (a ranged
+   * invalidation whose marked pages all lay outside the window plus prefetch, so there was
+   * nothing to re-read) counts as a success too: it starts the count again and disarms a
+   * deadline.
    */
   uint32_t max_auto_retries;
   /**
-   * Seeds the backoff jitter. Default 0.
+   * Seeds the backoff jitter. Default 0. Each delay is drawn from the upper half of its
+   * step: after `k` automatic retries since the last success, the next waits from `d / 2`
+   * to `d` ms, both included (integer division), where `d` is `backoff_initial_ms ·
+   * backoff_multiplier^k` capped at `backoff_max_ms`, in whole ms. The draws are a fixed
+   * sequence for each seed: loaders with the same seed and the same failures retry in
+   * step, so give each its own.
    */
   uint64_t jitter_seed;
   /**
@@ -808,7 +816,11 @@ typedef struct loader_config {
    * changes. Zero settles it stale and starts a replacement. Takes effect only with
    * `recheck_full` non-zero: with `recheck_full` zero it is ignored, whatever its value (it
    * is not an error, so the default need not be changed to turn `recheck_full` off), and
-   * an overtaken repair is settled stale, as the model's `unifiedMin` says.
+   * an overtaken repair is settled stale, as the model's `unifiedMin` says. The page retry
+   * depends on it as well: only with both non-zero (the defaults) is a page read's failure
+   * with nothing else owed retried by reading that page again
+   * (`loader_counts.retries_page`); with either zero, every own failure is retried by a
+   * full read.
    */
   uint8_t commit_overtaken;
   /**
@@ -995,9 +1007,13 @@ typedef void (*loader_changed_fn)(void *userdata);
 
 /**
  * A hint that a read's answer is no longer needed, sent at most once per read: when the
- * read's request is superseded, or, for a read never hinted, by `loader_free`. The read
- * stays outstanding (in `outstanding_reads`, its request in flight, which can hold back the
- * next read of its kind) until the host does one of: answers it with `loader_settle`
+ * read's request is superseded; when a far move or `loader_jump` lets go of a repair's or
+ * full read's read (`LOADER_KIND_CHAIN` or `LOADER_KIND_FULL`) it no longer needs, which
+ * the loader lets go at once, as `read_timeout_ms` would (it is no longer outstanding, and
+ * an answer, failure or `loader_abandon` of it is late: stale); or, for a read never hinted,
+ * by `loader_free`. A superseded read stays outstanding (in `outstanding_reads`, its
+ * request in flight, which can hold back the next read of its kind) until the host does one
+ * of: answers it with `loader_settle`
  * (classified stale), fails it with `loader_fail` (any code; this lets it go at no cost, no
  * debt and no re-read), or calls `loader_abandon`. A host that does none of these loses
  * nothing: after `read_timeout_ms` of `loader_tick` time the loader lets the read go itself.
@@ -1286,8 +1302,8 @@ typedef struct loader_counts {
    */
   uint64_t retries_auto;
   /**
-   * Retries started by `loader_retry` or a window move (read as for `retries_auto`; a
-   * window move never reads the failed page again).
+   * Retries started by `loader_retry`, a window move or a `loader_jump` (read as for
+   * `retries_auto`; a window move or a jump never reads the failed page again).
    */
   uint64_t retries_explicit;
   /**
@@ -1330,7 +1346,9 @@ typedef struct loader_counts {
   /**
    * Reads the loader no longer needed that were let go of at no cost: a superseded read
    * passed to `loader_abandon`, failed with `loader_fail` after its `cancel` hint, timed out
-   * by `read_timeout_ms`, or whose `issue` unwound. A read still needed that is abandoned
+   * by `read_timeout_ms`, or whose `issue` unwound; and a repair's or full read's read in
+   * flight that a far move or `loader_jump` made unneeded (sent a `cancel` hint; it
+   * starts at its own cursor instead). A read still needed that is abandoned
    * (by `loader_abandon`, or because its `issue` unwound) is a failure instead, counted in
    * `failed_own`, not here; its late answer is still stale (`late_answers`).
    */
@@ -1359,7 +1377,12 @@ typedef struct loader_counts {
    * Of `retries_auto` and `retries_explicit`, the retries that read a failed page again
    * (one finite read, `LOADER_KIND_FINITE`, with the failed read's cursor, direction and
    * `until`) instead of the full source: a page read's own failure while nothing else was
-   * owed, retried by the timer or `loader_retry` with no invalidation since.
+   * owed, retried by the timer, `loader_retry` or `loader_set_window` with the window
+   * unchanged, with no invalidation since and while that read is still the one the window
+   * needs (no window move or `loader_jump` since the read was issued). Every other retry
+   * of a page failure is a full read, counted in `retries_auto` or `retries_explicit`
+   * only. Always 0 unless `recheck_full` and `commit_overtaken` are both non-zero (the
+   * defaults): without them there is no page failure.
    */
   uint64_t retries_page;
   /**
@@ -1753,8 +1776,14 @@ enum loader_result loader_settle(loader_handle handle,
  * (now, or when its repair commits), the view is renumbered so that the page starts at that
  * position, and the window moves with it (read `window_start` back after `changed`): the
  * positions become the source's own without reading back to its start. A count that
- * contradicts the view (fewer items before the page than the view holds before it), or one
- * over `LOADER_MAX_POSITION`, is ignored. Everything else is as `loader_settle`.
+ * contradicts the view (fewer items before the page than the view holds before it), one
+ * over `LOADER_MAX_POSITION`, and any count while the view (or the repair the page commits
+ * with) reaches the source's start, whose positions are the source's own already, is
+ * ignored. A count is taken as the host gives it, even one that counts a change the host
+ * has not announced yet (its `loader_invalidate` comes after the answer) or one the view
+ * does not show yet: the positions follow the count, and the repair that follows the
+ * announcement keeps them, as it keeps any anchor's number. Everything else is as
+ * `loader_settle`.
  *
  * # Safety
  * As `loader_settle`.
@@ -1797,13 +1826,16 @@ enum loader_result loader_fail(loader_handle handle,
  * resumes at the read that failed instead, keeping the pages its earlier reads got
  * (`loader_counts.resumed`), whether or not invalidations came since. If one did, those
  * pages may predate it: the retry still resumes (every read that succeeded counts), and
- * when it commits the loader invalidates once more, so a repair follows at once. A failed
- * page read (`LOADER_KIND_FINITE`) that failed while nothing else was owed, with no
+ * when it commits the loader invalidates once more, so a repair follows at once. With
+ * `recheck_full` and `commit_overtaken` on (the defaults; with either off there is no page
+ * failure), a failed page read (`LOADER_KIND_FINITE`) that failed while nothing else was owed, with no
  * invalidation or window move since, is retried by reading that page again: one finite read
  * with the failed read's cursor, direction and `until`, and the same backoff and
  * `max_auto_retries` budget (`loader_counts.retries_page`; the backoff timer's retry reads
- * the same). A page read whose cursor stalled, or that an invalidation or a window move
- * followed, is retried from the anchor as above.
+ * the same). A page read whose cursor stalled, or that an invalidation, a window move or a
+ * `loader_jump` followed (any time after its issue, before or after its failure: the read
+ * the window needs is then another), is retried from the anchor as above, counted as such
+ * (not in `retries_page`).
  *
  * `*out_started` (if not NULL) says whether a read started; with nothing to retry now (no own
  * failure recorded, or an earlier full read still in flight) the call succeeds and starts
@@ -1813,7 +1845,8 @@ enum loader_result loader_fail(loader_handle handle,
  * # Safety
  * `out_started` is NULL or valid for a write.
  */
-enum loader_result loader_retry(loader_handle handle, bool *out_started);
+enum loader_result loader_retry(loader_handle handle,
+                                bool *out_started);
 
 /**
  * Moves the window to items `[start, start + len)`. Growing it issues reads; with a failure
@@ -1827,7 +1860,12 @@ enum loader_result loader_retry(loader_handle handle, bool *out_started);
  * starts at the nearest cursor the loader knows for the window (a page it read before, the
  * source's start, or the `locate` callback's answer: FAR MOVES at `jump_threshold`) and
  * costs about the window plus prefetch, as `loader_jump` does: the old view stays shown
- * (`revalidating`) until the new one commits. With none known nearer than the held pages,
+ * (`revalidating`) until the new one commits. It costs that whatever is in flight or failed
+ * when it is made: the reads of an earlier far move, a jump, a repair or a retry still out
+ * are let go (`cancel` hints), a failed repair is not resumed, and a recorded failure is
+ * retried from the new cursor, so two far moves in quick succession read around the second
+ * target only (at most the window + 2·prefetch + 2·`page_size` items after it, besides the
+ * answers to reads already out). With none known nearer than the held pages,
  * the loader walks: it reads page by page from the nearest held page toward the window, so
  * the reads grow with the distance; the pages it passes are released as `max_pages` says,
  * and a repair or retry that lands meanwhile holds only the window's share (see
@@ -1843,9 +1881,15 @@ enum loader_result loader_set_window(loader_handle handle, uint64_t start, uint6
  * the window starts at 0 (counted in `loader_counts.renumbered`). Use it to go to a search hit, a bookmark, or the
  * end of a log without reading what lies between.
  *
- * On a loader that holds nothing and has nothing in flight, the view moves at once, with no
- * invalidation. Otherwise this is an invalidation whose repair starts at `cursor`: the old
- * view stays shown (`revalidating`) until the new one commits. Either way the loader reads
+ * On a loader that holds nothing, has nothing in flight and owes nothing, the view moves at
+ * once, with no invalidation; a page failure recorded stays recorded, and its retry is a
+ * full read from `cursor` (see `loader_retry`). Otherwise (a loader that still owes a full
+ * read after an own failure included) this is an invalidation whose repair starts at
+ * `cursor`: the old view stays shown (`revalidating`) until the new one commits. As for a
+ * far move, whatever is in flight or failed: a repair or full read in flight is let go (its
+ * `cancel` hint; `loader_counts.abandoned`), a failed one is not resumed, and a recorded
+ * failure is retried from `cursor` at once (`loader_counts.retries_explicit`), so nothing
+ * walks from an older anchor. Either way the loader reads
  * about the window plus prefetch on each side around `cursor` (forward first, then
  * backward), whatever the distance from the old view. Positions are the host's from then on
  * (anchored; see `loader_page.start`): read `window_start` back after `changed`, as a

@@ -286,3 +286,33 @@ fn property_names_are_distinct() {
     names.dedup();
     assert_eq!(names.len(), Property::ALL.len());
 }
+
+/// A far move after a jump whose repair failed resumed the failed read (at the jump's
+/// cursor) though `locate` gave the far target's cursor; a far move made while the jump's
+/// read was in flight let that read run on, and issued nothing at its own cursor
+/// (`far_start`).
+#[test]
+fn a_far_move_starts_at_its_cursor_whatever_came_before() {
+    let mut s = settings(8, 1, 1, 0);
+    s.moves = 2;
+    s.locate = true;
+    use Event::*;
+    let far = WindowLocated {
+        start: 7,
+        len: 1,
+        answer: 0,
+    };
+    let jump = Jump { index: 4 };
+    holds(&s, &[Answer { read: 1 }, jump, Fail { read: 2 }, far]);
+    holds(&s, &[Answer { read: 1 }, jump, far]);
+}
+
+/// A jump after a page failure left it a page failure: the retry read forward from the
+/// jump's cursor and was counted in `retries_page`, though it was not the failed read
+/// (`page_retry`).
+#[test]
+fn a_jump_after_a_page_failure_retries_with_a_full_read() {
+    let s = settings(5, 1, 2, 0);
+    use Event::*;
+    holds(&s, &[Fail { read: 1 }, Jump { index: 2 }, Retry]);
+}

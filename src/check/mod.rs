@@ -335,7 +335,7 @@ fn bound_grid(deep: bool) -> Vec<Settings> {
 /// read differently; the first window read before the search; two moves (with `locate`, to
 /// the source's middle and last item, or plain), no changes and no failures.
 fn far_grid(deep: bool) -> Vec<Settings> {
-    let depth = if deep { 9 } else { 8 };
+    let depth = if deep { 14 } else { 12 };
     [(16, 1, 0), (16, 2, 1)]
         .into_iter()
         .map(|(source, page_size, prefetch)| Settings {

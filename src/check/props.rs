@@ -53,11 +53,17 @@ pub enum Property {
     /// `jump_threshold`, and a page for each read in flight when it was made), whatever was in
     /// flight: checked along the explored events and along every progress walk.
     FarMoveCost,
+    /// A retry counted in `retries_page` reads the failed page read again: its cursor,
+    /// direction and `until`.
+    PageRetry,
+    /// A far move that starts at the cursor `locate` gave issues a read there in the same
+    /// call, whatever was in flight or failed before it.
+    FarStart,
 }
 
 impl Property {
     /// Every property, in the order the report lists them.
-    pub const ALL: [Property; 16] = [
+    pub const ALL: [Property; 18] = [
         Property::Ledger,
         Property::Accounting,
         Property::HeldAccounted,
@@ -74,6 +80,8 @@ impl Property {
         Property::Explained,
         Property::NoPanic,
         Property::FarMoveCost,
+        Property::PageRetry,
+        Property::FarStart,
     ];
 
     /// Its name, as `loader-check --loader` prints it.
@@ -95,6 +103,8 @@ impl Property {
             Property::Explained => "explained",
             Property::NoPanic => "no_panic",
             Property::FarMoveCost => "far_move_cost",
+            Property::PageRetry => "page_retry",
+            Property::FarStart => "far_start",
         }
     }
 
@@ -117,6 +127,10 @@ impl Property {
             Property::Contiguous
         } else if has("refused") {
             Property::Refused
+        } else if has("page_retry_reads_the_failed_read") {
+            Property::PageRetry
+        } else if has("far_start_reads_at_its_cursor") {
+            Property::FarStart
         } else {
             Property::QuietView
         }

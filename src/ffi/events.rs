@@ -190,8 +190,14 @@ pub unsafe extern "C-unwind" fn loader_settle(
 /// (now, or when its repair commits), the view is renumbered so that the page starts at that
 /// position, and the window moves with it (read `window_start` back after `changed`): the
 /// positions become the source's own without reading back to its start. A count that
-/// contradicts the view (fewer items before the page than the view holds before it), or one
-/// over `LOADER_MAX_POSITION`, is ignored. Everything else is as `loader_settle`.
+/// contradicts the view (fewer items before the page than the view holds before it), one
+/// over `LOADER_MAX_POSITION`, and any count while the view (or the repair the page commits
+/// with) reaches the source's start, whose positions are the source's own already, is
+/// ignored. A count is taken as the host gives it, even one that counts a change the host
+/// has not announced yet (its `loader_invalidate` comes after the answer) or one the view
+/// does not show yet: the positions follow the count, and the repair that follows the
+/// announcement keeps them, as it keeps any anchor's number. Everything else is as
+/// `loader_settle`.
 ///
 /// # Safety
 /// As `loader_settle`.
@@ -297,13 +303,16 @@ pub unsafe extern "C-unwind" fn loader_fail(
 /// resumes at the read that failed instead, keeping the pages its earlier reads got
 /// (`loader_counts.resumed`), whether or not invalidations came since. If one did, those
 /// pages may predate it: the retry still resumes (every read that succeeded counts), and
-/// when it commits the loader invalidates once more, so a repair follows at once. A failed
-/// page read (`LOADER_KIND_FINITE`) that failed while nothing else was owed, with no
+/// when it commits the loader invalidates once more, so a repair follows at once. With
+/// `recheck_full` and `commit_overtaken` on (the defaults; with either off there is no page
+/// failure), a failed page read (`LOADER_KIND_FINITE`) that failed while nothing else was owed, with no
 /// invalidation or window move since, is retried by reading that page again: one finite read
 /// with the failed read's cursor, direction and `until`, and the same backoff and
 /// `max_auto_retries` budget (`loader_counts.retries_page`; the backoff timer's retry reads
-/// the same). A page read whose cursor stalled, or that an invalidation or a window move
-/// followed, is retried from the anchor as above.
+/// the same). A page read whose cursor stalled, or that an invalidation, a window move or a
+/// `loader_jump` followed (any time after its issue, before or after its failure: the read
+/// the window needs is then another), is retried from the anchor as above, counted as such
+/// (not in `retries_page`).
 ///
 /// `*out_started` (if not NULL) says whether a read started; with nothing to retry now (no own
 /// failure recorded, or an earlier full read still in flight) the call succeeds and starts
@@ -333,7 +342,12 @@ pub unsafe extern "C-unwind" fn loader_retry(
 /// starts at the nearest cursor the loader knows for the window (a page it read before, the
 /// source's start, or the `locate` callback's answer: FAR MOVES at `jump_threshold`) and
 /// costs about the window plus prefetch, as `loader_jump` does: the old view stays shown
-/// (`revalidating`) until the new one commits. With none known nearer than the held pages,
+/// (`revalidating`) until the new one commits. It costs that whatever is in flight or failed
+/// when it is made: the reads of an earlier far move, a jump, a repair or a retry still out
+/// are let go (`cancel` hints), a failed repair is not resumed, and a recorded failure is
+/// retried from the new cursor, so two far moves in quick succession read around the second
+/// target only (at most the window + 2·prefetch + 2·`page_size` items after it, besides the
+/// answers to reads already out). With none known nearer than the held pages,
 /// the loader walks: it reads page by page from the nearest held page toward the window, so
 /// the reads grow with the distance; the pages it passes are released as `max_pages` says,
 /// and a repair or retry that lands meanwhile holds only the window's share (see
@@ -382,9 +396,15 @@ pub extern "C-unwind" fn loader_set_window(
 /// the window starts at 0 (counted in `loader_counts.renumbered`). Use it to go to a search hit, a bookmark, or the
 /// end of a log without reading what lies between.
 ///
-/// On a loader that holds nothing and has nothing in flight, the view moves at once, with no
-/// invalidation. Otherwise this is an invalidation whose repair starts at `cursor`: the old
-/// view stays shown (`revalidating`) until the new one commits. Either way the loader reads
+/// On a loader that holds nothing, has nothing in flight and owes nothing, the view moves at
+/// once, with no invalidation; a page failure recorded stays recorded, and its retry is a
+/// full read from `cursor` (see `loader_retry`). Otherwise (a loader that still owes a full
+/// read after an own failure included) this is an invalidation whose repair starts at
+/// `cursor`: the old view stays shown (`revalidating`) until the new one commits. As for a
+/// far move, whatever is in flight or failed: a repair or full read in flight is let go (its
+/// `cancel` hint; `loader_counts.abandoned`), a failed one is not resumed, and a recorded
+/// failure is retried from `cursor` at once (`loader_counts.retries_explicit`), so nothing
+/// walks from an older anchor. Either way the loader reads
 /// about the window plus prefetch on each side around `cursor` (forward first, then
 /// backward), whatever the distance from the old view. Positions are the host's from then on
 /// (anchored; see `loader_page.start`): read `window_start` back after `changed`, as a

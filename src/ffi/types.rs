@@ -285,9 +285,17 @@ pub struct loader_config {
     /// (a page, or one step of a repair or retry) starts the count again, so failures spread
     /// over a long scroll never spend it. Default 5; 0 disables them. Once they are spent, an
     /// own failure arms no deadline and waits for `loader_retry` or a window move: see
-    /// `loader_next_deadline`.
+    /// `loader_next_deadline`. A repair that commits without any answer (a ranged
+    /// invalidation whose marked pages all lay outside the window plus prefetch, so there was
+    /// nothing to re-read) counts as a success too: it starts the count again and disarms a
+    /// deadline.
     pub max_auto_retries: u32,
-    /// Seeds the backoff jitter. Default 0.
+    /// Seeds the backoff jitter. Default 0. Each delay is drawn from the upper half of its
+    /// step: after `k` automatic retries since the last success, the next waits from `d / 2`
+    /// to `d` ms, both included (integer division), where `d` is `backoff_initial_ms ·
+    /// backoff_multiplier^k` capped at `backoff_max_ms`, in whole ms. The draws are a fixed
+    /// sequence for each seed: loaders with the same seed and the same failures retry in
+    /// step, so give each its own.
     pub jitter_seed: u64,
     /// Non-zero (the default): repair an invalidation that overtook a full read. Zero restores
     /// the model's exact `unifiedMin`, which loses it; `commit_overtaken` then has no effect.
@@ -297,7 +305,11 @@ pub struct loader_config {
     /// changes. Zero settles it stale and starts a replacement. Takes effect only with
     /// `recheck_full` non-zero: with `recheck_full` zero it is ignored, whatever its value (it
     /// is not an error, so the default need not be changed to turn `recheck_full` off), and
-    /// an overtaken repair is settled stale, as the model's `unifiedMin` says.
+    /// an overtaken repair is settled stale, as the model's `unifiedMin` says. The page retry
+    /// depends on it as well: only with both non-zero (the defaults) is a page read's failure
+    /// with nothing else owed retried by reading that page again
+    /// (`loader_counts.retries_page`); with either zero, every own failure is retried by a
+    /// full read.
     pub commit_overtaken: u8,
     /// The most pages the view holds, on both sides of the window. Over it, the pages
     /// farthest from the window are released first (before or after it); pages overlapping
@@ -504,9 +516,13 @@ pub type loader_release_fn =
 /// `loader_snapshot.quiescent` there to know whether anything is left to do.
 pub type loader_changed_fn = Option<unsafe extern "C-unwind" fn(userdata: *mut c_void)>;
 /// A hint that a read's answer is no longer needed, sent at most once per read: when the
-/// read's request is superseded, or, for a read never hinted, by `loader_free`. The read
-/// stays outstanding (in `outstanding_reads`, its request in flight, which can hold back the
-/// next read of its kind) until the host does one of: answers it with `loader_settle`
+/// read's request is superseded; when a far move or `loader_jump` lets go of a repair's or
+/// full read's read (`LOADER_KIND_CHAIN` or `LOADER_KIND_FULL`) it no longer needs, which
+/// the loader lets go at once, as `read_timeout_ms` would (it is no longer outstanding, and
+/// an answer, failure or `loader_abandon` of it is late: stale); or, for a read never hinted,
+/// by `loader_free`. A superseded read stays outstanding (in `outstanding_reads`, its
+/// request in flight, which can hold back the next read of its kind) until the host does one
+/// of: answers it with `loader_settle`
 /// (classified stale), fails it with `loader_fail` (any code; this lets it go at no cost, no
 /// debt and no re-read), or calls `loader_abandon`. A host that does none of these loses
 /// nothing: after `read_timeout_ms` of `loader_tick` time the loader lets the read go itself.
@@ -719,8 +735,8 @@ pub struct loader_counts {
     /// (`LOADER_KIND_FULL`), resumes a failed repair or full read (`resumed`), or reads a
     /// failed page again (`retries_page`).
     pub retries_auto: u64,
-    /// Retries started by `loader_retry` or a window move (read as for `retries_auto`; a
-    /// window move never reads the failed page again).
+    /// Retries started by `loader_retry`, a window move or a `loader_jump` (read as for
+    /// `retries_auto`; a window move or a jump never reads the failed page again).
     pub retries_explicit: u64,
     /// Acquisitions accepted.
     pub accepted: u64,
@@ -745,7 +761,9 @@ pub struct loader_counts {
     pub resumed: u64,
     /// Reads the loader no longer needed that were let go of at no cost: a superseded read
     /// passed to `loader_abandon`, failed with `loader_fail` after its `cancel` hint, timed out
-    /// by `read_timeout_ms`, or whose `issue` unwound. A read still needed that is abandoned
+    /// by `read_timeout_ms`, or whose `issue` unwound; and a repair's or full read's read in
+    /// flight that a far move or `loader_jump` made unneeded (sent a `cancel` hint; it
+    /// starts at its own cursor instead). A read still needed that is abandoned
     /// (by `loader_abandon`, or because its `issue` unwound) is a failure instead, counted in
     /// `failed_own`, not here; its late answer is still stale (`late_answers`).
     pub abandoned: u64,
@@ -764,7 +782,12 @@ pub struct loader_counts {
     /// Of `retries_auto` and `retries_explicit`, the retries that read a failed page again
     /// (one finite read, `LOADER_KIND_FINITE`, with the failed read's cursor, direction and
     /// `until`) instead of the full source: a page read's own failure while nothing else was
-    /// owed, retried by the timer or `loader_retry` with no invalidation since.
+    /// owed, retried by the timer, `loader_retry` or `loader_set_window` with the window
+    /// unchanged, with no invalidation since and while that read is still the one the window
+    /// needs (no window move or `loader_jump` since the read was issued). Every other retry
+    /// of a page failure is a full read, counted in `retries_auto` or `retries_explicit`
+    /// only. Always 0 unless `recheck_full` and `commit_overtaken` are both non-zero (the
+    /// defaults): without them there is no page failure.
     pub retries_page: u64,
     /// Window moves far from the held pages (`loader_config.jump_threshold`) that started at
     /// a known cursor (the memo, the source's start, or `locate`) instead of walking.

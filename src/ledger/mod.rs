@@ -336,6 +336,11 @@ impl Ledger {
         self.inflight_chain + self.inflight_full > 0 || !self.failed.is_empty()
     }
 
+    /// The failed chain and full requests awaiting `ExplicitRetry`, oldest first.
+    pub fn failed(&self) -> &[u64] {
+        &self.failed
+    }
+
     /// Idle, no debt, nothing in flight.
     pub fn is_quiescent(&self) -> bool {
         self.phase == Phase::Idle && self.debt == Debt::None && self.inflight == 0

@@ -60,7 +60,7 @@ impl Loader {
     }
 
     /// Remembers that read `read_id` (of `limit` items) was let go of.
-    fn remember_abandoned(&mut self, read_id: u64, limit: u32) {
+    pub(super) fn remember_abandoned(&mut self, read_id: u64, limit: u32) {
         const KEEP: usize = 4096;
         if self.abandoned.len() == KEEP {
             self.abandoned.pop_front();

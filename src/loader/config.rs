@@ -64,10 +64,13 @@ pub struct Config {
     /// The factor between consecutive delays. Default 2.0; finite, 1.0..=16.0.
     pub backoff_multiplier: f64,
     /// Automatic retries after consecutive own failures before the loader waits for an
-    /// explicit retry. Any successful answer starts the count again. Default 5; 0 turns
-    /// automatic retry off.
+    /// explicit retry. Any successful answer starts the count again, as does a repair that
+    /// commits without an answer (nothing to re-read). Default 5; 0 turns automatic retry
+    /// off.
     pub max_auto_retries: u32,
-    /// Seeds the backoff jitter, so runs are reproducible. Default 0.
+    /// Seeds the backoff jitter, so runs are reproducible. Default 0. After `k` automatic
+    /// retries since the last success, the next delay is drawn from `d / 2..=d` ms, where `d`
+    /// is `backoff_initial_ms · backoff_multiplier^k` capped at `backoff_max_ms`.
     pub jitter_seed: u64,
     /// How long, in ms of the host's clock (`tick`), a superseded read's answer is awaited
     /// before the loader lets it go as if the host had abandoned it (`Loader::abandon`): a
@@ -81,7 +84,8 @@ pub struct Config {
     /// than the view's, and a new repair starts at once; so the view keeps committing however
     /// often the source changes. Default on; off settles an overtaken repair stale and starts
     /// a replacement, so under invalidations faster than a repair the view never refreshes.
-    /// Takes effect with `recheck_full` on (the model's `unifiedMinChurn`).
+    /// Takes effect with `recheck_full` on (the model's `unifiedMinChurn`). The page retry
+    /// (a page read's failure with nothing else owed read again as that page) needs both on.
     pub commit_overtaken: bool,
 }
 

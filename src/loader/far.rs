@@ -13,8 +13,17 @@
 //!
 //! Starting at a cursor is the jump's rebuild (`View::jump_to`, an invalidation whose
 //! repair reads the window plus prefetch around it), with the window where the host put it.
+//!
+//! One rule for every far start (this one, and `Loader::jump`), whatever came before it: it
+//! starts at its cursor. A repair or full read in flight (an earlier far start's rebuild, a
+//! jump's, an invalidation's repair, a retry) reads nothing the new target needs: its read
+//! is let go (a cancel hint, and a late answer is stale), as is a failed one kept for its
+//! retry, so that neither resumes nor commits around the old anchor and walks from there.
+//! In the ledger's terms the read in flight fails and the failure is retried at once
+//! (`Fail`, then `ExplicitRetry` by a window move: a full read, which starts at the new
+//! cursor); no rule of the ledger changes.
 
-use super::{Cursor, Window};
+use super::{Cursor, Kind, Window};
 use super::{LedgerError, Loader, LoaderError, JUMP_THRESHOLD_AUTO, MAX_CURSOR_LEN};
 
 /// The host's answer to "which cursor has the item at this position just after it": the
@@ -111,19 +120,69 @@ impl Loader {
             self.view.pages().is_empty() && self.reads.len() == 0 && self.ledger.is_quiescent();
         if idle {
             self.view.move_empty(at, cursor, &mut self.pools.cursors);
+            // A window move retries a recorded failure (a page failure, with nothing else
+            // owed): from here, as a full read.
+            if self.ledger.retry_enabled() {
+                self.ledger.explicit_retry_moved(&mut self.scratch)?;
+                self.out.stats.retries_explicit += 1;
+                self.backoff.deadline = None;
+            }
             return Ok(());
+        }
+        self.start_over(at, cursor)
+    }
+
+    /// A far start's rebuild at `cursor` (its next item at `at`) on a loader that holds or
+    /// reads something: the repair in flight and a failed one kept for its retry are let go
+    /// (the module's rule), then the jump's rebuild, and a recorded failure is retried from
+    /// there at once (a window move retries). Shared by far moves and `Loader::jump`.
+    pub(super) fn start_over(&mut self, at: u64, cursor: Cursor) -> Result<(), LoaderError> {
+        let failed_before = self.ledger.retry_enabled();
+        self.let_go_repairs()?;
+        self.view.jump_to(at, cursor, &mut self.pools.cursors);
+        self.ledger.invalidate(&mut self.scratch)?;
+        if self.ledger.retry_enabled() {
+            self.ledger.explicit_retry_moved(&mut self.scratch)?;
+            // A failure of the loader's own letting go is not one the host saw: only a
+            // recorded one counts as retried.
+            self.out.stats.retries_explicit += u64::from(failed_before);
+            self.backoff.deadline = None;
+        }
+        Ok(())
+    }
+
+    /// Lets go of every chain or full read in flight (a cancel hint; its request fails in
+    /// the ledger, and a late answer is stale) and of a failed one kept for its retry: none
+    /// of their pages is kept, and nothing resumes them.
+    fn let_go_repairs(&mut self) -> Result<(), LoaderError> {
+        let repairs: Vec<u64> = self
+            .reads
+            .iter()
+            .filter(|(_, o)| o.kind != Kind::Finite)
+            .map(|(id, _)| id)
+            .collect();
+        for read_id in repairs {
+            self.reads.cancel(read_id, self.now, &mut self.out);
+            let at = self.reads.find(read_id)?;
+            let read = self.reads.answer(at);
+            self.pools.cursors.recycle(read.cursor);
+            self.ledger.fail(read.request, &mut self.scratch)?;
+            self.requests.live(read.request).read = None;
+            self.out.stats.abandoned += 1;
+            self.remember_abandoned(read_id, read.limit);
         }
         // A failed request kept for its retry would resume where it was, not here.
         if let Some(w) = self.resume.take() {
             self.out.release_all(&w.acqs);
             self.pools.recycle_work(w);
         }
-        self.view.jump_to(at, cursor, &mut self.pools.cursors);
-        self.ledger.invalidate(&mut self.scratch)?;
-        if self.ledger.retry_enabled() {
-            self.ledger.explicit_retry_moved(&mut self.scratch)?;
-            self.out.stats.retries_explicit += 1;
-            self.backoff.deadline = None;
+        for &id in self.ledger.failed() {
+            if let Some(w) = self.requests.get_mut(id) {
+                if let Some(c) = w.resume_at.take() {
+                    self.pools.cursors.recycle(c);
+                }
+                w.discard(&mut self.pools.cursors, &mut self.out);
+            }
         }
         Ok(())
     }

@@ -123,8 +123,12 @@ impl Loader {
     /// `position` says, and the window starts at 0 (counted in
     /// [`Stats::renumbered`](super::Stats::renumbered)). As with any repair, the old view
     /// stays until the new one commits; the repair reads the window plus prefetch around the
-    /// cursor, whatever the distance. A loader with nothing held and nothing in flight moves
-    /// at once, with no invalidation (a starting point, such as the end of a log).
+    /// cursor, whatever the distance. A loader with nothing held, nothing in flight and
+    /// nothing owed moves at once, with no invalidation (a starting point, such as the end of
+    /// a log); a page failure recorded stays recorded, and its retry reads from the anchor.
+    /// Otherwise (a full read still owed after an own failure included) the jump starts over
+    /// as a far move does, whatever is in flight or failed: the repair or full read in flight
+    /// is let go, a failed one is not resumed, and a recorded failure is retried at once.
     pub fn jump(&mut self, cursor: &[u8], position: u64) -> Result<(), LoaderError> {
         let r = self.jump_unrecorded(cursor, position);
         self.note(Call::Jump(cursor, position), &r);
@@ -171,8 +175,8 @@ impl Loader {
             self.view
                 .move_empty(position, cursor, &mut self.pools.cursors);
         } else {
-            self.view.jump_to(position, cursor, &mut self.pools.cursors);
-            self.ledger.invalidate(&mut self.scratch)?;
+            // A far start, as a far move's: whatever is in flight or failed, it starts here.
+            self.start_over(position, cursor)?;
             self.keep_repairs_within();
         }
         self.pump();

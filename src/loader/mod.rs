@@ -145,6 +145,9 @@ pub struct Loader {
     /// A chain or full read that failed, kept when the ledger released it, for the retry
     /// that follows to adopt (see `Loader::retire`).
     resume: Option<requests::Work>,
+    /// A page failure's read (its cursor and direction), while the ledger records one: the
+    /// retry reads it again only while it is still the read the window needs.
+    page_failed: Option<(Cursor, Direction)>,
     /// Reads let go of (abandoned, or timed out), newest last: a late answer to one is stale
     /// and its acquisition goes back at once. Bounded: the oldest are forgotten (an answer
     /// to a forgotten one is refused as already answered).
@@ -193,6 +196,7 @@ impl Loader {
             backoff: Backoff::new(config.jitter_seed),
             finite_direction: Direction::Forward,
             resume: None,
+            page_failed: None,
             abandoned: std::collections::VecDeque::new(),
             locate_buf: Vec::new(),
             closed: false,
@@ -283,6 +287,7 @@ impl crate::check::canon::Canon for Loader {
             backoff,
             finite_direction,
             resume,
+            page_failed,
             abandoned,
             locate_buf: _,
             closed,
@@ -302,6 +307,7 @@ impl crate::check::canon::Canon for Loader {
         backoff.canon(e);
         finite_direction.canon(e);
         resume.canon(e);
+        page_failed.canon(e);
         e.seq(abandoned, |e, (read, count)| {
             e.id(Class::Read, *read);
             count.canon(e);

@@ -14,8 +14,9 @@ pub enum Effect {
         /// The host's token, as it was given to `settle`.
         acquisition: u64,
     },
-    /// This read's answer is no longer needed (it was superseded, or the loader closed); the
-    /// host may abort it. Answering it anyway is fine: the answer is classified stale.
+    /// This read's answer is no longer needed (it was superseded, a far start let it go, or
+    /// the loader closed); the host may abort it. Answering it anyway is fine: the answer is
+    /// classified stale.
     Cancel {
         /// The read to abort.
         read_id: u64,
@@ -41,7 +42,8 @@ pub struct Stats {
     pub cursor_stalls: u64,
     /// Retries the backoff timer started.
     pub retries_auto: u64,
-    /// Retries the host started (`retry`, or a window move with a failure recorded).
+    /// Retries the host started (`retry`, or a window move or a jump with a failure
+    /// recorded).
     pub retries_explicit: u64,
     /// Answers accepted: acquisitions the loader took ownership of.
     pub accepted: u64,
@@ -61,7 +63,8 @@ pub struct Stats {
     /// steps that succeeded.
     pub resumed: u64,
     /// Reads let go of: abandoned by the host (`Loader::abandon`, or `fail` on a hinted
-    /// read) or timed out (`read_timeout_ms`).
+    /// read), timed out (`read_timeout_ms`), or a repair's read in flight that a far move
+    /// or a jump made unneeded.
     pub abandoned: u64,
     /// Of those, the ones that timed out.
     pub timed_out: u64,
@@ -73,7 +76,9 @@ pub struct Stats {
     /// (those that re-read nothing included).
     pub ranged_repairs: u64,
     /// Retries that read a failed page again (a finite read) instead of the full source: a
-    /// page read's own failure with nothing else owed, retried with the window where it was.
+    /// page read's own failure with nothing else owed, retried with the window where it was
+    /// and while that read is still the one the window needs (no window move or jump since
+    /// its issue).
     /// Each is counted in `retries_auto` or `retries_explicit` too.
     pub retries_page: u64,
     /// Window moves far from the held pages that started at a known cursor (the memo, the

@@ -3,11 +3,13 @@
 //! `retry` retries now; a window move retries (P3); time fires a due backoff retry, and times
 //! out superseded reads. An own failure is retried with a full-source read; a page failure (a
 //! page read's own failure while nothing else was owed, under the churn rules) by reading the
-//! same page again, unless the retry is a window move that moved the window, which reads the
-//! full source as for an own failure.
+//! same page again, unless the retry is a window move that moved the window, or the read the
+//! window needs is no longer the failed one (the window moved, or a jump came, between its
+//! issue and the retry): then it reads the full source as for an own failure. So
+//! `retries_page` counts only true re-reads of the failed read.
 
 use super::record::Call;
-use super::{Kind, LedgerError, Loader, LoaderError, Locate, Window};
+use super::{Direction, Kind, LedgerError, Loader, LoaderError, Locate, Window};
 use crate::ledger::Failure;
 
 impl Loader {
@@ -21,15 +23,53 @@ impl Loader {
 
     fn retry_unrecorded(&mut self) -> Result<bool, LoaderError> {
         self.open()?;
-        let page = self.ledger.failure() == Failure::Page;
-        let started = self.ledger.explicit_retry(&mut self.scratch)?.is_some();
-        if started {
+        let started = self.retry_recorded()?;
+        if let Some(page) = started {
             self.out.stats.retries_explicit += 1;
             self.out.stats.retries_page += u64::from(page);
             self.backoff.deadline = None;
         }
         self.pump();
+        Ok(started.is_some())
+    }
+
+    /// `ExplicitRetry` of the failure recorded, if one is enabled: a page failure reads the
+    /// failed read again (the same cursor, direction and `until`) only while that is still
+    /// the read the window needs; otherwise (the window moved, or a jump came, between its
+    /// issue and now) the retry reads from the anchor, as a window move's does. Returns
+    /// whether a read started, and whether it was the page again.
+    fn retry_recorded(&mut self) -> Result<Option<bool>, LoaderError> {
+        if !self.ledger.retry_enabled() {
+            return Ok(None);
+        }
+        let page = self.ledger.failure() == Failure::Page;
+        let started = if page && !self.page_still_wanted() {
+            self.ledger
+                .explicit_retry_moved(&mut self.scratch)?
+                .map(|_| false)
+        } else {
+            self.ledger.explicit_retry(&mut self.scratch)?.map(|_| page)
+        };
+        if let Some((c, _)) = self.page_failed.take() {
+            self.pools.cursors.recycle(c);
+        }
         Ok(started)
+    }
+
+    /// Whether the page read that failed is the finite read the view would issue now.
+    fn page_still_wanted(&self) -> bool {
+        let Some((cursor, direction)) = &self.page_failed else {
+            return false;
+        };
+        let want = self.window.want(self.config.prefetch_distance);
+        let needed = if self.view.short_after(&want) {
+            Direction::Forward
+        } else if self.view.short_before(&want) {
+            Direction::Backward
+        } else {
+            return false;
+        };
+        needed == *direction && self.view.origin(Kind::Finite, needed, &want).cursor == *cursor
     }
 
     /// Moves the window. Growing it issues reads (forward after the last page, backward
@@ -106,8 +146,7 @@ impl Loader {
         if retry {
             // The failed page is the one to read again only while the window stays put.
             if !moved {
-                let page = self.ledger.failure() == Failure::Page;
-                self.ledger.explicit_retry(&mut self.scratch)?;
+                let page = self.retry_recorded()? == Some(true);
                 self.out.stats.retries_page += u64::from(page);
             } else {
                 self.ledger.explicit_retry_moved(&mut self.scratch)?;
@@ -179,8 +218,7 @@ impl Loader {
         }
         if due {
             self.backoff.deadline = None;
-            let page = self.ledger.failure() == Failure::Page;
-            if self.ledger.explicit_retry(&mut self.scratch)?.is_some() {
+            if let Some(page) = self.retry_recorded()? {
                 self.backoff.retries += 1;
                 self.out.stats.retries_auto += 1;
                 self.out.stats.retries_page += u64::from(page);

@@ -44,7 +44,8 @@ impl Loader {
     /// starts at that position, and the window moves with it: the positions become the
     /// source's own without reading back to its start. A count that contradicts the view
     /// (fewer items before the page than the view holds before it) is ignored, as is one over
-    /// [`MAX_POSITION`].
+    /// [`MAX_POSITION`], and any count while the view (or the repair the page commits with)
+    /// reaches the source's start, whose positions are the source's own already.
     pub fn settle_counted(
         &mut self,
         read_id: u64,
@@ -196,7 +197,11 @@ impl Loader {
         }
         let read = self.reads.answer(at);
         if read.kind == Kind::Finite {
-            self.pools.cursors.recycle(read.cursor);
+            // Kept for a page failure's retry (see `Loader::retry_recorded`).
+            let old = self.page_failed.replace((read.cursor, read.direction));
+            if let Some((c, _)) = old {
+                self.pools.cursors.recycle(c);
+            }
         } else {
             // The retry resumes here, with the steps that succeeded. Not a ranged repair's:
             // the retry is a full read, which replaces every page.

@@ -13,6 +13,8 @@ use std::collections::HashMap;
 enum Shape {
     /// As the source answered.
     AsRead,
+    /// As the source answered, with the count of the items before its first one.
+    Counted,
     /// Its items, with the read's own cursor.
     Stall,
     /// No items, the read's own cursor, no end flag.
@@ -76,6 +78,12 @@ pub struct Host {
     /// Reads whose `issue` threw (`Op::IssueThrows`), let go of as the C layer does.
     pub thrown_issues: u64,
     throw_next: bool,
+    /// The reads the loader issued during the op being applied.
+    issued_now: Vec<Read>,
+    /// The page read whose failure the ledger records as a page failure, if one is.
+    page_failed: Option<Read>,
+    /// The cursor `locate` gave during the op being applied, if it gave one.
+    located_now: Option<Vec<u8>>,
 }
 
 /// What a run found wrong.
@@ -105,6 +113,9 @@ impl Host {
             located: 0,
             thrown_issues: 0,
             throw_next: false,
+            issued_now: Vec::new(),
+            page_failed: None,
+            located_now: None,
         }
     }
 
@@ -148,8 +159,12 @@ impl Host {
     /// Applies one op, then checks every property that must hold after any event.
     pub fn apply(&mut self, op: Op) -> Result<(), Violation> {
         self.steps += 1;
+        self.issued_now.clear();
+        self.located_now = None;
+        let before = self.loader.stats();
         let r = match op {
             Op::Deliver { index, fresh } => self.deliver(index as usize, fresh, Shape::AsRead),
+            Op::DeliverCounted { index } => self.deliver(index as usize, true, Shape::Counted),
             Op::Stall { index } => self.deliver(index as usize, false, Shape::Stall),
             Op::StallEmpty { index } => self.deliver(index as usize, false, Shape::StallEmpty),
             Op::MisreadBackward { index } => self.deliver(index as usize, true, Shape::Misread),
@@ -169,6 +184,7 @@ impl Host {
                         (s.failed_own, s.answered_current)
                     };
                     let r = self.loader.fail(p.read.read_id, 1).map(|_| ());
+                    self.note_page_failure(&p.read, own);
                     // An own failure after successes since the last one: failures
                     // interleaved with successes, as over a long scroll.
                     if self.loader.stats().failed_own > own && current > self.current_at_failure {
@@ -212,14 +228,17 @@ impl Host {
                         .map_or(source.len(), |(at, _)| at);
                     source.cursor_before(at)
                 };
+                let mut given = None;
                 let mut locate = |position: u64, out: &mut Vec<u8>| match answer % 3 {
                     0 => {
                         out.extend_from_slice(&cursor_at(position));
+                        given = Some(out.clone());
                         true
                     }
                     1 => false,
                     _ => {
                         out.extend_from_slice(&cursor_at(position + 3));
+                        given = Some(out.clone());
                         true
                     }
                 };
@@ -227,6 +246,9 @@ impl Host {
                     .loader
                     .set_window_located(start as u64, len as u64, &mut locate);
                 let after = self.loader.stats();
+                if after.located > before.located {
+                    self.located_now = given;
+                }
                 self.far_jumps += after.far_jumps - before.far_jumps;
                 self.located +=
                     after.located + after.locate_unknown - before.located - before.locate_unknown;
@@ -286,7 +308,11 @@ impl Host {
                 } else {
                     let p = &mut self.pending[open[index as usize % open.len()]];
                     p.abandoned = true;
-                    self.loader.abandon(p.read.read_id).map(|_| ())
+                    let read = p.read.clone();
+                    let own = self.loader.stats().failed_own;
+                    let r = self.loader.abandon(read.read_id).map(|_| ());
+                    self.note_page_failure(&read, own);
+                    r
                 }
             }
             Op::Drop { index } => {
@@ -309,7 +335,58 @@ impl Host {
         };
         r.map_err(|e| format!("step {}: {op:?} refused: {e}", self.steps))?;
         self.collect()?;
+        self.check_retries_and_far_starts(&before)?;
         self.check()
+    }
+
+    /// Remembers `read` as the page read that failed, if its failure (the call made with
+    /// `own` own failures counted before it) is the page failure the ledger now records: the
+    /// read was the loader's own and nothing else was owed. A late or stale answer to another
+    /// read while a page failure is recorded is not it.
+    fn note_page_failure(&mut self, read: &Read, own: u64) {
+        if self.loader.stats().failed_own > own
+            && self.loader.ledger().failure() == crate::ledger::Failure::Page
+        {
+            self.page_failed = Some(read.clone());
+        }
+    }
+
+    /// What the op's retries and far starts read: a retry counted in `retries_page` reads
+    /// the failed read again (its cursor, direction and `until`), and a far move that
+    /// started at the cursor `locate` gave issues a read there in the same call, whatever
+    /// was in flight or failed before it (not the failed read resumed, not a walk from an
+    /// older anchor).
+    fn check_retries_and_far_starts(
+        &mut self,
+        before: &crate::loader::Stats,
+    ) -> Result<(), Violation> {
+        let after = self.loader.stats();
+        if after.retries_page > before.retries_page {
+            let same = |r: &Read, f: &Read| {
+                r.kind == crate::loader::Kind::Finite
+                    && (&r.cursor, r.direction, &r.until) == (&f.cursor, f.direction, &f.until)
+            };
+            // Kept, not taken: a retried read that fails again (or whose `issue` throws) is the
+            // page failure next, and its retry reads the same.
+            match &self.page_failed {
+                Some(f) if self.issued_now.iter().any(|r| same(r, f)) => {}
+                f => {
+                    return Err(format!(
+                        "step {}: page_retry_reads_the_failed_read: a retry counted in retries_page read {:?}, the failed page read was {f:?}",
+                        self.steps, self.issued_now
+                    ))
+                }
+            }
+        }
+        if let Some(c) = self.located_now.take() {
+            if !self.issued_now.iter().any(|r| r.cursor[..] == c[..]) {
+                return Err(format!(
+                    "step {}: far_start_reads_at_its_cursor: a far move started at the cursor locate gave ({c:?}) and read {:?}",
+                    self.steps, self.issued_now
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn deliver(&mut self, index: usize, fresh: bool, shape: Shape) -> Result<(), LoaderError> {
@@ -322,8 +399,19 @@ impl Host {
         } else {
             p.prepared
         };
+        let mut items_before = None;
         match shape {
             Shape::AsRead => {}
+            Shape::Counted => {
+                // The source's own count, now: the visible items before the page's first.
+                if let Some(first) = a.items.first() {
+                    items_before = self
+                        .source
+                        .visible_from(0)
+                        .position(|v| v == *first)
+                        .map(|n| n as u64);
+                }
+            }
             Shape::Stall if a.items.is_empty() => {}
             Shape::Stall => a.next_cursor = p.read.cursor.to_vec(),
             Shape::Misread if p.read.direction == crate::loader::Direction::Backward => {
@@ -338,12 +426,13 @@ impl Host {
         }
         let acq = self.next_acq;
         self.next_acq += 1;
-        self.loader.settle(
+        self.loader.settle_counted(
             p.read.read_id,
             acq,
             a.items.len() as u32,
             &a.next_cursor,
             a.end_of_source,
+            items_before,
         )?;
         self.accepted += 1;
         if a.items.is_empty()
@@ -376,6 +465,11 @@ impl Host {
             ));
         }
         let mut thrown = Vec::new();
+        for e in &effects {
+            if let Effect::Issue(read) = e {
+                self.issued_now.push(read.clone());
+            }
+        }
         for e in effects {
             match e {
                 Effect::Issue(read) if self.throw_next => {
@@ -383,7 +477,7 @@ impl Host {
                     // lets it go at once (as `loader_abandon`), after the call's effects.
                     self.throw_next = false;
                     self.thrown_issues += 1;
-                    thrown.push(read.read_id);
+                    thrown.push(read);
                 }
                 Effect::Issue(read) => {
                     if self.pending.iter().any(|p| p.read.read_id == read.read_id) {
@@ -414,10 +508,12 @@ impl Host {
                 Effect::Changed => {}
             }
         }
-        for read_id in thrown {
+        for read in thrown {
+            let own = self.loader.stats().failed_own;
             self.loader
-                .abandon(read_id)
+                .abandon(read.read_id)
                 .map_err(|e| format!("step {}: letting go of a thrown read: {e}", self.steps))?;
+            self.note_page_failure(&read, own);
             self.collect()?;
         }
         Ok(())
@@ -460,6 +556,11 @@ impl crate::check::canon::Canon for Host {
             located: _,
             thrown_issues,
             throw_next,
+            // What the op being applied issued and located: its own checks read them, and
+            // the next op starts them again.
+            issued_now: _,
+            located_now: _,
+            page_failed,
         } = self;
         loader.canon(e);
         source.canon(e);
@@ -501,5 +602,6 @@ impl crate::check::canon::Canon for Host {
             e.num(*n);
         }
         throw_next.canon(e);
+        page_failed.canon(e);
     }
 }

@@ -13,6 +13,14 @@ pub enum Op {
         /// Read the source now instead of using the prepared answer.
         fresh: bool,
     },
+    /// Answer a pending read with success, read from the source now, with the host's count
+    /// of the items before the page's first item (`Loader::settle_counted`): the source's
+    /// own, which a view the source changed under (a change not yet repaired, or not yet
+    /// announced) may not agree with.
+    DeliverCounted {
+        /// Which pending read.
+        index: u16,
+    },
     /// Answer a pending read with a failure.
     Fail {
         /// Which pending read.

@@ -6,7 +6,8 @@ use super::Op;
 use crate::loader::Config;
 
 /// A seeded op list: the same seed gives the same run. It includes filter changes
-/// ([`Op::Hide`]) and, with `failures`, host bugs: failed reads, empty pages that repeat
+/// ([`Op::Hide`]), answers with the host's count ([`Op::DeliverCounted`]) and, with
+/// `failures`, host bugs: failed reads, empty pages that repeat
 /// their read's cursor ([`Op::StallEmpty`]) and `issue` callbacks that throw
 /// ([`Op::IssueThrows`]).
 pub fn random_ops(seed: u64, n: usize, failures: bool) -> Vec<Op> {
@@ -23,10 +24,13 @@ pub fn random_ops(seed: u64, n: usize, failures: bool) -> Vec<Op> {
             let r = next();
             let a = (r >> 8) as u16;
             let b = (r >> 24) as u16;
-            // About one op in 40 changes the filter, and with `failures` one more answers an
-            // empty page that repeats its read's cursor.
+            // About one op in 40 changes the filter, one answers with the host's count of the
+            // items before the page (the source's, now: over a view the source changed under,
+            // it may disagree with the view's numbering), and with `failures` one more answers
+            // an empty page that repeats its read's cursor.
             match (r >> 48) % 40 {
                 0 => return Op::Hide { mask: b as u8 },
+                3 => return Op::DeliverCounted { index: a },
                 1 if failures => return Op::StallEmpty { index: a },
                 2 if failures => return Op::IssueThrows,
                 _ => {}

@@ -137,6 +137,10 @@ impl World {
             && read
                 .as_ref()
                 .is_some_and(|r| host.books.borrow().now >= r.issued_at.saturating_add(timeout));
+        // A far move or `loader_jump` lets a repair's read go at once, with its hint (never
+        // heard by a host without `cancel`): its answer is then a late one too.
+        let may_have_timed_out = may_have_timed_out
+            || ((!host.has_cancel || cancelled) && read.as_ref().is_some_and(|r| r.repair));
         // A sentinel the call must overwrite: the wrong class for this answer.
         let mut answer = if stalled {
             loader_answer::Current

@@ -147,6 +147,7 @@ unsafe extern "C-unwind" fn on_issue(userdata: *mut c_void, read: *const loader_
             direction: r.direction,
             until: until.map(<[u8]>::to_vec),
             issued_at: b.now,
+            repair: r.kind != loader_kind::Finite,
         });
     }
     host.leave(Ctx::Issue(r.read_id));

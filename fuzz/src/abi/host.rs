@@ -24,6 +24,9 @@ pub struct Read {
     /// The loader's clock (the latest `loader_tick`) when the read was issued: the loader
     /// supersedes it no earlier, so it cannot time out before `issued_at + read_timeout_ms`.
     pub issued_at: u64,
+    /// A repair's or full read's read (not a finite one): a far move or `loader_jump` may let
+    /// it go at once (with its `cancel` hint), after which its answer is a late one.
+    pub repair: bool,
 }
 
 /// What the host has seen of its loader, kept by the callbacks and the booked calls.

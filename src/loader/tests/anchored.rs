@@ -359,3 +359,106 @@ fn a_jump_past_the_largest_position_is_refused() {
     assert!(l.take_effects().is_empty());
     assert_eq!(l.jump(&cursor(5), MAX_POSITION), Ok(()));
 }
+
+/// A source of sorted values a host may insert into; a cursor is the value of the last item
+/// read (8 bytes), the empty cursor the source's start. Its answers are computed when given.
+struct Values {
+    loader: Loader,
+    values: Vec<u64>,
+    held: HashMap<u64, Vec<u64>>,
+    reads: Vec<Read>,
+    next_acq: u64,
+}
+
+impl Values {
+    fn collect(&mut self) {
+        for e in self.loader.take_effects() {
+            match e {
+                Effect::Issue(r) => self.reads.push(r),
+                Effect::Release { acquisition } => {
+                    self.held.remove(&acquisition).expect("held");
+                }
+                Effect::Cancel { .. } | Effect::Changed => {}
+            }
+        }
+    }
+
+    /// Answers the oldest read (forward reads only), with the count of the items before its
+    /// first one if `counted`.
+    fn answer(&mut self, counted: bool) {
+        let r = self.reads.remove(0);
+        assert_eq!(r.direction, Direction::Forward);
+        let from = match r.cursor.len() {
+            0 => 0,
+            _ => {
+                let after = u64::from_be_bytes(r.cursor[..].try_into().unwrap());
+                self.values.partition_point(|&v| v <= after)
+            }
+        };
+        let to = (from + r.limit as usize).min(self.values.len());
+        let items = self.values[from..to].to_vec();
+        let next = match to {
+            0 => Vec::new(),
+            _ => self.values[to - 1].to_be_bytes().to_vec(),
+        };
+        let acq = self.next_acq;
+        self.next_acq += 1;
+        let before = counted.then_some(from as u64);
+        let end = to == self.values.len();
+        self.loader
+            .settle_counted(r.read_id, acq, items.len() as u32, &next, end, before)
+            .unwrap();
+        self.held.insert(acq, items);
+        self.collect();
+    }
+
+    /// The items the view shows, in order, with their positions.
+    fn shown(&self) -> Vec<(u64, u64)> {
+        let mut v = Vec::new();
+        for p in self.loader.pages() {
+            for (k, &x) in self.held[&p.acquisition].iter().enumerate() {
+                v.push((p.start + k as u64, x));
+            }
+        }
+        v
+    }
+}
+
+#[test]
+fn a_count_that_contradicts_a_view_holding_the_start_is_ignored() {
+    let config = Config {
+        page_size: 4,
+        prefetch_distance: 0,
+        ..Config::default()
+    };
+    let mut h = Values {
+        loader: Loader::new(config).unwrap(),
+        values: (0..10).map(|i| i * 10).collect(),
+        held: HashMap::new(),
+        reads: Vec::new(),
+        next_acq: 1,
+    };
+    h.loader.set_window(0, 8).unwrap();
+    h.loader.invalidate().unwrap();
+    h.collect();
+    // The window's first page read, superseded, then the full read.
+    assert_eq!(h.reads.len(), 2, "{:?}", h.reads);
+    assert_eq!(h.reads[1].kind, Kind::Full);
+    h.answer(false);
+    h.answer(false);
+    // A row between items 0 and 1, announced while the full read's second read is out;
+    // that read's answer comes with the true count before it (5).
+    h.values.insert(1, 5);
+    h.loader.invalidate().unwrap();
+    h.collect();
+    h.answer(true);
+    while !h.reads.is_empty() {
+        h.answer(false);
+    }
+    assert!(h.loader.ledger().is_quiescent());
+    assert!(h.loader.start_of_source());
+    let shown = h.shown();
+    assert_eq!(shown[0], (0, 0), "the source's start is item 0: {shown:?}");
+    let truth: Vec<(u64, u64)> = (0..).zip(h.values.iter().take(8).copied()).collect();
+    assert_eq!(shown[..8], truth[..]);
+}

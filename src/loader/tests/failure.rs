@@ -156,3 +156,106 @@ fn a_clock_that_steps_back_fires_nothing_early() {
         "the deadline fires at its time"
     );
 }
+
+/// A page retry reads the failed read again (its cursor, direction and `until`), and only
+/// such a retry counts in `retries_page`; a retry whose read would be another (the window
+/// moved or a jump came between the failed read's issue and the retry) is a full read from
+/// the anchor. `how` retries: 0 `retry`, 1 the backoff timer, 2 `set_window` unchanged.
+fn retried(h: &mut Host, how: u8) -> Read {
+    let before = h.loader.stats();
+    match how {
+        0 => h.apply(Op::Retry).unwrap(),
+        1 => {
+            let d = h.loader.next_deadline().expect("the timer is armed");
+            let ms = d.saturating_sub(h.now) as u16;
+            h.apply(Op::Tick { ms }).unwrap();
+        }
+        _ => {
+            let (start, len) = h.loader.window();
+            h.apply(Op::Window {
+                start: start as u16,
+                len: len as u16,
+            })
+            .unwrap();
+        }
+    }
+    let after = h.loader.stats();
+    let r = only_read(h);
+    let page = after.retries_page - before.retries_page;
+    assert_eq!(page, u64::from(r.kind == Kind::Finite), "{r:?}");
+    r
+}
+
+#[test]
+fn a_window_move_while_a_page_read_is_out_makes_its_failure_retry_from_the_anchor() {
+    for how in 0..3 {
+        let cfg = Config {
+            page_size: 2,
+            prefetch_distance: 5,
+            ..Config::default()
+        };
+        let mut h = Host::new(cfg, Source::numbered(20));
+        // A jump on a loader holding nothing, to a number of the host's own.
+        let at = h.source.cursor_before(10);
+        h.loader.jump(&at, 1000).unwrap();
+        h.collect().unwrap();
+        let failed = only_read(&h);
+        assert_eq!(failed.kind, Kind::Finite);
+        h.apply(Op::Window { start: 43, len: 20 }).unwrap();
+        let index = h.index_of(failed.read_id);
+        h.apply(Op::Fail { index }).unwrap();
+        let r = retried(&mut h, how);
+        assert!(
+            r.kind == Kind::Full
+                || (&r.cursor, r.direction, &r.until)
+                    == (&failed.cursor, failed.direction, &failed.until),
+            "how {how}: a page retry read {r:?}, the failed read was {failed:?}"
+        );
+        assert_eq!(r.kind, Kind::Full, "how {how}");
+        settle_all(&mut h);
+    }
+}
+
+#[test]
+fn a_jump_after_a_page_failure_makes_it_retry_from_the_anchor() {
+    for how in 0..3 {
+        let mut h = Host::new(small(), Source::numbered(20));
+        h.apply(Op::Window { start: 0, len: 2 }).unwrap();
+        let failed = only_read(&h);
+        let index = h.index_of(failed.read_id);
+        h.apply(Op::Fail { index }).unwrap();
+        assert_eq!(h.loader.ledger().failure(), Failure::Page);
+        let at = h.source.cursor_before(10);
+        h.loader.jump(&at, 0).unwrap();
+        h.collect().unwrap();
+        let r = retried(&mut h, how);
+        assert_eq!(r.kind, Kind::Full, "how {how}: {r:?}");
+        assert_eq!(r.cursor.to_vec(), at, "from the anchor: the jump's cursor");
+        settle_all(&mut h);
+    }
+}
+
+#[test]
+fn a_page_failure_with_nothing_between_is_retried_as_that_page() {
+    for how in 0..3 {
+        let mut h = host(small(), 20);
+        h.apply(Op::Window { start: 0, len: 8 }).unwrap();
+        drain(&mut h);
+        h.apply(Op::Window { start: 4, len: 8 }).unwrap();
+        let failed = only_read(&h);
+        let index = h.index_of(failed.read_id);
+        h.apply(Op::Fail { index }).unwrap();
+        assert_eq!(h.loader.ledger().failure(), Failure::Page);
+        let r = retried(&mut h, how);
+        assert_eq!(r.kind, Kind::Finite, "how {how}");
+        assert_eq!(
+            (&r.cursor, r.direction, &r.until),
+            (&failed.cursor, failed.direction, &failed.until)
+        );
+        settle_all(&mut h);
+    }
+}
+
+fn settle_all(h: &mut Host) {
+    h.settle_down().unwrap_or_else(|e| panic!("{e}"));
+}

@@ -6,6 +6,7 @@ mod anchored;
 mod contract;
 mod explain;
 mod failure;
+mod far;
 mod finite;
 mod ranged;
 mod repair;

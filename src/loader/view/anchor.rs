@@ -205,17 +205,19 @@ impl View {
     }
 
     /// The host counted `n` items before the page about to be appended: renumber so that it
-    /// starts at `n`, unless the view holds more than `n` items before it.
+    /// starts at `n`, unless the view holds more than `n` items before it, or holds the
+    /// source's start (its numbers are the source's own already).
     pub(in crate::loader) fn number_next_at(&mut self, n: u64) {
         let held = self.covered_end - self.base_offset;
-        if n >= held && n != self.covered_end {
+        if n >= held && n != self.covered_end && !self.start_of_source {
             self.renumber(n as i128 - self.covered_end as i128);
         }
     }
 
-    /// The host counted `n` items before the first held page: renumber so it starts at `n`.
+    /// The host counted `n` items before the first held page: renumber so it starts at `n`,
+    /// unless the view holds the source's start (its numbers are the source's own already).
     pub(in crate::loader) fn number_first_at(&mut self, n: u64) {
-        if n != self.base_offset {
+        if n != self.base_offset && !self.start_of_source {
             self.renumber(n as i128 - self.base_offset as i128);
         }
     }

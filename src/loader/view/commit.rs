@@ -219,9 +219,10 @@ impl View {
         w.in_view = (staged.len() + w.staged_back.len()) as u32;
         let back = w.staged_back_items;
         // The anchor keeps its number, unless the pages before it do not fit below it, or
-        // they reach the source's start: then the numbers become the source's own.
+        // they reach the source's start: then the numbers become the source's own, whatever
+        // a host's count says (one that contradicts them counted another state of the source).
         let anchor = match w.counted {
-            _ if w.reached_start => back,
+            _ if w.reached_start || w.back_cursor.is_empty() => back,
             Some(n) if n >= back => n,
             _ => w.base_offset.max(back),
         };
