@@ -186,7 +186,7 @@ pub(crate) struct State {
 pub fn grid(deep: bool) -> Vec<Settings> {
     let mut out = Vec::new();
     let sources: &[usize] = if deep { &[0, 3, 5] } else { &[0, 2, 4] };
-    let (stride, depth) = if deep { (4, 10) } else { (6, 9) };
+    let (stride, depth) = if deep { (4, 9) } else { (6, 8) };
     let mut combos = Vec::new();
     for max_pages in [0, 2] {
         for ledger in [(true, true), (true, false), (false, false)] {
@@ -295,7 +295,7 @@ pub fn grid(deep: bool) -> Vec<Settings> {
 /// (last round's five fixes that `fuzz_loader` found, `loader::mutant`): a first window of
 /// several pages read before the exploration starts, then wide changes, whole and single-item
 /// changes, and window moves that shrink it or move it on, with no failures.
-fn bound_grid(deep: bool) -> Vec<Settings> {
+pub fn bound_grid(deep: bool) -> Vec<Settings> {
     let mut out = Vec::new();
     let depth = if deep { 11 } else { 10 };
     for (source, page_size, window, prefetch, max_pages, changes, moves) in [
@@ -334,7 +334,7 @@ fn bound_grid(deep: bool) -> Vec<Settings> {
 /// against a one-item window and a `jump_threshold` of one item, so that a walk and a jump
 /// read differently; the first window read before the search; two moves (with `locate`, to
 /// the source's middle and last item, or plain), no changes and no failures.
-fn far_grid(deep: bool) -> Vec<Settings> {
+pub fn far_grid(deep: bool) -> Vec<Settings> {
     let depth = if deep { 14 } else { 12 };
     [(16, 1, 0), (16, 2, 1)]
         .into_iter()

@@ -1,4 +1,5 @@
-//! Test-only mutants of the loader: each undoes one fix that `fuzz_loader` found, so that the
+//! Test-only mutants of the loader: each undoes one fix (five that `fuzz_loader` found, and
+//! the far-start rule), so that the
 //! loader checker (`loader-check --loader --mutant NAME`) can show it finds the defect the fix
 //! removed. Built with the `testing` feature only; without it no mutant can be active and
 //! every switch is the constant `false`.
@@ -22,16 +23,20 @@ pub enum Mutant {
     /// 27daac2 undone: a repair that lets go of the pages before the window shifts the
     /// positions of the pages it keeps down.
     RepairShiftsKept = 5,
+    /// 4b3ae5f undone (branch i39): a far start keeps the repair in flight (and a failed one
+    /// kept for its retry), which then walks from the old anchor to the new target.
+    FarStartKeepsRepair = 6,
 }
 
 impl Mutant {
     /// Every mutant.
-    pub const ALL: [Mutant; 5] = [
+    pub const ALL: [Mutant; 6] = [
         Mutant::RangedRereadsOutside,
         Mutant::RangedReadsPast,
         Mutant::RangedKeepsBefore,
         Mutant::RangedShiftUnsigned,
         Mutant::RepairShiftsKept,
+        Mutant::FarStartKeepsRepair,
     ];
 
     /// Its name on the command line.
@@ -42,6 +47,7 @@ impl Mutant {
             Mutant::RangedKeepsBefore => "rangedKeepsBefore",
             Mutant::RangedShiftUnsigned => "rangedShiftUnsigned",
             Mutant::RepairShiftsKept => "repairShiftsKept",
+            Mutant::FarStartKeepsRepair => "farStartKeepsRepair",
         }
     }
 
@@ -53,6 +59,7 @@ impl Mutant {
             Mutant::RangedKeepsBefore => "417f188",
             Mutant::RangedShiftUnsigned => "8363f3f",
             Mutant::RepairShiftsKept => "27daac2",
+            Mutant::FarStartKeepsRepair => "4b3ae5f",
         }
     }
 

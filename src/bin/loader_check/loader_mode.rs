@@ -1,12 +1,13 @@
 //! `loader-check --loader`: the exhaustive check of the production loader (`loader::check`).
 
-use loader::check::{self, grid, Dedup, Report, Settings, Violation};
+use loader::check::{self, bound_grid, far_grid, grid, Dedup, Report, Settings, Violation};
 use std::process::ExitCode;
 use std::time::Instant;
 
 pub(crate) const USAGE: &str = "
        loader-check --loader [--deep] [--stop-at-first] [--json] [--only N]
-                            [--canon fields|as-text|text] [--mutant NAME]
+                            [--canon fields|as-text|text] [--mutant NAME] [--part main|bound|far]
+                            [--max-depth N]
 
   --loader            explore the production Loader exhaustively: every host event
                       interleaving from the small configurations of loader::check::grid,
@@ -15,9 +16,13 @@ pub(crate) const USAGE: &str = "
   --deep              the wider grid and budgets (longer; not run in CI)
   --only N            only configuration N of the grid
   --verbose           print each configuration's counts as it finishes
-  --mutant NAME       run the loader with one of last round's fuzz-found fixes undone
-                      (loader::loader::mutant: rangedRereadsOutside, rangedReadsPast,
-                      rangedKeepsBefore, rangedShiftUnsigned, repairShiftsKept)
+  --mutant NAME       run the loader with one fix undone (loader::loader::mutant:
+                      rangedRereadsOutside, rangedReadsPast, rangedKeepsBefore,
+                      rangedShiftUnsigned, repairShiftsKept, farStartKeepsRepair)
+  --part PART         only the grid's configurations for the pages-held bound (bound),
+                      for the cost of far moves (far), or the others (main)
+  --max-depth N       explore no configuration deeper than N events (with --part main and
+                      7: the quick grid as it was before the structural canonical form)
   --canon FORM        how states are deduplicated: fields (the default: the structural
                       canonical form), as-text (the structural form restricted to what the
                       text form saw) or text (the Debug-text form it replaced, slower)";
@@ -30,6 +35,8 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
     let mut only = None;
     let mut verbose = false;
     let mut dedup = Dedup::Fields;
+    let mut part: Option<String> = None;
+    let mut max_depth = u32::MAX;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -44,6 +51,20 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
                 Some(m) => loader::loader::mutant::set(Some(m)),
                 None => {
                     eprintln!("loader-check: --mutant takes a mutant's name");
+                    return ExitCode::from(2);
+                }
+            },
+            "--part" => match it.next().map(String::as_str) {
+                Some(p @ ("main" | "bound" | "far")) => part = Some(p.to_string()),
+                _ => {
+                    eprintln!("loader-check: --part takes main, bound or far");
+                    return ExitCode::from(2);
+                }
+            },
+            "--max-depth" => match it.next().and_then(|v| v.parse::<u32>().ok()) {
+                Some(n) => max_depth = n,
+                None => {
+                    eprintln!("loader-check: --max-depth takes a number of events");
                     return ExitCode::from(2);
                 }
             },
@@ -69,7 +90,21 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
             }
         }
     }
-    let mut settings = grid(deep);
+    let mut settings = match part.as_deref() {
+        Some("bound") => bound_grid(deep),
+        Some("far") => far_grid(deep),
+        Some(_) => {
+            let (bound, far) = (bound_grid(deep), far_grid(deep));
+            grid(deep)
+                .into_iter()
+                .filter(|s| !bound.contains(s) && !far.contains(s))
+                .collect()
+        }
+        None => grid(deep),
+    };
+    for s in &mut settings {
+        s.depth = s.depth.min(max_depth);
+    }
     if let Some(n) = only {
         match settings.get(n) {
             Some(s) => settings = vec![*s],
