@@ -144,6 +144,14 @@ impl CursorPool {
     }
 }
 
+/// The checker's canonical form: the bytes.
+#[cfg(any(test, feature = "testing"))]
+impl crate::check::canon::Canon for Cursor {
+    fn canon(&self, e: &mut crate::check::canon::Enc) {
+        e.bytes(self);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,13 +195,5 @@ mod tests {
         // Equal bytes are equal cursors, whatever the storage.
         assert_eq!(pool.make(&bytes[..3]), Cursor::inline(&bytes[..3]).unwrap());
         assert_eq!(std::mem::size_of::<Cursor>(), 16);
-    }
-}
-
-/// The checker's canonical form: the bytes.
-#[cfg(any(test, feature = "testing"))]
-impl crate::check::canon::Canon for Cursor {
-    fn canon(&self, e: &mut crate::check::canon::Enc) {
-        e.bytes(self);
     }
 }
