@@ -81,7 +81,7 @@ violates = ./$(TEST_DIR)/loader-check $(1) > $(OUT)/violates.txt; status=$$?; \
 # $(call loader_violates,ARGS,PROPERTY): `loader-check --loader ARGS` exits with 1 and
 # reports PROPERTY violated.
 loader_violates = ./$(TEST_DIR)/loader-check --loader $(1) > $(OUT)/violates.txt; status=$$?; \
-	grep -qE "^VIOLATED $(2):" $(OUT)/violates.txt && test $$status -eq 1 || \
+	grep -qE "^VIOLATED ($(2)):" $(OUT)/violates.txt && test $$status -eq 1 || \
 	{ cat $(OUT)/violates.txt; echo "check: loader-check --loader $(1) does not fail $(2)"; exit 1; }
 check: test-lib | $(OUT)
 	./$(TEST_DIR)/loader-check --rules current --stop-at-first > /dev/null; test $$? -eq 1
