@@ -307,11 +307,13 @@ pub(super) fn keys(st: &super::State, form: Form, e: &mut Enc) -> (u128, u128) {
         faults,
         jumps,
         far,
+        ranged,
     } = st;
     for b in [changes, moves, faults, jumps] {
         b.canon(e);
     }
     e.opt(far, |e, n| e.num(*n));
+    e.opt(ranged, |e, n| e.num(*n));
     (host, hash128(&e.words))
 }
 

@@ -192,7 +192,10 @@ pub(super) fn apply_unjudged(
     let index = |h: &crate::sim::Host, read: u64| h.index_of(read);
     let current_before = h.loader.stats().answered_current;
     let items_before = h.loader.stats().items_read;
+    let reads_before = props::issued(&h.loader);
     let in_flight = h.pending_ids().count();
+    let quiet_before = fresh(&h.loader);
+    let mut touched = None;
     let view_err = |m: String| (Property::from_message(&m), m);
     match e {
         Event::Answer { read } => {
@@ -240,6 +243,7 @@ pub(super) fn apply_unjudged(
                     .map_err(view_err)?
             } else if ranged {
                 let item = h.source.insert(key);
+                touched = Some(pages_touching(&h.loader, &encode_cursor(item)));
                 ranged_change(st, encode_cursor(item))?;
             } else {
                 h.source.insert(key);
@@ -250,6 +254,7 @@ pub(super) fn apply_unjudged(
             st.changes += 1;
             let item = h.source.delete(index).expect("an item");
             if ranged {
+                touched = Some(pages_touching(&h.loader, &encode_cursor(item)));
                 ranged_change(st, encode_cursor(item))?;
             } else {
                 call(h, |l| l.invalidate())?;
@@ -288,6 +293,7 @@ pub(super) fn apply_unjudged(
         Event::Touch => {
             st.changes += 1;
             let last = *h.source.items().last().expect("an item");
+            touched = Some(h.loader.page_count() as u64);
             h.lied = false;
             h.loader
                 .invalidate_range(&[], Some(&encode_cursor(last)), &mut Source::compare)
@@ -321,11 +327,65 @@ pub(super) fn apply_unjudged(
         },
         _ => None,
     };
-    let l = &st.host.loader;
-    if l.ledger().is_quiescent() && !l.revalidating() && l.outstanding_reads() == 0 {
+    // The cost of a ranged change made on a fresh view: the held pages it touches plus one
+    // read (the reads it issued in its own call count too).
+    let issued = props::issued(&st.host.loader) - reads_before;
+    st.ranged = match e {
+        Event::Insert { ranged: true, .. } | Event::Delete { ranged: true, .. } | Event::Touch
+            if quiet_before && touched.is_some() =>
+        {
+            let budget = touched.unwrap_or(0) + 1;
+            if issued > budget {
+                return Err((
+                    Property::RangedCost,
+                    format!("a ranged change touching {} held pages issued {issued} reads at once", budget - 1),
+                ));
+            }
+            Some(budget - issued)
+        }
+        Event::Answer { .. } | Event::Tick | Event::Retry => match st.ranged {
+            Some(left) if issued > left => {
+                return Err((
+                    Property::RangedCost,
+                    format!("a ranged change issued {issued} reads more, over the {left} left of its budget (the pages it touched plus one)"),
+                ))
+            }
+            ranged => ranged.map(|left| left - issued),
+        },
+        _ => None,
+    };
+    if fresh(&st.host.loader) {
         st.far = None;
+        st.ranged = None;
     }
     Ok(st.host.loader.stats().answered_current > current_before)
+}
+
+/// The view is fresh: nothing in flight, owed or failed.
+fn fresh(l: &crate::loader::Loader) -> bool {
+    l.ledger().is_quiescent()
+        && !l.revalidating()
+        && l.outstanding_reads() == 0
+        && l.ledger().snapshot().failure == crate::ledger::Failure::None
+}
+
+/// The held pages of `l` a change at cursor `at` may lie in (after a page's start cursor, at
+/// or before its end cursor).
+fn pages_touching(l: &crate::loader::Loader, at: &[u8]) -> u64 {
+    let lt = |a: &[u8], b: &[u8]| match (a.is_empty(), b.is_empty()) {
+        (true, b_empty) => !b_empty,
+        (false, true) => false,
+        (false, false) => Source::compare(a, b) == std::cmp::Ordering::Less,
+    };
+    let mut start = l.base_cursor().to_vec();
+    let mut n = 0;
+    for p in l.pages() {
+        if lt(&start, at) && !lt(p.end_cursor(), at) {
+            n += 1;
+        }
+        start = p.end_cursor().to_vec();
+    }
+    n
 }
 
 /// A loader call the sim's ops do not cover, then the host's effects and checks.

@@ -159,6 +159,7 @@ impl Settings {
             faults: 0,
             jumps: 0,
             far: None,
+            ranged: None,
         }
     }
 }
@@ -174,6 +175,9 @@ pub(crate) struct State {
     /// After a move or jump with a known cursor, until the view is fresh again: the items
     /// the host may still read ([`Property::FarMoveCost`]).
     far: Option<u64>,
+    /// After a ranged change made when the loader was quiescent, until the view is fresh
+    /// again: the reads it may still issue ([`Property::RangedCost`]).
+    ranged: Option<u64>,
 }
 
 /// The configurations explored. The quick grid (`make check`) takes every geometry (source

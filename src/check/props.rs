@@ -53,6 +53,10 @@ pub enum Property {
     /// `jump_threshold`, and a page for each read in flight when it was made), whatever was in
     /// flight: checked along the explored events and along every progress walk.
     FarMoveCost,
+    /// A cost: a ranged change (an item inserted or deleted, or every item updated) made when
+    /// the loader was quiescent issues at most the held pages it touches plus one read before
+    /// the view is fresh again: checked along the explored events and every progress walk.
+    RangedCost,
     /// A retry counted in `retries_page` reads the failed page read again: its cursor,
     /// direction and `until`.
     PageRetry,
@@ -63,7 +67,7 @@ pub enum Property {
 
 impl Property {
     /// Every property, in the order the report lists them.
-    pub const ALL: [Property; 18] = [
+    pub const ALL: [Property; 19] = [
         Property::Ledger,
         Property::Accounting,
         Property::HeldAccounted,
@@ -80,6 +84,7 @@ impl Property {
         Property::Explained,
         Property::NoPanic,
         Property::FarMoveCost,
+        Property::RangedCost,
         Property::PageRetry,
         Property::FarStart,
     ];
@@ -103,6 +108,7 @@ impl Property {
             Property::Explained => "explained",
             Property::NoPanic => "no_panic",
             Property::FarMoveCost => "far_move_cost",
+            Property::RangedCost => "ranged_cost",
             Property::PageRetry => "page_retry",
             Property::FarStart => "far_start",
         }
@@ -357,7 +363,7 @@ pub(crate) fn bound(
 /// ranking keeps), so a walk that reaches a state another walk passed through ends there.
 #[derive(Default)]
 pub(super) struct Walks {
-    known: [rustc_hash::FxHashMap<u128, (u32, u32, u64)>; 2],
+    known: [rustc_hash::FxHashMap<u128, (u32, u32, u64, u64)>; 2],
     enc: Option<super::canon::Enc>,
 }
 
@@ -397,9 +403,10 @@ pub(super) fn progress(
     for newest_first in [false, true] {
         let dir = usize::from(newest_first);
         if let (Some(k), Some(w)) = (start, walks.as_deref()) {
-            if let Some(&(a, _, items)) = w.known[dir].get(&k) {
+            if let Some(&(a, _, items, reads)) = w.known[dir].get(&k) {
                 // Walked before from this very state, within the bounds, and settled.
                 far_cost(st, items)?;
+                ranged_cost(st, reads)?;
                 worst = worst.max(a as usize);
                 continue;
             }
@@ -411,8 +418,9 @@ pub(super) fn progress(
         let mut calls = 0;
         let items_at = |h: &crate::sim::Host| h.loader.stats().items_read;
         let items_from = items_at(&h);
-        // The states passed, with the answers, calls and items read before each.
-        let mut path: Vec<(u128, usize, usize, u64)> = Vec::new();
+        let reads_from = issued(&h.loader);
+        // The states passed, with the answers, calls, items read and reads issued before each.
+        let mut path: Vec<(u128, usize, usize, u64, u64)> = Vec::new();
         let mut known = None;
         let mut first = start;
         loop {
@@ -421,11 +429,17 @@ pub(super) fn progress(
                     Some(k) => k,
                     None => w.key(&h),
                 };
-                if let Some(&(a, c, items)) = w.known[dir].get(&k) {
-                    known = Some((a as usize, c as usize, items));
+                if let Some(&(a, c, items, reads)) = w.known[dir].get(&k) {
+                    known = Some((a as usize, c as usize, items, reads));
                     break;
                 }
-                path.push((k, answers, calls, items_at(&h) - items_from));
+                path.push((
+                    k,
+                    answers,
+                    calls,
+                    items_at(&h) - items_from,
+                    issued(&h.loader) - reads_from,
+                ));
             }
             let ids = h.pending_ids();
             let step = if let Some(read_id) = if newest_first { ids.max() } else { ids.min() } {
@@ -460,10 +474,12 @@ pub(super) fn progress(
             h.apply(step).map_err(|m| (Property::from_message(&m), m))?;
         }
         let mut items = items_at(&h) - items_from;
+        let mut reads = issued(&h.loader) - reads_from;
         match known {
             // The rest of this walk was walked before, and ended settled.
-            Some((a, c, rest)) => {
+            Some((a, c, rest, rest_reads)) => {
                 items += rest;
+                reads += rest_reads;
                 if answers + a > bound {
                     return Err((
                         Property::Progress,
@@ -486,15 +502,43 @@ pub(super) fn progress(
             None => h.check_settled().map_err(|m| (Property::Progress, m))?,
         }
         far_cost(st, items)?;
+        ranged_cost(st, reads)?;
         if let Some(w) = walks.as_deref_mut() {
             let known = &mut w.known[dir];
-            for (k, a, c, i) in path {
-                known.insert(k, ((answers - a) as u32, (calls - c) as u32, items - i));
+            for (k, a, c, i, r) in path {
+                known.insert(
+                    k,
+                    (
+                        (answers - a) as u32,
+                        (calls - c) as u32,
+                        items - i,
+                        reads - r,
+                    ),
+                );
             }
         }
         worst = worst.max(answers);
     }
     Ok(worst)
+}
+
+/// The reads `l` has issued.
+pub(super) fn issued(l: &Loader) -> u64 {
+    l.stats().issued.iter().sum()
+}
+
+/// After a ranged change (`st.ranged`: the reads it may still issue), `reads` more issued
+/// before the view is fresh are within its budget.
+pub(super) fn ranged_cost(st: &State, reads: u64) -> Result<(), (Property, String)> {
+    match st.ranged {
+        Some(left) if reads > left => Err((
+            Property::RangedCost,
+            format!(
+                "a ranged change issued {reads} reads more before the view was fresh, over the {left} left of its budget (the pages it touched plus one)"
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// After a move with a known cursor (`st.far`: the items it may still read), `items` more
