@@ -78,6 +78,11 @@ violates = ./$(TEST_DIR)/loader-check $(1) > $(OUT)/violates.txt; status=$$?; \
 	    grep -qE "^  $$c +violated" $(OUT)/violates.txt && test $$status -eq 1 || \
 	    { cat $(OUT)/violates.txt; echo "check: loader-check $(1) does not fail $$c"; exit 1; }; \
 	done
+# $(call loader_violates,ARGS,PROPERTY): `loader-check --loader ARGS` exits with 1 and
+# reports PROPERTY violated.
+loader_violates = ./$(TEST_DIR)/loader-check --loader $(1) > $(OUT)/violates.txt; status=$$?; \
+	grep -qE "^VIOLATED ($(2)):" $(OUT)/violates.txt && test $$status -eq 1 || \
+	{ cat $(OUT)/violates.txt; echo "check: loader-check --loader $(1) does not fail $(2)"; exit 1; }
 check: test-lib | $(OUT)
 	./$(TEST_DIR)/loader-check --rules current --stop-at-first > /dev/null; test $$? -eq 1
 	./$(TEST_DIR)/loader-check --rules unifiedMinRecheck --no-model-bounds
@@ -116,9 +121,16 @@ check: test-lib | $(OUT)
 	$(call violates,--rules mutantPageOverDebt --no-model-bounds,PageFailureQuiet)
 	./$(TEST_DIR)/loader-check --impl --max-epoch 3 --ids 6
 	# The production Loader, explored exhaustively over the quick grid of small sources and
-	# settings (src/check: every host event interleaving to depth 7, every property after
-	# every event and progress from every state); `--deep` is the longer run.
+	# settings (src/check: every host event interleaving to depth 9, 10 for the bound grid
+	# and 12 for the far grid, every property after every event and progress from every
+	# state); `--deep` is the longer run.
 	./$(TEST_DIR)/loader-check --loader
+	# The loader's mutants (src/loader/mutant.rs; docs/DESIGN.md, "The loader checker finds
+	# what the fuzzer found"): with a fix undone, the grid's part made for it finds the defect.
+	$(call loader_violates,--part bound --mutant rangedReadsPast --stop-at-first,bound)
+	$(call loader_violates,--part bound --mutant rangedKeepsBefore --stop-at-first,bound)
+	$(call loader_violates,--part bound --mutant rangedShiftUnsigned --stop-at-first,no_panic)
+	$(call loader_violates,--part far --mutant farStartKeepsRepair --stop-at-first,far_start|far_move_cost)
 
 # The loader checker's longer run (not in CI): the deep grid, to depth 9.
 check-deep: test-lib

@@ -25,6 +25,8 @@ fn settings(source: usize, page: u32, window: u64, prefetch: u64) -> Settings {
         depth: 8,
         fault: None,
         locate: false,
+        settled: false,
+        wide: false,
     }
 }
 

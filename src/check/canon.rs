@@ -1,389 +1,385 @@
-//! The canonical form of a checked state: the host and its loader, with ids renumbered and
-//! counters dropped, so that two interleavings that reach the same state are explored once.
+//! The canonical form of a checked state, built from the state's fields: the host and its
+//! loader encoded as a sequence of words, with ids renumbered by rank, times made relative to
+//! the host's clock and counters that only report left out, then hashed. Two interleavings
+//! that reach the same state are explored once.
 //!
-//! It works on the `Debug` text of the state, parsed into a tree. Numbers are classified by
-//! the field that holds them (a request id, a read id, an acquisition, an epoch, a time);
-//! each class is renumbered by rank, keeping 0 (order and equality are all the loader
-//! compares ids by). Times become offsets from the host's clock. Counters that only report
-//! (`stats`, the change count, the buffer pools) are dropped. Maps and the host's pending
-//! reads are sorted, since their order carries no meaning. A field the classes miss keeps its
-//! raw value: that only costs deduplication, never soundness. The explorer checks the form
-//! on the pairs it merges (see `explore`).
+//! Every type of the state implements [`Canon`], next to its definition, by destructuring
+//! itself whole: a field added to the loader does not compile until its type's encoding
+//! names it. `u64` has no `Canon`: a 64-bit field is an id, a time or a plain number (a
+//! position, a count, a size), and the encoding must say which ([`Enc::id`], [`Enc::time`],
+//! [`Enc::num`]), so an id field cannot be encoded as a number by omission.
+//!
+//! Ids: each [`Class`] is renumbered on its own by rank over the whole state, keeping 0
+//! (order and equality are all the loader compares ids by). Ranking keeps order, so maps
+//! keyed by an id are encoded in the order of their raw keys, which is the order of their
+//! ranks. Times become offsets from the host's clock. The loader's config is fixed for one
+//! exploration and is not encoded.
+//!
+//! `text` is the form this replaced (the `Debug` text, parsed): [`Form::AsText`] keeps what
+//! that one kept and drops what it dropped, so that the two find the same states.
 
-use std::borrow::Cow;
-use std::collections::BTreeMap;
-
-/// A node of a parsed `Debug` text.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Node<'a> {
-    /// A number, a name, a string, a unit variant.
-    Atom(Cow<'a, str>),
-    /// `Name { field: value, .. }`.
-    Struct(&'a str, Vec<(&'a str, Node<'a>)>),
-    /// `Name(a, b)` (name may be empty: a tuple).
-    Tuple(&'a str, Vec<Node<'a>>),
-    /// `[a, b]`.
-    List(Vec<Node<'a>>),
-    /// `{k: v, ..}`.
-    Map(Vec<(Node<'a>, Node<'a>)>),
-}
+use std::collections::{BTreeMap, VecDeque};
 
 /// The id classes, each renumbered on its own.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Class {
-    Request,
-    Read,
-    Acquisition,
-    Epoch,
-    Time,
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Class {
+    /// A ledger request id.
+    Request = 0,
+    /// A read id.
+    Read = 1,
+    /// A host acquisition.
+    Acquisition = 2,
+    /// An epoch.
+    Epoch = 3,
 }
 
-/// Fields dropped from the canonical form: counters and caches that no rule reads.
-const DROPPED: &[&str] = &[
-    "stats",
-    "announced",
-    "changes",
-    "pools",
-    "spare",
-    "scratch",
-    "effects",
-    "accepted",
-    "released",
-    "steps",
-    "empty_bounded_moved",
-    "prepared",
-    "far_jumps",
-    "located",
-    "locate_buf",
-    // Only `explain` reads these: when a read was issued, and what made the last own
-    // failure. No rule and no property but `explained` (which does not judge them) does.
-    "issued_at",
-    "cause",
-];
-
-/// The class of a number held (directly or in an option or list) by `field` of a struct
-/// named `owner`; `key` when it is a map's key, `index` its place in a tuple.
-fn classify(owner: &str, field: &str, key: bool, index: Option<usize>) -> Option<Class> {
-    match (owner, field) {
-        (_, "buckets") if index == Some(0) => Some(Class::Epoch),
-        (_, "request" | "inflight_finite" | "buckets" | "failed" | "repairs") => {
-            Some(Class::Request)
-        }
-        ("Ledger", "next_id") => Some(Class::Request),
-        (_, "live" | "map") if key => Some(Class::Request),
-        (_, "read" | "read_id" | "next" | "last") => Some(Class::Read),
-        (_, "list" | "abandoned") if index == Some(0) => Some(Class::Read),
-        (_, "acquisition" | "acqs" | "next_acq") => Some(Class::Acquisition),
-        ("Host", "held") if key => Some(Class::Acquisition),
-        (_, "epoch" | "ep" | "chain_epoch" | "cover_epoch") => Some(Class::Epoch),
-        (_, "now" | "deadline" | "superseded_at" | "issued_at") => Some(Class::Time),
-        _ => None,
-    }
+/// Which canonical form: the structural one, or the structural one restricted to what the
+/// `Debug`-text form saw (for comparison with it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    /// Every field that a rule reads, every id ranked.
+    Fields,
+    /// As the `Debug`-text form: a read's `request_id` and a ranged run's page names kept
+    /// raw, the host's prepared answers dropped.
+    AsText,
 }
 
-struct Parser<'a> {
-    text: &'a str,
-    s: &'a [u8],
-    at: usize,
+/// The encoder: the words of the state, and where each id sits.
+pub(crate) struct Enc {
+    words: Vec<u64>,
+    /// For each class, the (value, word index) of each id.
+    ids: [Vec<(u64, u32)>; 4],
+    now: u64,
+    form: Form,
 }
 
-impl<'a> Parser<'a> {
-    fn skip(&mut self) {
-        while self.at < self.s.len() && self.s[self.at].is_ascii_whitespace() {
-            self.at += 1;
+/// A part of the state with a canonical encoding.
+pub(crate) trait Canon {
+    /// Appends this value's encoding to `e`.
+    fn canon(&self, e: &mut Enc);
+}
+
+impl Enc {
+    /// An encoder for a state whose host clock reads `now`.
+    pub(crate) fn new(now: u64, form: Form) -> Enc {
+        Enc {
+            words: Vec::with_capacity(256),
+            ids: Default::default(),
+            now,
+            form,
         }
     }
 
-    fn peek(&mut self) -> u8 {
-        self.skip();
-        self.s.get(self.at).copied().unwrap_or(0)
+    /// Which form is being built.
+    pub(crate) fn form(&self) -> Form {
+        self.form
     }
 
-    fn eat(&mut self, c: u8) -> bool {
-        if self.peek() == c {
-            self.at += 1;
-            true
-        } else {
-            false
+    /// An id of class `c`.
+    #[inline]
+    pub(crate) fn id(&mut self, c: Class, v: u64) {
+        self.ids[c as usize].push((v, self.words.len() as u32));
+        self.words.push(v);
+    }
+
+    /// An id that the `Debug`-text form kept raw: ranked in [`Form::Fields`], a number in
+    /// [`Form::AsText`].
+    #[inline]
+    pub(crate) fn id_text_raw(&mut self, c: Class, v: u64) {
+        match self.form {
+            Form::Fields => self.id(c, v),
+            Form::AsText => self.num(v),
         }
     }
 
-    fn word(&mut self) -> &'a str {
-        self.skip();
-        let from = self.at;
-        if self.s.get(self.at) == Some(&b'"') {
-            self.at += 1;
-            while self.at < self.s.len() && self.s[self.at] != b'"' {
-                self.at += if self.s[self.at] == b'\\' { 2 } else { 1 };
-            }
-            self.at += 1;
-        } else {
-            while self.at < self.s.len() && !b" \t\n{}[](),:".contains(&self.s[self.at]) {
-                self.at += 1;
-            }
-        }
-        // Words end at ASCII punctuation, so the slice is on character boundaries.
-        self.text.get(from..self.at.min(self.s.len())).unwrap_or("")
+    /// A time on the loader's or the host's clock (ms): kept as its offset from the host's.
+    #[inline]
+    pub(crate) fn time(&mut self, t: u64) {
+        self.words.push(t.wrapping_sub(self.now));
     }
 
-    fn items(&mut self, close: u8) -> Vec<Node<'a>> {
-        let mut v = Vec::new();
-        while !self.eat(close) && self.at < self.s.len() {
-            v.push(self.node());
-            self.eat(b',');
-        }
-        v
+    /// A plain number: a position, a count, a length, a size, a seed.
+    #[inline]
+    pub(crate) fn num(&mut self, v: u64) {
+        self.words.push(v);
     }
 
-    fn node(&mut self) -> Node<'a> {
-        match self.peek() {
-            b'[' => {
-                self.at += 1;
-                Node::List(self.items(b']'))
+    /// Bytes (a cursor, an item list), with their length.
+    pub(crate) fn bytes(&mut self, b: &[u8]) {
+        self.words.push(b.len() as u64);
+        for chunk in b.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            self.words.push(u64::from_le_bytes(w));
+        }
+    }
+
+    /// An optional value, encoded by `f` when present.
+    #[inline]
+    pub(crate) fn opt<T>(&mut self, v: &Option<T>, f: impl FnOnce(&mut Enc, &T)) {
+        match v {
+            None => self.words.push(0),
+            Some(x) => {
+                self.words.push(1);
+                f(self, x);
             }
-            b'(' => {
-                self.at += 1;
-                Node::Tuple("", self.items(b')'))
+        }
+    }
+
+    /// A sequence, with its length, each element encoded by `f`.
+    #[inline]
+    pub(crate) fn seq<'a, T: 'a, I>(&mut self, it: I, mut f: impl FnMut(&mut Enc, &T))
+    where
+        I: IntoIterator<Item = &'a T>,
+        I::IntoIter: ExactSizeIterator,
+    {
+        let it = it.into_iter();
+        self.words.push(it.len() as u64);
+        for x in it {
+            f(self, x);
+        }
+    }
+
+    /// A map keyed by ids of class `c`, in the order of its keys (which ranking keeps).
+    pub(crate) fn id_map<V>(
+        &mut self,
+        c: Class,
+        m: impl Iterator<Item = (u64, V)>,
+        mut f: impl FnMut(&mut Enc, V),
+    ) {
+        let mut entries: smallvec::SmallVec<[(u64, V); 8]> = m.collect();
+        entries.sort_unstable_by_key(|x| x.0);
+        self.words.push(entries.len() as u64);
+        for (k, v) in entries {
+            self.id(c, k);
+            f(self, v);
+        }
+    }
+
+    /// Empties the encoder for another state (keeping its buffers).
+    pub(crate) fn reset(&mut self, now: u64, form: Form) {
+        self.words.clear();
+        for ids in &mut self.ids {
+            ids.clear();
+        }
+        self.now = now;
+        self.form = form;
+    }
+
+    /// The ids ranked, and the words hashed to 128 bits.
+    pub(crate) fn finish(&mut self) -> u128 {
+        self.rank();
+        hash128(&self.words)
+    }
+
+    /// The words, ids ranked (for tests).
+    #[cfg(test)]
+    pub(crate) fn finish_words(mut self) -> Vec<u64> {
+        self.rank();
+        self.words
+    }
+
+    /// Replaces each id by its rank among its class's distinct values; 0 stays 0, and ranks
+    /// start at 1 when 0 is absent.
+    fn rank(&mut self) {
+        for ids in &mut self.ids {
+            if ids.is_empty() {
+                continue;
             }
-            b'{' => {
-                self.at += 1;
-                let mut v = Vec::new();
-                while !self.eat(b'}') && self.at < self.s.len() {
-                    let k = self.node();
-                    self.eat(b':');
-                    v.push((k, self.node()));
-                    self.eat(b',');
+            ids.sort_unstable();
+            let mut rank = u64::from(ids[0].0 != 0);
+            let mut prev = ids[0].0;
+            for &(v, at) in ids.iter() {
+                if v != prev {
+                    rank += 1;
+                    prev = v;
                 }
-                Node::Map(v)
-            }
-            _ => {
-                let name = self.word();
-                match self.peek() {
-                    b'(' => {
-                        self.at += 1;
-                        Node::Tuple(name, self.items(b')'))
-                    }
-                    b'{' => {
-                        self.at += 1;
-                        let mut fields = Vec::new();
-                        while !self.eat(b'}') && self.at < self.s.len() {
-                            let f = self.word();
-                            self.eat(b':');
-                            fields.push((f, self.node()));
-                            self.eat(b',');
-                        }
-                        Node::Struct(name, fields)
-                    }
-                    _ => Node::Atom(Cow::Borrowed(name)),
-                }
+                self.words[at as usize] = rank;
             }
         }
     }
 }
 
-/// Where a number sits, for [`classify`].
-#[derive(Clone, Copy)]
-struct Place<'a> {
-    owner: &'a str,
-    field: &'a str,
-    key: bool,
-    index: Option<usize>,
+/// A 128-bit hash of the words: four lanes of folded 64×64→128 multiplies (as wyhash
+/// mixes), keyed apart and independent so that they run side by side, folded together with
+/// the length at the end. Not cryptographic; the checker's state counts are far below where
+/// 128 bits collide by chance.
+fn hash128(words: &[u64]) -> u128 {
+    #[inline(always)]
+    fn fold(x: u64, y: u64) -> u64 {
+        let m = u128::from(x) * u128::from(y);
+        (m as u64) ^ ((m >> 64) as u64)
+    }
+    const K: [u64; 5] = [
+        0xa076_1d64_78bd_642f,
+        0xe703_7ed1_a0b4_28db,
+        0x8ebc_6af0_9c88_c6e3,
+        0x5899_65cc_7537_4cc3,
+        0x1d8e_4e27_c47d_124f,
+    ];
+    let mut lane = [K[0], K[1], K[2], K[3]];
+    let mut chunks = words.chunks_exact(4);
+    for c in &mut chunks {
+        for i in 0..4 {
+            lane[i] = fold(lane[i] ^ c[i], K[(i + 1) % 4] | 1);
+        }
+    }
+    for (i, &w) in chunks.remainder().iter().enumerate() {
+        lane[i] = fold(lane[i] ^ w, K[(i + 1) % 4] | 1);
+    }
+    let len = words.len() as u64;
+    let a = fold(lane[0] ^ K[4], lane[1] ^ len);
+    let b = fold(
+        lane[2] ^ K[4].rotate_left(17),
+        lane[3] ^ len.rotate_left(32),
+    );
+    let hi = fold(a ^ K[0], b ^ K[1]);
+    let lo = fold(b ^ K[2], a ^ K[3]);
+    (u128::from(hi) << 64) | u128::from(lo)
 }
 
-/// Walks the tree: drops the dropped fields, and calls `f` on every number with its class.
-fn walk(node: &mut Node<'_>, at: Place<'_>, f: &mut dyn FnMut(&mut Cow<'_, str>, Class)) {
-    match node {
-        Node::Atom(a) => {
-            if let Some(c) = classify(at.owner, at.field, at.key, at.index) {
-                if a.bytes().all(|b| b.is_ascii_digit()) && !a.is_empty() {
-                    f(a, c);
-                }
+macro_rules! canon_as_num {
+    ($($t:ty),*) => {$(
+        impl Canon for $t {
+            #[inline]
+            fn canon(&self, e: &mut Enc) {
+                e.num(*self as u64);
             }
         }
-        Node::Struct(name, fields) => {
-            fields.retain(|(k, _)| !DROPPED.contains(k));
-            let owner: &str = name;
-            for (k, v) in fields.iter_mut() {
-                let place = Place {
-                    owner,
-                    field: k,
-                    key: false,
-                    index: None,
-                };
-                walk(v, place, f);
-            }
-        }
-        Node::Tuple(name, items) => {
-            // A tuple struct (`Some`, `Cursor`) keeps its field's place; a bare tuple numbers
-            // its elements.
-            let bare = name.is_empty();
-            let is_cursor = *name == "Cursor";
-            for (i, v) in items.iter_mut().enumerate() {
-                if is_cursor {
-                    continue;
-                }
-                let place = Place {
-                    index: if bare { Some(i) } else { at.index },
-                    ..at
-                };
-                walk(v, place, f);
-            }
-        }
-        Node::List(items) => {
-            for v in items.iter_mut() {
-                walk(v, Place { index: None, ..at }, f);
-            }
-        }
-        Node::Map(entries) => {
-            for (k, v) in entries.iter_mut() {
-                walk(k, Place { key: true, ..at }, f);
-                walk(v, Place { key: false, ..at }, f);
-            }
-        }
+    )*};
+}
+canon_as_num!(bool, u8, u16, u32, usize);
+
+impl Canon for i128 {
+    fn canon(&self, e: &mut Enc) {
+        e.num(*self as u64);
+        e.num((*self >> 64) as u64);
     }
 }
 
-/// Sorts maps, and the list of the host's pending reads, after renumbering.
-fn sort(node: &mut Node<'_>, field: &str) {
-    match node {
-        Node::Atom(_) => {}
-        Node::Struct(_, fields) => {
-            for (k, v) in fields.iter_mut() {
-                sort(v, k);
-            }
-        }
-        Node::Tuple(_, items) => items.iter_mut().for_each(|v| sort(v, field)),
-        Node::List(items) => {
-            items.iter_mut().for_each(|v| sort(v, field));
-            if field == "pending" {
-                items.sort();
-            }
-        }
-        Node::Map(entries) => {
-            for (k, v) in entries.iter_mut() {
-                sort(k, field);
-                sort(v, field);
-            }
-            entries.sort();
-        }
+impl<A: Canon, B: Canon> Canon for (A, B) {
+    fn canon(&self, e: &mut Enc) {
+        self.0.canon(e);
+        self.1.canon(e);
     }
 }
 
-fn print(node: &Node<'_>, out: &mut String) {
-    match node {
-        Node::Atom(a) => out.push_str(a),
-        Node::Struct(name, fields) => {
-            out.push_str(name);
-            out.push('{');
-            for (k, v) in fields {
-                out.push_str(k);
-                out.push(':');
-                print(v, out);
-                out.push(',');
-            }
-            out.push('}');
-        }
-        Node::Tuple(name, items) => {
-            out.push_str(name);
-            out.push('(');
-            for v in items {
-                print(v, out);
-                out.push(',');
-            }
-            out.push(')');
-        }
-        Node::List(items) => {
-            out.push('[');
-            for v in items {
-                print(v, out);
-                out.push(',');
-            }
-            out.push(']');
-        }
-        Node::Map(entries) => {
-            out.push('{');
-            for (k, v) in entries {
-                print(k, out);
-                out.push(':');
-                print(v, out);
-                out.push(',');
-            }
-            out.push('}');
+impl<T: Canon> Canon for Option<T> {
+    fn canon(&self, e: &mut Enc) {
+        e.opt(self, |e, x| x.canon(e));
+    }
+}
+
+impl<T: Canon> Canon for Vec<T> {
+    fn canon(&self, e: &mut Enc) {
+        e.seq(self, |e, x| x.canon(e));
+    }
+}
+
+impl<T: Canon> Canon for VecDeque<T> {
+    fn canon(&self, e: &mut Enc) {
+        e.seq(self, |e, x| x.canon(e));
+    }
+}
+
+/// A map keyed by plain numbers (positions), in key order.
+impl<T: Canon> Canon for BTreeMap<u64, T> {
+    fn canon(&self, e: &mut Enc) {
+        e.num(self.len() as u64);
+        for (k, v) in self {
+            e.num(*k);
+            v.canon(e);
         }
     }
 }
 
-/// The canonical form of `debug` (a state's `{:?}` text), whose clock reads `now`.
-pub(super) fn canonical(debug: &str, now: u64) -> String {
-    let mut tree = Parser {
-        text: debug,
-        s: debug.as_bytes(),
-        at: 0,
+/// The canonical keys of a checked state: of its host alone (what a progress walk depends
+/// on), and of the state (the host and the budgets spent); `e` is a buffer.
+pub(super) fn keys(st: &super::State, form: Form, e: &mut Enc) -> (u128, u128) {
+    e.reset(st.host.now, form);
+    st.host.canon(e);
+    e.rank();
+    let host = hash128(&e.words);
+    let super::State {
+        host: _,
+        changes,
+        moves,
+        faults,
+        jumps,
+        far,
+        ranged,
+    } = st;
+    for b in [changes, moves, faults, jumps] {
+        b.canon(e);
     }
-    .node();
-    let top = Place {
-        owner: "",
-        field: "",
-        key: false,
-        index: None,
-    };
-    // First pass: the values of each class.
-    let mut seen: BTreeMap<Class, Vec<u64>> = BTreeMap::new();
-    walk(&mut tree, top, &mut |a, c| {
-        if let Ok(v) = a.parse::<u64>() {
-            seen.entry(c).or_default().push(v);
-        }
-    });
-    let mut rank: BTreeMap<Class, BTreeMap<u64, u64>> = BTreeMap::new();
-    for (c, mut vs) in seen {
-        vs.sort_unstable();
-        vs.dedup();
-        let zero = u64::from(vs.first() != Some(&0));
-        let m = vs
-            .into_iter()
-            .enumerate()
-            .map(|(i, v)| (v, i as u64 + zero))
-            .collect();
-        rank.insert(c, m);
-    }
-    // Second pass: renumber; times as offsets from `now`.
-    walk(&mut tree, top, &mut |a, c| {
-        if let Ok(v) = a.parse::<u64>() {
-            *a = Cow::Owned(match c {
-                Class::Time => format!("{}", i128::from(v) - i128::from(now)),
-                _ => format!("{}", rank[&c][&v]),
-            });
-        }
-    });
-    sort(&mut tree, "");
-    let mut out = String::with_capacity(debug.len() / 2);
-    print(&tree, &mut out);
-    out
+    e.opt(far, |e, n| e.num(*n));
+    e.opt(ranged, |e, n| e.num(*n));
+    (host, hash128(&e.words))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::canonical;
+    use super::{Class, Enc, Form};
 
-    #[test]
-    fn ids_are_ranked_counters_dropped_and_maps_sorted() {
-        let a = "Host { loader: L { live: {7: R { ep: 3 }, 5: R { ep: 2 }}, stats: S { n: 9 } }, now: 40, deadline: Some(50) }";
-        let b = "Host { loader: L { live: {1: R { ep: 2 }, 2: R { ep: 3 }}, stats: S { n: 1 } }, now: 10, deadline: Some(20) }";
-        assert_eq!(canonical(a, 40), canonical(b, 10));
-        // Another order of epochs is another state.
-        let c = "Host { loader: L { live: {1: R { ep: 3 }, 2: R { ep: 2 }}, stats: S { n: 1 } }, now: 10, deadline: Some(20) }";
-        assert_ne!(canonical(a, 40), canonical(c, 10));
-        // A different deadline is another state.
-        let d = "Host { loader: L { live: {7: R { ep: 3 }, 5: R { ep: 2 }}, stats: S { n: 9 } }, now: 40, deadline: Some(51) }";
-        assert_ne!(canonical(a, 40), canonical(d, 40));
+    fn words(f: impl FnOnce(&mut Enc), now: u64) -> Vec<u64> {
+        let mut e = Enc::new(now, Form::Fields);
+        f(&mut e);
+        e.finish_words()
     }
 
     #[test]
-    fn cursor_bytes_are_kept() {
-        let a = "W { read: Some(4), base_cursor: Cursor([00, 07]) }";
-        let b = "W { read: Some(9), base_cursor: Cursor([00, 08]) }";
-        assert_ne!(canonical(a, 0), canonical(b, 0));
-        let c = "W { read: Some(9), base_cursor: Cursor([00, 07]) }";
-        assert_eq!(canonical(a, 0), canonical(c, 0));
+    fn ids_are_ranked_by_class_and_times_made_relative() {
+        let a = words(
+            |e| {
+                e.id(Class::Request, 7);
+                e.id(Class::Epoch, 3);
+                e.id(Class::Request, 5);
+                e.id(Class::Epoch, 2);
+                e.time(50);
+            },
+            40,
+        );
+        let b = words(
+            |e| {
+                e.id(Class::Request, 2);
+                e.id(Class::Epoch, 9);
+                e.id(Class::Request, 1);
+                e.id(Class::Epoch, 4);
+                e.time(20);
+            },
+            10,
+        );
+        assert_eq!(a, b);
+        // Another order of epochs is another state.
+        let c = words(
+            |e| {
+                e.id(Class::Request, 2);
+                e.id(Class::Epoch, 4);
+                e.id(Class::Request, 1);
+                e.id(Class::Epoch, 9);
+                e.time(20);
+            },
+            10,
+        );
+        assert_ne!(a, c);
+        // 0 stays 0; ranks start at 1 without it.
+        assert_eq!(
+            words(
+                |e| {
+                    e.id(Class::Read, 0);
+                    e.id(Class::Read, 8);
+                    e.id(Class::Acquisition, 8);
+                },
+                0
+            ),
+            vec![0, 1, 1]
+        );
+    }
+
+    #[test]
+    fn a_plain_number_is_not_ranked() {
+        let a = words(|e| e.num(7), 0);
+        let b = words(|e| e.num(8), 0);
+        assert_ne!(a, b);
     }
 }

@@ -76,6 +76,9 @@ pub enum Event {
         /// The position given.
         position: u64,
     },
+    /// Every item updated in place (keys unchanged), reported as one range from the source's
+    /// start to its last item (`wide` configurations).
+    Touch,
     /// An explicit retry (offered when one is enabled).
     Retry,
     /// Let time pass to the next deadline (offered when one is armed).
@@ -110,6 +113,9 @@ pub(super) fn enabled(st: &State, s: &Settings) -> Vec<Event> {
                 }
             }
         }
+        if s.wide && n > 0 {
+            v.push(Event::Touch);
+        }
         v.dedup();
     }
     if st.moves < s.moves {
@@ -119,9 +125,23 @@ pub(super) fn enabled(st: &State, s: &Settings) -> Vec<Event> {
                 v.push(Event::Window { start: to, len });
             }
         }
-        if s.locate {
-            // To the source's last item: far from a one-item window at the start.
-            let to = (s.source as u64).saturating_sub(1);
+        if s.wide {
+            let middle = s.source as u64 / 2;
+            for (to, l) in [(start, 1), (middle, 1), (middle, len)] {
+                if (to, l) != (start, len) && !v.contains(&Event::Window { start: to, len: l }) {
+                    v.push(Event::Window { start: to, len: l });
+                }
+            }
+        }
+        // To the source's last item: far from a one-item window at the start; with two moves,
+        // to its middle too (a far move made during another's reads).
+        let last = (s.source as u64).saturating_sub(1);
+        let targets = if s.moves >= 2 {
+            vec![s.source as u64 / 2, last]
+        } else {
+            vec![last]
+        };
+        for to in targets.into_iter().filter(|_| s.locate) {
             if to != start {
                 for answer in 0..3 {
                     v.push(Event::WindowLocated {
@@ -155,9 +175,27 @@ pub(super) fn enabled(st: &State, s: &Settings) -> Vec<Event> {
 /// Applies `e` to `st`, checking every property that holds after any event; returns the
 /// violated property with a message.
 pub(super) fn apply(st: &mut State, s: &Settings, e: Event) -> Result<(), (Property, String)> {
+    let answered = apply_unjudged(st, s, e)?;
+    props::after_event(st, answered)
+}
+
+/// Applies `e` to `st`, checking the properties of the event itself (the sim host's checks,
+/// `changed` once and last, a ranged change that touches nothing) but not those of the state
+/// it reaches ([`props::after_event`]), which the explorer checks once per canonical state;
+/// returns whether a read was answered current.
+pub(super) fn apply_unjudged(
+    st: &mut State,
+    s: &Settings,
+    e: Event,
+) -> Result<bool, (Property, String)> {
     let h = &mut st.host;
     let index = |h: &crate::sim::Host, read: u64| h.index_of(read);
     let current_before = h.loader.stats().answered_current;
+    let items_before = h.loader.stats().items_read;
+    let reads_before = props::issued(&h.loader);
+    let in_flight = h.pending_ids().count();
+    let quiet_before = fresh(&h.loader);
+    let mut touched = None;
     let view_err = |m: String| (Property::from_message(&m), m);
     match e {
         Event::Answer { read } => {
@@ -205,6 +243,7 @@ pub(super) fn apply(st: &mut State, s: &Settings, e: Event) -> Result<(), (Prope
                     .map_err(view_err)?
             } else if ranged {
                 let item = h.source.insert(key);
+                touched = Some(pages_touching(&h.loader, &encode_cursor(item)));
                 ranged_change(st, encode_cursor(item))?;
             } else {
                 h.source.insert(key);
@@ -215,6 +254,7 @@ pub(super) fn apply(st: &mut State, s: &Settings, e: Event) -> Result<(), (Prope
             st.changes += 1;
             let item = h.source.delete(index).expect("an item");
             if ranged {
+                touched = Some(pages_touching(&h.loader, &encode_cursor(item)));
                 ranged_change(st, encode_cursor(item))?;
             } else {
                 call(h, |l| l.invalidate())?;
@@ -250,6 +290,17 @@ pub(super) fn apply(st: &mut State, s: &Settings, e: Event) -> Result<(), (Prope
             st.jumps += 1;
             call(h, |l| l.jump(&[], position))?;
         }
+        Event::Touch => {
+            st.changes += 1;
+            let last = *h.source.items().last().expect("an item");
+            touched = Some(h.loader.page_count() as u64);
+            h.lied = false;
+            h.loader
+                .invalidate_range(&[], Some(&encode_cursor(last)), &mut Source::compare)
+                .map_err(|e| (Property::Refused, format!("refused: {e}")))?;
+            h.collect().map_err(view_err)?;
+            h.check().map_err(view_err)?
+        }
         Event::Retry => h.apply(Op::Retry).map_err(view_err)?,
         Event::Tick => {
             let d = h.loader.next_deadline().unwrap_or(h.now);
@@ -257,8 +308,84 @@ pub(super) fn apply(st: &mut State, s: &Settings, e: Event) -> Result<(), (Prope
             h.apply(Op::Tick { ms: ms as u16 }).map_err(view_err)?
         }
     }
-    let answered = st.host.loader.stats().answered_current > current_before;
-    props::after_event(st, answered)
+    // The cost of a move with a known cursor: its clock starts at the move, counts the items
+    // answered after it, and stops when the view is fresh again; a change, a fault or
+    // another move without a known cursor stops it too (what follows is not the move's).
+    let read = st.host.loader.stats().items_read - items_before;
+    st.far = match e {
+        Event::WindowLocated { answer: 0, .. } | Event::Jump { .. } | Event::JumpStart { .. } => {
+            Some(s.far_move_budget(in_flight))
+        }
+        Event::Answer { .. } | Event::Tick | Event::Retry => match st.far {
+            Some(left) if read > left => {
+                return Err((
+                    Property::FarMoveCost,
+                    format!("a move with a known cursor read {read} items more, over the {left} left of its budget"),
+                ))
+            }
+            far => far.map(|left| left - read),
+        },
+        _ => None,
+    };
+    // The cost of a ranged change made on a fresh view: the held pages it touches plus one
+    // read (the reads it issued in its own call count too).
+    let issued = props::issued(&st.host.loader) - reads_before;
+    st.ranged = match e {
+        Event::Insert { ranged: true, .. } | Event::Delete { ranged: true, .. } | Event::Touch
+            if quiet_before && touched.is_some() =>
+        {
+            let budget = touched.unwrap_or(0) + 1;
+            if issued > budget {
+                return Err((
+                    Property::RangedCost,
+                    format!("a ranged change touching {} held pages issued {issued} reads at once", budget - 1),
+                ));
+            }
+            Some(budget - issued)
+        }
+        Event::Answer { .. } | Event::Tick | Event::Retry => match st.ranged {
+            Some(left) if issued > left => {
+                return Err((
+                    Property::RangedCost,
+                    format!("a ranged change issued {issued} reads more, over the {left} left of its budget (the pages it touched plus one)"),
+                ))
+            }
+            ranged => ranged.map(|left| left - issued),
+        },
+        _ => None,
+    };
+    if fresh(&st.host.loader) {
+        st.far = None;
+        st.ranged = None;
+    }
+    Ok(st.host.loader.stats().answered_current > current_before)
+}
+
+/// The view is fresh: nothing in flight, owed or failed.
+fn fresh(l: &crate::loader::Loader) -> bool {
+    l.ledger().is_quiescent()
+        && !l.revalidating()
+        && l.outstanding_reads() == 0
+        && l.ledger().snapshot().failure == crate::ledger::Failure::None
+}
+
+/// The held pages of `l` a change at cursor `at` may lie in (after a page's start cursor, at
+/// or before its end cursor).
+fn pages_touching(l: &crate::loader::Loader, at: &[u8]) -> u64 {
+    let lt = |a: &[u8], b: &[u8]| match (a.is_empty(), b.is_empty()) {
+        (true, b_empty) => !b_empty,
+        (false, true) => false,
+        (false, false) => Source::compare(a, b) == std::cmp::Ordering::Less,
+    };
+    let mut start = l.base_cursor().to_vec();
+    let mut n = 0;
+    for p in l.pages() {
+        if lt(&start, at) && !lt(p.end_cursor(), at) {
+            n += 1;
+        }
+        start = p.end_cursor().to_vec();
+    }
+    n
 }
 
 /// A loader call the sim's ops do not cover, then the host's effects and checks.

@@ -1,10 +1,10 @@
 //! The loader checker's search: breadth-first over canonical states to a depth, with a
 //! shortest trace to the first violation of each configuration, and its replay.
 
-use super::event::{apply, enabled, Event};
-use super::props::{progress, Property};
-use super::{canon, Settings, State};
-use std::collections::HashSet;
+use super::event::{apply, apply_unjudged, enabled, Event};
+use super::props::{after_event, progress, retry_reset, Property, Walks};
+use super::{canon, text, Settings, State};
+use rustc_hash::FxHashSet as HashSet;
 use std::hash::{Hash, Hasher};
 
 /// A property violated, with the shortest trace that violates it.
@@ -38,8 +38,50 @@ pub struct Report {
     pub violations: Vec<Violation>,
 }
 
-fn key(st: &State) -> u128 {
-    let text = canon::canonical(&format!("{:?}", st.host), st.host.now);
+/// Runs `f`, a panic in it reported as a violation of [`Property::NoPanic`].
+fn guarded<T>(f: impl FnOnce() -> Result<T, (Property, String)>) -> Result<T, (Property, String)> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(e) => {
+            let m = e
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| e.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Err((Property::NoPanic, format!("panicked: {m}")))
+        }
+    }
+}
+
+/// How states are deduplicated: by the structural canonical form (the default), or by the
+/// `Debug`-text form it replaced (`loader-check --loader --canon text`, for comparison).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Dedup {
+    /// The structural form ([`canon::Form::Fields`]).
+    #[default]
+    Fields,
+    /// The structural form restricted to what the text form saw ([`canon::Form::AsText`]):
+    /// it finds the same states as [`Dedup::Text`].
+    AsText,
+    /// The `Debug` text of the state, parsed and renumbered (`text`).
+    Text,
+}
+
+/// The state's key under `dedup`, and its host's structural key when `dedup` computed it
+/// (for the progress walks).
+fn key(st: &State, dedup: Dedup, e: &mut canon::Enc) -> (u128, Option<u128>) {
+    match dedup {
+        Dedup::Fields => {
+            let (host, state) = canon::keys(st, canon::Form::Fields, e);
+            (state, Some(host))
+        }
+        Dedup::AsText => (canon::keys(st, canon::Form::AsText, e).1, None),
+        Dedup::Text => (text_key(st), None),
+    }
+}
+
+fn text_key(st: &State) -> u128 {
+    let text = text::canonical(&format!("{:?}", st.host), st.host.now);
     let mut a = std::collections::hash_map::DefaultHasher::new();
     let mut b = std::collections::hash_map::DefaultHasher::new();
     (0u8, &text, st.changes, st.moves, st.faults, st.jumps).hash(&mut a);
@@ -56,6 +98,17 @@ pub fn check(
     threads: usize,
     each: &(dyn Fn(usize, &Report) + Sync),
 ) -> Report {
+    check_with(settings, stop_at_first, threads, Dedup::default(), each)
+}
+
+/// [`check`], deduplicating states by `dedup`.
+pub fn check_with(
+    settings: &[Settings],
+    stop_at_first: bool,
+    threads: usize,
+    dedup: Dedup,
+    each: &(dyn Fn(usize, &Report) + Sync),
+) -> Report {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::Mutex;
     let next = AtomicUsize::new(0);
@@ -68,7 +121,7 @@ pub fn check(
                 if i >= settings.len() || (stop_at_first && found.load(Ordering::Relaxed)) {
                     break;
                 }
-                let r = explore_one(&settings[i]);
+                let r = explore_one(&settings[i], dedup);
                 each(i, &r);
                 if !r.violations.is_empty() {
                     found.store(true, Ordering::Relaxed);
@@ -91,17 +144,21 @@ pub fn check(
     total
 }
 
-fn explore_one(s: &Settings) -> Report {
+fn explore_one(s: &Settings, dedup: Dedup) -> Report {
     let mut r = Report {
         configurations: 1,
         ..Report::default()
     };
     let start = s.start();
-    let mut seen: HashSet<u128> = HashSet::new();
-    seen.insert(key(&start));
+    let mut enc = canon::Enc::new(0, canon::Form::Fields);
+    // Today's checker took every progress walk whole; the structural forms remember them.
+    let mut walks = (dedup != Dedup::Text).then(Walks::default);
+    let mut seen: HashSet<u128> = HashSet::default();
+    let (k, host_key) = key(&start, dedup, &mut enc);
+    seen.insert(k);
     // Each node's parent and the event that reached it, for traces.
     let mut nodes: Vec<(u32, Option<Event>)> = vec![(u32::MAX, None)];
-    let mut frontier = vec![(0u32, start)];
+    let mut frontier = vec![(0u32, Box::new(start), host_key)];
     let trace = |nodes: &[(u32, Option<Event>)], mut at: u32| {
         let mut t = Vec::new();
         while let Some(e) = nodes[at as usize].1 {
@@ -114,9 +171,9 @@ fn explore_one(s: &Settings) -> Report {
     for level in 0..=s.depth {
         r.depth = level;
         let mut next = Vec::new();
-        for (node, st) in frontier.drain(..) {
+        for (node, st, host_key) in frontier.drain(..) {
             r.states += 1;
-            match progress(&st, s) {
+            match guarded(|| progress(&st, s, walks.as_mut(), host_key)) {
                 Ok(n) => r.worst_progress = r.worst_progress.max(n),
                 Err((property, message)) => {
                     r.violations.push(Violation {
@@ -133,21 +190,36 @@ fn explore_one(s: &Settings) -> Report {
             }
             for e in enabled(&st, s) {
                 r.transitions += 1;
-                let mut succ = st.clone();
-                if let Err((property, message)) = apply(&mut succ, s, e) {
-                    let mut t = trace(&nodes, node);
-                    t.push(e);
-                    r.violations.push(Violation {
-                        property,
-                        message,
-                        settings: *s,
-                        trace: t,
-                    });
-                    return r;
-                }
-                if seen.insert(key(&succ)) {
-                    nodes.push((node, Some(e)));
-                    next.push(((nodes.len() - 1) as u32, succ));
+                let mut succ = Box::new((*st).clone());
+                // The properties of the event, after every event; those of the state it
+                // reaches, once per canonical state (they do not depend on the ids' names).
+                let judged = guarded(|| apply_unjudged(&mut succ, s, e)).and_then(|answered| {
+                    retry_reset(&succ.host.loader, answered)?;
+                    let (k, host_key) = key(&succ, dedup, &mut enc);
+                    if seen.insert(k) {
+                        after_event(&succ, answered)?;
+                        Ok(Some(host_key))
+                    } else {
+                        Ok(None)
+                    }
+                });
+                match judged {
+                    Ok(Some(host_key)) => {
+                        nodes.push((node, Some(e)));
+                        next.push(((nodes.len() - 1) as u32, succ, host_key));
+                    }
+                    Ok(None) => {}
+                    Err((property, message)) => {
+                        let mut t = trace(&nodes, node);
+                        t.push(e);
+                        r.violations.push(Violation {
+                            property,
+                            message,
+                            settings: *s,
+                            trace: t,
+                        });
+                        return r;
+                    }
                 }
             }
         }
@@ -181,7 +253,7 @@ pub fn replay_recorded(
 }
 
 fn replay_from(st: &mut State, s: &Settings, trace: &[Event]) -> Result<(), (Property, String)> {
-    progress(st, s)?;
+    guarded(|| progress(st, s, None, None))?;
     for (i, &e) in trace.iter().enumerate() {
         if !enabled(st, s).contains(&e) {
             return Err((
@@ -189,8 +261,8 @@ fn replay_from(st: &mut State, s: &Settings, trace: &[Event]) -> Result<(), (Pro
                 format!("event {i} ({e:?}) is not enabled here"),
             ));
         }
-        apply(st, s, e)?;
-        progress(st, s)?;
+        guarded(|| apply(st, s, e))?;
+        guarded(|| progress(st, s, None, None))?;
     }
     Ok(())
 }

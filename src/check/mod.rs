@@ -5,19 +5,22 @@
 //! A state is the sim host (`sim::Host`: the source, the reads pending, the acquisitions
 //! handed over) with the loader inside it, plus the budgets spent. From each state every
 //! enabled [`Event`] is applied to a clone; states are deduplicated by a canonical form
-//! (`canon`: ids renumbered, counters dropped). The search is breadth-first to a stated
+//! built from the state's fields (`canon`: ids renumbered by class, times relative, counters
+//! dropped, hashed). The search is breadth-first to a stated
 //! depth, so the first violation found has a shortest trace, which [`replay`] runs again.
 //!
-//! The parts: `canon` (the canonical form), `event` (the host's events), `props` (the
+//! The parts: `canon` (the canonical form; `text`, the `Debug`-text form it replaced, kept
+//! for comparison), `event` (the host's events), `props` (the
 //! properties), `explore` (the search and its report).
 
-mod canon;
+pub(crate) mod canon;
 mod event;
 mod explore;
 pub(crate) mod props;
+mod text;
 
 pub use event::Event;
-pub use explore::{check, replay, replay_recorded, Report, Violation};
+pub use explore::{check, check_with, replay, replay_recorded, Dedup, Report, Violation};
 pub use props::Property;
 
 use crate::loader::Config;
@@ -48,6 +51,14 @@ pub struct Settings {
     /// Window moves may also be made with a `locate` that answers right, unknown or wrong
     /// (`Loader::set_window_located`), to the far starts and to the source's last item.
     pub locate: bool,
+    /// The exploration starts once the first window is read (every read answered honestly,
+    /// oldest first), so that its depth goes to what follows.
+    pub settled: bool,
+    /// Wide changes and window resizes: a change may be an update of every item in place,
+    /// reported as one range from the source's start to its last item ([`Event::Touch`]),
+    /// and the window may shrink to one item (where it is, or at the source's middle) or
+    /// move to the middle at its length.
+    pub wide: bool,
 }
 
 /// A host bug the checker can inject: each makes a property fail, which shows that the
@@ -74,6 +85,21 @@ impl Settings {
     /// Honest answers within which progress must reach quiescence: twice the pages from the
     /// source's start to the far end of the farthest window plus prefetch, plus two for the
     /// partial pages at each end, per direction.
+    /// What a move or jump with a known cursor may read before the view is fresh again, in
+    /// items: the window, twice the prefetch and two pages (the partial pages at its ends),
+    /// plus a walk up to `jump_threshold` (a move that near is not a far one), plus a page
+    /// for each read in flight when it was made (`in_flight`), whose answer may still come.
+    fn far_move_budget(&self, in_flight: usize) -> u64 {
+        let c = &self.config;
+        let page = u64::from(c.page_size);
+        let walk = if c.jump_threshold == crate::loader::JUMP_THRESHOLD_AUTO {
+            self.window + 2 * c.prefetch_distance
+        } else {
+            c.jump_threshold
+        };
+        self.window + 2 * c.prefetch_distance + 2 * page + walk + page * in_flight as u64
+    }
+
     fn progress_bound(&self) -> usize {
         let page = u64::from(self.config.page_size);
         let span = self.source as u64 + 3 + self.window + 2 * self.config.prefetch_distance;
@@ -112,6 +138,18 @@ impl Settings {
                 host.collect().expect("a first window's effects");
             }
         }
+        if self.settled {
+            // The first window read: honest answers, oldest first, and timers run.
+            host.collect().expect("a first window's effects");
+            for _ in 0..self.progress_bound() {
+                let Some(read) = host.pending_ids().min() else {
+                    break;
+                };
+                let index = host.index_of(read);
+                host.apply(crate::sim::Op::Deliver { index, fresh: true })
+                    .expect("an honest answer");
+            }
+        }
         // The starting effects stay queued: the first event's call carries them out, as the
         // C layer's first call does after `loader_new` with a starting point.
         State {
@@ -120,6 +158,8 @@ impl Settings {
             moves: 0,
             faults: 0,
             jumps: 0,
+            far: None,
+            ranged: None,
         }
     }
 }
@@ -132,6 +172,12 @@ pub(crate) struct State {
     moves: u8,
     faults: u8,
     jumps: u8,
+    /// After a move or jump with a known cursor, until the view is fresh again: the items
+    /// the host may still read ([`Property::FarMoveCost`]).
+    far: Option<u64>,
+    /// After a ranged change made when the loader was quiescent, until the view is fresh
+    /// again: the reads it may still issue ([`Property::RangedCost`]).
+    ranged: Option<u64>,
 }
 
 /// The configurations explored. The quick grid (`make check`) takes every geometry (source
@@ -144,7 +190,7 @@ pub(crate) struct State {
 pub fn grid(deep: bool) -> Vec<Settings> {
     let mut out = Vec::new();
     let sources: &[usize] = if deep { &[0, 3, 5] } else { &[0, 2, 4] };
-    let (stride, depth) = if deep { (4, 9) } else { (6, 7) };
+    let (stride, depth) = if deep { (4, 9) } else { (6, 8) };
     let mut combos = Vec::new();
     for max_pages in [0, 2] {
         for ledger in [(true, true), (true, false), (false, false)] {
@@ -185,6 +231,8 @@ pub fn grid(deep: bool) -> Vec<Settings> {
                             depth,
                             fault: None,
                             locate: false,
+                            settled: false,
+                            wide: false,
                         });
                     }
                     geometry += 1;
@@ -212,11 +260,15 @@ pub fn grid(deep: bool) -> Vec<Settings> {
                 depth,
                 fault: None,
                 locate: false,
+                settled: false,
+                wide: false,
             });
         }
     }
     // Far moves with the host's `locate`: a source long enough that a move to its last item
     // is far from a one-item window, with and without a bound on the pages held.
+    out.extend(bound_grid(deep));
+    out.extend(far_grid(deep));
     for (source, page_size, max_pages) in [(4, 1, 0), (5, 2, 2)] {
         out.push(Settings {
             config: Config {
@@ -236,7 +288,80 @@ pub fn grid(deep: bool) -> Vec<Settings> {
             depth,
             fault: None,
             locate: true,
+            settled: false,
+            wide: false,
         });
     }
     out
+}
+
+/// The configurations for the bound on pages held while repairs run and the window moves
+/// (last round's five fixes that `fuzz_loader` found, `loader::mutant`): a first window of
+/// several pages read before the exploration starts, then wide changes, whole and single-item
+/// changes, and window moves that shrink it or move it on, with no failures.
+pub fn bound_grid(deep: bool) -> Vec<Settings> {
+    let mut out = Vec::new();
+    let depth = if deep { 11 } else { 10 };
+    for (source, page_size, window, prefetch, max_pages, changes, moves) in [
+        (7, 1, 5, 0, 0, 1, 1),
+        (7, 1, 5, 0, 2, 1, 1),
+        (8, 2, 6, 0, 0, 1, 1),
+        (7, 1, 5, 0, 0, 2, 1),
+        (7, 1, 5, 0, 0, 1, 2),
+    ] {
+        out.push(Settings {
+            config: Config {
+                page_size,
+                prefetch_distance: prefetch,
+                max_pages,
+                backoff_initial_ms: 1,
+                backoff_max_ms: 4,
+                ..Config::default()
+            },
+            source,
+            window,
+            initial: None,
+            changes,
+            moves,
+            faults: 0,
+            depth,
+            fault: None,
+            locate: false,
+            settled: true,
+            wide: true,
+        });
+    }
+    out
+}
+
+/// The configurations for the cost of far moves ([`Property::FarMoveCost`]): a source long
+/// against a one-item window and a `jump_threshold` of one item, so that a walk and a jump
+/// read differently; the first window read before the search; two moves (with `locate`, to
+/// the source's middle and last item, or plain), no changes and no failures.
+pub fn far_grid(deep: bool) -> Vec<Settings> {
+    let depth = if deep { 14 } else { 12 };
+    [(16, 1, 0), (16, 2, 1)]
+        .into_iter()
+        .map(|(source, page_size, prefetch)| Settings {
+            config: Config {
+                page_size,
+                prefetch_distance: prefetch,
+                jump_threshold: 1,
+                backoff_initial_ms: 1,
+                backoff_max_ms: 4,
+                ..Config::default()
+            },
+            source,
+            window: 1,
+            initial: None,
+            changes: 0,
+            moves: 2,
+            faults: 0,
+            depth,
+            fault: None,
+            locate: true,
+            settled: true,
+            wide: false,
+        })
+        .collect()
 }

@@ -46,6 +46,17 @@ pub enum Property {
     /// the host holds, the backoff deadline armed, and `loader_retry` when only the host can
     /// retry.
     Explained,
+    /// No call panics (an arithmetic overflow, an index out of range, a broken expectation).
+    NoPanic,
+    /// A move or jump with a known cursor (`locate` answered, a jump's cursor) reads at most
+    /// window + 2·prefetch + 2·page items before the view is fresh again (plus a walk up to
+    /// `jump_threshold`, and a page for each read in flight when it was made), whatever was in
+    /// flight: checked along the explored events and along every progress walk.
+    FarMoveCost,
+    /// A cost: a ranged change (an item inserted or deleted, or every item updated) made when
+    /// the loader was quiescent issues at most the held pages it touches plus one read before
+    /// the view is fresh again: checked along the explored events and every progress walk.
+    RangedCost,
     /// A retry counted in `retries_page` reads the failed page read again: its cursor,
     /// direction and `until`.
     PageRetry,
@@ -56,7 +67,7 @@ pub enum Property {
 
 impl Property {
     /// Every property, in the order the report lists them.
-    pub const ALL: [Property; 16] = [
+    pub const ALL: [Property; 19] = [
         Property::Ledger,
         Property::Accounting,
         Property::HeldAccounted,
@@ -71,6 +82,9 @@ impl Property {
         Property::RetryReset,
         Property::Refused,
         Property::Explained,
+        Property::NoPanic,
+        Property::FarMoveCost,
+        Property::RangedCost,
         Property::PageRetry,
         Property::FarStart,
     ];
@@ -92,6 +106,9 @@ impl Property {
             Property::RetryReset => "retry_reset",
             Property::Refused => "refused",
             Property::Explained => "explained",
+            Property::NoPanic => "no_panic",
+            Property::FarMoveCost => "far_move_cost",
+            Property::RangedCost => "ranged_cost",
             Property::PageRetry => "page_retry",
             Property::FarStart => "far_start",
         }
@@ -108,7 +125,7 @@ impl Property {
             Property::Ledger
         } else if has("released but not held") || has("after close") {
             Property::Accounting
-        } else if has("max_pages") {
+        } else if has("max_pages") || has("over the bound") {
             Property::Bound
         } else if has("starts at the source's start") || has("claims the source's start") {
             Property::OwnPositions
@@ -173,6 +190,12 @@ pub(crate) fn loader_props(
         ));
     }
     bound(l, pending, &holders, repair_window)?;
+    retry_reset(l, answered)?;
+    explained(l, pending, &l.explain()).map_err(|m| (Property::Explained, m))
+}
+
+/// After a successful answer (`answered`), the automatic retry count starts again.
+pub(crate) fn retry_reset(l: &Loader, answered: bool) -> Result<(), (Property, String)> {
     if answered && l.auto_retries_spent() != 0 {
         return Err((
             Property::RetryReset,
@@ -182,7 +205,7 @@ pub(crate) fn loader_props(
             ),
         ));
     }
-    explained(l, pending, &l.explain()).map_err(|m| (Property::Explained, m))
+    Ok(())
 }
 
 /// Whether `text` (the loader's `explain`) tells the truth about `l`: its first line is
@@ -333,25 +356,93 @@ pub(crate) fn bound(
     Ok(())
 }
 
+/// What progress walks found, by the canonical key of each host state they passed through
+/// and the order reads were answered in (oldest first, newest first): the answers, calls and
+/// items read from there to quiescence. A walk is a function of the canonical state (the host's own
+/// answers, its clock's deadlines as offsets, reads chosen by the order of their ids, which
+/// ranking keeps), so a walk that reaches a state another walk passed through ends there.
+#[derive(Default)]
+pub(super) struct Walks {
+    known: [rustc_hash::FxHashMap<u128, (u32, u32, u64, u64)>; 2],
+    enc: Option<super::canon::Enc>,
+}
+
+impl Walks {
+    fn key(&mut self, h: &crate::sim::Host) -> u128 {
+        use super::canon::{Canon, Enc, Form};
+        let e = self.enc.get_or_insert_with(|| Enc::new(0, Form::Fields));
+        e.reset(h.now, Form::Fields);
+        h.canon(e);
+        e.finish()
+    }
+}
+
 /// Progress: from `st`, with the source left alone and every read answered honestly (oldest
 /// first, then newest first), timers run and retries made when nothing else is armed, the
-/// loader reaches quiescence with the window covered within `bound` answers.
-pub(super) fn progress(st: &State, s: &Settings) -> Result<usize, (Property, String)> {
+/// loader reaches quiescence with the window covered within `bound` answers. `walks`, when
+/// given, remembers the walks' states, so that no state's walk is taken twice. After a move
+/// with a known cursor (`st.far`), the items the walk reads must be within its budget
+/// ([`Property::FarMoveCost`]).
+/// `host_key`, when given, is the canonical key of `st.host` (`canon::Form::Fields`).
+pub(super) fn progress(
+    st: &State,
+    s: &Settings,
+    mut walks: Option<&mut Walks>,
+    host_key: Option<u128>,
+) -> Result<usize, (Property, String)> {
     let mut worst = 0;
+    let bound = s.progress_bound();
+    let max_calls = 4 * bound + 16;
+    // The start's key, for both walks (when no effects wait: else after they are carried out).
+    let start = match walks.as_deref_mut() {
+        Some(w) if st.host.loader.queued_effects().is_empty() => {
+            Some(host_key.unwrap_or_else(|| w.key(&st.host)))
+        }
+        _ => None,
+    };
     for newest_first in [false, true] {
+        let dir = usize::from(newest_first);
+        if let (Some(k), Some(w)) = (start, walks.as_deref()) {
+            if let Some(&(a, _, items, reads)) = w.known[dir].get(&k) {
+                // Walked before from this very state, within the bounds, and settled.
+                far_cost(st, items)?;
+                ranged_cost(st, reads)?;
+                worst = worst.max(a as usize);
+                continue;
+            }
+        }
         let mut h = st.host.clone();
         // Effects still queued (a starting point's) reach the host with its first call.
         h.collect().map_err(|m| (Property::from_message(&m), m))?;
         let mut answers = 0;
         let mut calls = 0;
-        let bound = s.progress_bound();
+        let items_at = |h: &crate::sim::Host| h.loader.stats().items_read;
+        let items_from = items_at(&h);
+        let reads_from = issued(&h.loader);
+        // The states passed, with the answers, calls, items read and reads issued before each.
+        let mut path: Vec<(u128, usize, usize, u64, u64)> = Vec::new();
+        let mut known = None;
+        let mut first = start;
         loop {
-            let reads = h.pending_reads();
-            let step = if let Some(r) = if newest_first {
-                reads.iter().max_by_key(|r| r.read_id)
-            } else {
-                reads.iter().min_by_key(|r| r.read_id)
-            } {
+            if let Some(w) = walks.as_deref_mut() {
+                let k = match first.take() {
+                    Some(k) => k,
+                    None => w.key(&h),
+                };
+                if let Some(&(a, c, items, reads)) = w.known[dir].get(&k) {
+                    known = Some((a as usize, c as usize, items, reads));
+                    break;
+                }
+                path.push((
+                    k,
+                    answers,
+                    calls,
+                    items_at(&h) - items_from,
+                    issued(&h.loader) - reads_from,
+                ));
+            }
+            let ids = h.pending_ids();
+            let step = if let Some(read_id) = if newest_first { ids.max() } else { ids.min() } {
                 answers += 1;
                 if answers > bound {
                     return Err((
@@ -359,7 +450,7 @@ pub(super) fn progress(st: &State, s: &Settings) -> Result<usize, (Property, Str
                         format!("not quiescent after {bound} honest answers"),
                     ));
                 }
-                let index = h.index_of(r.read_id);
+                let index = h.index_of(read_id);
                 match s.fault {
                     Some(super::HostFault::Stalling) => crate::sim::Op::Stall { index },
                     _ => crate::sim::Op::Deliver { index, fresh: true },
@@ -374,7 +465,7 @@ pub(super) fn progress(st: &State, s: &Settings) -> Result<usize, (Property, Str
                 break;
             };
             calls += 1;
-            if calls > 4 * bound + 16 {
+            if calls > max_calls {
                 return Err((
                     Property::Progress,
                     format!("not quiescent after {calls} calls ({answers} answers)"),
@@ -382,10 +473,86 @@ pub(super) fn progress(st: &State, s: &Settings) -> Result<usize, (Property, Str
             }
             h.apply(step).map_err(|m| (Property::from_message(&m), m))?;
         }
-        h.check_settled().map_err(|m| (Property::Progress, m))?;
+        let mut items = items_at(&h) - items_from;
+        let mut reads = issued(&h.loader) - reads_from;
+        match known {
+            // The rest of this walk was walked before, and ended settled.
+            Some((a, c, rest, rest_reads)) => {
+                items += rest;
+                reads += rest_reads;
+                if answers + a > bound {
+                    return Err((
+                        Property::Progress,
+                        format!("not quiescent after {bound} honest answers"),
+                    ));
+                }
+                if calls + c > max_calls {
+                    return Err((
+                        Property::Progress,
+                        format!(
+                            "not quiescent after {} calls ({} answers)",
+                            max_calls + 1,
+                            answers + a
+                        ),
+                    ));
+                }
+                answers += a;
+                calls += c;
+            }
+            None => h.check_settled().map_err(|m| (Property::Progress, m))?,
+        }
+        far_cost(st, items)?;
+        ranged_cost(st, reads)?;
+        if let Some(w) = walks.as_deref_mut() {
+            let known = &mut w.known[dir];
+            for (k, a, c, i, r) in path {
+                known.insert(
+                    k,
+                    (
+                        (answers - a) as u32,
+                        (calls - c) as u32,
+                        items - i,
+                        reads - r,
+                    ),
+                );
+            }
+        }
         worst = worst.max(answers);
     }
     Ok(worst)
+}
+
+/// The reads `l` has issued.
+pub(super) fn issued(l: &Loader) -> u64 {
+    l.stats().issued.iter().sum()
+}
+
+/// After a ranged change (`st.ranged`: the reads it may still issue), `reads` more issued
+/// before the view is fresh are within its budget.
+pub(super) fn ranged_cost(st: &State, reads: u64) -> Result<(), (Property, String)> {
+    match st.ranged {
+        Some(left) if reads > left => Err((
+            Property::RangedCost,
+            format!(
+                "a ranged change issued {reads} reads more before the view was fresh, over the {left} left of its budget (the pages it touched plus one)"
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// After a move with a known cursor (`st.far`: the items it may still read), `items` more
+/// read before the view is fresh are within its budget.
+pub(super) fn far_cost(st: &State, items: u64) -> Result<(), (Property, String)> {
+    match st.far {
+        Some(left) if items > left => Err((
+            Property::FarMoveCost,
+            format!(
+                "a move with a known cursor read {items} items more before the view was fresh, over the {left} left of its budget"
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -455,3 +455,66 @@ impl Ledger {
 
 #[cfg(test)]
 mod tests;
+
+/// The checker's canonical form (`check::canon`): every field, each id of its class. The
+/// config is fixed for one exploration, and `changes` only tells callers that something
+/// changed.
+#[cfg(any(test, feature = "testing"))]
+impl crate::check::canon::Canon for Ledger {
+    fn canon(&self, e: &mut crate::check::canon::Enc) {
+        use crate::check::canon::Class;
+        let Ledger {
+            config: _,
+            epoch,
+            debt,
+            phase,
+            chain_epoch,
+            failure,
+            coverage,
+            settled_once,
+            cover_epoch,
+            next_id,
+            changes: _,
+            live,
+            settled,
+            failed,
+            inflight_finite,
+            inflight_chain,
+            inflight_full,
+            inflight,
+        } = self;
+        e.id(Class::Epoch, *epoch);
+        for v in [
+            *debt as u64,
+            *phase as u64,
+            *failure as u64,
+            *coverage as u64,
+        ] {
+            e.num(v);
+        }
+        e.id(Class::Epoch, *chain_epoch);
+        settled_once.canon(e);
+        e.id(Class::Epoch, *cover_epoch);
+        e.id(Class::Request, *next_id);
+        e.id_map(Class::Request, live.iter().map(|(k, v)| (*k, v)), |e, r| {
+            let Request { kind, ep, st, sup } = r;
+            kind.canon(e);
+            e.id(Class::Epoch, *ep);
+            e.num(*st as u64);
+            sup.canon(e);
+        });
+        settled.canon(e);
+        e.seq(failed, |e, r| e.id(Class::Request, *r));
+        e.opt(inflight_finite, |e, r| e.id(Class::Request, *r));
+        for n in [inflight_chain, inflight_full, inflight] {
+            n.canon(e);
+        }
+    }
+}
+
+#[cfg(any(test, feature = "testing"))]
+impl crate::check::canon::Canon for Kind {
+    fn canon(&self, e: &mut crate::check::canon::Enc) {
+        e.num(*self as u64);
+    }
+}

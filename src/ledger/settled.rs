@@ -64,6 +64,25 @@ impl SettledIndex {
     }
 }
 
+/// The checker's canonical form: each bucket's epoch and request ids (the spare vectors are
+/// only capacity).
+#[cfg(any(test, feature = "testing"))]
+impl crate::check::canon::Canon for SettledIndex {
+    fn canon(&self, e: &mut crate::check::canon::Enc) {
+        use crate::check::canon::Class;
+        let SettledIndex {
+            buckets,
+            spare: _,
+            len,
+        } = self;
+        e.seq(buckets, |e, (ep, ids)| {
+            e.id(Class::Epoch, *ep);
+            e.seq(ids, |e, r| e.id(Class::Request, *r));
+        });
+        len.canon(e);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -170,10 +170,15 @@ impl Loader {
                 w.stage(request, slot, acquisition, count, next.clone());
             }
 
-            w.cut_run_front(&want, &mut self.pools.cursors, &mut self.out);
+            if !super::mutant::on(super::mutant::Mutant::RangedKeepsBefore) {
+                w.cut_run_front(&want, &mut self.pools.cursors, &mut self.out);
+            }
             let at_bound = w.until.as_deref() == Some(next_cursor);
             let short = count < limit && !(count == 0 && advanced);
-            if !(end_of_source || short || at_bound) && w.base_offset + w.staged_items >= want.end {
+            if !(end_of_source || short || at_bound)
+                && w.base_offset + w.staged_items >= want.end
+                && !super::mutant::on(super::mutant::Mutant::RangedReadsPast)
+            {
                 // It would read on past the window plus prefetch: it stops there instead.
                 w.keep_run_within(&want, &mut self.pools.cursors, &mut self.out);
                 self.pools.cursors.recycle(next);

@@ -91,6 +91,25 @@ impl Backoff {
     }
 }
 
+/// The checker's canonical form: the cause of the last failure is left out (only `explain`
+/// reads it).
+#[cfg(any(test, feature = "testing"))]
+impl crate::check::canon::Canon for Backoff {
+    fn canon(&self, e: &mut crate::check::canon::Enc) {
+        let Backoff {
+            failures,
+            retries,
+            deadline,
+            cause: _,
+            rng,
+        } = self;
+        failures.canon(e);
+        retries.canon(e);
+        e.opt(deadline, |e, t| e.time(*t));
+        e.num(*rng);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

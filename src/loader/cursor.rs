@@ -144,6 +144,14 @@ impl CursorPool {
     }
 }
 
+/// The checker's canonical form: the bytes.
+#[cfg(any(test, feature = "testing"))]
+impl crate::check::canon::Canon for Cursor {
+    fn canon(&self, e: &mut crate::check::canon::Enc) {
+        e.bytes(self);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

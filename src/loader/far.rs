@@ -155,6 +155,13 @@ impl Loader {
     /// the ledger, and a late answer is stale) and of a failed one kept for its retry: none
     /// of their pages is kept, and nothing resumes them.
     fn let_go_repairs(&mut self) -> Result<(), LoaderError> {
+        if super::mutant::on(super::mutant::Mutant::FarStartKeepsRepair) {
+            if let Some(w) = self.resume.take() {
+                self.out.release_all(&w.acqs);
+                self.pools.recycle_work(w);
+            }
+            return Ok(());
+        }
         let repairs: Vec<u64> = self
             .reads
             .iter()

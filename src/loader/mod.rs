@@ -81,6 +81,10 @@ mod explain;
 mod far;
 mod inspect;
 mod invalidate;
+#[cfg(any(test, feature = "testing"))]
+pub mod mutant;
+#[cfg(not(any(test, feature = "testing")))]
+pub(crate) mod mutant;
 mod outbox;
 mod pools;
 mod reach;
@@ -260,3 +264,54 @@ impl Loader {
 
 #[cfg(test)]
 mod tests;
+
+/// The checker's canonical form (`check::canon`): the loader's state between calls. The
+/// config is fixed for one exploration; the ledger's effects wait in `scratch` only within a
+/// call; the pools, the `locate` buffer and the recording slot are capacity and output, which
+/// no rule reads.
+#[cfg(any(test, feature = "testing"))]
+impl crate::check::canon::Canon for Loader {
+    fn canon(&self, e: &mut crate::check::canon::Enc) {
+        use crate::check::canon::Class;
+        let Loader {
+            config: _,
+            ledger,
+            scratch,
+            out,
+            requests,
+            reads,
+            view,
+            window,
+            pools: _,
+            now,
+            backoff,
+            finite_direction,
+            resume,
+            page_failed,
+            abandoned,
+            locate_buf: _,
+            closed,
+            record: _,
+        } = self;
+        debug_assert!(
+            scratch.is_empty(),
+            "the ledger's effects wait only within a call"
+        );
+        ledger.canon(e);
+        out.canon(e);
+        requests.canon(e);
+        reads.canon(e);
+        view.canon(e);
+        window.canon(e);
+        e.time(*now);
+        backoff.canon(e);
+        finite_direction.canon(e);
+        resume.canon(e);
+        page_failed.canon(e);
+        e.seq(abandoned, |e, (read, count)| {
+            e.id(Class::Read, *read);
+            count.canon(e);
+        });
+        closed.canon(e);
+    }
+}

@@ -132,6 +132,11 @@ impl Work {
                 let old = std::mem::replace(&mut self.back_cursor, end);
                 cursors.recycle(old);
                 // The pages kept keep their positions: the anchor moved to the first of them.
+                if super::mutant::on(super::mutant::Mutant::RepairShiftsKept) {
+                    for q in self.staged.iter_mut() {
+                        q.start -= n;
+                    }
+                }
             }
         }
         // Backward pages after the window (the anchor lies past it): the nearest goes, with
@@ -197,7 +202,13 @@ impl Work {
         cursors: &mut CursorPool,
         out: &mut Outbox,
     ) {
-        self.cut_run_front(want, cursors, out);
+        use super::mutant::{on, Mutant};
+        if !on(Mutant::RangedKeepsBefore) {
+            self.cut_run_front(want, cursors, out);
+        }
+        if on(Mutant::RangedReadsPast) {
+            return;
+        }
         let mut cut = false;
         while self.staged.last().is_some_and(|p| p.start >= want.end) {
             let p = self.staged.pop().expect("a last staged page");

@@ -268,3 +268,79 @@ impl Reads {
         self.list.clear();
     }
 }
+
+#[cfg(any(test, feature = "testing"))]
+impl crate::check::canon::Canon for Direction {
+    fn canon(&self, e: &mut crate::check::canon::Enc) {
+        e.num(*self as u64);
+    }
+}
+
+/// The checker's canonical form of a read the host holds. The `Debug`-text form kept its
+/// request id raw.
+#[cfg(any(test, feature = "testing"))]
+impl crate::check::canon::Canon for Read {
+    fn canon(&self, e: &mut crate::check::canon::Enc) {
+        use crate::check::canon::Class;
+        let Read {
+            read_id,
+            request_id,
+            kind,
+            epoch,
+            step,
+            cursor,
+            limit,
+            direction,
+            until,
+        } = self;
+        e.id(Class::Read, *read_id);
+        e.id_text_raw(Class::Request, *request_id);
+        kind.canon(e);
+        e.id(Class::Epoch, *epoch);
+        step.canon(e);
+        cursor.canon(e);
+        limit.canon(e);
+        direction.canon(e);
+        until.canon(e);
+    }
+}
+
+/// The checker's canonical form: when a read was issued is left out (only `explain` reads
+/// it).
+#[cfg(any(test, feature = "testing"))]
+impl crate::check::canon::Canon for Reads {
+    fn canon(&self, e: &mut crate::check::canon::Enc) {
+        use crate::check::canon::Class;
+        let Reads {
+            list,
+            next,
+            last,
+            hints_heard,
+        } = self;
+        e.seq(list, |e, (id, o)| {
+            e.id(Class::Read, *id);
+            let Outstanding {
+                request,
+                kind,
+                cursor,
+                limit,
+                direction,
+                cancelled,
+                superseded,
+                superseded_at,
+                issued_at: _,
+            } = o;
+            e.id(Class::Request, *request);
+            kind.canon(e);
+            cursor.canon(e);
+            limit.canon(e);
+            direction.canon(e);
+            cancelled.canon(e);
+            superseded.canon(e);
+            e.time(*superseded_at);
+        });
+        e.id(Class::Read, *next);
+        e.id(Class::Read, *last);
+        hints_heard.canon(e);
+    }
+}

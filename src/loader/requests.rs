@@ -322,3 +322,90 @@ impl Requests {
         self.repairs.clear();
     }
 }
+
+/// The checker's canonical form: every field, ids by class.
+#[cfg(any(test, feature = "testing"))]
+impl crate::check::canon::Canon for Work {
+    fn canon(&self, e: &mut crate::check::canon::Enc) {
+        use crate::check::canon::Class;
+        let Work {
+            kind,
+            epoch,
+            acqs,
+            in_view,
+            read,
+            staged,
+            staged_items,
+            staged_back,
+            staged_back_items,
+            step,
+            direction,
+            target,
+            back_target,
+            base_offset,
+            base_cursor,
+            back_cursor,
+            tail,
+            reached_end,
+            reached_start,
+            jump,
+            resume_at,
+            ranged,
+            until,
+            resumed_stale,
+            counted,
+            overshot,
+            truncated,
+            cut_items,
+            cut_cursor,
+        } = self;
+        kind.canon(e);
+        e.id(Class::Epoch, *epoch);
+        e.seq(acqs, |e, a| e.opt(a, |e, a| e.id(Class::Acquisition, *a)));
+        in_view.canon(e);
+        e.opt(read, |e, r| e.id(Class::Read, *r));
+        staged.canon(e);
+        e.num(*staged_items);
+        staged_back.canon(e);
+        e.num(*staged_back_items);
+        step.canon(e);
+        direction.canon(e);
+        for n in [target, back_target, base_offset] {
+            e.num(*n);
+        }
+        for c in [base_cursor, back_cursor, tail] {
+            c.canon(e);
+        }
+        for b in [reached_end, reached_start, jump] {
+            b.canon(e);
+        }
+        resume_at.canon(e);
+        ranged.canon(e);
+        until.canon(e);
+        resumed_stale.canon(e);
+        e.opt(counted, |e, n| e.num(*n));
+        overshot.canon(e);
+        truncated.canon(e);
+        e.num(*cut_items);
+        cut_cursor.canon(e);
+    }
+}
+
+/// The checker's canonical form: the records by request id, and the repairs a window move
+/// may trim (kept loosely, as the loader keeps them).
+#[cfg(any(test, feature = "testing"))]
+impl crate::check::canon::Canon for Requests {
+    fn canon(&self, e: &mut crate::check::canon::Enc) {
+        use crate::check::canon::Class;
+        let Requests {
+            map,
+            repairs,
+            prune_at,
+        } = self;
+        e.id_map(Class::Request, map.iter().map(|(k, v)| (*k, v)), |e, w| {
+            w.canon(e)
+        });
+        e.seq(repairs, |e, r| e.id(Class::Request, *r));
+        prune_at.canon(e);
+    }
+}

@@ -141,7 +141,7 @@ impl Loader {
             self.out.release_all(&w.acqs);
             self.pools.recycle_work(w);
         }
-        if kind == Kind::Chain {
+        if kind == Kind::Chain && !super::mutant::on(super::mutant::Mutant::RangedRereadsOutside) {
             // A ranged repair re-reads only what the window needs.
             let cut = self.view.drop_dirty_outside(
                 want,
@@ -230,5 +230,14 @@ impl Loader {
         if let Some(read_id) = self.requests.get(id).and_then(|w| w.read) {
             self.reads.cancel(read_id, self.now, &mut self.out);
         }
+    }
+}
+
+#[cfg(any(test, feature = "testing"))]
+impl crate::check::canon::Canon for Window {
+    fn canon(&self, e: &mut crate::check::canon::Enc) {
+        let Window { start, len } = self;
+        e.num(*start);
+        e.num(*len);
     }
 }

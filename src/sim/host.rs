@@ -129,6 +129,11 @@ impl Host {
         self.pending.iter().map(|p| p.read.clone()).collect()
     }
 
+    /// The ids of the reads pending, without copying them.
+    pub fn pending_ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.pending.iter().map(|p| p.read.read_id)
+    }
+
     /// The pending reads with what the host knows of each: whether the loader hinted that
     /// it no longer needs it (`Effect::Cancel`), and whether the host abandoned it.
     pub fn pending_flags(&self) -> Vec<(u64, bool, bool)> {
@@ -520,5 +525,83 @@ impl Host {
         if !self.pending.is_empty() && self.untouched(at) {
             self.far_changes += 1;
         }
+    }
+}
+
+/// The checker's canonical form (`check::canon`): the loader, the source, the reads pending
+/// (in read id order: their order in `pending` carries no meaning), the acquisitions held.
+/// Counters that only report are left out; so were the prepared answers by the `Debug`-text
+/// form, though a repeated cursor answers with them.
+impl crate::check::canon::Canon for Host {
+    fn canon(&self, e: &mut crate::check::canon::Enc) {
+        use crate::check::canon::{Class, Form};
+        let Host {
+            loader,
+            source,
+            pending,
+            held,
+            next_acq,
+            accepted: _,
+            released: _,
+            empty_bounded_moved: _,
+            now,
+            steps: _,
+            lied,
+            lossy,
+            interleaved_failures,
+            current_at_failure,
+            far_changes,
+            long_moves,
+            far_jumps: _,
+            located: _,
+            thrown_issues,
+            throw_next,
+            // What the op being applied issued and located: its own checks read them, and
+            // the next op starts them again.
+            issued_now: _,
+            located_now: _,
+            page_failed,
+        } = self;
+        loader.canon(e);
+        source.canon(e);
+        let with_prepared = e.form() == Form::Fields;
+        e.id_map(
+            Class::Read,
+            pending.iter().map(|p| (p.read.read_id, p)),
+            |e, p| {
+                let Pending {
+                    read,
+                    prepared,
+                    cancelled,
+                    abandoned,
+                } = p;
+                read.canon(e);
+                if with_prepared {
+                    prepared.canon(e);
+                }
+                cancelled.canon(e);
+                abandoned.canon(e);
+            },
+        );
+        e.id_map(
+            Class::Acquisition,
+            held.iter().map(|(k, v)| (*k, v)),
+            |e, items| items.canon(e),
+        );
+        e.id(Class::Acquisition, *next_acq);
+        e.time(*now);
+        lied.canon(e);
+        lossy.canon(e);
+        for n in [
+            interleaved_failures,
+            current_at_failure,
+            far_changes,
+            long_moves,
+            thrown_issues,
+        ] {
+            e.num(*n);
+        }
+        throw_next.canon(e);
+        page_failed.canon(e);
     }
 }

@@ -252,3 +252,33 @@ impl Source {
         }
     }
 }
+
+/// The checker's canonical form: the items and the next id, the filter and how bounded
+/// reads are answered.
+impl crate::check::canon::Canon for Source {
+    fn canon(&self, e: &mut crate::check::canon::Enc) {
+        let Source {
+            items,
+            next_id,
+            hidden_keys,
+            bounded,
+        } = self;
+        items.canon(e);
+        next_id.canon(e);
+        hidden_keys.canon(e);
+        e.num(*bounded as u64);
+    }
+}
+
+impl crate::check::canon::Canon for Answer {
+    fn canon(&self, e: &mut crate::check::canon::Enc) {
+        let Answer {
+            items,
+            next_cursor,
+            end_of_source,
+        } = self;
+        items.canon(e);
+        e.bytes(next_cursor);
+        end_of_source.canon(e);
+    }
+}

@@ -1,11 +1,13 @@
 //! `loader-check --loader`: the exhaustive check of the production loader (`loader::check`).
 
-use loader::check::{self, grid, Report, Settings, Violation};
+use loader::check::{self, bound_grid, far_grid, grid, Dedup, Report, Settings, Violation};
 use std::process::ExitCode;
 use std::time::Instant;
 
 pub(crate) const USAGE: &str = "
        loader-check --loader [--deep] [--stop-at-first] [--json] [--only N]
+                            [--canon fields|as-text|text] [--mutant NAME] [--part main|bound|far]
+                            [--max-depth N]
 
   --loader            explore the production Loader exhaustively: every host event
                       interleaving from the small configurations of loader::check::grid,
@@ -13,7 +15,17 @@ pub(crate) const USAGE: &str = "
                       transitions, and the shortest trace to each violation
   --deep              the wider grid and budgets (longer; not run in CI)
   --only N            only configuration N of the grid
-  --verbose           print each configuration's counts as it finishes";
+  --verbose           print each configuration's counts as it finishes
+  --mutant NAME       run the loader with one fix undone (loader::loader::mutant:
+                      rangedRereadsOutside, rangedReadsPast, rangedKeepsBefore,
+                      rangedShiftUnsigned, repairShiftsKept, farStartKeepsRepair)
+  --part PART         only the grid's configurations for the pages-held bound (bound),
+                      for the cost of far moves (far), or the others (main)
+  --max-depth N       explore no configuration deeper than N events (with --part main and
+                      7: the quick grid as it was before the structural canonical form)
+  --canon FORM        how states are deduplicated: fields (the default: the structural
+                      canonical form), as-text (the structural form restricted to what the
+                      text form saw) or text (the Debug-text form it replaced, slower)";
 
 /// Runs the loader checker with the arguments after `--loader`.
 pub(crate) fn run(args: &[String]) -> ExitCode {
@@ -22,6 +34,9 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
     let mut json = false;
     let mut only = None;
     let mut verbose = false;
+    let mut dedup = Dedup::Fields;
+    let mut part: Option<String> = None;
+    let mut max_depth = u32::MAX;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -29,6 +44,39 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
             "--stop-at-first" => stop_at_first = true,
             "--json" => json = true,
             "--verbose" => verbose = true,
+            "--mutant" => match it
+                .next()
+                .and_then(|n| loader::loader::mutant::Mutant::from_name(n))
+            {
+                Some(m) => loader::loader::mutant::set(Some(m)),
+                None => {
+                    eprintln!("loader-check: --mutant takes a mutant's name");
+                    return ExitCode::from(2);
+                }
+            },
+            "--part" => match it.next().map(String::as_str) {
+                Some(p @ ("main" | "bound" | "far")) => part = Some(p.to_string()),
+                _ => {
+                    eprintln!("loader-check: --part takes main, bound or far");
+                    return ExitCode::from(2);
+                }
+            },
+            "--max-depth" => match it.next().and_then(|v| v.parse::<u32>().ok()) {
+                Some(n) => max_depth = n,
+                None => {
+                    eprintln!("loader-check: --max-depth takes a number of events");
+                    return ExitCode::from(2);
+                }
+            },
+            "--canon" => match it.next().map(String::as_str) {
+                Some("fields") => dedup = Dedup::Fields,
+                Some("as-text") => dedup = Dedup::AsText,
+                Some("text") => dedup = Dedup::Text,
+                _ => {
+                    eprintln!("loader-check: --canon takes fields, as-text or text");
+                    return ExitCode::from(2);
+                }
+            },
             "--only" => match it.next().and_then(|v| v.parse::<usize>().ok()) {
                 Some(n) => only = Some(n),
                 None => {
@@ -42,7 +90,21 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
             }
         }
     }
-    let mut settings = grid(deep);
+    let mut settings = match part.as_deref() {
+        Some("bound") => bound_grid(deep),
+        Some("far") => far_grid(deep),
+        Some(_) => {
+            let (bound, far) = (bound_grid(deep), far_grid(deep));
+            grid(deep)
+                .into_iter()
+                .filter(|s| !bound.contains(s) && !far.contains(s))
+                .collect()
+        }
+        None => grid(deep),
+    };
+    for s in &mut settings {
+        s.depth = s.depth.min(max_depth);
+    }
     if let Some(n) = only {
         match settings.get(n) {
             Some(s) => settings = vec![*s],
@@ -74,7 +136,7 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
             );
         }
     };
-    let report = check::check(&settings, stop_at_first, threads, &each);
+    let report = check::check_with(&settings, stop_at_first, threads, dedup, &each);
     let secs = t.elapsed().as_secs_f64();
     if json {
         println!("{}", to_json(&report, secs));

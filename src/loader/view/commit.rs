@@ -129,7 +129,17 @@ impl View {
                 let from = self.pages[i].start + if i == 0 { cut_items } else { 0 };
                 let old_end = self.pages[j].start + u64::from(self.pages[j].count);
                 // What it kept may start past the old run's end (items inserted before it).
-                let net = (from + new_items) as i128 - old_end as i128;
+                let net = if crate::loader::mutant::on(
+                    crate::loader::mutant::Mutant::RangedShiftUnsigned,
+                ) {
+                    new_items as i128
+                        - old_end
+                            .checked_sub(from)
+                            .expect("attempt to subtract with overflow")
+                            as i128
+                } else {
+                    (from + new_items) as i128 - old_end as i128
+                };
                 let mut pos = from;
                 for p in staged.iter_mut() {
                     p.start = pos;

@@ -183,6 +183,25 @@ impl Memo {
     }
 }
 
+/// The checker's canonical form: the cursors by position, and the memo's accounting.
+#[cfg(any(test, feature = "testing"))]
+impl crate::check::canon::Canon for Memo {
+    fn canon(&self, e: &mut crate::check::canon::Enc) {
+        let Memo {
+            entries,
+            bytes,
+            budget,
+            spacing,
+            own,
+        } = self;
+        entries.canon(e);
+        for n in [bytes, budget, spacing] {
+            e.num(*n);
+        }
+        own.canon(e);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

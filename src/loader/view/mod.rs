@@ -281,3 +281,91 @@ impl View {
         self.jump.as_ref().map(|(at, _)| *at)
     }
 }
+
+/// The checker's canonical form of a page: its acquisition, epoch and request by class.
+#[cfg(any(test, feature = "testing"))]
+impl crate::check::canon::Canon for Page {
+    fn canon(&self, e: &mut crate::check::canon::Enc) {
+        use crate::check::canon::Class;
+        let Page {
+            acquisition,
+            count,
+            epoch,
+            start,
+            end_cursor,
+            request,
+            slot,
+            dirty,
+        } = self;
+        e.id(Class::Acquisition, *acquisition);
+        count.canon(e);
+        e.id(Class::Epoch, *epoch);
+        e.num(*start);
+        end_cursor.canon(e);
+        e.id(Class::Request, *request);
+        slot.canon(e);
+        dirty.canon(e);
+    }
+}
+
+/// The checker's canonical form of a ranged run: its first and last pages' names (request
+/// and slot). The `Debug`-text form classified numbers by field name: it kept `first`'s
+/// request id raw, and took both numbers of `last` for read ids.
+#[cfg(any(test, feature = "testing"))]
+impl crate::check::canon::Canon for Run {
+    fn canon(&self, e: &mut crate::check::canon::Enc) {
+        use crate::check::canon::{Class, Form};
+        let Run { first, last } = self;
+        match e.form() {
+            Form::Fields => {
+                for (request, slot) in [first, last] {
+                    e.id(Class::Request, *request);
+                    slot.canon(e);
+                }
+            }
+            Form::AsText => {
+                e.num(first.0);
+                first.1.canon(e);
+                e.id(Class::Read, last.0);
+                e.id(Class::Read, u64::from(last.1));
+            }
+        }
+    }
+}
+
+#[cfg(any(test, feature = "testing"))]
+impl crate::check::canon::Canon for View {
+    fn canon(&self, e: &mut crate::check::canon::Enc) {
+        let View {
+            pages,
+            base_offset,
+            base_cursor,
+            covered_end,
+            tail_cursor,
+            end_of_source,
+            start_of_source,
+            jump,
+            shift,
+            whole,
+            changed,
+            memo,
+            current,
+        } = self;
+        pages.canon(e);
+        e.num(*base_offset);
+        base_cursor.canon(e);
+        e.num(*covered_end);
+        tail_cursor.canon(e);
+        end_of_source.canon(e);
+        start_of_source.canon(e);
+        e.opt(jump, |e, (position, cursor)| {
+            e.num(*position);
+            cursor.canon(e);
+        });
+        shift.canon(e);
+        whole.canon(e);
+        changed.canon(e);
+        memo.canon(e);
+        current.canon(e);
+    }
+}

@@ -1,0 +1,96 @@
+//! Test-only mutants of the loader: each undoes one fix (five that `fuzz_loader` found, and
+//! the far-start rule), so that the
+//! loader checker (`loader-check --loader --mutant NAME`) can show it finds the defect the fix
+//! removed. Built with the `testing` feature only; without it no mutant can be active and
+//! every switch is the constant `false`.
+#![cfg_attr(not(feature = "testing"), allow(dead_code))]
+
+/// A fix undone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mutant {
+    /// 6a2cf4a undone: a ranged repair re-reads the changed pages wholly outside the window
+    /// plus prefetch instead of letting them go.
+    RangedRereadsOutside = 1,
+    /// b7fde5b undone: a ranged repair reads on past the window plus prefetch, and keeps its
+    /// pages past a window that shrank or moved back.
+    RangedReadsPast = 2,
+    /// 417f188 undone: a ranged repair keeps its pages before a window that moved on.
+    RangedKeepsBefore = 3,
+    /// 8363f3f undone: the shift after a ranged repair cut at the front is computed in
+    /// unsigned arithmetic, which overflows (a panic, as the fuzzer's build with overflow
+    /// checks saw) when what it kept starts past its old run's end.
+    RangedShiftUnsigned = 4,
+    /// 27daac2 undone: a repair that lets go of the pages before the window shifts the
+    /// positions of the pages it keeps down.
+    RepairShiftsKept = 5,
+    /// 4b3ae5f undone (branch i39): a far start keeps the repair in flight (and a failed one
+    /// kept for its retry), which then walks from the old anchor to the new target.
+    FarStartKeepsRepair = 6,
+}
+
+impl Mutant {
+    /// Every mutant.
+    pub const ALL: [Mutant; 6] = [
+        Mutant::RangedRereadsOutside,
+        Mutant::RangedReadsPast,
+        Mutant::RangedKeepsBefore,
+        Mutant::RangedShiftUnsigned,
+        Mutant::RepairShiftsKept,
+        Mutant::FarStartKeepsRepair,
+    ];
+
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mutant::RangedRereadsOutside => "rangedRereadsOutside",
+            Mutant::RangedReadsPast => "rangedReadsPast",
+            Mutant::RangedKeepsBefore => "rangedKeepsBefore",
+            Mutant::RangedShiftUnsigned => "rangedShiftUnsigned",
+            Mutant::RepairShiftsKept => "repairShiftsKept",
+            Mutant::FarStartKeepsRepair => "farStartKeepsRepair",
+        }
+    }
+
+    /// The commit whose fix it undoes.
+    pub fn commit(self) -> &'static str {
+        match self {
+            Mutant::RangedRereadsOutside => "6a2cf4a",
+            Mutant::RangedReadsPast => "b7fde5b",
+            Mutant::RangedKeepsBefore => "417f188",
+            Mutant::RangedShiftUnsigned => "8363f3f",
+            Mutant::RepairShiftsKept => "27daac2",
+            Mutant::FarStartKeepsRepair => "4b3ae5f",
+        }
+    }
+
+    /// The mutant named `name`.
+    pub fn from_name(name: &str) -> Option<Mutant> {
+        Mutant::ALL.into_iter().find(|m| m.name() == name)
+    }
+}
+
+#[cfg(feature = "testing")]
+static ACTIVE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Makes `m` the active mutant of every loader in the process (`None`: the loader as it is).
+#[cfg(feature = "testing")]
+pub fn set(m: Option<Mutant>) {
+    ACTIVE.store(
+        m.map_or(0, |m| m as u8),
+        std::sync::atomic::Ordering::Relaxed,
+    );
+}
+
+/// Whether `m` is active.
+#[inline(always)]
+pub(crate) fn on(m: Mutant) -> bool {
+    #[cfg(feature = "testing")]
+    {
+        ACTIVE.load(std::sync::atomic::Ordering::Relaxed) == m as u8
+    }
+    #[cfg(not(feature = "testing"))]
+    {
+        let _ = m;
+        false
+    }
+}
