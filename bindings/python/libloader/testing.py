@@ -171,6 +171,18 @@ class FakeSource(Generic[T]):
             feed.invalidate_range(after, after)
         return after
 
+    def append(self, item: T, feed: Any = None) -> bytes:
+        """Adds ``item`` after the last item; with ``feed``, reports it the cheap way
+        (``feed.appended()``: nothing held is re-read). Returns the cursor just after it."""
+        with self.lock:
+            key = (self._keys[-1] if self._keys else 0) + _SPACING
+            self._keys.append(key)
+            self._values.append(item)
+            after = self._encode(key + 1)
+        if feed is not None:
+            feed.appended()
+        return after
+
     def delete(self, index: int, feed: Any = None) -> T:
         """Deletes the item at ``index`` and returns it; with ``feed``, reports it as a
         ranged invalidation of just that item (see :meth:`insert`)."""
