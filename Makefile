@@ -27,7 +27,7 @@ CTEST_FLAGS := -std=c11 $(WARN) -g -Iinclude -DLOADER_TESTING -DLOADER_EXPECTED_
 RPATH := -Ltarget/release -lloader -Wl,-rpath,$(CURDIR)/target/release
 TEST_RPATH := -L$(TEST_DIR) -lloader -Wl,-rpath,$(CURDIR)/$(TEST_DIR)
 
-.PHONY: all build test-lib test tsan-lib rust-test doc lint check check-deep check-header bench bench-quick icount-check bench-abi bench-feed bench-py bench-depth bench-liveness c-test c-test-asan c-test-valgrind \
+.PHONY: all build test-lib test tsan-lib rust-test doc lint check check-deep check-header bench bench-quick icount-check bench-abi bench-feed bench-py bench-depth bench-liveness bench-follow c-test c-test-asan c-test-valgrind \
         c-test-abi c-test-tsan c-test-feed c-test-stress c-test-empty c-test-anchored c-test-far c-test-follow c-test-ranged cpp-test cpp-coverage cpp-example cpp-pkgconfig-test header-test symbols-test install pkgconfig-test \
         readme-c-example clean
 
@@ -167,6 +167,12 @@ bench-depth:
 # fails when a judged target is missed (see CHURN_JUDGED in benches/liveness.rs).
 bench-liveness:
 	$(TEST_CARGO) bench --bench liveness --features testing
+
+# What following a growing log costs: items read per item appended at 100, 1,000 and 10,000
+# appends/s (judged: at most 1.05 plus page rounding), reads per move, the time from an
+# append to a fresh view (docs/BENCHMARKS.md, "Following a growing source").
+bench-follow:
+	$(TEST_CARGO) bench --bench follow --features testing
 
 # Every bench once, briefly: they always build and run. The numbers are not judged, except
 # depth's counts (see bench-depth).

@@ -253,3 +253,29 @@ fn a_chat_opened_at_its_end() {
     assert!(!h.loader.following());
     assert_eq!(h.window_items().first(), Some(&(10_003 - LEN - 200)));
 }
+
+#[test]
+fn following_reads_about_one_item_per_item_appended_at_every_rate() {
+    // Reads answered 300 µs after they are issued, from the log as it is then.
+    for rate in [100, 1_000, 10_000] {
+        let r = log::follow_run(false, config(), LEN, 10_000, rate, 1, 300, 50);
+        let ratio = r.items_read as f64 / r.appended as f64;
+        let rounding = f64::from(PAGE) / r.appended as f64;
+        assert!(
+            ratio <= 1.05 + rounding,
+            "{rate}/s: {} items read for {} appended",
+            r.items_read,
+            r.appended
+        );
+        assert!(r.returned, "{rate}/s: back at the end, pinned");
+        // Each scroll step reads the window it moved to, a page at a time.
+        assert!(r.move_items <= r.moves * LEN + u64::from(PAGE), "{r:?}");
+        // The return is a far move to the end last seen, then the items appended meanwhile:
+        // not a walk back over the history scrolled.
+        let window = LEN + 2 * 10 + 2 * u64::from(PAGE);
+        assert!(
+            r.return_items <= r.appended_away + window,
+            "{rate}/s: {r:?}"
+        );
+    }
+}

@@ -130,10 +130,12 @@ impl Loader {
         self.follow.last_end = None;
     }
 
-    /// While pinned, the window sits on the last `len` items held.
+    /// While pinned, the window sits on the last `len` items held; not while a jump or far
+    /// move waits for its repair (the held items are the old view's: the window stays where
+    /// the move put it).
     #[inline]
     pub(super) fn pin_to_end(&mut self) {
-        if self.follow.pinned {
+        if self.follow.pinned && self.view.pending_jump().is_none() {
             let (_, end) = self.view.covered();
             self.window.start = end.saturating_sub(self.window.len);
         }

@@ -31,6 +31,12 @@ pub struct LogHost {
     /// Items returned by every read answered, and reads answered.
     pub items_read: u64,
     pub reads: u64,
+    /// The host's clock (µs), and when each pending read was issued by it.
+    pub now: u64,
+    pub issued_at: HashMap<u64, u64>,
+    /// Report appends as `invalidate_range(the old end's cursor, None)` instead, the way the
+    /// docs led to before `appended` (a baseline).
+    pub naive: bool,
 }
 
 impl LogHost {
@@ -44,13 +50,19 @@ impl LogHost {
             next_acq: 1,
             items_read: 0,
             reads: 0,
+            now: 0,
+            issued_at: HashMap::new(),
+            naive: false,
         }
     }
 
     pub fn collect(&mut self) {
         for e in self.loader.take_effects() {
             match e {
-                Effect::Issue(r) => self.pending.push_back(r),
+                Effect::Issue(r) => {
+                    self.issued_at.insert(r.read_id, self.now);
+                    self.pending.push_back(r)
+                }
                 Effect::Release { acquisition } => {
                     self.held.remove(&acquisition).expect("released once");
                 }
@@ -114,8 +126,16 @@ impl LogHost {
 
     /// `n` items are written at the log's end, and reported the cheap way.
     pub fn append(&mut self, n: u64) {
+        let old = self.end;
         self.end += n;
-        self.loader.appended().expect("appended");
+        if self.naive {
+            let mut cmp = |a: &[u8], b: &[u8]| at(a).cmp(&at(b));
+            self.loader
+                .invalidate_range(&cur(old), None, &mut cmp)
+                .expect("a ranged invalidation");
+        } else {
+            self.loader.appended().expect("appended");
+        }
         self.collect();
     }
 
@@ -157,4 +177,108 @@ impl LogHost {
         let skip = start.saturating_sub(from) as usize;
         view.into_iter().skip(skip).take(len as usize).collect()
     }
+}
+
+/// What a timed follow run measured (see [`follow_run`]).
+#[derive(Debug, Default)]
+pub struct FollowRun {
+    /// While pinned: items appended, items read, reads answered.
+    pub appended: u64,
+    pub items_read: u64,
+    pub reads: u64,
+    /// From an append to the first view whose window shows it, in simulated µs.
+    pub delays: Vec<u64>,
+    /// Scrolling back a window at a time while the appends go on: moves, reads, items.
+    pub moves: u64,
+    pub move_reads: u64,
+    pub move_items: u64,
+    /// Back to the end (`follow(true)`): reads and items, and whether it shows the end.
+    pub return_reads: u64,
+    pub return_items: u64,
+    pub returned: bool,
+    /// Items appended while scrolled back.
+    pub appended_away: u64,
+}
+
+/// A log of `initial` items, pinned, appended at `rate` items a second (evenly spaced) for
+/// `seconds` of simulated time, each append reported with `appended`; the host answers each
+/// read `latency` µs after it was issued, from the log as it is then (so a read may return
+/// items appended while it was out, and may have been made before an append reported while
+/// it was in flight). Then the user scrolls back `moves` windows, one every 10 ms, the
+/// appends going on, and returns to the end with `follow(true)`.
+pub fn follow_run(
+    naive: bool,
+    config: Config,
+    len: u64,
+    initial: u64,
+    rate: u64,
+    seconds: u64,
+    latency: u64,
+    moves: u64,
+) -> FollowRun {
+    let mut h = LogHost::new(config, initial);
+    h.naive = naive;
+    h.set_window(0, len);
+    h.follow(true);
+    h.run();
+    assert!(h.loader.following() && h.loader.end_of_source());
+    let mut out = FollowRun::default();
+    let mut appended_at: VecDeque<(u64, u64)> = VecDeque::new();
+    let gap = 1_000_000 / rate;
+    let mut next_append = gap;
+    let (read0, reads0) = (h.items_read, h.reads);
+    let end_of_follow = seconds * 1_000_000;
+    // Phase 1, pinned: appends and answers in time order.
+    loop {
+        let due = h.pending.front().map(|r| h.issued_at[&r.read_id] + latency);
+        match due {
+            Some(d) if d <= next_append => {
+                h.now = d;
+                h.answer_one();
+                // The window's last item: every append up to it is shown.
+                if let Some(&last) = h.window_items().last() {
+                    while appended_at.front().is_some_and(|&(id, _)| id <= last) {
+                        let (_, t) = appended_at.pop_front().unwrap();
+                        out.delays.push(h.now - t);
+                    }
+                }
+            }
+            _ if next_append > end_of_follow => break,
+            _ => {
+                h.now = next_append;
+                appended_at.push_back((h.end, h.now));
+                h.append(1);
+                out.appended += 1;
+                next_append += gap;
+            }
+        }
+    }
+    h.run();
+    assert!(h.loader.following());
+    out.items_read = h.items_read - read0;
+    out.reads = h.reads - reads0;
+    // Phase 2: scroll back a window every 10 ms while the appends go on.
+    let (read1, reads1) = (h.items_read, h.reads);
+    let (mut start, _) = h.loader.window();
+    for _ in 0..moves {
+        for _ in 0..(rate / 100).max(1) {
+            h.append(1);
+            out.appended_away += 1;
+        }
+        start = start.saturating_sub(len);
+        h.set_window(start, len);
+        h.run();
+        out.moves += 1;
+    }
+    out.move_reads = h.reads - reads1;
+    out.move_items = h.items_read - read1;
+    assert!(moves == 0 || !h.loader.following());
+    let (read2, reads2) = (h.items_read, h.reads);
+    h.follow(true);
+    h.run();
+    out.return_reads = h.reads - reads2;
+    out.return_items = h.items_read - read2;
+    let want: Vec<u64> = (h.end.saturating_sub(len)..h.end).collect();
+    out.returned = h.loader.following() && h.window_items() == want;
+    out
 }
