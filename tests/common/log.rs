@@ -206,6 +206,7 @@ pub struct FollowRun {
 /// items appended while it was out, and may have been made before an append reported while
 /// it was in flight). Then the user scrolls back `moves` windows, one every 10 ms, the
 /// appends going on, and returns to the end with `follow(true)`.
+#[allow(clippy::too_many_arguments)]
 pub fn follow_run(
     naive: bool,
     config: Config,
