@@ -123,6 +123,44 @@ int main() {
         for (auto &kv : rel) EXPECT(kv.second == 1);
     }
 
+    // Follow mode: pinned to a growing source's end, each append read and shown alone; a
+    // move away unpins, a move back to the end pins again.
+    {
+        std::deque<loader::Read> rs;
+        std::map<loader::Acquisition, int> rel;
+        loader::Acquisition acq = 1;
+        loader::Config cfg;
+        cfg.page_size = 10;
+        cfg.prefetch_distance = 0;
+        loader::Loader l({[&](const loader::Read &r) { rs.push_back(r); }, [&](loader::Acquisition a) { rel[a]++; }},
+                         cfg);
+        uint64_t len = 95;
+        l.set_window(0, 20);
+        answer_all(l, rs, acq, len);
+        EXPECT(!l.following());
+        l.follow();
+        answer_all(l, rs, acq, len);
+        EXPECT(l.following());
+        EXPECT(l.state().window_start == 75 && l.state().end_of_source);
+        uint64_t before = l.stats().items_read;
+        len += 4;
+        l.appended();
+        EXPECT(!l.state().end_of_source);
+        answer_all(l, rs, acq, len);
+        EXPECT(l.state().window_start == 79 && l.state().covered_end == 99 && l.state().end_of_source);
+        EXPECT(l.stats().items_read - before == 4);
+        l.set_window(10, 20);
+        answer_all(l, rs, acq, len);
+        EXPECT(!l.following());
+        l.set_window(79, 20);
+        answer_all(l, rs, acq, len);
+        EXPECT(l.following());
+        l.follow(false);
+        EXPECT(!l.following());
+        l.close();
+        for (auto &kv : rel) EXPECT(kv.second == 1);
+    }
+
     // The library's version, as loader.h gives it.
     EXPECT(!loader::version().empty() && loader::version() == std::string_view(loader_version()));
     EXPECT(loader::version().find('.') != std::string_view::npos);

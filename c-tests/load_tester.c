@@ -1,7 +1,8 @@
 /* include/loader_testing.h against a keyset source in memory: an honest load passes with no
  * violation, and each host defect the tester is for is found and named: an empty bounded
  * read answered with its own cursor, backward reads answered with the items after the
- * cursor, and a load whose cursor never advances. */
+ * cursor, a load whose cursor never advances, a bounded read that claims the source's end
+ * when it reached `until`, and a `locate` one item off. */
 #include <stdio.h>
 #include <string.h>
 
@@ -17,7 +18,8 @@ static int failures;
         }                                                                             \
     } while (0)
 
-enum defect { HONEST, EMPTY_BOUNDED_OWN_CURSOR, BACKWARD_AFTER, NEVER_ADVANCES };
+enum defect { HONEST, EMPTY_BOUNDED_OWN_CURSOR, BACKWARD_AFTER, NEVER_ADVANCES, BOUNDED_END,
+              LOCATE_OFF_BY_ONE };
 
 /* Sorted keys; a cursor is the 8-byte big-endian key of the item just before it (empty: the
  * source's start). */
@@ -75,8 +77,23 @@ static int load(void *ctx, const uint8_t *cursor, size_t cursor_len, uint32_t li
         memcpy(out->next_cursor, cursor, cursor_len);
         out->next_cursor_len = cursor_len;
     }
-    out->end_of_source = until == NULL && hi == s->n;
+    out->end_of_source = until == NULL ? hi == s->n : (s->defect == BOUNDED_END ? hi == stop : hi == s->n && stop == s->n);
     return 0;
+}
+
+/* The cursor before the item at `position` (loader_locate_fn); LOCATE_OFF_BY_ONE answers
+ * the one after it. */
+static int32_t locate(void *ctx, uint64_t position, uint8_t *cursor, size_t capacity,
+                      size_t *cursor_len) {
+    source *s = ctx;
+    size_t p = (size_t)position + (s->defect == LOCATE_OFF_BY_ONE ? 1 : 0);
+    if (capacity < 8 || p > s->n) return LOADER_LOCATE_UNKNOWN;
+    if (p == 0) {
+        *cursor_len = 0;
+        return LOADER_LOCATE_FOUND;
+    }
+    put(cursor, cursor_len, s->keys[p - 1]);
+    return LOADER_LOCATE_FOUND;
 }
 
 static int delete_key(void *ctx, int64_t key) {
@@ -109,7 +126,8 @@ static size_t run(enum defect defect, said *w) {
     memcpy(s.keys, keys, sizeof keys);
     memset(w, 0, sizeof *w);
     loader_test_options o = {.reference = keys, .reference_len = 7, .load = load, .ctx = &s,
-                             .delete_key = delete_key, .report = hear, .report_ctx = w};
+                             .delete_key = delete_key, .report = hear, .report_ctx = w,
+                             .locate = locate};
     return loader_test_load(&o);
 }
 
@@ -128,6 +146,12 @@ int main(void) {
     EXPECT(run(NEVER_ADVANCES, &w) > 0);
     EXPECT(strstr(w.text, "the cursor never advances") != NULL);
 
+    EXPECT(run(BOUNDED_END, &w) > 0);
+    EXPECT(strstr(w.text, "bounded by until") != NULL && strstr(w.text, "claimed end_of_source") != NULL);
+
+    EXPECT(run(LOCATE_OFF_BY_ONE, &w) > 0);
+    EXPECT(strstr(w.text, "locate(0) wrote a cursor whose next item is key 20") != NULL);
+
     /* Without the delete hook, the empty bounded read is not tried: the defect that needs it
      * goes unseen, and nothing else is reported. */
     static const int64_t keys[] = {10, 20, 30};
@@ -143,7 +167,8 @@ int main(void) {
         return 1;
     }
     printf("load_tester: the honest load passes; an empty bounded read answered with its own "
-           "cursor, backward reads answered with the items after the cursor and a cursor that "
-           "never advances are each found\n");
+           "cursor, backward reads answered with the items after the cursor, a cursor that "
+           "never advances, a bounded read claiming the end at until and a locate one off are "
+           "each found\n");
     return 0;
 }

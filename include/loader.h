@@ -35,6 +35,10 @@
  * Report changes to the source
  *   loader_invalidate         the source changed
  *   loader_invalidate_range   the source changed between two cursors (needs `compare`)
+ *   loader_appended           items were added after the source's last item (the cheap way)
+ * Follow the source's end (tail -f, less +F)
+ *   loader_follow             pin the window to the end; a move away unpins, back re-pins
+ *   loader_following          whether the window is pinned now
  * Time and retries
  *   loader_tick               the host's clock: fires backoff retries and read timeouts
  *   loader_next_deadline      when to call loader_tick next
@@ -63,6 +67,8 @@
  *   loader_feed_invalidate      loader
  *   loader_feed_invalidate_range
  *   loader_feed_retry
+ *   loader_feed_appended      loader_appended and loader_follow on the feed's loader
+ *   loader_feed_follow
  *   loader_feed_wait_quiescent  wait until nothing is left to do, or say why it cannot be
  *   loader_feed_free          free it: pages released, threads joined (or let go at a timeout)
  * The test ABI (THE TEST ABI)
@@ -959,9 +965,14 @@ typedef struct loader_read {
    * (`until` itself once the scan reached it). An EMPTY page whose `next_cursor` moved but
    * is not `until`, without `end_of_source`, is not the bound: the loader reads on from
    * `next_cursor` (a host that scans a fixed number of rows per read loses nothing on a
-   * filtered stretch); an empty page that repeats `cursor` is `CURSOR_STALLED`. Owned by
-   * the loader and valid only during the `issue` callback, like `cursor`: copy it if it is
-   * needed later.
+   * filtered stretch); an empty page that repeats `cursor` is `CURSOR_STALLED`.
+   * `end_of_source` on a bounded read means what it means on any forward read: no item at
+   * all lies after the last item the host looked at, in the whole source, past `until`
+   * too. Reaching `until` is NOT the source's end (a short page already says `until` was
+   * reached): a bounded read that stops at `until` with items after it says false, or the
+   * loader ends the view there and the items after it are lost from the view. A host
+   * unsure says false: it costs at most one more read. Owned by the loader and valid only
+   * during the `issue` callback, like `cursor`: copy it if it is needed later.
    */
   const uint8_t *until;
   /**
@@ -1996,6 +2007,54 @@ enum loader_result loader_next_deadline(loader_handle handle,
                                         uint64_t *out_deadline_ms);
 
 /**
+ * Items were added after the source's last item, and nothing else changed: a log line
+ * written, a chat message sent, a row inserted with a key greater than every other. This is
+ * how to report an append; it is the cheap way. No held page can hold a new item, so nothing
+ * is re-read, no repair starts and the reads in flight stay current: the view only stops
+ * claiming the source's end (`loader_snapshot.end_of_source` goes false), and when the
+ * window wants the end (or follow mode is on) one read forward from the last held cursor
+ * returns just the new items. A read in flight across the append keeps its items; if its
+ * answer says `end_of_source`, the loader does not believe it (the host may have looked
+ * before the new items were written) and reads forward once more, which costs an empty
+ * read at most. Call it after the new items are visible to new reads; calling it more often
+ * than items arrive is harmless (an empty read).
+ *
+ * Anything else (an item updated, inserted before the end, or removed, the oldest included)
+ * is `loader_invalidate_range` (or `loader_invalidate`). Do NOT report an append as
+ * `loader_invalidate_range(last cursor, NULL)`: a range starts AT an item, so that re-reads
+ * the last page every time.
+ *
+ * Errors change nothing: the handle's codes.
+ */
+enum loader_result loader_appended(loader_handle handle);
+
+/**
+ * Follow mode, as `tail -f` and `less +F`: with `on`, pins the window to the source's end,
+ * its length kept. While pinned, the loader moves the window itself so that it stays on the
+ * last `window_len` items as the source grows (read `window_start` back after `changed`, as
+ * for a renumbering); when the view does not reach the end yet it reads forward until it
+ * does (jump to the end's cursor first, with `loader_jump`, when the host knows it: a log's
+ * size, a table's greatest key). A `loader_set_window` away from the end unpins it; one
+ * whose window reaches the end of the items held (while the view reaches the source's end)
+ * pins it again, until `loader_follow(handle, false)`. `loader_jump` unpins. Turned on while
+ * the window is far back in the history, the window first moves to the end last seen (a far
+ * move), then follows. Follow mode is the loader's policy over its usual reads: it changes
+ * no rule of the ledger.
+ *
+ * Errors change nothing: the handle's codes.
+ */
+enum loader_result loader_follow(loader_handle handle, bool on);
+
+/**
+ * Writes whether the window is pinned to the source's end (`loader_follow` on, and the
+ * window not moved away) to `*out_following`, which is required.
+ *
+ * # Safety
+ * `out_following` is NULL or valid for a write.
+ */
+enum loader_result loader_following(loader_handle handle, bool *out_following);
+
+/**
  * Fills `*out` with what the loader is doing: whether anything is left to do, the window,
  * what the view covers, and the ledger's state. Set `out->struct_size` first; on success it
  * holds the bytes filled. `out` is required.
@@ -2225,6 +2284,19 @@ enum loader_result loader_feed_invalidate_range(loader_feed_handle feed,
                                                 size_t from_len,
                                                 const uint8_t *to,
                                                 size_t to_len);
+
+/**
+ * `loader_appended` on the feed's loader: items were added after the source's last item
+ * (call it once they are visible to new loads); the feed loads only them when the window
+ * wants the end.
+ */
+enum loader_result loader_feed_appended(loader_feed_handle feed);
+
+/**
+ * `loader_follow` on the feed's loader: pins the window to the source's end (`on`), or
+ * stops following.
+ */
+enum loader_result loader_feed_follow(loader_feed_handle feed, bool on);
 
 /**
  * `loader_retry` on the feed's loader: retries a recorded failure now, and clears what

@@ -27,9 +27,14 @@
  * forward from the cursor before every item; backward from every such cursor (the items just
  * before it in source order, next_cursor the cursor before the first, empty with
  * end_of_source at the start); bounded by `until` between every two cursors (only the items
- * up to `until`, and `until` itself as next_cursor once the scan reaches it); and, with a
- * `delete_key` hook, an empty bounded read over the gap a deleted item leaves, which must
- * answer `until`, never its own cursor (that is a stalled cursor to the loader).
+ * up to `until`, and `until` itself as next_cursor once the scan reaches it, and
+ * end_of_source only when no item at all lies after the last one it returned: reaching
+ * `until` is not the source's end); with a `delete_key` hook, an empty bounded read over the
+ * gap a deleted item leaves, which must answer `until`, never its own cursor (that is a
+ * stalled cursor to the loader); and, with a `locate` callback (the one given to loader_new),
+ * every position from 0 to the end: the cursor it writes must be the one before the item at
+ * that position (a forward read of 1 from it returns that item; at the end, nothing and
+ * end_of_source), or it answers LOADER_LOCATE_UNKNOWN.
  *
  *     loader_test_options o = {.reference = keys, .reference_len = n, .load = my_load,
  *                              .ctx = &db, .report = NULL};       // NULL: print to stderr
@@ -83,6 +88,9 @@ typedef struct loader_test_options {
     void *report_ctx;
     /* Optional: whether the load reads bounded (`until`) reads; false skips those cases. */
     bool no_until;
+    /* Optional: the host's `locate` callback (loader_callbacks.locate), called with `ctx`;
+     * NULL skips those cases. */
+    loader_locate_fn locate;
 } loader_test_options;
 
 /* ---- the implementation ---- */
@@ -90,7 +98,7 @@ typedef struct loader_test_options {
 typedef struct loader_test__run {
     const loader_test_options *o;
     size_t found;
-    size_t told[8];
+    size_t told[10];
     /* cursors[i]: the cursor before item i (cursors[n]: after the last). */
     uint8_t *cursors;
     size_t *cursor_lens;
@@ -304,10 +312,49 @@ static inline void loader_test__bounded(loader_test__run *r) {
                     (a->next_cursor_len != ul || memcmp(a->next_cursor, u, ul) != 0))
                     loader_test__say(r, 6, "a read of %u bounded by until reached until and "
                                      "returned a next_cursor that is not until", limit);
+                if (a->end_of_source && hi < n)
+                    loader_test__say(r, 8, "a read of %u bounded by until (the cursor after "
+                                     "item %zu) from the cursor before item %zu claimed "
+                                     "end_of_source with %zu items after the last it "
+                                     "returned: on a bounded read end_of_source says no item "
+                                     "at all lies after the last one looked at, not that "
+                                     "until was reached (a short page says that); the loader "
+                                     "would end the view there and lose them", limit, j - 1,
+                                     i, n - hi);
             }
         }
     }
 }
+
+/* Asks `locate` for every position: the cursor before that item, or unknown. */
+static inline void loader_test__locate(loader_test__run *r) {
+    const int64_t *ref = r->o->reference;
+    size_t n = r->o->reference_len;
+    static uint8_t c[LOADER_MAX_CURSOR_LEN];
+    for (size_t p = 0; p <= n; p++) {
+        size_t cl = 0;
+        int32_t found = r->o->locate(r->o->ctx, (uint64_t)p, c, sizeof c, &cl);
+        if (found == LOADER_LOCATE_UNKNOWN) continue;
+        if (found != LOADER_LOCATE_FOUND || cl > sizeof c) {
+            loader_test__say(r, 9, "locate(%zu) returned %d with a cursor of %zu bytes: "
+                             "LOADER_LOCATE_FOUND with at most LOADER_MAX_CURSOR_LEN bytes, or "
+                             "LOADER_LOCATE_UNKNOWN", p, (int)found, cl);
+            continue;
+        }
+        if (!loader_test__call(r, c, cl, 1, LOADER_DIRECTION_FORWARD, NULL, 0)) continue;
+        loader_test_answer *a = &r->a;
+        if (p < n && (a->count != 1 || a->keys[0] != ref[p]))
+            loader_test__say(r, 9, "locate(%zu) wrote a cursor whose next item is %s%lld, not "
+                             "item %zu (key %lld): the loader would number the view wrong "
+                             "from there", p, a->count ? "key " : "none ",
+                             a->count ? (long long)a->keys[0] : 0LL, p, (long long)ref[p]);
+        else if (p == n && (a->count != 0 || !a->end_of_source))
+            loader_test__say(r, 9, "locate(%zu), the source's end, wrote a cursor with %u items "
+                             "after it%s", p, a->count,
+                             a->end_of_source ? "" : " and no end_of_source");
+    }
+}
+
 
 /* Deletes the middle item, then reads the gap it left: nothing up to until. */
 static inline void loader_test__empty_bounded(loader_test__run *r) {
@@ -355,6 +402,8 @@ static inline size_t loader_test_load(const loader_test_options *o) {
     if (loader_test__walk(&r)) {
         loader_test__forward(&r);
         loader_test__backward(&r);
+        /* Before the delete hook changes the source. */
+        if (o->locate != NULL) loader_test__locate(&r);
         if (!o->no_until) {
             loader_test__bounded(&r);
             if (o->delete_key != NULL) loader_test__empty_bounded(&r);

@@ -572,6 +572,22 @@ public:
         return a;
     }
     void invalidate() { run([&] { return loader_invalidate(handle_); }); }
+    // Items were added after the source's last item, and nothing else changed: the cheap
+    // report of an append (nothing re-read; when the window wants the end, one read returns
+    // just the new items). Not `invalidate_range(last cursor)`, which re-reads the last page
+    // (loader_appended in loader.h).
+    void appended() { run([&] { return loader_appended(handle_); }); }
+    // Follow mode, as `tail -f` / `less +F`: pins the window to the source's end (its length
+    // kept); a `set_window` away unpins, one back to the end pins again; `jump` unpins
+    // (loader_follow in loader.h).
+    void follow(bool on = true) { run([&] { return loader_follow(handle_, on); }); }
+    // Whether the window is pinned to the source's end now.
+    bool following() const {
+        bool on = false;
+        loader_result r = loader_following(handle_, &on);
+        if (r != LOADER_RESULT_OK) throw Error(r);
+        return on;
+    }
     // The source changed only between the positions `from` (empty: the source's start) and
     // `to` (nullopt: the source's end), both included; one changed row is `from == to == its
     // cursor`. Only the held pages that may hold a changed item are re-read, with bounded reads
@@ -898,6 +914,16 @@ public:
         check(loader_feed_jump(handle_, bytes(cursor), cursor.size(), position));
     }
     void invalidate() { check(loader_feed_invalidate(handle_)); }
+    // Items were added after the source's last item (Loader::appended).
+    void appended() { check(loader_feed_appended(handle_)); }
+    // Pins the window to the source's end, or stops following (Loader::follow).
+    void follow(bool on = true) { check(loader_feed_follow(handle_, on)); }
+    // Whether the window is pinned to the source's end now.
+    bool following() const {
+        bool on = false;
+        check(loader_following(loader_, &on));
+        return on;
+    }
     // The source changed only between `from` and `to` (none: the source's end).
     void invalidate_range(std::string_view from, std::optional<std::string_view> to = std::nullopt) {
         check(loader_feed_invalidate_range(handle_, bytes(from), from.size(), to ? bytes(*to) : nullptr,

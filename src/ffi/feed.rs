@@ -729,6 +729,21 @@ pub unsafe extern "C-unwind" fn loader_feed_invalidate_range(
     })
 }
 
+/// `loader_appended` on the feed's loader: items were added after the source's last item
+/// (call it once they are visible to new loads); the feed loads only them when the window
+/// wants the end.
+#[no_mangle]
+pub extern "C-unwind" fn loader_feed_appended(feed: loader_feed_handle) -> loader_result {
+    acting(feed, |l| super::follow::loader_appended(l))
+}
+
+/// `loader_follow` on the feed's loader: pins the window to the source's end (`on`), or
+/// stops following.
+#[no_mangle]
+pub extern "C-unwind" fn loader_feed_follow(feed: loader_feed_handle, on: bool) -> loader_result {
+    acting(feed, |l| super::follow::loader_follow(l, on))
+}
+
 /// `loader_retry` on the feed's loader: retries a recorded failure now, and clears what
 /// stopped the feed (a load's bad page). `*out_started` (may be NULL) says whether a read
 /// started.

@@ -17,6 +17,7 @@
 //! - `result`, `types`: the C types;
 //! - `lifecycle`, `events`, `introspection`, `view`, `explain`: the exported functions, by
 //!   what they do;
+//! - `follow`: appends, and the window pinned to the source's end;
 //! - `record`: recording a loader's run to a file (`loader_record`, `LOADER_RECORD`);
 //! - `feed`: the feed's exports (`loader_feed_*`), its loader's callbacks and its threads;
 //! - `testing`: the test ABI, only with the `testing` cargo feature;
@@ -40,6 +41,7 @@ mod types;
 mod lifecycle;
 
 mod events;
+mod follow;
 
 mod introspection;
 
@@ -60,6 +62,7 @@ mod unwinding_issue;
 pub use events::*;
 pub use explain::*;
 pub use feed::*;
+pub use follow::*;
 pub use instance::loader_handle;
 pub use introspection::*;
 pub use lifecycle::*;

@@ -467,9 +467,14 @@ pub struct loader_read {
     /// (`until` itself once the scan reached it). An EMPTY page whose `next_cursor` moved but
     /// is not `until`, without `end_of_source`, is not the bound: the loader reads on from
     /// `next_cursor` (a host that scans a fixed number of rows per read loses nothing on a
-    /// filtered stretch); an empty page that repeats `cursor` is `CURSOR_STALLED`. Owned by
-    /// the loader and valid only during the `issue` callback, like `cursor`: copy it if it is
-    /// needed later.
+    /// filtered stretch); an empty page that repeats `cursor` is `CURSOR_STALLED`.
+    /// `end_of_source` on a bounded read means what it means on any forward read: no item at
+    /// all lies after the last item the host looked at, in the whole source, past `until`
+    /// too. Reaching `until` is NOT the source's end (a short page already says `until` was
+    /// reached): a bounded read that stops at `until` with items after it says false, or the
+    /// loader ends the view there and the items after it are lost from the view. A host
+    /// unsure says false: it costs at most one more read. Owned by the loader and valid only
+    /// during the `issue` callback, like `cursor`: copy it if it is needed later.
     pub until: *const u8,
     /// The length of `until` in bytes; 0 when `until` is NULL.
     pub until_len: usize,

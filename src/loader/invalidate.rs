@@ -168,6 +168,7 @@ impl Loader {
         };
         let cursor = self.pools.cursors.make(cursor);
         self.out.stats.jumps += 1;
+        self.follow_jumped();
         // The host's positions from here on: what the memo knew was counted otherwise.
         self.view.memo_mut().forget();
         self.window.start = position;

@@ -7,7 +7,8 @@
 //! finite, step, fail), `schedule` (the window and the pump), `pools` (recycled buffers),
 //! `outbox` (effects and counters), `record` (the optional recording of a run, for
 //! `loader-check --replay`), `backoff`, `cursor`, `config` and `error`; `far` (a move far
-//! from the held pages starts at the nearest cursor known).
+//! from the held pages starts at the nearest cursor known); `follow` (appends, and the window
+//! pinned to the source's end).
 //!
 //! This file holds the [`Loader`] type, its construction and its close; its entry points are
 //! grouped by event, one module each: `invalidate` (`invalidate`, `invalidate_range`,
@@ -79,6 +80,7 @@ mod cursor;
 mod error;
 mod explain;
 mod far;
+mod follow;
 mod inspect;
 mod invalidate;
 #[cfg(any(test, feature = "testing"))]
@@ -155,6 +157,8 @@ pub struct Loader {
     /// The buffer the host's `locate` writes a cursor into, kept for reuse.
     locate_buf: Vec<u8>,
     closed: bool,
+    /// Follow mode and appends (see `follow`).
+    follow: follow::Follow,
     /// The recording of this run, if one was asked for (`record`).
     record: record::Slot,
 }
@@ -200,6 +204,7 @@ impl Loader {
             abandoned: std::collections::VecDeque::new(),
             locate_buf: Vec::new(),
             closed: false,
+            follow: follow::Follow::default(),
             record: record::Slot::default(),
         })
     }

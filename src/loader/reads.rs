@@ -114,6 +114,12 @@ impl Reads {
         })
     }
 
+    /// The id the next read issued gets: every read issued so far has a smaller one.
+    #[inline]
+    pub(super) fn next_id(&self) -> u64 {
+        self.next
+    }
+
     /// Reads issued and not yet answered.
     #[inline]
     pub(super) fn len(&self) -> usize {

@@ -51,6 +51,10 @@ pub(super) enum Call<'a> {
         answers: &'a [std::cmp::Ordering],
     },
     Jump(&'a [u8], u64),
+    /// `appended`.
+    Appended,
+    /// `follow`.
+    Follow(bool),
     Retry,
     Close,
 }
@@ -350,6 +354,8 @@ fn call(out: &mut Vec<u8>, last: &mut Vec<u8>, c: &Call<'_>) {
             out.push(b' ');
             num(out, position);
         }
+        Call::Appended => out.push(b'g'),
+        Call::Follow(on) => out.extend_from_slice(if on { b"F 1" } else { b"F 0" }),
         Call::Retry => out.push(b'y'),
         Call::Close => out.push(b'x'),
     }

@@ -116,7 +116,7 @@ impl Loader {
         r
     }
 
-    fn move_window(
+    pub(super) fn move_window(
         &mut self,
         start: u64,
         len: u64,
@@ -124,6 +124,7 @@ impl Loader {
     ) -> Result<(), LoaderError> {
         self.open()?;
         start.checked_add(len).ok_or(LoaderError::WindowOverflow)?;
+        self.follow_moved(start, len);
         let window = Window { start, len };
         let moved = self.window.start != start || self.window.len != len;
         // A far start takes an epoch and request ids: without room for them (counters

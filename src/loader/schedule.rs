@@ -41,6 +41,7 @@ impl Loader {
     pub(super) fn pump(&mut self) {
         loop {
             self.follow_shift();
+            self.pin_to_end();
             let want = self.window.want(self.config.prefetch_distance);
             // An effect may cause more (a repair with nothing to read settles at once): carry
             // them out too, in order.
@@ -58,7 +59,7 @@ impl Loader {
                 let more = std::mem::replace(&mut self.scratch, out);
                 self.scratch.extend(more);
             }
-            self.finite_direction = if self.view.short_after(&want) {
+            self.finite_direction = if self.view.short_after(&want) || self.wants_tail() {
                 Direction::Forward
             } else if self.view.short_before(&want) {
                 Direction::Backward
@@ -71,6 +72,8 @@ impl Loader {
                 _ => break,
             }
         }
+        self.pin_to_end();
+        self.note_end();
         self.trim();
         let view_changed = self.view.take_changed();
         self.out.announce(view_changed, self.ledger.changes());
@@ -82,6 +85,7 @@ impl Loader {
         let by = self.view.take_shift();
         if by != 0 {
             self.window.shift(by);
+            self.follow.shift(by);
             self.out.stats.renumbered += 1;
         }
     }

@@ -127,6 +127,9 @@ impl Loader {
         let advanced = read.cursor != next_cursor;
         let stalled = !advanced && (count > 0 || !(end_of_source || read.cancelled));
         let (request, kind) = (read.request, read.kind);
+        // A read issued before an append may have missed the new items: its claim of the
+        // source's end is not believed (see `follow`).
+        let end_of_source = end_of_source && self.end_claim_believed(read_id, read.direction);
         self.pools.cursors.recycle(read.cursor);
         self.out.stats.accepted += 1;
         self.out.stats.items_read += u64::from(count);

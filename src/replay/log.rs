@@ -55,6 +55,10 @@ pub enum Call {
     },
     /// `jump(cursor, position)`.
     Jump(Vec<u8>, u64),
+    /// `appended()`.
+    Appended,
+    /// `follow(on)`.
+    Follow(bool),
     /// `retry()`.
     Retry,
     /// `close()`.
@@ -243,6 +247,8 @@ fn call(text: &str, last: &mut Vec<u8>) -> Result<(Call, Option<String>), String
             },
         },
         "j" => Call::Jump(cursor(f.next().ok_or("no cursor")?, last)?, num(f.next())?),
+        "g" => Call::Appended,
+        "F" => Call::Follow(flag(f.next())?),
         "y" => Call::Retry,
         "x" => Call::Close,
         _ => return Err(format!("unknown call {op:?}")),

@@ -191,6 +191,8 @@ fn run_call(l: &mut Loader, c: &Call) -> Result<Option<String>, String> {
             out(r)
         }
         Call::Jump(cursor, position) => out(l.jump(cursor, *position)),
+        Call::Appended => out(l.appended()),
+        Call::Follow(on) => out(l.follow(*on)),
         Call::Retry => out(l.retry()),
         Call::Close => {
             l.close();

@@ -854,6 +854,31 @@ class _FeedCore(Generic[T]):
             loader.invalidate_range(from_cursor, to_cursor)
         self._user_called()
 
+    def appended(self) -> None:
+        """Rows were added after the source's last row, and nothing else changed (a log
+        line, a chat message, a row with a growing key). The cheap report of an append: the
+        feed loads only the new rows, once the window wants the end (see
+        :meth:`Loader.appended`). Call it after they are visible to new loads."""
+        with self._calling() as loader:
+            self._acted()
+            loader.appended()
+        self._user_called()
+
+    def follow(self, on: bool = True) -> None:
+        """Pins the window to the source's end, as ``tail -f``: it stays on the last rows
+        as the source grows. Scrolling away (:meth:`set_window`) unpins it, scrolling back to
+        the end pins it again, until ``follow(False)`` (see :meth:`Loader.follow`)."""
+        with self._calling() as loader:
+            self._acted()
+            loader.follow(on)
+        self._user_called()
+
+    @property
+    def following(self) -> bool:
+        """Whether the window is pinned to the source's end now."""
+        with self._calling() as loader:
+            return loader.following
+
     def retry(self) -> bool:
         """Retries a recorded failure now. Returns whether a read started."""
         with self._calling() as loader:

@@ -337,6 +337,11 @@ ADDED_FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
                                               c_size_t]),
     "loader_feed_retry": (c_enum, [loader_feed_handle, POINTER(c_bool)]),
     "loader_feed_wait_quiescent": (c_enum, [loader_feed_handle, ctypes.c_int64]),
+    "loader_appended": (c_enum, [loader_handle]),
+    "loader_follow": (c_enum, [loader_handle, c_bool]),
+    "loader_following": (c_enum, [loader_handle, POINTER(c_bool)]),
+    "loader_feed_appended": (c_enum, [loader_feed_handle]),
+    "loader_feed_follow": (c_enum, [loader_feed_handle, c_bool]),
     "loader_feed_free": (c_enum, [loader_feed_handle, ctypes.c_int64, POINTER(c_uint32)]),
 }
 """Public functions newer than some builds of the library: declared when the loaded library

@@ -584,6 +584,35 @@ class Loader(Generic[T]):
         """The source changed: starts a repair or a full read as the rules say."""
         self._call("loader_invalidate")
 
+    def appended(self) -> None:
+        """Items were added after the source's last item, and nothing else changed (a log
+        line, a chat message, a row with a growing key): the cheap report of an append. Nothing
+        is re-read and no repair starts; the view stops claiming the source's end, and when
+        the window wants the end (or :meth:`follow` is on) one read forward from the last held
+        cursor returns just the new items. A read in flight across the append keeps its items,
+        but its claim of the end is not believed. Do not report an append as
+        ``invalidate_range(last_cursor, None)``: a range starts at an item, so that re-reads
+        the last page every time."""
+        self._call("loader_appended")
+
+    def follow(self, on: bool = True) -> None:
+        """Follow mode, as ``tail -f`` and ``less +F``: pins the window to the source's end
+        (its length kept), so that it stays on the last items as the source grows, reading
+        forward until the end if the view does not reach it yet. A :meth:`set_window` away
+        from the end unpins it and one back to the end pins it again, until
+        ``follow(False)``; :meth:`jump` unpins. Read :attr:`state` ``.window_start`` back
+        after a change: the loader moves the window itself."""
+        if type(on) is not bool:
+            raise TypeError(f"on: expected a bool, got {type(on).__name__}")
+        self._call("loader_follow", on)
+
+    @property
+    def following(self) -> bool:
+        """Whether the window is pinned to the source's end now."""
+        out = ctypes.c_bool(False)
+        self._call("loader_following", out)
+        return bool(out.value)
+
     def invalidate_range(self, from_cursor: bytes, to_cursor: Optional[bytes]) -> None:
         """The source changed, but only between two positions. An item lies at the cursor
         just after it (its key, in keyset terms); every changed item (inserted, deleted or

@@ -171,6 +171,18 @@ class FakeSource(Generic[T]):
             feed.invalidate_range(after, after)
         return after
 
+    def append(self, item: T, feed: Any = None) -> bytes:
+        """Adds ``item`` after the last item; with ``feed``, reports it the cheap way
+        (``feed.appended()``: nothing held is re-read). Returns the cursor just after it."""
+        with self.lock:
+            key = (self._keys[-1] if self._keys else 0) + _SPACING
+            self._keys.append(key)
+            self._values.append(item)
+            after = self._encode(key + 1)
+        if feed is not None:
+            feed.appended()
+        return after
+
     def delete(self, index: int, feed: Any = None) -> T:
         """Deletes the item at ``index`` and returns it; with ``feed``, reports it as a
         ranged invalidation of just that item (see :meth:`insert`)."""
@@ -301,8 +313,10 @@ _PER_KIND = 3
 
 class _Tester:
     def __init__(self, load: Load, reference: Reference, key: Callable[[Any], Hashable],
-                 delete: Optional[Callable[[Hashable], None]], limits: Sequence[int]) -> None:
+                 delete: Optional[Callable[[Hashable], None]], limits: Sequence[int],
+                 locate: Optional[Callable[[int], Optional[bytes]]] = None) -> None:
         self.load = load
+        self.locate = locate
         self.reference = reference
         self.key = key
         self.delete = delete
@@ -497,6 +511,42 @@ class _Tester:
                             bytes(r.next_cursor) != u:
                         self.say("bounded_cursor", f"{what} reached until and returned "
                                  f"next_cursor {_cur(bytes(r.next_cursor))}, not until")
+                    after = n - i - len(keys)
+                    if r.end_of_source and after > 0:
+                        self.say("bounded_end", f"{what} claimed end_of_source with {after} "
+                                 "items after the last it returned: on a bounded read "
+                                 "end_of_source says no item at all lies after the last one "
+                                 "looked at, not that until was reached (a short page says "
+                                 "that); the loader would end the view there and lose them")
+
+    def check_locate(self, ref: List[Hashable]) -> None:
+        """``locate(p)`` for every position: the cursor before item ``p``, or None."""
+        assert self.locate is not None
+        n = len(ref)
+        for p in range(n + 1):
+            try:
+                c = self.locate(p)
+            except Exception as e:  # noqa: BLE001 - reported, as a load's failure is
+                self.say("locate", f"locate({p}) raised {type(e).__name__}: {e}")
+                continue
+            if c is None:
+                continue
+            if not isinstance(c, (bytes, bytearray, memoryview)):
+                self.say("locate", f"locate({p}) returned {type(c).__name__}, not bytes or "
+                         "None")
+                continue
+            r = self.call(bytes(c), 1, Direction.FORWARD)
+            if r is None:
+                continue
+            keys = self.keys(r)
+            if p < n and keys != ref[p:p + 1]:
+                self.say("locate", f"locate({p}) returned {_cur(bytes(c))}, whose next item "
+                         f"is {_items(keys)}, not item {p} ({ref[p]!r}): the loader would "
+                         "number the view wrong from there")
+            elif p == n and (keys or not r.end_of_source):
+                self.say("locate", f"locate({p}), the source's end, returned {_cur(bytes(c))}"
+                         f", with {_items(keys)} after it"
+                         f"{'' if r.end_of_source else ' and no end_of_source'}")
 
     def empty_bounded(self, cursors: List[bytes], ref: List[Hashable]) -> None:
         """With ``delete``: deletes an item, then reads the gap it left with a bounded read
@@ -550,6 +600,9 @@ class _Tester:
             return self.sentences()
         self.forward_from_each(cursors, ref)
         self.backward(cursors, ref)
+        if self.locate is not None:
+            # Before ``delete`` changes the source.
+            self.check_locate(ref)
         if self.until:
             self.bounded(cursors, ref)
             if self.delete is not None:
@@ -580,7 +633,8 @@ def _items(keys: Sequence[Hashable]) -> str:
 
 def check_load(load: Load, reference: Reference, *, key: Optional[Callable[[Any], Hashable]] = None,
                delete: Optional[Callable[[Hashable], None]] = None,
-               limits: Sequence[int] = (1, 2, 3)) -> List[str]:
+               limits: Sequence[int] = (1, 2, 3),
+               locate: Optional[Callable[[int], Optional[bytes]]] = None) -> List[str]:
     """Drives ``load`` through the host contract's cases and returns each violation as a
     sentence (an empty list: none found).
 
@@ -596,10 +650,15 @@ def check_load(load: Load, reference: Reference, *, key: Optional[Callable[[Any]
     before every item and at the end; backward from every such cursor (the items just
     before it in source order, ``next_cursor`` the one a forward read returns before the
     first of them, ``b""`` and ``end_of_source`` at the start); bounded by ``until`` between
-    every two cursors (the items up to ``until`` only, and ``until`` itself as the cursor
-    once the scan reaches it); and, with ``delete``, an empty bounded read. The cursors are
-    the load's own: the ones a forward walk one item at a time returned."""
-    return _Tester(load, reference, key or (lambda x: x), delete, limits).run()
+    every two cursors (the items up to ``until`` only, ``until`` itself as the cursor once the
+    scan reaches it, and ``end_of_source`` only when no item at all lies after the last one
+    returned: reaching ``until`` is not the source's end); with ``delete``, an empty bounded
+    read; and with ``locate`` (the feed's ``locate=``: ``locate(position)`` returns the
+    cursor before the item at that position, or None for unknown), every position from 0 to
+    the end: a forward read of 1 from its cursor must return that item (at the end: nothing,
+    and ``end_of_source``). The cursors are the load's own: the ones a forward walk one item
+    at a time returned."""
+    return _Tester(load, reference, key or (lambda x: x), delete, limits, locate).run()
 
 
 def assert_load(load: Load, reference: Reference, **kw: Any) -> None:

@@ -87,6 +87,36 @@ def test_it_finds_an_end_claimed_early_and_a_limit_broken() -> None:
     assert any("more than its limit" in s for s in check_load(greedy, src.rows))
 
 
+def test_it_finds_a_bounded_read_that_claims_the_end_at_until() -> None:
+    src = fake()
+
+    def load(cursor: bytes, limit: int, direction: Direction,
+             until: Optional[bytes] = None) -> LoadResult[str]:
+        r = src.load(cursor, limit, direction, until)
+        if until is not None and len(r.items) < limit:
+            return LoadResult(r.items, r.next_cursor, True)   # the defect: until is no end
+        return r
+
+    found = check_load(load, src.rows)
+    assert found and all("bounded" in s or "more like" in s for s in found), found
+    assert "claimed end_of_source with" in found[0]
+    assert "lose them" in found[0]
+    # The honest one's bounded reads claim the end only when nothing follows.
+    assert check_load(fake().load, fake().rows) == []
+
+
+def test_it_checks_locate() -> None:
+    src = fake()
+    assert check_load(src.load, src.rows, locate=src.cursor_at) == []
+    # Unknown is always allowed.
+    assert check_load(src.load, src.rows, locate=lambda p: None) == []
+    found = check_load(src.load, src.rows, locate=lambda p: src.cursor_at(p + 1))
+    assert found and all("locate(" in s or "more like" in s for s in found), found
+    assert "not item 0" in found[0]
+    found = check_load(src.load, src.rows, locate=lambda p: "k0")  # type: ignore
+    assert found and "not bytes or None" in found[0]
+
+
 def test_many_violations_of_one_kind_are_counted_not_all_told() -> None:
     src = FakeSource(30)
 

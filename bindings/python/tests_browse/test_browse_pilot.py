@@ -204,3 +204,67 @@ def test_a_write_by_another_connection_reaches_the_screen(small_db: Path) -> Non
             assert screen_rows(app)[3][-2] == "changed"
             assert app.refresh_seconds
     asyncio.run(run())
+
+
+def _append_rows(db: Path, first_id: int, n: int) -> None:
+    conn = sqlite3.connect(str(db), isolation_level=None)
+    conn.executemany(f"INSERT INTO {DEMO_TABLE} (id, ts, kind, amount, note) "
+                     "VALUES (?, '2026-12-01 00:00:00', 'new', 1.0, 'appended')",
+                     [(first_id + 2 * i,) for i in range(n)])
+    conn.close()
+
+
+def test_f_follows_new_rows_at_the_bottom(small_db: Path) -> None:
+    async def run() -> None:
+        app = browser(small_db)
+        async with app.run_test(size=(110, 30)) as pilot:
+            await fresh(pilot, app)
+            assert app.feed is not None and not app.feed.following
+            await pilot.press("F")
+            await fresh(pilot, app)
+            assert app.feed.following and "following" in app.status_text()
+            assert screen_rows(app)[-1][1] == str(2 * 20_000)
+            _append_rows(small_db, 2 * 20_001, 3)
+            await until(pilot, lambda: screen_rows(app)[-1][1] == str(2 * 20_003), timeout=10,
+                        what="the new rows at the bottom")
+            await fresh(pilot, app)
+            assert app.feed.following and app.top == 20_003 - app.height
+            # Scrolling up stops following: new rows do not move the screen.
+            await pilot.press("pageup")
+            await fresh(pilot, app)
+            assert not app.feed.following
+            top = app.top
+            _append_rows(small_db, 2 * 20_004, 2)
+            await until(pilot, lambda: app.total == 20_005, timeout=10, what="the count")
+            await fresh(pilot, app)
+            assert app.top == top and "following" not in app.status_text()
+            # F again: the bottom, following.
+            await pilot.press("F")
+            await fresh(pilot, app)
+            assert app.feed.following
+            assert screen_rows(app)[-1][1] == str(2 * 20_005)
+    asyncio.run(run())
+
+
+def test_follow_and_append_only_read_only_the_new_rows(small_db: Path) -> None:
+    """`--follow --append-only`: opened at the bottom, following; each commit is reported as
+    an append, so the rows read are the rows added."""
+    async def run() -> None:
+        app = Browser(Table(open_readonly(str(small_db)), DEMO_TABLE), poll_interval=0.1,
+                      follow=True, append_only=True)
+        async with app.run_test(size=(110, 30)) as pilot:
+            await until(pilot, lambda: app.feed is not None and app.feed.following,
+                        what="following from the start")
+            await fresh(pilot, app)
+            assert app.feed is not None
+            assert screen_rows(app)[-1][1] == str(2 * 20_000)
+            read = app.feed.stats().items_read
+            for k in range(3):
+                _append_rows(small_db, 2 * (20_001 + 4 * k), 4)
+                last = str(2 * (20_004 + 4 * k))
+                await until(pilot, lambda: screen_rows(app)[-1][1] == last, timeout=10,
+                            what="the new rows at the bottom")
+            await fresh(pilot, app)
+            assert app.feed.stats().items_read - read == 12
+            assert app.feed.following
+    asyncio.run(run())

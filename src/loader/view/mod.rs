@@ -180,6 +180,15 @@ impl View {
         self.start_of_source
     }
 
+    /// Items were added after the source's last item: the view no longer reaches the end
+    /// (a tail cursor past empty pages still holds: the new items come after it).
+    pub(super) fn grew(&mut self) {
+        if self.end_of_source {
+            self.end_of_source = false;
+            self.changed = true;
+        }
+    }
+
     /// Whether the view falls short of `want` after its last page while the source goes on.
     #[inline]
     pub(super) fn short_after(&self, want: &Want) -> bool {

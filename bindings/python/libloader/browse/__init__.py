@@ -24,7 +24,7 @@ def _parse(argv: Optional[List[str]]) -> argparse.Namespace:
         prog="libloader-browse",
         description="Scroll a SQLite table in its key order, live: the view follows other "
                     "programs' writes. Keys: arrows/j k, PgUp/PgDn/space b, Home/End g G, "
-                    ": go to a row number, / go to a key, r retry, q quit.")
+                    ": go to a row number, / go to a key, F follow the bottom, r retry, q quit.")
     p.add_argument("db", nargs="?", help="the SQLite database file")
     p.add_argument("table", nargs="?", help="the table (default: the first one)")
     p.add_argument("--demo", action="store_true",
@@ -37,6 +37,13 @@ def _parse(argv: Optional[List[str]]) -> argparse.Namespace:
                    help="the most seconds a load is delayed (default 0, 0.05 with --demo)")
     p.add_argument("--write-interval", type=float, default=0.5,
                    help="--demo: seconds between the writer's commits")
+    p.add_argument("--follow", action="store_true",
+                   help="open at the bottom and follow new rows there (as F does, like "
+                        "less +F); scrolling up stops following, back to the bottom resumes")
+    p.add_argument("--append-only", action="store_true",
+                   help="the table only ever gets new rows after its last key (a log): "
+                        "report each commit as an append, which reads only the new rows, "
+                        "instead of re-reading what the view shows")
     p.add_argument("--poll", type=float, default=0.4,
                    help="seconds between looks at PRAGMA data_version")
     args = p.parse_args(argv)
@@ -85,7 +92,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             return 2
         fail = args.fail_rate if args.fail_rate is not None else (0.05 if args.demo else 0.0)
         latency = args.latency if args.latency is not None else (0.05 if args.demo else 0.0)
-        app = Browser(table, poll_interval=args.poll,
+        app = Browser(table, poll_interval=args.poll, follow=args.follow,
+                      append_only=args.append_only,
                       title=f"{db.name}: {name}" + (" (demo: a writer runs, loads fail)"
                                                      if args.demo else ""))
         if fail > 0 or latency > 0:

@@ -123,14 +123,21 @@ class Browser(App[None]):
         Binding("home,g", "top", "top", show=False),
         Binding("end,G", "bottom", "bottom", show=False),
         Binding("r", "retry", "retry", show=False),
+        Binding("F", "follow", "follow", show=False),
         Binding("q", "quit", "quit", show=False),
     ]
 
     def __init__(self, table: Table, *, load: Optional[Load] = None,
                  feed_config: Optional[Config] = None, poll_interval: float = 0.4,
-                 title: Optional[str] = None) -> None:
+                 title: Optional[str] = None, follow: bool = False,
+                 append_only: bool = False) -> None:
         super().__init__()
         self.table = table
+        self.start_following = follow
+        """Open at the bottom, following new rows (``--follow``)."""
+        self.append_only = append_only
+        """Rows are only ever added after the last key (``--append-only``): a commit is
+        reported as an append (only the new rows read), not an invalidation."""
         self.fetched = 0
         """Rows the table's queries fetched for the feed's loads."""
         self._inner_load = load
@@ -197,6 +204,8 @@ class Browser(App[None]):
             self.feed.set_window(0, self.height)
         self.run_worker(self._watch(), exclusive=False)
         self.set_interval(self.poll_interval, self._poll)
+        if self.start_following and view.size.height > 1:
+            self.action_follow()
         self._show()
 
     async def on_unmount(self) -> None:
@@ -209,13 +218,24 @@ class Browser(App[None]):
         if self.feed is not None:
             self.top = min(self.top, self._last_top())
             self.feed.set_window(self.top, self.height)
+            if self.start_following and not self.feed.following:
+                self.start_following = False
+                self.action_follow()
             self._show()
 
     async def _watch(self) -> None:
         assert self.feed is not None
         async for snap in self.feed.changes():
             self.snap = snap
+            self._follow_top()
             self._show()
+
+    def _follow_top(self) -> None:
+        """While the feed follows the table's end, the loader moves the window: the screen's
+        top follows it."""
+        feed = self.feed
+        if feed is not None and feed.following:
+            self.top = feed.state.window_start
 
     def _poll(self) -> None:
         """Another connection committed: re-read what the view shows, count the rows."""
@@ -233,7 +253,10 @@ class Browser(App[None]):
         self.invalidations += 1
         if self._invalidated_at is None:
             self._invalidated_at = time.monotonic()
-        self.feed.invalidate()
+        if self.append_only:
+            self.feed.appended()
+        else:
+            self.feed.invalidate()
         self._show()
 
     # ---- what the screen shows ----
@@ -317,6 +340,8 @@ class Browser(App[None]):
         stats = feed.stats()
         last = min(self.top + self.height, max(self.total, self.top + 1))
         parts = [f"rows {self.top + 1:,}–{last:,} of {self.total:,}"]
+        if feed.following:
+            parts.append("following")
         if self.is_fresh():
             parts.append("fresh")
         elif state.revalidating:
@@ -373,7 +398,7 @@ class Browser(App[None]):
             self.query_one("#title", Static).update(
                 f"{self.label} · {self.total:,} rows by {self.table.key_label} "
                 f"({', '.join(self.table.key)}) · ↑↓ PgUp PgDn Home End · : row · / key · "
-                "r retry · q quit")
+                "F follow · r retry · q quit")
             if self.asking is not None:
                 what = ("row number (1 is the first)" if self.asking == "row"
                         else f"key ({', '.join(self.table.key)})")
@@ -451,6 +476,18 @@ class Browser(App[None]):
     def action_bottom(self) -> None:
         self._begin("bottom")
         self.go_to(self.total)
+
+    def action_follow(self) -> None:
+        """``F``, as in ``less``: to the bottom, and stay there as rows are added (the
+        loader pins the window to the table's end). Scrolling up stops following; scrolling
+        back to the bottom follows again."""
+        if self.feed is None:
+            return
+        self._begin("follow")
+        self.go_to(self.total)
+        self.feed.follow()
+        self._follow_top()
+        self._show()
 
     def action_retry(self) -> None:
         if self.feed is not None:
