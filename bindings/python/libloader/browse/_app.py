@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import sqlite3
 import time
+import unicodedata
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, List, Optional, Union
+from typing import Any, Awaitable, Callable, List, Optional, Tuple, Union
 
-from rich.segment import Segment
+from rich.cells import cell_len, set_cell_size
 from rich.style import Style
+from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.css.query import NoMatches
@@ -41,24 +43,126 @@ MAX_PAGES = 16
 most 16 pages (1,024 rows) held however far the view has scrolled."""
 
 CELL_WIDTH = 32
-"""The widest a column is drawn; longer values are cut with an ellipsis."""
+"""The widest a column is drawn, in terminal cells; longer values are cut with an
+ellipsis."""
+
+CELL_SCAN = 4 * CELL_WIDTH
+"""The code points of a value a cell looks at: a cell shows at most CELL_WIDTH cells, so a
+100 KB value costs no more to draw than a short one."""
 
 SEPARATOR = " │ "
 
+NULL_CELL = "∅"
+"""How SQL NULL is shown: apart from the text 'NULL', which shows as itself."""
+
+_UNSAFE = frozenset(("Cc", "Cf", "Cs", "Cn", "Zl", "Zp"))
+"""Unicode categories never sent to the terminal: controls (C0, DEL, C1: escape sequences
+start with them), format characters (bidi overrides and isolates, zero-width spaces and
+joiners, which reorder or hide text), surrogates (undecodable bytes), unassigned code points
+(no agreed width), line and paragraph separators."""
+
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_MAX_MARKS = 2
+"""Combining marks kept on one character; more are shown as escapes (a pile of them draws
+over the lines around)."""
+
+
+def _escape(ch: str) -> str:
+    named = _NAMED.get(ch)
+    if named is not None:
+        return named
+    o = ord(ch)
+    if 0xDC80 <= o <= 0xDCFF:   # a byte that was not UTF-8 (decoded with surrogateescape)
+        return f"\\x{o - 0xDC00:02x}"
+    if o < 0x100:
+        return f"\\x{o:02x}"
+    if o < 0x10000:
+        return f"\\u{o:04x}"
+    return f"\\U{o:08x}"
+
+
+def inert_parts(text: str) -> List[Tuple[str, bool]]:
+    """``text`` in runs of (text, escaped): every character a terminal could act on, or that
+    reorders, hides or stacks text, becomes a visible escape (``\\x1b``, ``\\u202e``, ``\\n``);
+    the rest is kept as it is, spaces included."""
+    if text.isascii() and text.isprintable():
+        return [(text, False)] if text else []
+    parts: List[Tuple[str, bool]] = []
+    run: List[str] = []
+    marks = 0
+    escaped_last = False
+    for ch in text:
+        cat = unicodedata.category(ch)
+        if cat in _UNSAFE:
+            bad = True
+        elif cat[0] == "M":
+            # A mark with no character of its own before it would join the separator.
+            bad = escaped_last or not run and not parts or marks >= _MAX_MARKS
+            marks += 1
+        else:
+            bad = False
+            marks = 0
+        if bad:
+            if run:
+                parts.append(("".join(run), False))
+                run = []
+            parts.append((_escape(ch), True))
+        else:
+            run.append(ch)
+        escaped_last = bad
+    if run:
+        parts.append(("".join(run), False))
+    return parts
+
+
+def inert(text: str) -> str:
+    """``text`` safe to show: see :func:`inert_parts`."""
+    return "".join(t for t, _ in inert_parts(text))
+
+
+def cell_parts(value: Any) -> List[Tuple[str, str]]:
+    """A value as a cell shows it (before cutting to the column's width), in runs of (text,
+    kind): ``"text"``, ``"escape"`` (a control shown as an escape), ``"null"``, ``"blob"``,
+    ``"more"`` (the value goes on past what a cell looks at)."""
+    if value is None:
+        return [(NULL_CELL, "null")]
+    if isinstance(value, bytes):
+        return [("x'" + value[:16].hex() + ("…'" if len(value) > 16 else "'"), "blob")]
+    if isinstance(value, float):
+        return [(repr(value), "text")]
+    text = str(value)
+    parts = [(t, "escape" if e else "text") for t, e in inert_parts(text[:CELL_SCAN])]
+    if len(text) > CELL_SCAN:
+        parts.append(("…", "more"))
+    return parts
+
 
 def cell(value: Any) -> str:
-    """A value as a cell shows it (before cutting to the column's width)."""
-    if value is None:
-        return "NULL"
-    if isinstance(value, bytes):
-        return "x'" + value[:16].hex() + ("…'" if len(value) > 16 else "'")
-    if isinstance(value, float):
-        return repr(value)
-    return " ".join(str(value).split())
+    """A value as a cell shows it (before cutting to the column's width): inert, spaces
+    kept, NULL apart from the text 'NULL'."""
+    return "".join(t for t, _ in cell_parts(value))
 
 
 def cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:max(width - 1, 0)] + "…"
+    """``text`` cut to ``width`` terminal cells (a wide character counts two), with an
+    ellipsis when it was longer."""
+    if cell_len(text) <= width:
+        return text
+    return set_cell_size(text, max(width - 1, 0)) + "…"
+
+
+CELL_STYLES = {"text": Style(), "escape": Style(color="magenta", italic=True),
+               "null": Style(dim=True, italic=True), "blob": Style(color="cyan"),
+               "more": Style(dim=True)}
+
+
+def cell_text(parts: List[Tuple[str, str]], width: int) -> Text:
+    """A cell's runs as styled text, cut and padded to ``width`` terminal cells."""
+    t = Text(no_wrap=True, end="")
+    for s, kind in parts:
+        t.append(s, CELL_STYLES[kind])
+    t.truncate(width, overflow="ellipsis", pad=True)
+    return t
 
 
 @dataclass
@@ -98,11 +202,11 @@ class RowsView(Widget, can_focus=True):
         width = self.size.width
         if y == 0:
             b._painted()
-            return Strip([Segment(b.header_text().ljust(width)[:width],
-                                  Style(bold=True, reverse=True))])
-        i = y - 1
-        text, style = b.line_text(i)
-        return Strip([Segment(text.ljust(width)[:width], style)])
+            return b.header_strip().adjust_cell_length(width, HEADER_STYLE)
+        return b.line_strip(y - 1).adjust_cell_length(width)
+
+
+HEADER_STYLE = Style(bold=True, reverse=True)
 
 
 class Browser(App[None]):
@@ -155,14 +259,16 @@ class Browser(App[None]):
         """While a row number or a key is typed: ``"row"`` or ``"key"``."""
         self.typed = ""
         self._header = ""
-        self._lines: List[tuple[str, Style]] = []
+        self._header_strip = Strip([])
+        self._lines: List[Strip] = []
 
     # ---- layout ----
 
     def compose(self) -> ComposeResult:
-        yield Static(id="title")
+        # No markup: a table's name, a key or a message in brackets is text, not a style.
+        yield Static(id="title", markup=False)
         yield RowsView(self)
-        yield Static(id="status")
+        yield Static(id="status", markup=False)
 
     @property
     def height(self) -> int:
@@ -266,48 +372,65 @@ class Browser(App[None]):
             names = [self.table.key[0]] + names
         return names
 
-    def _cells(self, row: Row) -> List[str]:
+    def _cells(self, row: Row) -> List[List[Tuple[str, str]]]:
         values = row[self.table.nkey:]
         if self.table.key_label == "rowid":
             values = (row[0],) + tuple(values)
-        return [cell(v) for v in values]
+        return [cell_parts(v) for v in values]
 
     def _number_width(self) -> int:
         return max(len(f"{self.top + self.height:,}"), len(f"{self.total:,}"), 1)
 
+    def _strip(self, text: Text) -> Strip:
+        return Strip(list(text.render(self.console, end="")))
+
     def _draw(self) -> None:
-        """The header and the window's lines, as text: made once per change of the view,
-        the window or the size, and painted line by line by :class:`RowsView`."""
+        """The header and the window's lines, as strips: made once per change of the view,
+        the window or the size, and painted line by line by :class:`RowsView`. Every value
+        and name is inert (:func:`inert_parts`), and widths are terminal cells."""
         rows = self.window_rows()
-        widths = [len(n) for n in self._columns()]
+        names = [inert(n) for n in self._columns()]
+        widths = [cell_len(n) for n in names]
         cells = [None if row is None else self._cells(row) for row in rows]
         for cs in cells:
             if cs is not None:
-                widths = [max(w, min(len(c), CELL_WIDTH)) for w, c in zip(widths, cs)]
+                widths = [max(w, min(cell_len("".join(t for t, _ in c)), CELL_WIDTH))
+                          for w, c in zip(widths, cs)]
         widths = [min(w, CELL_WIDTH) for w in widths]
         nw = self._number_width()
-        head = [cut(n, w).ljust(w) for n, w in zip(self._columns(), widths)]
+        head = [cut(n, w).ljust(w + len(cut(n, w)) - cell_len(cut(n, w)))
+                for n, w in zip(names, widths)]
         self._header = "#".rjust(nw) + SEPARATOR + SEPARATOR.join(head)
+        self._header_strip = self._strip(Text(self._header, style=HEADER_STYLE, end=""))
         state = self.feed.state if self.feed is not None else None
         stale = Style(dim=True) if self.snap is not None and self.snap.revalidating else Style()
-        lines: List[tuple[str, Style]] = []
+        lines: List[Strip] = []
         for i, cs in enumerate(cells):
             pos = self.top + i
             if cs is None:
                 if state is not None and state.end_of_source and pos >= state.covered_end:
-                    lines.append(("", Style()))
+                    lines.append(Strip([]))
                 else:
-                    lines.append((f"{pos + 1:,}".rjust(nw) + SEPARATOR + "…", Style(dim=True)))
+                    lines.append(self._strip(Text(f"{pos + 1:,}".rjust(nw) + SEPARATOR + "…",
+                                                  style=Style(dim=True), end="")))
                 continue
-            text = SEPARATOR.join(cut(c, w).ljust(w) for c, w in zip(cs, widths))
-            lines.append((f"{pos + 1:,}".rjust(nw) + SEPARATOR + text, stale))
+            line = Text(f"{pos + 1:,}".rjust(nw) + SEPARATOR, style=stale, no_wrap=True,
+                        end="")
+            for j, (c, w) in enumerate(zip(cs, widths)):
+                if j:
+                    line.append(SEPARATOR)
+                line.append_text(cell_text(c, w))
+            lines.append(self._strip(line))
         self._lines = lines
 
     def header_text(self) -> str:
         return self._header
 
-    def line_text(self, i: int) -> tuple[str, Style]:
-        return self._lines[i] if i < len(self._lines) else ("", Style())
+    def header_strip(self) -> Strip:
+        return self._header_strip
+
+    def line_strip(self, i: int) -> Strip:
+        return self._lines[i] if i < len(self._lines) else Strip([])
 
     def status_text(self) -> str:
         feed = self.feed
@@ -327,7 +450,7 @@ class Browser(App[None]):
         parts.append(f"{stats.failed_own} failures")
         parts.append("waiting for: " + self.waiting_for())
         if self.message:
-            parts.append(self.message)
+            parts.append(inert(self.message))
         return " · ".join(parts)
 
     def waiting_for(self) -> str:
@@ -370,17 +493,17 @@ class Browser(App[None]):
             if self._pending is not None:
                 self._fresh_pending = True
         try:
-            self.query_one("#title", Static).update(
+            self.query_one("#title", Static).update(inert(
                 f"{self.label} · {self.total:,} rows by {self.table.key_label} "
                 f"({', '.join(self.table.key)}) · ↑↓ PgUp PgDn Home End · : row · / key · "
-                "r retry · q quit")
+                "r retry · q quit"))
             if self.asking is not None:
                 what = ("row number (1 is the first)" if self.asking == "row"
                         else f"key ({', '.join(self.table.key)})")
-                status = f"go to {what}: {self.typed}▏ Enter to go, Esc to cancel"
+                status = f"go to {what}: {inert(self.typed)}▏ Enter to go, Esc to cancel"
             else:
                 status = self.status_text()
-            self.query_one("#status", Static).update(status)
+            self.query_one("#status", Static).update(inert(status))
             self._draw()
             self.query_one(RowsView).refresh()
         except NoMatches:   # not composed yet, or being torn down
