@@ -37,7 +37,10 @@ HOSTILE: List[Any] = [
     "NULL",                                     # ... next to the text 'NULL'
     "two  spaces   three",                      # spaces kept
     "sep \u2028 par \u2029",                    # line and paragraph separators
+    "\u200b" * 50 + "only zero-width",          # zero-width characters before the text
 ]
+NOT_UTF8 = b"bad \xff\xfe utf-8 \x1b[2J"
+"""Text that is not UTF-8 (a value of the last row, written as text from bytes)."""
 
 
 def hostile_db(path: Path) -> Path:
@@ -47,6 +50,8 @@ def hostile_db(path: Path) -> Path:
                  f'"v{ESC}]0;col\x07" , tail TEXT)')
     for i, v in enumerate(HOSTILE):
         conn.execute(f'INSERT INTO "t{ESC}[31m" VALUES (?, ?, ?)', (i + 1, v, f"end{i + 1}"))
+    conn.execute(f'INSERT INTO "t{ESC}[31m" VALUES (?, CAST(? AS TEXT), ?)',
+                 (len(HOSTILE) + 1, NOT_UTF8, f"end{len(HOSTILE) + 1}"))
     conn.commit()
     conn.close()
     return path
@@ -80,7 +85,7 @@ def test_hostile_values_are_inert_on_the_pilot_screen(tmp_path: Path) -> None:
     async def run() -> None:
         conn = open_readonly(str(db))
         app = Browser(Table(conn, f"t{ESC}[31m"), poll_interval=0.3)
-        async with app.run_test(size=(100, len(HOSTILE) + 4)) as pilot:
+        async with app.run_test(size=(100, len(HOSTILE) + 5)) as pilot:
             await fresh(pilot, app)
             lines = screen_lines(app)
             for line in lines:
@@ -93,7 +98,7 @@ def test_hostile_values_are_inert_on_the_pilot_screen(tmp_path: Path) -> None:
             # Every row line is as wide, in terminal cells, as the header: the columns line
             # up, CJK and emoji counted as two cells, nothing zero-width left to misalign.
             head = next(i for i, l in enumerate(lines) if l.strip().startswith("#"))
-            rows = lines[head + 1:head + 1 + len(HOSTILE)]
+            rows = lines[head + 1:head + 2 + len(HOSTILE)]
             seps = [[cell_len(l[:j]) for j in range(len(l)) if l[j] == SEPARATOR.strip()]
                     for l in [lines[head]] + rows]
             assert all(s == seps[0] for s in seps), seps
@@ -102,7 +107,8 @@ def test_hostile_values_are_inert_on_the_pilot_screen(tmp_path: Path) -> None:
             text_row = by_id[str(HOSTILE.index("NULL") + 1)].split(SEPARATOR.strip())
             assert null_row[2].strip() != text_row[2].strip() == "NULL"
             assert "two  spaces   three" in text
-            assert all(f"end{i + 1}" in text for i in range(len(HOSTILE)))
+            assert all(f"end{i + 1}" in text for i in range(len(HOSTILE) + 1))
+            assert "bad \\xff\\xfe utf-8 \\x1b[2J" in text
             # The status line and a message that quotes a hostile key are inert too.
             await pilot.press("slash", *"abc", "enter")
             await pilot.pause()
@@ -123,7 +129,7 @@ def test_hostile_values_never_reach_the_terminal_under_tmux(tmp_path: Path, tmux
     lines = tmux.wait(lambda ls: any(" fresh " in l for l in ls), "the hostile rows, fresh")
     text = "\n".join(lines)
     assert "\\x1b]0;pwned title\\x07" in text
-    assert "end1" in text and f"end{len(HOSTILE)}" in text
+    assert "end1" in text and f"end{len(HOSTILE) + 1}" in text
     title = tmux("display-message", "-p", "-t", "browse", "#{pane_title}")
     assert "pwned" not in title and "col" not in title.replace("libloader", "")
     tmux("send-keys", "-t", "browse", "q")

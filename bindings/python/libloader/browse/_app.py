@@ -25,14 +25,14 @@ from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.strip import Strip
 from textual.widget import Widget
-from textual.events import Key
+from textual.events import Key, MouseScrollDown, MouseScrollUp, Paste
 from textual.widgets import Static
 
 from .. import aio
 from .._enums import Direction, Failure
 from .._feed import FeedSnapshot, LoadResult
 from .._types import Config
-from ._table import Row, Table
+from ._table import MOVE_BUSY_S, NoKeyError, Row, Table
 
 Load = Callable[[bytes, int, Direction], Union[LoadResult[Row], Awaitable[LoadResult[Row]]]]
 
@@ -51,6 +51,13 @@ CELL_SCAN = 4 * CELL_WIDTH
 100 KB value costs no more to draw than a short one."""
 
 SEPARATOR = " │ "
+
+WHEEL_LINES = 3
+"""Lines a turn of the mouse wheel scrolls."""
+
+AUTO_RETRY_S = 2.0
+"""When the loader's automatic retries are spent (a long lock), the poll retries this often
+by itself: the view recovers without a key once the cause is gone."""
 
 NULL_CELL = "∅"
 """How SQL NULL is shown: apart from the text 'NULL', which shows as itself."""
@@ -197,6 +204,21 @@ class RowsView(Widget, can_focus=True):
             event.stop()
             event.prevent_default()
 
+    def on_paste(self, event: Paste) -> None:
+        """Text pasted while a row number or a key is typed goes there."""
+        if self.browser.asking is not None:
+            self.browser.typed += " ".join(event.text.split())
+            self.browser._show()
+        event.stop()
+
+    def on_mouse_scroll_down(self, event: MouseScrollDown) -> None:
+        self.browser.action_line(WHEEL_LINES)
+        event.stop()
+
+    def on_mouse_scroll_up(self, event: MouseScrollUp) -> None:
+        self.browser.action_line(-WHEEL_LINES)
+        event.stop()
+
     def render_line(self, y: int) -> Strip:
         b = self.browser
         width = self.size.width
@@ -258,6 +280,13 @@ class Browser(App[None]):
         self.asking: Optional[str] = None
         """While a row number or a key is typed: ``"row"`` or ``"key"``."""
         self.typed = ""
+        self.gone: Optional[str] = None
+        """Why the table cannot be shown any more (dropped, renamed, its key changed), or
+        None."""
+        self.schema = -1
+        self._rerank = False
+        """A commit was seen: the first shown row is to be ranked again (row numbers)."""
+        self._auto_retry_at = 0.0
         self._header = ""
         self._header_strip = Strip([])
         self._lines: List[Strip] = []
@@ -290,13 +319,13 @@ class Browser(App[None]):
     async def on_mount(self) -> None:
         self.total = self.table.count()
         self.version = self.table.data_version()
+        self.schema = self.table.schema_version()
         load: Any = self.table_load
         if self._inner_load is not None:
             load = self._inner_load
         # A far window move (go to row, the bottom) asks the table for the cursor before the
         # row (an OFFSET query from the nearer end) and starts there, instead of walking.
-        self.feed = aio.Feed(load, config=self.config,
-                             locate=lambda n: self.table.cursor_at(n, self.total))
+        self.feed = aio.Feed(load, config=self.config, locate=self._locate)
         view = self.query_one(RowsView)
         view.focus()
         if view.size.height > 1:   # else the first layout's resize sets the window
@@ -321,25 +350,131 @@ class Browser(App[None]):
         assert self.feed is not None
         async for snap in self.feed.changes():
             self.snap = snap
+            self._keep_full()
             self._show()
 
+    def _locate(self, n: int) -> bytes:
+        """The feed's ``locate``: the cursor before row ``n`` (an OFFSET query from the
+        nearer end), waiting for a lock as a far move does."""
+        with self.table.patient():
+            return self.table.cursor_at(n, self.total)
+
+    def _keep_full(self) -> None:
+        """The table ended before the window's end (it shrank, or a key past the last was
+        asked for): the window moves up to show its last rows, never an empty screen."""
+        if self.feed is None:
+            return
+        state = self.feed.state
+        if state.end_of_source and self.top > 0 and \
+                self.top + self.height > state.covered_end:
+            top = max(state.covered_end - self.height, 0)
+            if top < self.top:
+                self.top = top
+                self.feed.set_window(top, self.height)
+
     def _poll(self) -> None:
-        """Another connection committed: re-read what the view shows, count the rows."""
+        """Another connection committed: re-read what the view shows, count the rows, rank
+        the first shown row again (so the numbers are the table's own), and say a schema
+        change. Retries spent (a long lock) are retried by themselves every AUTO_RETRY_S."""
         if self.feed is None:
             return
         try:
             v = self.table.data_version()
             if v == self.version:
+                if self._rerank:
+                    self._rank_top()
+                self._auto_retry()
                 return
             self.version = v
+            if self._schema_changed():
+                return
             self.total = self.table.count()
         except sqlite3.Error as e:   # a locked database: the next poll tries again
-            self.message = f"poll: {e}"
+            self.message = failure_message(e, "a look for other programs' commits",
+                                           self.table.name)
+            self._show()
             return
         self.invalidations += 1
         if self._invalidated_at is None:
             self._invalidated_at = time.monotonic()
-        self.feed.invalidate()
+        self._rerank = True
+        if not self._rank_top():
+            self.feed.invalidate()
+        self._show()
+
+    def _auto_retry(self) -> None:
+        feed = self.feed
+        if feed is None or not feed.needs_retry:
+            return
+        now = time.monotonic()
+        if now - self._auto_retry_at >= AUTO_RETRY_S:
+            self._auto_retry_at = now
+            feed.retry()
+            self._show()
+
+    def _rank_top(self) -> bool:
+        """Ranks the first shown row in the table as it is now (a count of the keys before
+        it) and, when the view numbers it otherwise (rows were inserted or deleted before
+        it), rebuilds the view there with the table's number. Returns whether it did."""
+        feed, snap = self.feed, self.snap
+        if feed is None or snap is None or self.gone is not None:
+            return False
+        idx = self.top - snap.start
+        if not 0 <= idx < len(snap.items):
+            return False   # not loaded: ranked at a later poll
+        self._rerank = False
+        key = snap.items[idx][:self.table.nkey]
+        try:
+            cursor, n = self.table.locate_key(key)
+        except sqlite3.Error:
+            self._rerank = True
+            return False
+        if n == self.top:
+            return False
+        self.top = n
+        feed.jump(cursor, n)
+        feed.set_window(n, self.height)
+        return True
+
+    def _schema_changed(self) -> bool:
+        """Reads the schema's version: on a change, the table is read again (its columns,
+        its key) and the change said; a table dropped or renamed is said and not shown.
+        Returns whether the view cannot go on as it was."""
+        schema = self.table.schema_version()
+        if schema == self.schema and self.gone is None:
+            return False
+        self.schema = schema
+        assert self.feed is not None
+        name = self.table.name
+        if not self.table.exists():
+            self._lose(f"table {name} was dropped or renamed by another program: q to quit")
+            return True
+        try:
+            table = Table(self.table.conn, name)
+        except NoKeyError as e:
+            self._lose(str(e))
+            return True
+        was_gone = self.gone is not None
+        self.gone = None
+        if table.shape() != self.table.shape() or was_gone:
+            old = {c.name for c in self.table.columns}
+            new = {c.name for c in table.columns}
+            self.table = table
+            self.message = ("the table is back" if was_gone else
+                            "the table's columns changed" + _diff(old, new)) + ": showing it"
+            self.total = table.count()
+            self.top = min(self.top, max(self.total - self.height, 0))
+            cursor = table.cursor_at(self.top, self.total)
+            self.feed.jump(cursor, self.top)
+            self.feed.set_window(self.top, self.height)
+            self._show()
+            return True
+        return False
+
+    def _lose(self, why: str) -> None:
+        self.gone = why
+        self.message = why
+        self.notify(inert(why), severity="error", timeout=10)
         self._show()
 
     # ---- what the screen shows ----
@@ -357,7 +492,7 @@ class Browser(App[None]):
         """The view is settled (nothing read, nothing owed) and holds every row of the window
         the table has."""
         snap = self.snap
-        if snap is None or not snap.settled or self.feed is None:
+        if snap is None or not snap.settled or self.feed is None or self.gone is not None:
             return False
         state = self.feed.state
         if state.window_start != self.top:
@@ -388,7 +523,7 @@ class Browser(App[None]):
         """The header and the window's lines, as strips: made once per change of the view,
         the window or the size, and painted line by line by :class:`RowsView`. Every value
         and name is inert (:func:`inert_parts`), and widths are terminal cells."""
-        rows = self.window_rows()
+        rows = self.window_rows() if self.gone is None else [None] * self.height
         names = [inert(n) for n in self._columns()]
         widths = [cell_len(n) for n in names]
         cells = [None if row is None else self._cells(row) for row in rows]
@@ -408,7 +543,8 @@ class Browser(App[None]):
         for i, cs in enumerate(cells):
             pos = self.top + i
             if cs is None:
-                if state is not None and state.end_of_source and pos >= state.covered_end:
+                if self.gone is not None or (state is not None and state.end_of_source
+                                             and pos >= state.covered_end):
                     lines.append(Strip([]))
                 else:
                     lines.append(self._strip(Text(f"{pos + 1:,}".rjust(nw) + SEPARATOR + "…",
@@ -438,26 +574,43 @@ class Browser(App[None]):
             return "starting"
         state = feed.state
         stats = feed.stats()
-        last = min(self.top + self.height, max(self.total, self.top + 1))
-        parts = [f"rows {self.top + 1:,}–{last:,} of {self.total:,}"]
+        last = min(self.top + self.height, self.total)
+        if self.gone is not None:
+            parts = ["no table"]
+        elif last <= self.top:
+            parts = ["no rows" if self.total == 0 else
+                     f"past the last row (of {self.total:,})"]
+        else:
+            parts = [f"rows {self.top + 1:,}–{last:,} of {self.total:,}"]
         if self.is_fresh():
             parts.append("fresh")
+        elif self.gone is not None:
+            pass
         elif state.revalidating:
             parts.append("refreshing")
         else:
             parts.append("loading")
-        parts.append(f"{state.outstanding_reads} reads in flight")
-        parts.append(f"{stats.failed_own} failures")
+        parts.append(f"{state.outstanding_reads} {_plural(state.outstanding_reads, 'read')} "
+                     "in flight")
+        parts.append(f"{stats.failed_own} {_plural(stats.failed_own, 'failure')}")
         parts.append("waiting for: " + self.waiting_for())
-        if self.message:
-            parts.append(inert(self.message))
-        return " · ".join(parts)
+        status = " · ".join(parts)
+        # The message first: at 80 columns the line's end is cut off.
+        return f"{inert(self.message)} · {status}" if self.message else status
 
     def waiting_for(self) -> str:
         """What the loader waits for, in words: the loader's own ``explain()`` when it has
         one, else read from its state."""
         feed = self.feed
         assert feed is not None
+        # What only a person can end comes first: the loader's words do not say to press r.
+        problem = self.snap.problem if self.snap is not None else None
+        if problem is not None or feed.needs_retry:
+            reason = problem.reason if problem is not None else "retries_spent"
+            return {"retries_spent": "you: retries spent, press r (retried by itself "
+                                     f"every {AUTO_RETRY_S:g} s)",
+                    "cursor_stalled": "you: a load stalled, press r",
+                    "bad_load_result": "you: a load is broken, press r"}[reason]
         explain = getattr(feed, "explain", None)
         if callable(explain):
             try:
@@ -465,14 +618,13 @@ class Browser(App[None]):
                 if text:
                     first = text.splitlines()[0]
                     # The loader waits for nothing when it is quiescent.
-                    return "nothing" if first == "quiescent" else first
+                    if first == "quiescent":
+                        return "nothing"
+                    if first.lower().startswith("waiting for "):
+                        first = first[len("waiting for "):]
+                    return first
             except Exception:
                 pass
-        problem = self.snap.problem if self.snap is not None else None
-        if problem is not None:
-            return {"retries_spent": "you: retries spent, press r",
-                    "cursor_stalled": "you: a load stalled, press r",
-                    "bad_load_result": "you: a load is broken, press r"}[problem.reason]
         state = feed.state
         if state.failure is Failure.OWN:
             return "a retry after a failed read (backoff)"
@@ -494,7 +646,8 @@ class Browser(App[None]):
                 self._fresh_pending = True
         try:
             self.query_one("#title", Static).update(inert(
-                f"{self.label} · {self.total:,} rows by {self.table.key_label} "
+                f"{self.label} · {self.total:,} {_plural(self.total, 'row')} by "
+                f"{self.table.key_label} "
                 f"({', '.join(self.table.key)}) · ↑↓ PgUp PgDn Home End · : row · / key · "
                 "r retry · q quit"))
             if self.asking is not None:
@@ -537,9 +690,19 @@ class Browser(App[None]):
 
     def _scroll_to(self, top: int) -> None:
         assert self.feed is not None
+        if self.gone is not None:
+            return
+        old = self.top
         self.top = min(max(top, 0), self._last_top())
-        self.feed.set_window(self.top, self.height)
-        self._show()
+        try:
+            self.feed.set_window(self.top, self.height)
+        except Exception:
+            # A far move's locate failed (a lock, the table gone): the window goes back.
+            self.top = old
+            self.feed.set_window(old, self.height)
+            raise
+        finally:
+            self._show()
 
     def go_to(self, n: int) -> None:
         """Puts row ``n`` (from 0) at the top: a window move. A far one starts at a cursor
@@ -550,35 +713,73 @@ class Browser(App[None]):
         self._scroll_to(min(max(n, 0), max(self.total - self.height, 0)))
 
     def go_to_key(self, text: str) -> None:
-        """Puts the first row whose key is at least ``text`` at the top."""
+        """Puts the first row whose key is at least ``text`` at the top; past the last row,
+        the last rows."""
         assert self.feed is not None
         values = self.table.parse_key(text)
-        cursor, n = self.table.locate_key(values)
+        with self.table.patient():
+            cursor, n = self.table.locate_key(values)
+        if n > max(self.total - self.height, 0):
+            self.go_to(n)
+            return
         self.top = n
         self.feed.jump(cursor, n)
         self.feed.set_window(n, self.height)
         self._show()
 
+    def _guarded(self, what: str, move: Callable[[], None]) -> None:
+        """Runs a move; a failure is a message on the status line (and a notification),
+        never a crash."""
+        try:
+            move()
+        except Exception as e:   # noqa: BLE001 (every failure is said, none ends the app)
+            self._pending = None
+            self._failed(what, e)
+
+    def _failed(self, what: str, e: BaseException) -> None:
+        if isinstance(e, sqlite3.Error) and self.feed is not None:
+            try:
+                if not self.table.exists():
+                    self._lose(f"table {self.table.name} was dropped or renamed by another "
+                               "program: q to quit")
+                    return
+            except sqlite3.Error:
+                pass
+        self.message = failure_message(e, what, self.table.name)
+        self.notify(inert(self.message), severity="error", timeout=6)
+        self._show()
+
     def action_line(self, delta: int) -> None:
         self._begin("line")
-        self._scroll_to(self.top + delta)
+        self._guarded("scrolling", lambda: self._scroll_to(self.top + delta))
 
     def action_page(self, delta: int) -> None:
         self._begin("page")
-        self._scroll_to(self.top + delta * self.height)
+        self._guarded("scrolling", lambda: self._scroll_to(self.top + delta * self.height))
 
     def action_top(self) -> None:
         self._begin("top")
-        self.go_to(0)
+        self._guarded("going to the top", lambda: self.go_to(0))
 
     def action_bottom(self) -> None:
         self._begin("bottom")
-        self.go_to(self.total)
+
+        def bottom() -> None:
+            with self.table.patient():
+                self.total = self.table.count()
+            self.go_to(self.total)
+        self._guarded("going to the bottom", bottom)
 
     def action_retry(self) -> None:
-        if self.feed is not None:
-            self.feed.retry()
-            self._show()
+        if self.feed is None:
+            return
+        if self.gone is not None:
+            # The table may be back: read the schema again.
+            self._guarded("reading the table again", self._schema_changed)
+            return
+        self.message = ""
+        self.feed.retry()
+        self._show()
 
     def action_ask(self, kind: str) -> None:
         """Starts typing a row number or a key on the status line: the keys typed go there
@@ -612,14 +813,44 @@ class Browser(App[None]):
         return True
 
     def _submit(self, kind: str, text: str) -> None:
-        try:
-            if kind == "row":
+        if self.gone is not None:
+            self._show()
+            return
+        if kind == "row":
+            try:
                 n = int(text.replace(",", "").replace("_", ""))
-                self._begin("go to row")
-                self.go_to(n - 1)
-            else:
-                self._begin("go to key")
-                self.go_to_key(text)
-        except ValueError as e:
-            self._pending = None
-            self.message = str(e) if kind == "key" else f"not a row number: {text!r}"
+            except ValueError:
+                self.message = f"not a row number: {text!r}"
+                return
+            self._begin("go to row")
+            self._guarded(f"going to row {n:,}", lambda: self.go_to(n - 1))
+        else:
+            self._begin("go to key")
+            self._guarded("going to a key", lambda: self.go_to_key(text))
+
+
+def _plural(n: int, word: str) -> str:
+    return word if n == 1 else word + "s"
+
+
+def _diff(old: "set[str]", new: "set[str]") -> str:
+    gone, added = sorted(old - new), sorted(new - old)
+    said = ([f"gone: {', '.join(gone)}"] if gone else []) + (
+        [f"new: {', '.join(added)}"] if added else [])
+    return f" ({'; '.join(said)})" if said else ""
+
+
+def failure_message(e: BaseException, what: str, table: str) -> str:
+    """A failure in words, with what to do."""
+    text = str(e).splitlines()[0] if str(e) else type(e).__name__
+    if isinstance(e, ValueError) and not isinstance(e, sqlite3.Error):
+        return text    # a key typed that does not parse: the message says why
+    if isinstance(e, sqlite3.OperationalError):
+        if "locked" in text or "busy" in text:
+            return (f"{what}: the database is locked by another program (waited "
+                    f"{MOVE_BUSY_S:g} s): try again when its write is done")
+        if "no such table" in text:
+            return f"{what}: table {table} was dropped or renamed by another program"
+        if "no such column" in text:
+            return f"{what}: the table's columns changed ({text}): press r"
+    return f"{what} failed: {text}"
