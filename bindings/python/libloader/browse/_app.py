@@ -404,7 +404,7 @@ class Browser(App[None]):
 
     def _auto_retry(self) -> None:
         feed = self.feed
-        if feed is None or not feed.needs_retry:
+        if feed is None or self.gone is not None or not feed.needs_retry:
             return
         now = time.monotonic()
         if now - self._auto_retry_at >= AUTO_RETRY_S:
@@ -727,7 +727,7 @@ class Browser(App[None]):
         self.feed.set_window(n, self.height)
         self._show()
 
-    def _guarded(self, what: str, move: Callable[[], None]) -> None:
+    def _guarded(self, what: str, move: Callable[[], object]) -> None:
         """Runs a move; a failure is a message on the status line (and a notification),
         never a crash."""
         try:
