@@ -359,3 +359,55 @@ def test_counts_read_as_words(tmp_path: Path) -> None:
             assert "waiting for: waiting for" not in app.status_text()
     asyncio.run(run())
     conn.close()
+
+
+# ---- 6. no full count(*) per commit on a large table ----
+
+def test_a_slow_count_is_not_run_after_every_commit(small_db: Path) -> None:
+    """A count that takes 50 ms (a large table's) runs at most 5% of the time under a writer
+    committing every 20 ms, the total shown as approximate meanwhile; once the writer stops
+    it is exact again."""
+    async def run() -> None:
+        app = browser(small_db)
+        count = app.table.count
+        calls: list = []
+
+        def slow_count() -> int:
+            t0 = time.monotonic()
+            time.sleep(0.05)
+            n = count()
+            calls.append(time.monotonic() - t0)
+            return n
+        app.table.count = slow_count  # type: ignore[method-assign]
+        async with app.run_test(size=(110, 30)) as pilot:
+            await fresh(pilot, app)
+            calls.clear()
+            stop = threading.Event()
+
+            def write() -> None:
+                conn = sqlite3.connect(str(small_db), isolation_level=None, timeout=10)
+                i = 0
+                while not stop.is_set():
+                    conn.execute(f"INSERT INTO {DEMO_TABLE} (id, ts, kind, amount) "
+                                 "VALUES (?, 'now', 'x', 0)", (100_001 + 2 * i,))
+                    i += 1
+                    stop.wait(0.02)
+                conn.close()
+            t = threading.Thread(target=write)
+            t0 = time.monotonic()
+            t.start()
+            try:
+                await pilot.pause(3.0)
+                assert app.invalidations >= 8
+                assert "~" in app.status_text() or sum(calls) <= 0.1 * 3.0
+            finally:
+                stop.set()
+                t.join()
+            spent = time.monotonic() - t0
+            assert sum(calls) <= 0.08 * spent, (calls, spent)
+            conn = sqlite3.connect(str(small_db))
+            n = conn.execute(f"SELECT count(*) FROM {DEMO_TABLE}").fetchone()[0]
+            conn.close()
+            await until(pilot, lambda: f"of {n:,}" in app.status_text(), timeout=5,
+                        what="the exact total")
+    asyncio.run(run())

@@ -55,6 +55,13 @@ SEPARATOR = " │ "
 WHEEL_LINES = 3
 """Lines a turn of the mouse wheel scrolls."""
 
+COUNT_SHARE = 0.05
+"""The most of its time the poll spends counting the table's rows: after a count that took
+``d`` seconds, the next waits ``d / COUNT_SHARE`` (a 1 ms count of a small table, every poll;
+a 0.5 s count of 10^7 rows, every 10 s). Between counts the total is shown as approximate
+(``~``); the row numbers on screen stay exact (the first shown row is ranked at each
+commit)."""
+
 AUTO_RETRY_S = 2.0
 """When the loader's automatic retries are spent (a long lock), the poll retries this often
 by itself: the view recovers without a key once the cause is gone."""
@@ -268,6 +275,11 @@ class Browser(App[None]):
         self.snap: Optional[FeedSnapshot[Row]] = None
         self.top = 0
         self.total = 0
+        self.total_exact = True
+        """The total is the table's count since the last commit seen (else ``~``)."""
+        self._count_due = 0.0
+        self.counts = 0
+        """Full counts the poll made."""
         self.version = -1
         self.message = ""
         self.samples: List[KeySample] = []
@@ -383,12 +395,16 @@ class Browser(App[None]):
             if v == self.version:
                 if self._rerank:
                     self._rank_top()
+                if not self.total_exact:
+                    self._count()
+                    self._show()
                 self._auto_retry()
                 return
             self.version = v
             if self._schema_changed():
                 return
-            self.total = self.table.count()
+            self.total_exact = False
+            self._count()
         except sqlite3.Error as e:   # a locked database: the next poll tries again
             self.message = failure_message(e, "a look for other programs' commits",
                                            self.table.name)
@@ -401,6 +417,17 @@ class Browser(App[None]):
         if not self._rank_top():
             self.feed.invalidate()
         self._show()
+
+    def _count(self) -> None:
+        """Counts the table's rows, unless the last count was too recent for its cost (see
+        :data:`COUNT_SHARE`): a large table is not counted after every commit."""
+        now = time.monotonic()
+        if now < self._count_due:
+            return
+        self.total = self.table.count()
+        self.counts += 1
+        self.total_exact = True
+        self._count_due = now + (time.monotonic() - now) / COUNT_SHARE
 
     def _auto_retry(self) -> None:
         feed = self.feed
@@ -463,6 +490,7 @@ class Browser(App[None]):
             self.message = ("the table is back" if was_gone else
                             "the table's columns changed" + _diff(old, new)) + ": showing it"
             self.total = table.count()
+            self.total_exact = True
             self.top = min(self.top, max(self.total - self.height, 0))
             cursor = table.cursor_at(self.top, self.total)
             self.feed.jump(cursor, self.top)
@@ -581,7 +609,7 @@ class Browser(App[None]):
             parts = ["no rows" if self.total == 0 else
                      f"past the last row (of {self.total:,})"]
         else:
-            parts = [f"rows {self.top + 1:,}–{last:,} of {self.total:,}"]
+            parts = [f"rows {self.top + 1:,}–{last:,} of {self._total_text()}"]
         if self.is_fresh():
             parts.append("fresh")
         elif self.gone is not None:
@@ -597,6 +625,9 @@ class Browser(App[None]):
         status = " · ".join(parts)
         # The message first: at 80 columns the line's end is cut off.
         return f"{inert(self.message)} · {status}" if self.message else status
+
+    def _total_text(self) -> str:
+        return f"{self.total:,}" if self.total_exact else f"~{self.total:,}"
 
     def waiting_for(self) -> str:
         """What the loader waits for, in words: the loader's own ``explain()`` when it has
@@ -646,7 +677,7 @@ class Browser(App[None]):
                 self._fresh_pending = True
         try:
             self.query_one("#title", Static).update(inert(
-                f"{self.label} · {self.total:,} {_plural(self.total, 'row')} by "
+                f"{self.label} · {self._total_text()} {_plural(self.total, 'row')} by "
                 f"{self.table.key_label} "
                 f"({', '.join(self.table.key)}) · ↑↓ PgUp PgDn Home End · : row · / key · "
                 "r retry · q quit"))
@@ -767,6 +798,7 @@ class Browser(App[None]):
         def bottom() -> None:
             with self.table.patient():
                 self.total = self.table.count()
+            self.total_exact = True
             self.go_to(self.total)
         self._guarded("going to the bottom", bottom)
 
