@@ -411,3 +411,58 @@ def test_a_slow_count_is_not_run_after_every_commit(small_db: Path) -> None:
             await until(pilot, lambda: f"of {n:,}" in app.status_text(), timeout=5,
                         what="the exact total")
     asyncio.run(run())
+
+
+# ---- 6. the Textual way: a scroll view with a real scrollbar, sideways scrolling ----
+
+def test_the_scrollbar_shows_the_position_and_moves_the_window(big_db: Path) -> None:
+    async def run() -> None:
+        app = browser(big_db)
+        async with app.run_test(size=(110, 30)) as pilot:
+            await fresh(pilot, app)
+            view = app.query_one(RowsView)
+            assert view.show_vertical_scrollbar
+            assert view.virtual_size.height == 1_000_000 + 1   # the rows and the header
+            await type_row(pilot, 500_001)
+            await fresh(pilot, app)
+            assert round(view.scroll_y) == 500_000
+            # The scrollbar moved by a person (as a drag does): the window follows, and the
+            # row numbers are the table's there.
+            view.scroll_to(y=750_000, animate=False, immediate=True)
+            await fresh(pilot, app)
+            assert app.top == 750_000
+            rows = screen_rows(app)
+            assert rows[0][0] == "750,001"
+            assert [r[1:] for r in rows] == expected_cells(sql_rows_at(big_db, 750_000,
+                                                                       len(rows)))
+    asyncio.run(run())
+
+
+def test_wide_rows_scroll_sideways_with_the_numbers_pinned(tmp_path: Path) -> None:
+    path = tmp_path / "wide.db"
+    conn = sqlite3.connect(str(path))
+    cols = ", ".join(f"c{i} TEXT" for i in range(12))
+    conn.execute(f"CREATE TABLE w (id INTEGER PRIMARY KEY, {cols})")
+    conn.execute(f"INSERT INTO w VALUES (1, {', '.join(repr(f'value-{i}-' + 'x' * 20) for i in range(12))})")
+    conn.commit()
+    conn.close()
+
+    async def run() -> None:
+        app = Browser(Table(open_readonly(str(path)), "w"), poll_interval=0.2)
+        async with app.run_test(size=(80, 12)) as pilot:
+            await fresh(pilot, app)
+            assert "value-11-" not in "\n".join(screen_lines(app))
+            await pilot.press("L")     # the rightmost columns
+            await pilot.pause()
+            lines = screen_lines(app)
+            text = "\n".join(lines)
+            assert "value-11-" in text and "c11" in text
+            row = next(l for l in lines if l.lstrip().startswith("1 │"))
+            assert row.lstrip().startswith("1 │")    # the row number stays at the left
+            await pilot.press("H")
+            await pilot.pause()
+            assert "value-0-" in "\n".join(screen_lines(app))
+            await pilot.press("right")
+            await pilot.pause()
+            assert app.query_one(RowsView).scroll_x > 0
+    asyncio.run(run())

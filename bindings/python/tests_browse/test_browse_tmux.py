@@ -17,7 +17,7 @@ from typing import Callable, Iterator, List
 
 import pytest
 
-from conftest import BIG_ROWS, expected_cells, sql_rows_at
+from conftest import BIG_ROWS, expected_cells, sql_rows_at, without_scrollbar
 from libloader.browse._app import SEPARATOR
 from libloader.browse._demo import DEMO_TABLE
 
@@ -81,6 +81,7 @@ def rows_on(lines: List[str]) -> List[List[str]]:
     head = next(i for i, line in enumerate(lines) if line.strip().startswith("#"))
     out = []
     for line in lines[head + 1:]:
+        line = without_scrollbar(line.ljust(WIDTH))
         cells = [c.strip() for c in line.split(SEPARATOR.strip())]
         if len(cells) < 2 or not cells[0].replace(",", "").isdigit():
             break

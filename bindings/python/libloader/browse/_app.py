@@ -15,7 +15,7 @@ import sqlite3
 import time
 import unicodedata
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, List, Optional, Tuple, Union
+from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple, Union
 
 from rich.cells import cell_len, set_cell_size
 from rich.style import Style
@@ -24,7 +24,8 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.strip import Strip
-from textual.widget import Widget
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
 from textual.events import Key, MouseScrollDown, MouseScrollUp, Paste
 from textual.widgets import Static
 
@@ -168,13 +169,17 @@ def cut(text: str, width: int) -> str:
 CELL_STYLES = {"text": Style(), "escape": Style(color="magenta", italic=True),
                "null": Style(dim=True, italic=True), "blob": Style(color="cyan"),
                "more": Style(dim=True)}
+"""The styles of each kind of text when no theme gives them (the rows view's component
+classes do)."""
 
 
-def cell_text(parts: List[Tuple[str, str]], width: int) -> Text:
+def cell_text(parts: List[Tuple[str, str]], width: int,
+              styles: Optional[Dict[str, Style]] = None) -> Text:
     """A cell's runs as styled text, cut and padded to ``width`` terminal cells."""
     t = Text(no_wrap=True, end="")
+    styles = styles or CELL_STYLES
     for s, kind in parts:
-        t.append(s, CELL_STYLES[kind])
+        t.append(s, styles.get(kind, Style()))
     t.truncate(width, overflow="ellipsis", pad=True)
     return t
 
@@ -192,12 +197,31 @@ class KeySample:
     for its cursor)."""
 
 
-class RowsView(Widget, can_focus=True):
-    """The rows on screen: a header line, then one line per row of the window."""
+class RowsView(ScrollView, can_focus=True, inherit_bindings=False):
+    """The rows on screen, a Line API scroll view over the whole table: a header line, then
+    one line per row of the window. Its virtual height is the table's rows (plus the header),
+    so the scrollbar's thumb shows the position in the table; its scroll offset is the
+    browser's ``top``: moving one moves the other (a drag of the scrollbar moves the
+    window). It scrolls sideways over wide rows, the row numbers pinned at the left. Its
+    styles are component classes: the theme's colours apply."""
 
     DEFAULT_CSS = """
-    RowsView { height: 1fr; }
+    RowsView { height: 1fr; scrollbar-size-vertical: 1; scrollbar-size-horizontal: 1; }
+    RowsView > .rowsview--header { text-style: bold reverse; }
+    RowsView > .rowsview--escape { color: $text-warning; text-style: italic; }
+    RowsView > .rowsview--null { color: $text-muted; text-style: italic; }
+    RowsView > .rowsview--blob { color: $text-accent; }
+    RowsView > .rowsview--more { color: $text-muted; }
+    RowsView > .rowsview--stale { text-style: dim; }
     """
+    COMPONENT_CLASSES = {"rowsview--header", "rowsview--escape", "rowsview--null",
+                         "rowsview--blob", "rowsview--more", "rowsview--stale"}
+    BINDINGS = [
+        Binding("left,h", "scroll_left", "left", show=False),
+        Binding("right,l", "scroll_right", "right", show=False),
+        Binding("shift+left,H", "scroll_home", "leftmost", show=False),
+        Binding("shift+right,L", "scroll_end", "rightmost", show=False),
+    ]
 
     def __init__(self, browser: "Browser") -> None:
         super().__init__()
@@ -221,21 +245,58 @@ class RowsView(Widget, can_focus=True):
     def on_mouse_scroll_down(self, event: MouseScrollDown) -> None:
         self.browser.action_line(WHEEL_LINES)
         event.stop()
+        event.prevent_default()
 
     def on_mouse_scroll_up(self, event: MouseScrollUp) -> None:
         self.browser.action_line(-WHEEL_LINES)
         event.stop()
+        event.prevent_default()
+
+    def action_scroll_home(self) -> None:
+        self.scroll_to(x=0, animate=False)
+
+    def action_scroll_end(self) -> None:
+        self.scroll_to(x=self.max_scroll_x, animate=False)
+
+    def action_scroll_left(self) -> None:
+        self.scroll_to(x=max(self.scroll_x - 8, 0), animate=False)
+
+    def action_scroll_right(self) -> None:
+        self.scroll_to(x=min(self.scroll_x + 8, self.max_scroll_x), animate=False)
+
+    def styles_for(self) -> Dict[str, Style]:
+        """The rich styles of the component classes, by kind of text."""
+        return {k: self.get_component_rich_style(f"rowsview--{k}", partial=True)
+                for k in ("header", "escape", "null", "blob", "more", "stale")}
+
+    def follow(self, top: int, rows: int, width: int) -> None:
+        """The browser moved: the virtual size is the table's, the offset its ``top``."""
+        size = Size(width, rows + 1)
+        if self.virtual_size != size:
+            self.virtual_size = size
+        if round(self.scroll_y) != top:
+            self.scroll_to(y=top, animate=False, force=True, immediate=True)
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        top = round(new_value)
+        if top != self.browser.top and self.browser.feed is not None:
+            # The scrollbar was dragged or clicked: the window follows.
+            self.browser.scrolled_to(top)
 
     def render_line(self, y: int) -> Strip:
         b = self.browser
         width = self.size.width
+        x = round(self.scroll_x)
         if y == 0:
             b._painted()
-            return b.header_strip().adjust_cell_length(width, HEADER_STYLE)
-        return b.line_strip(y - 1).adjust_cell_length(width)
-
-
-HEADER_STYLE = Style(bold=True, reverse=True)
+            strip = b.header_strip()
+        else:
+            strip = b.line_strip(y - 1)
+        if x:
+            pin = b.pinned_cells()
+            strip = Strip.join([strip.crop(0, pin), strip.crop(pin + x, pin + x + width)])
+        return strip.adjust_cell_length(width, b.header_style if y == 0 else None)
 
 
 class Browser(App[None]):
@@ -301,6 +362,8 @@ class Browser(App[None]):
         self._auto_retry_at = 0.0
         self._header = ""
         self._header_strip = Strip([])
+        self.header_style = Style(bold=True, reverse=True)
+        self._pin = 0
         self._lines: List[Strip] = []
 
     # ---- layout ----
@@ -561,12 +624,16 @@ class Browser(App[None]):
                           for w, c in zip(widths, cs)]
         widths = [min(w, CELL_WIDTH) for w in widths]
         nw = self._number_width()
+        self._pin = nw + len(SEPARATOR)
         head = [cut(n, w).ljust(w + len(cut(n, w)) - cell_len(cut(n, w)))
                 for n, w in zip(names, widths)]
         self._header = "#".rjust(nw) + SEPARATOR + SEPARATOR.join(head)
-        self._header_strip = self._strip(Text(self._header, style=HEADER_STYLE, end=""))
+        styles = self._styles()
+        self.header_style = styles["header"]
+        self._header_strip = self._strip(Text(self._header, style=self.header_style, end=""))
         state = self.feed.state if self.feed is not None else None
-        stale = Style(dim=True) if self.snap is not None and self.snap.revalidating else Style()
+        stale = (styles["stale"] if self.snap is not None and self.snap.revalidating
+                 else Style())
         lines: List[Strip] = []
         for i, cs in enumerate(cells):
             pos = self.top + i
@@ -576,19 +643,37 @@ class Browser(App[None]):
                     lines.append(Strip([]))
                 else:
                     lines.append(self._strip(Text(f"{pos + 1:,}".rjust(nw) + SEPARATOR + "…",
-                                                  style=Style(dim=True), end="")))
+                                                  style=styles["more"], end="")))
                 continue
             line = Text(f"{pos + 1:,}".rjust(nw) + SEPARATOR, style=stale, no_wrap=True,
                         end="")
             for j, (c, w) in enumerate(zip(cs, widths)):
                 if j:
                     line.append(SEPARATOR)
-                line.append_text(cell_text(c, w))
+                line.append_text(cell_text(c, w, styles))
             lines.append(self._strip(line))
         self._lines = lines
 
     def header_text(self) -> str:
         return self._header
+
+    def _styles(self) -> Dict[str, Style]:
+        try:
+            styles = dict(self.query_one(RowsView).styles_for())
+        except NoMatches:
+            styles = {"header": Style(bold=True, reverse=True), "stale": Style(dim=True),
+                      **CELL_STYLES}
+        styles["text"] = Style()
+        return styles
+
+    def pinned_cells(self) -> int:
+        """The cells at the left that do not scroll sideways: the row numbers."""
+        return self._pin
+
+    def scrolled_to(self, top: int) -> None:
+        """The rows view was scrolled (its scrollbar): the window moves there."""
+        self._begin("scrollbar")
+        self._guarded("scrolling", lambda: self._scroll_to(top))
 
     def header_strip(self) -> Strip:
         return self._header_strip
@@ -689,7 +774,10 @@ class Browser(App[None]):
                 status = self.status_text()
             self.query_one("#status", Static).update(inert(status))
             self._draw()
-            self.query_one(RowsView).refresh()
+            view = self.query_one(RowsView)
+            view.follow(self.top, self._last_top() + self.height,
+                        cell_len(self._header))
+            view.refresh()
         except NoMatches:   # not composed yet, or being torn down
             pass
 
