@@ -466,3 +466,26 @@ def test_wide_rows_scroll_sideways_with_the_numbers_pinned(tmp_path: Path) -> No
             await pilot.pause()
             assert app.query_one(RowsView).scroll_x > 0
     asyncio.run(run())
+
+
+def test_help_shows_the_keys_and_the_schema_and_ctrl_c_quits(small_db: Path) -> None:
+    from libloader.browse._app import HelpScreen
+
+    async def run() -> None:
+        app = browser(small_db)
+        async with app.run_test(size=(110, 40)) as pilot:
+            await fresh(pilot, app)
+            await pilot.press("question_mark")
+            await pilot.pause()
+            assert isinstance(app.screen, HelpScreen)
+            text = "\n".join(screen_lines(app))
+            assert "∅ is SQL NULL" in text and "go to a row number" in text
+            assert "CREATE TABLE events" in text and "ticks INTEGER" in text
+            await pilot.press("escape")
+            await pilot.pause()
+            assert not isinstance(app.screen, HelpScreen)
+            await pilot.press("ctrl+c")
+            await pilot.pause()
+            assert not app.is_running
+        assert app.return_code == 0
+    asyncio.run(run())

@@ -118,6 +118,14 @@ def test_hostile_values_are_inert_on_the_pilot_screen(tmp_path: Path) -> None:
             assert "\\x1b[2J" in app.status_text()
             for line in screen_lines(app):
                 assert safe(line), repr(line)
+            # The help screen shows the table's schema: its hostile names inert too.
+            await pilot.press("question_mark")
+            await pilot.pause()
+            text = app.screen.text  # type: ignore[attr-defined]
+            assert "CREATE TABLE" in text and "\\x1b]0;col\\x07" in text
+            assert all(safe(line) for line in text.splitlines())
+            for line in screen_lines(app):
+                assert safe(line), repr(line)
     asyncio.run(run())
 
 

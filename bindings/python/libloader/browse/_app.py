@@ -27,6 +27,8 @@ from textual.strip import Strip
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.events import Key, MouseScrollDown, MouseScrollUp, Paste
+from textual.screen import ModalScreen
+from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from .. import aio
@@ -217,6 +219,8 @@ class RowsView(ScrollView, can_focus=True, inherit_bindings=False):
     COMPONENT_CLASSES = {"rowsview--header", "rowsview--escape", "rowsview--null",
                          "rowsview--blob", "rowsview--more", "rowsview--stale"}
     BINDINGS = [
+        Binding("question_mark,f1", "app.help", "help", show=False),
+        Binding("ctrl+c", "app.quit", "quit", show=False),
         Binding("left,h", "scroll_left", "left", show=False),
         Binding("right,l", "scroll_right", "right", show=False),
         Binding("shift+left,H", "scroll_home", "leftmost", show=False),
@@ -297,6 +301,48 @@ class RowsView(ScrollView, can_focus=True, inherit_bindings=False):
             pin = b.pinned_cells()
             strip = Strip.join([strip.crop(0, pin), strip.crop(pin + x, pin + x + width)])
         return strip.adjust_cell_length(width, b.header_style if y == 0 else None)
+
+
+HELP = """Keys
+  ↓ j / ↑ k             a line down / up (the mouse wheel: three)
+  PgDn space / PgUp b   a page down / up
+  Home g / End G        the first / the last rows
+  ← h / → l             sideways over wide rows (H / L: leftmost / rightmost)
+  :                     go to a row number (1 is the first); paste works
+  /                     go to the first row whose key is at least the one typed
+  r                     retry failed reads now (they are retried by themselves too)
+  ? F1                  this help (Esc closes it)
+  q ctrl+c              quit
+
+What the screen shows
+  The rows of one table in its key order, numbered as the table ranks them now: after another
+  program's commit the view is read again and renumbered within a poll.
+  ∅ is SQL NULL (the text 'NULL' shows as NULL). x'..' is a BLOB (its first 16 bytes).
+  Control characters, escape sequences, bidi and zero-width characters in values and names
+  show as escapes (\\x1b, \\u202e, \\n), never reach the terminal.
+  The status line: the rows shown, fresh (the table's rows now) or refreshing or loading,
+  reads in flight, failed reads, and what the loader waits for. ~N rows: the total as last
+  counted (a large table is not counted after every commit)."""
+
+
+class HelpScreen(ModalScreen[None]):
+    """The keys, what the screen shows, and the table's schema."""
+
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll { width: 96; max-width: 100%; height: auto; max-height: 90%;
+                                  border: round $primary; background: $surface;
+                                  padding: 0 1; }
+    """
+    BINDINGS = [Binding("escape,q,question_mark,f1", "app.pop_screen", "close")]
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static(self.text, markup=False)
 
 
 class Browser(App[None]):
@@ -790,6 +836,24 @@ class Browser(App[None]):
                                           self.fetched - fetched0))
             self._pending = None
             self._fresh_pending = False
+
+    def help_text(self) -> str:
+        """The help screen: the keys, then the table's schema, inert."""
+        t = self.table
+        cols = "\n".join(f"  {c.name} {c.declared}".rstrip() for c in t.columns)
+        try:
+            row = t.conn.execute("SELECT sql FROM sqlite_schema WHERE name = ? COLLATE "
+                                 "NOCASE", (t.name,)).fetchone()
+            sql = row[0] if row and row[0] else ""
+        except sqlite3.Error as e:
+            sql = f"(not read: {e})"
+        text = (f"{HELP}\n\nThe table {t.name}: {len(t.columns)} "
+                f"{_plural(len(t.columns), 'column')}, in the order of its {t.key_label} "
+                f"({', '.join(t.key)})\n{cols}\n\n{sql}")
+        return "\n".join(inert(line) for line in text.splitlines())
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(self.help_text()))
 
     # ---- moves ----
 
