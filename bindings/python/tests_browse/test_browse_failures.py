@@ -310,7 +310,8 @@ def test_paste_into_the_prompt(small_db: Path) -> None:
         async with app.run_test(size=(110, 30)) as pilot:
             await fresh(pilot, app)
             await pilot.press("colon")
-            app.query_one(RowsView).post_message(events.Paste("1,001"))
+            assert app.focused is not None
+            app.focused.post_message(events.Paste("1,001"))
             await pilot.pause()
             await pilot.press("enter")
             await fresh(pilot, app)
@@ -488,4 +489,25 @@ def test_help_shows_the_keys_and_the_schema_and_ctrl_c_quits(small_db: Path) -> 
             await pilot.pause()
             assert not app.is_running
         assert app.return_code == 0
+    asyncio.run(run())
+
+
+def test_the_prompt_is_an_input_that_edits_and_cancels(small_db: Path) -> None:
+    from textual.widgets import Input
+
+    async def run() -> None:
+        app = browser(small_db)
+        async with app.run_test(size=(110, 30)) as pilot:
+            await fresh(pilot, app)
+            await pilot.press("colon")
+            await pilot.pause()
+            assert isinstance(app.focused, Input)
+            assert "go to row number" in screen_lines(app)[-1]
+            await pilot.press(*"12x", "backspace", "left", "3", "enter")   # 132
+            await fresh(pilot, app)
+            assert app.top == 131
+            await pilot.press("slash", *"99", "escape")
+            await pilot.pause()
+            assert app.top == 131 and not isinstance(app.focused, Input)
+            assert " fresh " in screen_lines(app)[-1]
     asyncio.run(run())

@@ -22,14 +22,14 @@ from rich.style import Style
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
 from textual.css.query import NoMatches
-from textual.strip import Strip
+from textual.events import Key, MouseScrollDown, MouseScrollUp
 from textual.geometry import Size
-from textual.scroll_view import ScrollView
-from textual.events import Key, MouseScrollDown, MouseScrollUp, Paste
 from textual.screen import ModalScreen
-from textual.containers import VerticalScroll
-from textual.widgets import Static
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.widgets import Input, Static
 
 from .. import aio
 from .._enums import Direction, Failure
@@ -239,13 +239,6 @@ class RowsView(ScrollView, can_focus=True, inherit_bindings=False):
             event.stop()
             event.prevent_default()
 
-    def on_paste(self, event: Paste) -> None:
-        """Text pasted while a row number or a key is typed goes there."""
-        if self.browser.asking is not None:
-            self.browser.typed += " ".join(event.text.split())
-            self.browser._show()
-        event.stop()
-
     def on_mouse_scroll_down(self, event: MouseScrollDown) -> None:
         self.browser.action_line(WHEEL_LINES)
         event.stop()
@@ -325,6 +318,20 @@ What the screen shows
   counted (a large table is not counted after every commit)."""
 
 
+class Prompt(Input):
+    """Where a row number or a key is typed (an Input: editing, paste); Enter goes there,
+    Esc cancels."""
+
+    BINDINGS = [Binding("escape", "cancel", "cancel", show=False)]
+
+    def __init__(self, browser: "Browser") -> None:
+        super().__init__(id="prompt", compact=True, select_on_focus=False)
+        self.browser = browser
+
+    def action_cancel(self) -> None:
+        self.browser.end_ask()
+
+
 class HelpScreen(ModalScreen[None]):
     """The keys, what the screen shows, and the table's schema."""
 
@@ -354,6 +361,11 @@ class Browser(App[None]):
     CSS = """
     #title { height: 1; background: $primary; color: $text; padding: 0 1; }
     #status { height: 1; background: $panel; padding: 0 1; }
+    #ask { height: 1; background: $panel; padding: 0 1; display: none; }
+    #ask-label { width: auto; }
+    #prompt { width: 1fr; }
+    Screen.asking #ask { display: block; }
+    Screen.asking #status { display: none; }
     """
     BINDINGS = [
         Binding("down,j", "line(1)", "down", show=False),
@@ -398,7 +410,6 @@ class Browser(App[None]):
         """For each invalidation the poll made, the time until the view was fresh again."""
         self.asking: Optional[str] = None
         """While a row number or a key is typed: ``"row"`` or ``"key"``."""
-        self.typed = ""
         self.gone: Optional[str] = None
         """Why the table cannot be shown any more (dropped, renamed, its key changed), or
         None."""
@@ -419,6 +430,9 @@ class Browser(App[None]):
         yield Static(id="title", markup=False)
         yield RowsView(self)
         yield Static(id="status", markup=False)
+        with Horizontal(id="ask"):
+            yield Static(id="ask-label", markup=False)
+            yield Prompt(self)
 
     @property
     def height(self) -> int:
@@ -812,13 +826,7 @@ class Browser(App[None]):
                 f"{self.table.key_label} "
                 f"({', '.join(self.table.key)}) · ↑↓ PgUp PgDn Home End · : row · / key · "
                 "r retry · q quit"))
-            if self.asking is not None:
-                what = ("row number (1 is the first)" if self.asking == "row"
-                        else f"key ({', '.join(self.table.key)})")
-                status = f"go to {what}: {inert(self.typed)}▏ Enter to go, Esc to cancel"
-            else:
-                status = self.status_text()
-            self.query_one("#status", Static).update(inert(status))
+            self.query_one("#status", Static).update(inert(self.status_text()))
             self._draw()
             view = self.query_one(RowsView)
             view.follow(self.top, self._last_top() + self.height,
@@ -965,35 +973,62 @@ class Browser(App[None]):
         self.feed.retry()
         self._show()
 
+    @property
+    def typed(self) -> str:
+        """What is typed in the prompt."""
+        return self.query_one(Prompt).value
+
     def action_ask(self, kind: str) -> None:
-        """Starts typing a row number or a key on the status line: the keys typed go there
-        (not to the bindings) until Enter or Esc."""
+        """Opens the prompt in the status line's place for a row number or a key, and gives
+        it the focus: the keys typed go there (not to the bindings) until Enter or Esc."""
         self.asking = kind
-        self.typed = ""
+        what = ("row number (1 is the first)" if kind == "row"
+                else f"key ({', '.join(self.table.key)})")
+        self.query_one("#ask-label", Static).update(inert(f"go to {what}: "))
+        prompt = self.query_one(Prompt)
+        prompt.value = ""
+        prompt.placeholder = "Enter to go, Esc to cancel"
+        self.screen.add_class("asking")
+        # At once, not after a refresh (focus() would wait): the keys typed right after
+        # reach the prompt, none is lost.
+        self.screen.set_focus(prompt)
+
+    def end_ask(self) -> None:
+        """Closes the prompt; the rows view has the focus again."""
+        self.asking = None
+        self.screen.remove_class("asking")
+        self.screen.set_focus(self.query_one(RowsView))
         self._show()
 
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self._submit_prompt(event.value)
+
+    def _submit_prompt(self, value: str) -> None:
+        kind, text = self.asking, value.strip()
+        self.end_ask()
+        if kind is not None and text:
+            self._submit(kind, text)
+
     def prompt_key(self, event: Key) -> bool:
-        """A key that starts typing on the status line (':' a row number, '/' a key), or one
-        typed there; False for any other key."""
+        """A key the rows view got: ':' or '/' opens the prompt; while it is open, a key
+        typed before the focus reached it (typed fast, right after ':') goes to it, in
+        order. False for any other key."""
+        # Here rather than as bindings: the keys typed right after are taken in order, so
+        # none is lost while a binding's action is pending.
         if self.asking is None:
-            # Here rather than as bindings: the keys typed right after come through this
-            # same method, in order, so none is lost while a binding's action is pending.
             if event.character in (":", "/"):
                 self.action_ask("row" if event.character == ":" else "key")
                 return True
             return False
+        prompt = self.query_one(Prompt)
         if event.key == "escape":
-            self.asking = None
+            self.end_ask()
         elif event.key == "enter":
-            kind, text = self.asking, self.typed.strip()
-            self.asking = None
-            if text:
-                self._submit(kind, text)
+            self._submit_prompt(prompt.value)
         elif event.key == "backspace":
-            self.typed = self.typed[:-1]
+            prompt.action_delete_left()
         elif event.character is not None and event.is_printable:
-            self.typed += event.character
-        self._show()
+            prompt.insert_text_at_cursor(event.character)
         return True
 
     def _submit(self, kind: str, text: str) -> None:
