@@ -35,7 +35,7 @@ from .. import aio
 from .._enums import Direction, Failure
 from .._feed import FeedSnapshot, LoadResult
 from .._types import Config
-from ._table import MOVE_BUSY_S, NoKeyError, Row, Table
+from ._table import MOVE_BUSY_S, NoKeyError, Row, Table, open_readonly, quote_name
 
 Load = Callable[[bytes, int, Direction], Union[LoadResult[Row], Awaitable[LoadResult[Row]]]]
 
@@ -397,6 +397,9 @@ class Browser(App[None]):
         self.total_exact = True
         """The total is the table's count since the last commit seen (else ``~``)."""
         self._count_due = 0.0
+        self._counting = False
+        self._count_conn: Optional[sqlite3.Connection] = None
+        self._db_path = ""
         self.counts = 0
         """Full counts the poll made."""
         self.version = -1
@@ -455,6 +458,7 @@ class Browser(App[None]):
         self.total = self.table.count()
         self.version = self.table.data_version()
         self.schema = self.table.schema_version()
+        self._db_path = str(self.table.conn.execute("PRAGMA database_list").fetchone()[2])
         load: Any = self.table_load
         if self._inner_load is not None:
             load = self._inner_load
@@ -473,6 +477,14 @@ class Browser(App[None]):
         feed, self.feed = self.feed, None   # the timer and the watcher see it gone
         if feed is not None:
             await feed.close(timeout=1)
+        for worker in list(self.workers):
+            if worker.group == "count":   # a count in a thread: its connection is closed next
+                try:
+                    await worker.wait()
+                except Exception:   # noqa: BLE001 (cancelled or failed: it ended)
+                    pass
+        if self._count_conn is not None:
+            self._count_conn.close()
 
     def resized(self) -> None:
         """The rows view changed size: the window follows."""
@@ -542,15 +554,48 @@ class Browser(App[None]):
         self._show()
 
     def _count(self) -> None:
-        """Counts the table's rows, unless the last count was too recent for its cost (see
-        :data:`COUNT_SHARE`): a large table is not counted after every commit."""
-        now = time.monotonic()
-        if now < self._count_due:
+        """Counts the table's rows in a thread worker (off the UI thread: a count of 10^7
+        rows takes half a second), unless a count runs or the last was too recent for its
+        cost (see :data:`COUNT_SHARE`): a large table is not counted after every commit."""
+        if self._counting or time.monotonic() < self._count_due:
             return
-        self.total = self.table.count()
+        self._counting = True
+        version, name = self.version, self.table.name
+        self.run_worker(lambda: self._count_worker(version, name), thread=True,
+                        group="count", exit_on_error=False)
+
+    def count_rows(self, name: str) -> int:
+        """The rows of table ``name``, on a connection of the count worker's own (a
+        thread's; one count at a time)."""
+        if self._count_conn is None:
+            self._count_conn = open_readonly(self._db_path, check_same_thread=False)
+        n: int = self._count_conn.execute(
+            f"SELECT count(*) FROM {quote_name(name)}").fetchone()[0]
+        return n
+
+    def _count_worker(self, version: int, name: str) -> None:
+        t0 = time.monotonic()
+        try:
+            n: Optional[int] = self.count_rows(name)
+        except Exception:   # noqa: BLE001 (a lock, the table gone: the next poll retries)
+            n = None
+        seconds = time.monotonic() - t0
+        try:
+            self.call_from_thread(self._counted, n, seconds, version, name)
+        except RuntimeError:   # the app has ended meanwhile
+            pass
+
+    def _counted(self, n: Optional[int], seconds: float, version: int, name: str) -> None:
+        self._counting = False
+        self._count_due = time.monotonic() + seconds / COUNT_SHARE
+        if n is None or name != self.table.name:
+            return
         self.counts += 1
-        self.total_exact = True
-        self._count_due = now + (time.monotonic() - now) / COUNT_SHARE
+        self.total = n
+        # Exact if nothing was committed since the count began; else counted again.
+        self.total_exact = version == self.version
+        self._keep_full()
+        self._show()
 
     def _auto_retry(self) -> None:
         feed = self.feed

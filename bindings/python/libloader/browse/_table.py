@@ -96,6 +96,10 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+quote_name = _quote
+"""A name quoted as an SQL identifier."""
+
+
 @dataclass(frozen=True)
 class Column:
     name: str
@@ -302,7 +306,8 @@ def table_names(conn: sqlite3.Connection) -> List[str]:
         "ORDER BY name")]
 
 
-def open_readonly(path: str, timeout: float = LOAD_BUSY_S) -> sqlite3.Connection:
+def open_readonly(path: str, timeout: float = LOAD_BUSY_S,
+                  check_same_thread: bool = True) -> sqlite3.Connection:
     """The database at ``path``, read-only (the browser never writes to it), in autocommit:
     each load sees the latest commit. A short busy timeout by default (:data:`LOAD_BUSY_S`):
     a load that meets a writer's lock fails, and the loader's backoff retries it; the
@@ -313,7 +318,7 @@ def open_readonly(path: str, timeout: float = LOAD_BUSY_S) -> sqlite3.Connection
     if not p.is_file():
         raise FileNotFoundError(f"no database file at {path}")
     conn = sqlite3.connect(f"{p.resolve().as_uri()}?mode=ro", uri=True, timeout=timeout,
-                           isolation_level=None)
+                           isolation_level=None, check_same_thread=check_same_thread)
     conn.text_factory = lambda b: b.decode("utf-8", "surrogateescape")
     conn.execute("PRAGMA query_only = 1")
     return conn
