@@ -192,6 +192,13 @@ def test_opening_during_another_process_write_waits_for_it(
 def test_rows_inserted_before_the_view_renumber_it_within_a_second(small_db: Path) -> None:
     async def run() -> None:
         app = browser(small_db)
+        locate = app.table.locate_key
+        threads: set = set()
+
+        def located(*a: Any, **k: Any) -> Any:
+            threads.add(threading.current_thread())
+            return locate(*a, **k)
+        app.table.locate_key = located  # type: ignore[method-assign]
         async with app.run_test(size=(110, 30)) as pilot:
             await fresh(pilot, app)
             await type_row(pilot, 5001)
@@ -212,6 +219,8 @@ def test_rows_inserted_before_the_view_renumber_it_within_a_second(small_db: Pat
             await until(pilot, lambda: numbers_are_the_tables(app, small_db), timeout=5,
                         what="the view renumbered after deletes")
             assert screen_rows(app)[0][0] == "4,986"
+            # Ranked in a worker thread, off the UI thread.
+            assert threads and threading.main_thread() not in threads
     asyncio.run(run())
 
 

@@ -398,7 +398,8 @@ class Browser(App[None]):
         """The total is the table's count since the last commit seen (else ``~``)."""
         self._count_due = 0.0
         self._counting = False
-        self._count_conn: Optional[sqlite3.Connection] = None
+        self._ranking = False
+        self._thread_conns: Dict[str, sqlite3.Connection] = {}
         self._db_path = ""
         self.counts = 0
         """Full counts the poll made."""
@@ -478,13 +479,13 @@ class Browser(App[None]):
         if feed is not None:
             await feed.close(timeout=1)
         for worker in list(self.workers):
-            if worker.group == "count":   # a count in a thread: its connection is closed next
+            if worker.group in ("count", "rank"):   # in a thread: its connection closes next
                 try:
                     await worker.wait()
                 except Exception:   # noqa: BLE001 (cancelled or failed: it ended)
                     pass
-        if self._count_conn is not None:
-            self._count_conn.close()
+        for conn in self._thread_conns.values():
+            conn.close()
 
     def resized(self) -> None:
         """The rows view changed size: the window follows."""
@@ -549,8 +550,8 @@ class Browser(App[None]):
         if self._invalidated_at is None:
             self._invalidated_at = time.monotonic()
         self._rerank = True
-        if not self._rank_top():
-            self.feed.invalidate()
+        self.feed.invalidate()
+        self._rank_top()
         self._show()
 
     def _count(self) -> None:
@@ -564,12 +565,18 @@ class Browser(App[None]):
         self.run_worker(lambda: self._count_worker(version, name), thread=True,
                         group="count", exit_on_error=False)
 
+    def _thread_conn(self, group: str) -> sqlite3.Connection:
+        """The connection of a worker group's own: one worker of the group at a time uses
+        it, from its thread."""
+        conn = self._thread_conns.get(group)
+        if conn is None:
+            conn = open_readonly(self._db_path, check_same_thread=False)
+            self._thread_conns[group] = conn
+        return conn
+
     def count_rows(self, name: str) -> int:
-        """The rows of table ``name``, on a connection of the count worker's own (a
-        thread's; one count at a time)."""
-        if self._count_conn is None:
-            self._count_conn = open_readonly(self._db_path, check_same_thread=False)
-        n: int = self._count_conn.execute(
+        """The rows of table ``name``, on the count worker's connection (in its thread)."""
+        n: int = self._thread_conn("count").execute(
             f"SELECT count(*) FROM {quote_name(name)}").fetchone()[0]
         return n
 
@@ -607,29 +614,54 @@ class Browser(App[None]):
             feed.retry()
             self._show()
 
-    def _rank_top(self) -> bool:
+    def _rank_top(self) -> None:
         """Ranks the first shown row in the table as it is now (a count of the keys before
-        it) and, when the view numbers it otherwise (rows were inserted or deleted before
-        it), rebuilds the view there with the table's number. Returns whether it did."""
+        it), in a thread worker off the UI thread (at row 5,000,000 the count reads that
+        many keys); :meth:`_ranked` renumbers the view when it numbers the row otherwise
+        (rows were inserted or deleted before it)."""
         feed, snap = self.feed, self.snap
-        if feed is None or snap is None or self.gone is not None:
-            return False
+        if feed is None or snap is None or self.gone is not None or self._ranking:
+            return
         idx = self.top - snap.start
         if not 0 <= idx < len(snap.items):
-            return False   # not loaded: ranked at a later poll
+            return   # not loaded: ranked at a later poll
         self._rerank = False
-        key = snap.items[idx][:self.table.nkey]
+        self._ranking = True
+        table, key = self.table, tuple(snap.items[idx][:self.table.nkey])
+        self.run_worker(lambda: self._rank_worker(table, key), thread=True, group="rank",
+                        exit_on_error=False)
+
+    def _rank_worker(self, table: Table, key: Tuple[Any, ...]) -> None:
         try:
-            cursor, n = self.table.locate_key(key)
-        except sqlite3.Error:
+            found: Optional[Tuple[bytes, int]] = table.locate_key(
+                key, conn=self._thread_conn("rank"))
+        except Exception:   # noqa: BLE001 (a lock, the table gone: ranked again later)
+            found = None
+        try:
+            self.call_from_thread(self._ranked, table, key, found)
+        except RuntimeError:   # the app has ended meanwhile
+            pass
+
+    def _ranked(self, table: Table, key: Tuple[Any, ...],
+                found: Optional[Tuple[bytes, int]]) -> None:
+        """A rank came back: the view is renumbered if the row is still the first shown
+        and its number differs; if the view moved meanwhile, the next poll ranks again."""
+        self._ranking = False
+        feed, snap = self.feed, self.snap
+        if feed is None or snap is None or table is not self.table or self.gone is not None:
+            return
+        idx = self.top - snap.start
+        if found is None or not 0 <= idx < len(snap.items) or \
+                tuple(snap.items[idx][:table.nkey]) != key:
             self._rerank = True
-            return False
+            return
+        cursor, n = found
         if n == self.top:
-            return False
+            return
         self.top = n
         feed.jump(cursor, n)
         feed.set_window(n, self.height)
-        return True
+        self._show()
 
     def _schema_changed(self) -> bool:
         """Reads the schema's version: on a change, the table is read again (its columns,

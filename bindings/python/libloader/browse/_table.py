@@ -243,13 +243,15 @@ class Table:
             row = self.conn.execute(f"{self._keys_only} ORDER BY {self._desc} LIMIT 1").fetchone()
         return b"" if row is None else encode_key(row)
 
-    def locate_key(self, values: Sequence[Any]) -> Tuple[bytes, int]:
+    def locate_key(self, values: Sequence[Any],
+                   conn: Optional[sqlite3.Connection] = None) -> Tuple[bytes, int]:
         """The cursor just before the first row whose key is at least ``values``, and that
-        row's number (from 0)."""
-        before = self.conn.execute(
+        row's number (from 0); on ``conn`` when given (a worker thread's connection)."""
+        conn = conn or self.conn
+        before = conn.execute(
             f"SELECT count(*) FROM {_quote(self.name)} WHERE {self._tuple} < {self._marks}",
             tuple(values)).fetchone()[0]
-        prev = self.conn.execute(
+        prev = conn.execute(
             f"{self._keys_only} WHERE {self._tuple} < {self._marks} ORDER BY {self._desc} "
             "LIMIT 1", tuple(values)).fetchone()
         return (b"" if prev is None else encode_key(prev)), int(before)
