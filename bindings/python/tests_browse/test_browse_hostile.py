@@ -142,3 +142,40 @@ def test_hostile_values_never_reach_the_terminal_under_tmux(tmp_path: Path, tmux
     assert "pwned" not in title and "col" not in title.replace("libloader", "")
     tmux("send-keys", "-t", "browse", "q")
 
+
+
+def test_the_whole_row_view_is_inert_and_copies(tmp_path: Path) -> None:
+    from libloader.browse._app import RowScreen, RowsView
+    db = hostile_db(tmp_path / "h.db")
+
+    async def run() -> None:
+        app = Browser(Table(open_readonly(str(db)), f"t{ESC}[31m"), poll_interval=0.3)
+        async with app.run_test(size=(100, len(HOSTILE) + 5)) as pilot:
+            await fresh(pilot, app)
+            await pilot.press("enter")        # the first shown row, whole
+            await pilot.pause()
+            assert isinstance(app.screen, RowScreen)
+            body = app.screen.body.plain
+            assert "\\x1b]0;pwned title\\x07" in body and ESC not in body
+            await pilot.press("c")
+            await pilot.pause()
+            assert app.clipboard == "\t".join(["1", HOSTILE[0], "end1"])
+            await pilot.press("escape")
+            await pilot.pause()
+            # A click on a row: the row of 100 KB, shown up to 20,000 characters.
+            view = app.query_one(RowsView)
+            i = HOSTILE.index("x" * 100_000)
+            await pilot.click(RowsView, offset=(20, 1 + i))
+            await pilot.pause()
+            assert isinstance(app.screen, RowScreen)
+            body = app.screen.body.plain
+            assert "x" * 20_000 in body and "80,000 more characters" in body
+            await pilot.press("escape")
+            await pilot.click(RowsView, offset=(20, 1 + HOSTILE.index("line\nbreak\rreturn\ttab\x0bvt\x0cff")))
+            await pilot.pause()
+            body = app.screen.body.plain  # type: ignore[attr-defined]
+            assert "line\\n\nbreak\\rreturn\\ttab\\x0bvt\\x0cff" in body
+            for line in body.splitlines():
+                assert safe(line), repr(line)
+            assert view is not None
+    asyncio.run(run())

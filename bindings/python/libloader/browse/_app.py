@@ -24,7 +24,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.css.query import NoMatches
-from textual.events import Key, MouseScrollDown, MouseScrollUp
+from textual.events import Click, Key, MouseScrollDown, MouseScrollUp
 from textual.geometry import Size
 from textual.screen import ModalScreen
 from textual.scroll_view import ScrollView
@@ -220,6 +220,7 @@ class RowsView(ScrollView, can_focus=True, inherit_bindings=False):
                          "rowsview--blob", "rowsview--more", "rowsview--stale"}
     BINDINGS = [
         Binding("question_mark,f1", "app.help", "help", show=False),
+        Binding("enter", "app.show_row(0)", "the whole row", show=False),
         Binding("ctrl+c", "app.quit", "quit", show=False),
         Binding("left,h", "scroll_left", "left", show=False),
         Binding("right,l", "scroll_right", "right", show=False),
@@ -238,6 +239,11 @@ class RowsView(ScrollView, can_focus=True, inherit_bindings=False):
         if self.browser.prompt_key(event):
             event.stop()
             event.prevent_default()
+
+    def on_click(self, event: Click) -> None:
+        """A click on a row shows it whole."""
+        if event.y >= 1:
+            self.browser.action_show_row(event.y - 1)
 
     def on_mouse_scroll_down(self, event: MouseScrollDown) -> None:
         self.browser.action_line(WHEEL_LINES)
@@ -303,6 +309,7 @@ HELP = """Keys
   ← h / → l             sideways over wide rows (H / L: leftmost / rightmost)
   :                     go to a row number (1 is the first); paste works
   /                     go to the first row whose key is at least the one typed
+  Enter / a click       the first shown row / the clicked row whole (c copies it)
   r                     retry failed reads now (they are retried by themselves too)
   ? F1                  this help (Esc closes it)
   q ctrl+c              quit
@@ -330,6 +337,62 @@ class Prompt(Input):
 
     def action_cancel(self) -> None:
         self.browser.end_ask()
+
+
+WHOLE_VALUE_CHARS = 20_000
+"""The most characters of one value the row view shows; it says how many more there are."""
+
+
+def whole_value(value: Any, styles: Dict[str, Style]) -> Text:
+    """A value as the row view shows it: whole (up to WHOLE_VALUE_CHARS), inert, a line
+    break shown as ``\\n`` and then made, a BLOB in hex, NULL as ∅."""
+    t = Text(end="")
+    if value is None:
+        t.append(NULL_CELL + " (NULL)", styles.get("null", Style()))
+        return t
+    if isinstance(value, bytes):
+        shown = value[:WHOLE_VALUE_CHARS // 2]
+        t.append("x'" + shown.hex() + "'", styles.get("blob", Style()))
+        if len(value) > len(shown):
+            t.append(f" … ({len(value) - len(shown):,} more bytes)", styles.get("more", Style()))
+        return t
+    text = repr(value) if isinstance(value, float) else str(value)
+    for part, escaped in inert_parts(text[:WHOLE_VALUE_CHARS]):
+        t.append(part, styles.get("escape", Style()) if escaped else Style())
+        if escaped and part == "\\n":
+            t.append("\n")
+    if len(text) > WHOLE_VALUE_CHARS:
+        t.append(f" … ({len(text) - WHOLE_VALUE_CHARS:,} more characters)",
+                 styles.get("more", Style()))
+    return t
+
+
+class RowScreen(ModalScreen[None]):
+    """One row whole: each column's name and its whole value, inert. ``c`` copies the row
+    (tab-separated, as the values are) to the clipboard; Esc, q or Enter closes."""
+
+    DEFAULT_CSS = """
+    RowScreen { align: center middle; }
+    RowScreen > VerticalScroll { width: 100%; height: 90%; border: round $primary;
+                                 background: $surface; padding: 0 1; }
+    """
+    BINDINGS = [Binding("escape,q,enter", "app.pop_screen", "close"),
+                Binding("c,y", "copy", "copy the row")]
+
+    def __init__(self, title: str, body: Text, copy: str) -> None:
+        super().__init__()
+        self.title_text = title
+        self.body = body
+        self.copy_text = copy
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll() as v:
+            v.border_title = self.title_text
+            yield Static(self.body, markup=False)
+
+    def action_copy(self) -> None:
+        self.app.copy_to_clipboard(self.copy_text)
+        self.notify("the row is copied (tab-separated)", timeout=3)
 
 
 class HelpScreen(ModalScreen[None]):
@@ -939,6 +1002,28 @@ class Browser(App[None]):
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.help_text()))
+
+    def action_show_row(self, i: int) -> None:
+        """Shows the window's row ``i`` (from 0: Enter shows the first) whole."""
+        rows = self.window_rows() if self.gone is None else []
+        if not 0 <= i < len(rows) or rows[i] is None:
+            return
+        row = rows[i]
+        assert row is not None
+        values = list(row[self.table.nkey:])
+        if self.table.key_label == "rowid":
+            values = [row[0]] + values
+        styles = self._styles()
+        body = Text(end="")
+        for name, value in zip(self._columns(), values):
+            body.append(inert(name), Style(bold=True))
+            body.append("\n")
+            body.append_text(whole_value(value, styles))
+            body.append("\n\n")
+        copy = "\t".join("" if v is None else v.hex() if isinstance(v, bytes) else str(v)
+                         for v in values)
+        self.push_screen(RowScreen(inert(f"row {self.top + i + 1:,} of {self.table.name}: "
+                                         "Esc closes, c copies"), body, copy))
 
     # ---- moves ----
 
