@@ -547,3 +547,33 @@ def test_the_prompt_is_an_input_that_edits_and_cancels(small_db: Path) -> None:
             assert app.top == 131 and not isinstance(app.focused, Input)
             assert " fresh " in screen_lines(app)[-1]
     asyncio.run(run())
+
+
+def test_the_demo_writer_leaves_the_numbers_the_tables(small_db: Path) -> None:
+    """The demo's own writer (updates, inserts between rows and deletes anywhere in the
+    table) commits 30 times while the view is in the middle: once it stops, the rows on screen
+    and their numbers are the table's."""
+    import random
+    from libloader.browse._demo import write_step
+
+    async def run() -> None:
+        app = browser(small_db)
+        async with app.run_test(size=(110, 30)) as pilot:
+            await fresh(pilot, app)
+            await type_row(pilot, 10_001)
+            await fresh(pilot, app)
+            done = threading.Event()
+
+            def write() -> None:
+                conn = sqlite3.connect(str(small_db), isolation_level=None, timeout=10)
+                rng = random.Random(7)
+                for step in range(30):
+                    write_step(conn, rng, step, top=400)
+                    time.sleep(0.03)
+                conn.close()
+                done.set()
+            threading.Thread(target=write, daemon=True).start()
+            await until(pilot, done.is_set, timeout=30, what="the writer's 30 commits")
+            await until(pilot, lambda: numbers_are_the_tables(app, small_db), timeout=5,
+                        what="the table's rows and numbers")
+    asyncio.run(run())
