@@ -9,6 +9,7 @@
 #                           screenshot docs/browse.svg (fails when stale, and rewrites it);
 #                           part of `make test`. Textual or tmux missing fails it
 #   make browse-screenshot  rewrites docs/browse.svg from the app, without failing
+#   make browse-snapshots   rewrites the snapshot of each screen (pytest-textual-snapshot)
 #   make browse-wheel-test  the wheel py-wheel-test built, installed with the `browse` extra
 #                           in a fresh venv: the console script and `python -m` run, the app
 #                           shows a table headless, a view is refused in words
@@ -20,13 +21,15 @@
 BROWSE_STAMP := $(VENV)/.browse-installed
 # The extra's requirements as pyproject.toml lists them: double-quoted, separated by commas.
 BROWSE_REQS = $(shell sed -n 's/^browse = \[\(.*\)\]/\1/p' $(PY_PKG_DIR)/pyproject.toml | sed 's/" *, *"/" "/g')
+# The `browse-test` extra: what the browser's tests need besides (pytest-textual-snapshot).
+BROWSE_TEST_REQS = $(shell sed -n 's/^browse-test = \[\(.*\)\]/\1/p' $(PY_PKG_DIR)/pyproject.toml | sed 's/" *, *"/" "/g')
 BROWSE_ARGS ?=
 
-.PHONY: browse browse-test browse-screenshot browse-wheel-test bench-browse
+.PHONY: browse browse-test browse-screenshot browse-snapshots browse-wheel-test bench-browse
 
 $(BROWSE_STAMP): $(PY_STAMP) $(PY_PKG_DIR)/pyproject.toml
-	test -n '$(BROWSE_REQS)'
-	$(VENV_PY) -m pip install --quiet $(BROWSE_REQS)
+	test -n '$(BROWSE_REQS)' && test -n '$(BROWSE_TEST_REQS)'
+	$(VENV_PY) -m pip install --quiet $(BROWSE_REQS) $(BROWSE_TEST_REQS)
 	touch $@
 
 browse: $(BROWSE_STAMP) $(LIB)
@@ -40,6 +43,12 @@ browse-test: $(BROWSE_STAMP) $(TEST_LIB)
 browse-screenshot: $(BROWSE_STAMP) $(TEST_LIB)
 	$(PY_TEST_ENV) LIBLOADER_BROWSE_REQUIRED=1 LIBLOADER_UPDATE_SCREENSHOT=1 $(VENV_PY) -m pytest \
 	    -p no:cacheprovider $(PYTEST_ARGS) $(PY_PKG_DIR)/tests_browse/test_browse_screenshot.py
+
+# Rewrites the snapshots of each screen (tests_browse/__snapshots__) from the app: after a
+# change of what a screen shows, look at them (the failing run's report shows both) and commit.
+browse-snapshots: $(BROWSE_STAMP) $(TEST_LIB)
+	$(PY_TEST_ENV) LIBLOADER_BROWSE_REQUIRED=1 $(VENV_PY) -m pytest -p no:cacheprovider \
+	    $(PYTEST_ARGS) --snapshot-update $(PY_PKG_DIR)/tests_browse/test_browse_snapshots.py
 
 # It needs the wheel py-wheel-test builds (and removes first): run alone, it runs that too.
 browse-wheel-test: py-wheel-test

@@ -54,10 +54,20 @@ def screen_rows(app: Browser) -> List[List[str]]:
     head = next(i for i, line in enumerate(lines) if line.strip().startswith("#"))
     out = []
     for line in lines[head + 1:head + 1 + app.height]:
+        line = without_scrollbar(line)
         if not line.strip():
             break
         out.append([c.strip() for c in line.split(SEPARATOR.strip())])
     return out
+
+
+SCROLLBAR_GLYPHS = "▁▂▃▄▅▆▇█▔"
+
+
+def without_scrollbar(line: str) -> str:
+    """A row line without the rows view's scrollbar, drawn in its last column (a space, or
+    the end of the thumb as a block glyph)."""
+    return line[:-1] if line and (line[-1] in SCROLLBAR_GLYPHS or line[-1] == " ") else line
 
 
 def expected_cells(rows: Sequence[Tuple[Any, ...]]) -> List[List[str]]:

@@ -181,6 +181,12 @@ def test_the_view_follows_a_writer_while_loads_fail(small_db: Path) -> None:
             assert len(rows) == app.height
             assert [r[1:] for r in rows] == expected_cells(
                 sql_rows_from(small_db, int(rows[0][1]), len(rows)))
+            # The numbers too: the first shown row's is its rank in the table now.
+            conn = sqlite3.connect(str(small_db))
+            before = conn.execute(f"SELECT count(*) FROM {DEMO_TABLE} WHERE id < ?",
+                                  (int(rows[0][1]),)).fetchone()[0]
+            conn.close()
+            assert [r[0] for r in rows] == [f"{before + i + 1:,}" for i in range(len(rows))]
             assert faults.injected > 0
             assert app.feed is not None and app.feed.stats().failed_own > 0
             assert app.invalidations > 0

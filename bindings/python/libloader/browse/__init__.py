@@ -61,7 +61,7 @@ def main(argv: Optional[List[str]] = None) -> int:
               "from a checkout, or pip install 'ledgered-loader[browse]'", file=sys.stderr)
         return 2
     from ._demo import DEMO_ROWS, DEMO_TABLE, Faults, create_demo_db, start_writer
-    from ._table import NoKeyError, Table, first_table, open_readonly
+    from ._table import LOAD_BUSY_S, OPEN_BUSY_S, NoKeyError, Table, first_table, open_readonly
 
     tmp: Optional[str] = None
     writer = None
@@ -78,12 +78,14 @@ def main(argv: Optional[List[str]] = None) -> int:
             db = Path(args.db)
             name = args.table
         try:
-            conn = open_readonly(str(db))
+            # Another program's write may be under way: wait for it (loads wait less).
+            conn = open_readonly(str(db), timeout=OPEN_BUSY_S)
             name = name or first_table(conn)
             if name is None:
                 print(f"libloader-browse: {db} has no tables", file=sys.stderr)
                 return 2
             table = Table(conn, name)
+            table.set_busy(LOAD_BUSY_S)
         except (NoKeyError, FileNotFoundError) as e:
             print(f"libloader-browse: {e}", file=sys.stderr)
             return 2
@@ -99,7 +101,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         if fail > 0 or latency > 0:
             app.set_load(Faults(app.table_load, fail, latency))
         app.run()
-        return 0
+        # Non-zero when the app ended on an error (Textual sets 1 for an exception).
+        return app.return_code or 0
     finally:
         if writer is not None:
             writer.terminate()

@@ -13,24 +13,29 @@ from __future__ import annotations
 
 import sqlite3
 import time
+import unicodedata
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, List, Optional, Union
+from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple, Union
 
-from rich.segment import Segment
+from rich.cells import cell_len, set_cell_size
 from rich.style import Style
+from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
 from textual.css.query import NoMatches
+from textual.events import Click, Key, MouseScrollDown, MouseScrollUp
+from textual.geometry import Size
+from textual.screen import ModalScreen
+from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual.widget import Widget
-from textual.events import Key
-from textual.widgets import Static
+from textual.widgets import Input, Static
 
 from .. import aio
 from .._enums import Direction, Failure
 from .._feed import FeedSnapshot, LoadResult
 from .._types import Config
-from ._table import Row, Table
+from ._table import MOVE_BUSY_S, NoKeyError, Row, Table, open_readonly, quote_name
 
 Load = Callable[[bytes, int, Direction], Union[LoadResult[Row], Awaitable[LoadResult[Row]]]]
 
@@ -41,24 +46,144 @@ MAX_PAGES = 16
 most 16 pages (1,024 rows) held however far the view has scrolled."""
 
 CELL_WIDTH = 32
-"""The widest a column is drawn; longer values are cut with an ellipsis."""
+"""The widest a column is drawn, in terminal cells; longer values are cut with an
+ellipsis."""
+
+CELL_SCAN = 4 * CELL_WIDTH
+"""The code points of a value a cell looks at: a cell shows at most CELL_WIDTH cells, so a
+100 KB value costs no more to draw than a short one."""
 
 SEPARATOR = " │ "
 
+WHEEL_LINES = 3
+"""Lines a turn of the mouse wheel scrolls."""
+
+COUNT_SHARE = 0.05
+"""The most of its time the poll spends counting the table's rows: after a count that took
+``d`` seconds, the next waits ``d / COUNT_SHARE`` (a 1 ms count of a small table, every poll;
+a 0.5 s count of 10^7 rows, every 10 s). Between counts the total is shown as approximate
+(``~``); the row numbers on screen stay exact (the first shown row is ranked at each
+commit)."""
+
+AUTO_RETRY_S = 2.0
+"""When the loader's automatic retries are spent (a long lock), the poll retries this often
+by itself: the view recovers without a key once the cause is gone."""
+
+NULL_CELL = "∅"
+"""How SQL NULL is shown: apart from the text 'NULL', which shows as itself."""
+
+_UNSAFE = frozenset(("Cc", "Cf", "Cs", "Cn", "Zl", "Zp"))
+"""Unicode categories never sent to the terminal: controls (C0, DEL, C1: escape sequences
+start with them), format characters (bidi overrides and isolates, zero-width spaces and
+joiners, which reorder or hide text), surrogates (undecodable bytes), unassigned code points
+(no agreed width), line and paragraph separators."""
+
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_MAX_MARKS = 2
+"""Combining marks kept on one character; more are shown as escapes (a pile of them draws
+over the lines around)."""
+
+
+def _escape(ch: str) -> str:
+    named = _NAMED.get(ch)
+    if named is not None:
+        return named
+    o = ord(ch)
+    if 0xDC80 <= o <= 0xDCFF:   # a byte that was not UTF-8 (decoded with surrogateescape)
+        return f"\\x{o - 0xDC00:02x}"
+    if o < 0x100:
+        return f"\\x{o:02x}"
+    if o < 0x10000:
+        return f"\\u{o:04x}"
+    return f"\\U{o:08x}"
+
+
+def inert_parts(text: str) -> List[Tuple[str, bool]]:
+    """``text`` in runs of (text, escaped): every character a terminal could act on, or that
+    reorders, hides or stacks text, becomes a visible escape (``\\x1b``, ``\\u202e``, ``\\n``);
+    the rest is kept as it is, spaces included."""
+    if text.isascii() and text.isprintable():
+        return [(text, False)] if text else []
+    parts: List[Tuple[str, bool]] = []
+    run: List[str] = []
+    marks = 0
+    escaped_last = False
+    for ch in text:
+        cat = unicodedata.category(ch)
+        if cat in _UNSAFE:
+            bad = True
+        elif cat[0] == "M":
+            # A mark with no character of its own before it would join the separator.
+            bad = escaped_last or not run and not parts or marks >= _MAX_MARKS
+            marks += 1
+        else:
+            bad = False
+            marks = 0
+        if bad:
+            if run:
+                parts.append(("".join(run), False))
+                run = []
+            parts.append((_escape(ch), True))
+        else:
+            run.append(ch)
+        escaped_last = bad
+    if run:
+        parts.append(("".join(run), False))
+    return parts
+
+
+def inert(text: str) -> str:
+    """``text`` safe to show: see :func:`inert_parts`."""
+    return "".join(t for t, _ in inert_parts(text))
+
+
+def cell_parts(value: Any) -> List[Tuple[str, str]]:
+    """A value as a cell shows it (before cutting to the column's width), in runs of (text,
+    kind): ``"text"``, ``"escape"`` (a control shown as an escape), ``"null"``, ``"blob"``,
+    ``"more"`` (the value goes on past what a cell looks at)."""
+    if value is None:
+        return [(NULL_CELL, "null")]
+    if isinstance(value, bytes):
+        return [("x'" + value[:16].hex() + ("…'" if len(value) > 16 else "'"), "blob")]
+    if isinstance(value, float):
+        return [(repr(value), "text")]
+    text = str(value)
+    parts = [(t, "escape" if e else "text") for t, e in inert_parts(text[:CELL_SCAN])]
+    if len(text) > CELL_SCAN:
+        parts.append(("…", "more"))
+    return parts
+
 
 def cell(value: Any) -> str:
-    """A value as a cell shows it (before cutting to the column's width)."""
-    if value is None:
-        return "NULL"
-    if isinstance(value, bytes):
-        return "x'" + value[:16].hex() + ("…'" if len(value) > 16 else "'")
-    if isinstance(value, float):
-        return repr(value)
-    return " ".join(str(value).split())
+    """A value as a cell shows it (before cutting to the column's width): inert, spaces
+    kept, NULL apart from the text 'NULL'."""
+    return "".join(t for t, _ in cell_parts(value))
 
 
 def cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:max(width - 1, 0)] + "…"
+    """``text`` cut to ``width`` terminal cells (a wide character counts two), with an
+    ellipsis when it was longer."""
+    if cell_len(text) <= width:
+        return text
+    return set_cell_size(text, max(width - 1, 0)) + "…"
+
+
+CELL_STYLES = {"text": Style(), "escape": Style(color="magenta", italic=True),
+               "null": Style(dim=True, italic=True), "blob": Style(color="cyan"),
+               "more": Style(dim=True)}
+"""The styles of each kind of text when no theme gives them (the rows view's component
+classes do)."""
+
+
+def cell_text(parts: List[Tuple[str, str]], width: int,
+              styles: Optional[Dict[str, Style]] = None) -> Text:
+    """A cell's runs as styled text, cut and padded to ``width`` terminal cells."""
+    t = Text(no_wrap=True, end="")
+    styles = styles or CELL_STYLES
+    for s, kind in parts:
+        t.append(s, styles.get(kind, Style()))
+    t.truncate(width, overflow="ellipsis", pad=True)
+    return t
 
 
 @dataclass
@@ -74,12 +199,34 @@ class KeySample:
     for its cursor)."""
 
 
-class RowsView(Widget, can_focus=True):
-    """The rows on screen: a header line, then one line per row of the window."""
+class RowsView(ScrollView, can_focus=True, inherit_bindings=False):
+    """The rows on screen, a Line API scroll view over the whole table: a header line, then
+    one line per row of the window. Its virtual height is the table's rows (plus the header),
+    so the scrollbar's thumb shows the position in the table; its scroll offset is the
+    browser's ``top``: moving one moves the other (a drag of the scrollbar moves the
+    window). It scrolls sideways over wide rows, the row numbers pinned at the left. Its
+    styles are component classes: the theme's colours apply."""
 
     DEFAULT_CSS = """
-    RowsView { height: 1fr; }
+    RowsView { height: 1fr; scrollbar-size-vertical: 1; scrollbar-size-horizontal: 1; }
+    RowsView > .rowsview--header { text-style: bold reverse; }
+    RowsView > .rowsview--escape { color: $text-warning; text-style: italic; }
+    RowsView > .rowsview--null { color: $text-muted; text-style: italic; }
+    RowsView > .rowsview--blob { color: $text-accent; }
+    RowsView > .rowsview--more { color: $text-muted; }
+    RowsView > .rowsview--stale { text-style: dim; }
     """
+    COMPONENT_CLASSES = {"rowsview--header", "rowsview--escape", "rowsview--null",
+                         "rowsview--blob", "rowsview--more", "rowsview--stale"}
+    BINDINGS = [
+        Binding("question_mark,f1", "app.help", "help", show=False),
+        Binding("enter", "app.show_row(0)", "the whole row", show=False),
+        Binding("ctrl+c", "app.quit", "quit", show=False),
+        Binding("left,h", "scroll_left", "left", show=False),
+        Binding("right,l", "scroll_right", "right", show=False),
+        Binding("shift+left,H", "scroll_home", "leftmost", show=False),
+        Binding("shift+right,L", "scroll_end", "rightmost", show=False),
+    ]
 
     def __init__(self, browser: "Browser") -> None:
         super().__init__()
@@ -93,16 +240,179 @@ class RowsView(Widget, can_focus=True):
             event.stop()
             event.prevent_default()
 
+    def on_click(self, event: Click) -> None:
+        """A click on a row shows it whole."""
+        if event.y >= 1:
+            self.browser.action_show_row(event.y - 1)
+
+    def on_mouse_scroll_down(self, event: MouseScrollDown) -> None:
+        self.browser.action_line(WHEEL_LINES)
+        event.stop()
+        event.prevent_default()
+
+    def on_mouse_scroll_up(self, event: MouseScrollUp) -> None:
+        self.browser.action_line(-WHEEL_LINES)
+        event.stop()
+        event.prevent_default()
+
+    def action_scroll_home(self) -> None:
+        self.scroll_to(x=0, animate=False)
+
+    def action_scroll_end(self) -> None:
+        self.scroll_to(x=self.max_scroll_x, animate=False)
+
+    def action_scroll_left(self) -> None:
+        self.scroll_to(x=max(self.scroll_x - 8, 0), animate=False)
+
+    def action_scroll_right(self) -> None:
+        self.scroll_to(x=min(self.scroll_x + 8, self.max_scroll_x), animate=False)
+
+    def styles_for(self) -> Dict[str, Style]:
+        """The rich styles of the component classes, by kind of text."""
+        return {k: self.get_component_rich_style(f"rowsview--{k}", partial=True)
+                for k in ("header", "escape", "null", "blob", "more", "stale")}
+
+    def follow(self, top: int, rows: int, width: int) -> None:
+        """The browser moved: the virtual size is the table's, the offset its ``top``."""
+        size = Size(width, rows + 1)
+        if self.virtual_size != size:
+            self.virtual_size = size
+        if round(self.scroll_y) != top:
+            self.scroll_to(y=top, animate=False, force=True, immediate=True)
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        top = round(new_value)
+        if top != self.browser.top and self.browser.feed is not None:
+            # The scrollbar was dragged or clicked: the window follows.
+            self.browser.scrolled_to(top)
+
     def render_line(self, y: int) -> Strip:
         b = self.browser
         width = self.size.width
+        x = round(self.scroll_x)
         if y == 0:
             b._painted()
-            return Strip([Segment(b.header_text().ljust(width)[:width],
-                                  Style(bold=True, reverse=True))])
-        i = y - 1
-        text, style = b.line_text(i)
-        return Strip([Segment(text.ljust(width)[:width], style)])
+            strip = b.header_strip()
+        else:
+            strip = b.line_strip(y - 1)
+        if x:
+            pin = b.pinned_cells()
+            strip = Strip.join([strip.crop(0, pin), strip.crop(pin + x, pin + x + width)])
+        return strip.adjust_cell_length(width, b.header_style if y == 0 else None)
+
+
+HELP = """Keys
+  ↓ j / ↑ k             a line down / up (the mouse wheel: three)
+  PgDn space / PgUp b   a page down / up
+  Home g / End G        the first / the last rows
+  ← h / → l             sideways over wide rows (H / L: leftmost / rightmost)
+  :                     go to a row number (1 is the first); paste works
+  /                     go to the first row whose key is at least the one typed
+  Enter / a click       the first shown row / the clicked row whole (c copies it)
+  r                     retry failed reads now (they are retried by themselves too)
+  ? F1                  this help (Esc closes it)
+  q ctrl+c              quit
+
+What the screen shows
+  The rows of one table in its key order, numbered as the table ranks them now: after another
+  program's commit the view is read again and renumbered within a poll.
+  ∅ is SQL NULL (the text 'NULL' shows as NULL). x'..' is a BLOB (its first 16 bytes).
+  Control characters, escape sequences, bidi and zero-width characters in values and names
+  show as escapes (\\x1b, \\u202e, \\n), never reach the terminal.
+  The status line: the rows shown, fresh (the table's rows now) or refreshing or loading,
+  reads in flight, failed reads, and what the loader waits for. ~N rows: the total as last
+  counted (a large table is not counted after every commit)."""
+
+
+class Prompt(Input):
+    """Where a row number or a key is typed (an Input: editing, paste); Enter goes there,
+    Esc cancels."""
+
+    BINDINGS = [Binding("escape", "cancel", "cancel", show=False)]
+
+    def __init__(self, browser: "Browser") -> None:
+        super().__init__(id="prompt", compact=True, select_on_focus=False)
+        self.browser = browser
+
+    def action_cancel(self) -> None:
+        self.browser.end_ask()
+
+
+WHOLE_VALUE_CHARS = 20_000
+"""The most characters of one value the row view shows; it says how many more there are."""
+
+
+def whole_value(value: Any, styles: Dict[str, Style]) -> Text:
+    """A value as the row view shows it: whole (up to WHOLE_VALUE_CHARS), inert, a line
+    break shown as ``\\n`` and then made, a BLOB in hex, NULL as ∅."""
+    t = Text(end="")
+    if value is None:
+        t.append(NULL_CELL + " (NULL)", styles.get("null", Style()))
+        return t
+    if isinstance(value, bytes):
+        shown = value[:WHOLE_VALUE_CHARS // 2]
+        t.append("x'" + shown.hex() + "'", styles.get("blob", Style()))
+        if len(value) > len(shown):
+            t.append(f" … ({len(value) - len(shown):,} more bytes)", styles.get("more", Style()))
+        return t
+    text = repr(value) if isinstance(value, float) else str(value)
+    for part, escaped in inert_parts(text[:WHOLE_VALUE_CHARS]):
+        t.append(part, styles.get("escape", Style()) if escaped else Style())
+        if escaped and part == "\\n":
+            t.append("\n")
+    if len(text) > WHOLE_VALUE_CHARS:
+        t.append(f" … ({len(text) - WHOLE_VALUE_CHARS:,} more characters)",
+                 styles.get("more", Style()))
+    return t
+
+
+class RowScreen(ModalScreen[None]):
+    """One row whole: each column's name and its whole value, inert. ``c`` copies the row
+    (tab-separated, as the values are) to the clipboard; Esc, q or Enter closes."""
+
+    DEFAULT_CSS = """
+    RowScreen { align: center middle; }
+    RowScreen > VerticalScroll { width: 100%; height: 90%; border: round $primary;
+                                 background: $surface; padding: 0 1; }
+    """
+    BINDINGS = [Binding("escape,q,enter", "app.pop_screen", "close"),
+                Binding("c,y", "copy", "copy the row")]
+
+    def __init__(self, title: str, body: Text, copy: str) -> None:
+        super().__init__()
+        self.title_text = title
+        self.body = body
+        self.copy_text = copy
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll() as v:
+            v.border_title = self.title_text
+            yield Static(self.body, markup=False)
+
+    def action_copy(self) -> None:
+        self.app.copy_to_clipboard(self.copy_text)
+        self.notify("the row is copied (tab-separated)", timeout=3)
+
+
+class HelpScreen(ModalScreen[None]):
+    """The keys, what the screen shows, and the table's schema."""
+
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll { width: 96; max-width: 100%; height: auto; max-height: 90%;
+                                  border: round $primary; background: $surface;
+                                  padding: 0 1; }
+    """
+    BINDINGS = [Binding("escape,q,question_mark,f1", "app.pop_screen", "close")]
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield Static(self.text, markup=False)
 
 
 class Browser(App[None]):
@@ -114,6 +424,11 @@ class Browser(App[None]):
     CSS = """
     #title { height: 1; background: $primary; color: $text; padding: 0 1; }
     #status { height: 1; background: $panel; padding: 0 1; }
+    #ask { height: 1; background: $panel; padding: 0 1; display: none; }
+    #ask-label { width: auto; }
+    #prompt { width: 1fr; }
+    Screen.asking #ask { display: block; }
+    Screen.asking #status { display: none; }
     """
     BINDINGS = [
         Binding("down,j", "line(1)", "down", show=False),
@@ -149,6 +464,15 @@ class Browser(App[None]):
         self.snap: Optional[FeedSnapshot[Row]] = None
         self.top = 0
         self.total = 0
+        self.total_exact = True
+        """The total is the table's count since the last commit seen (else ``~``)."""
+        self._count_due = 0.0
+        self._counting = False
+        self._ranking = False
+        self._thread_conns: Dict[str, sqlite3.Connection] = {}
+        self._db_path = ""
+        self.counts = 0
+        """Full counts the poll made."""
         self.version = -1
         self.message = ""
         self.samples: List[KeySample] = []
@@ -160,16 +484,29 @@ class Browser(App[None]):
         """For each invalidation the poll made, the time until the view was fresh again."""
         self.asking: Optional[str] = None
         """While a row number or a key is typed: ``"row"`` or ``"key"``."""
-        self.typed = ""
+        self.gone: Optional[str] = None
+        """Why the table cannot be shown any more (dropped, renamed, its key changed), or
+        None."""
+        self.schema = -1
+        self._rerank = False
+        """A commit was seen: the first shown row is to be ranked again (row numbers)."""
+        self._auto_retry_at = 0.0
         self._header = ""
-        self._lines: List[tuple[str, Style]] = []
+        self._header_strip = Strip([])
+        self.header_style = Style(bold=True, reverse=True)
+        self._pin = 0
+        self._lines: List[Strip] = []
 
     # ---- layout ----
 
     def compose(self) -> ComposeResult:
-        yield Static(id="title")
+        # No markup: a table's name, a key or a message in brackets is text, not a style.
+        yield Static(id="title", markup=False)
         yield RowsView(self)
-        yield Static(id="status")
+        yield Static(id="status", markup=False)
+        with Horizontal(id="ask"):
+            yield Static(id="ask-label", markup=False)
+            yield Prompt(self)
 
     @property
     def height(self) -> int:
@@ -191,13 +528,14 @@ class Browser(App[None]):
     async def on_mount(self) -> None:
         self.total = self.table.count()
         self.version = self.table.data_version()
+        self.schema = self.table.schema_version()
+        self._db_path = str(self.table.conn.execute("PRAGMA database_list").fetchone()[2])
         load: Any = self.table_load
         if self._inner_load is not None:
             load = self._inner_load
         # A far window move (go to row, the bottom) asks the table for the cursor before the
         # row (an OFFSET query from the nearer end) and starts there, instead of walking.
-        self.feed = aio.Feed(load, config=self.config,
-                             locate=lambda n: self.table.cursor_at(n, self.total))
+        self.feed = aio.Feed(load, config=self.config, locate=self._locate)
         view = self.query_one(RowsView)
         view.focus()
         if view.size.height > 1:   # else the first layout's resize sets the window
@@ -212,6 +550,14 @@ class Browser(App[None]):
         feed, self.feed = self.feed, None   # the timer and the watcher see it gone
         if feed is not None:
             await feed.close(timeout=1)
+        for worker in list(self.workers):
+            if worker.group in ("count", "rank"):   # in a thread: its connection closes next
+                try:
+                    await worker.wait()
+                except Exception:   # noqa: BLE001 (cancelled or failed: it ended)
+                    pass
+        for conn in self._thread_conns.values():
+            conn.close()
 
     def resized(self) -> None:
         """The rows view changed size: the window follows."""
@@ -228,35 +574,226 @@ class Browser(App[None]):
         async for snap in self.feed.changes():
             self.snap = snap
             self._follow_top()
+            self._keep_full()
             self._show()
+
+    def _locate(self, n: int) -> bytes:
+        """The feed's ``locate``: the cursor before row ``n`` (an OFFSET query from the
+        nearer end), waiting for a lock as a far move does."""
+        with self.table.patient():
+            return self.table.cursor_at(n, self.total)
+
+    def _keep_full(self) -> None:
+        """The table ended before the window's end (it shrank, or a key past the last was
+        asked for): the window moves up to show its last rows, never an empty screen."""
+        if self.feed is None:
+            return
+        state = self.feed.state
+        if state.end_of_source and self.top > 0 and \
+                self.top + self.height > state.covered_end:
+            top = max(state.covered_end - self.height, 0)
+            if top < self.top:
+                self.top = top
+                self.feed.set_window(top, self.height)
 
     def _follow_top(self) -> None:
         """While the feed follows the table's end, the loader moves the window: the screen's
         top follows it."""
         feed = self.feed
         if feed is not None and feed.following:
-            self.top = feed.state.window_start
+            state = feed.state
+            self.top = state.window_start
+            # The rows read to the end are a floor on the count (which may lag behind).
+            if state.end_of_source and state.covered_end > self.total:
+                self.total = state.covered_end
 
     def _poll(self) -> None:
-        """Another connection committed: re-read what the view shows, count the rows."""
+        """Another connection committed: re-read what the view shows, count the rows, rank
+        the first shown row again (so the numbers are the table's own), and say a schema
+        change. Retries spent (a long lock) are retried by themselves every AUTO_RETRY_S."""
         if self.feed is None:
             return
         try:
             v = self.table.data_version()
             if v == self.version:
+                if self._rerank:
+                    self._rank_top()
+                if not self.total_exact:
+                    self._count()
+                    self._show()
+                self._auto_retry()
                 return
             self.version = v
-            self.total = self.table.count()
+            if self._schema_changed():
+                return
+            self.total_exact = False
+            self._count()
         except sqlite3.Error as e:   # a locked database: the next poll tries again
-            self.message = f"poll: {e}"
+            self.message = failure_message(e, "a look for other programs' commits",
+                                           self.table.name)
+            self._show()
             return
         self.invalidations += 1
         if self._invalidated_at is None:
             self._invalidated_at = time.monotonic()
         if self.append_only:
+            # Rows are only added at the end: nothing shown moved, nor its numbers.
             self.feed.appended()
         else:
+            self._rerank = True
             self.feed.invalidate()
+            self._rank_top()
+        self._show()
+
+    def _count(self) -> None:
+        """Counts the table's rows in a thread worker (off the UI thread: a count of 10^7
+        rows takes half a second), unless a count runs or the last was too recent for its
+        cost (see :data:`COUNT_SHARE`): a large table is not counted after every commit."""
+        if self._counting or time.monotonic() < self._count_due:
+            return
+        self._counting = True
+        version, name = self.version, self.table.name
+        self.run_worker(lambda: self._count_worker(version, name), thread=True,
+                        group="count", exit_on_error=False)
+
+    def _thread_conn(self, group: str) -> sqlite3.Connection:
+        """The connection of a worker group's own: one worker of the group at a time uses
+        it, from its thread."""
+        conn = self._thread_conns.get(group)
+        if conn is None:
+            conn = open_readonly(self._db_path, check_same_thread=False)
+            self._thread_conns[group] = conn
+        return conn
+
+    def count_rows(self, name: str) -> int:
+        """The rows of table ``name``, on the count worker's connection (in its thread)."""
+        n: int = self._thread_conn("count").execute(
+            f"SELECT count(*) FROM {quote_name(name)}").fetchone()[0]
+        return n
+
+    def _count_worker(self, version: int, name: str) -> None:
+        t0 = time.monotonic()
+        try:
+            n: Optional[int] = self.count_rows(name)
+        except Exception:   # noqa: BLE001 (a lock, the table gone: the next poll retries)
+            n = None
+        seconds = time.monotonic() - t0
+        try:
+            self.call_from_thread(self._counted, n, seconds, version, name)
+        except RuntimeError:   # the app has ended meanwhile
+            pass
+
+    def _counted(self, n: Optional[int], seconds: float, version: int, name: str) -> None:
+        self._counting = False
+        self._count_due = time.monotonic() + seconds / COUNT_SHARE
+        if n is None or name != self.table.name:
+            return
+        self.counts += 1
+        self.total = n
+        # Exact if nothing was committed since the count began; else counted again.
+        self.total_exact = version == self.version
+        self._keep_full()
+        self._show()
+
+    def _auto_retry(self) -> None:
+        feed = self.feed
+        if feed is None or self.gone is not None or not feed.needs_retry:
+            return
+        now = time.monotonic()
+        if now - self._auto_retry_at >= AUTO_RETRY_S:
+            self._auto_retry_at = now
+            feed.retry()
+            self._show()
+
+    def _rank_top(self) -> None:
+        """Ranks the first shown row in the table as it is now (a count of the keys before
+        it), in a thread worker off the UI thread (at row 5,000,000 the count reads that
+        many keys); :meth:`_ranked` renumbers the view when it numbers the row otherwise
+        (rows were inserted or deleted before it)."""
+        feed, snap = self.feed, self.snap
+        if feed is None or snap is None or self.gone is not None or self._ranking:
+            return
+        idx = self.top - snap.start
+        if not 0 <= idx < len(snap.items):
+            return   # not loaded: ranked at a later poll
+        self._rerank = False
+        self._ranking = True
+        table, key = self.table, tuple(snap.items[idx][:self.table.nkey])
+        self.run_worker(lambda: self._rank_worker(table, key), thread=True, group="rank",
+                        exit_on_error=False)
+
+    def _rank_worker(self, table: Table, key: Tuple[Any, ...]) -> None:
+        try:
+            found: Optional[Tuple[bytes, int]] = table.locate_key(
+                key, conn=self._thread_conn("rank"))
+        except Exception:   # noqa: BLE001 (a lock, the table gone: ranked again later)
+            found = None
+        try:
+            self.call_from_thread(self._ranked, table, key, found)
+        except RuntimeError:   # the app has ended meanwhile
+            pass
+
+    def _ranked(self, table: Table, key: Tuple[Any, ...],
+                found: Optional[Tuple[bytes, int]]) -> None:
+        """A rank came back: the view is renumbered if the row is still the first shown
+        and its number differs; if the view moved meanwhile, the next poll ranks again."""
+        self._ranking = False
+        feed, snap = self.feed, self.snap
+        if feed is None or snap is None or table is not self.table or self.gone is not None:
+            return
+        idx = self.top - snap.start
+        if found is None or not 0 <= idx < len(snap.items) or \
+                tuple(snap.items[idx][:table.nkey]) != key:
+            self._rerank = True
+            return
+        cursor, n = found
+        if n == self.top:
+            return
+        self.top = n
+        feed.jump(cursor, n)
+        feed.set_window(n, self.height)
+        self._show()
+
+    def _schema_changed(self) -> bool:
+        """Reads the schema's version: on a change, the table is read again (its columns,
+        its key) and the change said; a table dropped or renamed is said and not shown.
+        Returns whether the view cannot go on as it was."""
+        schema = self.table.schema_version()
+        if schema == self.schema and self.gone is None:
+            return False
+        self.schema = schema
+        assert self.feed is not None
+        name = self.table.name
+        if not self.table.exists():
+            self._lose(f"table {name} was dropped or renamed by another program: q to quit")
+            return True
+        try:
+            table = Table(self.table.conn, name)
+        except NoKeyError as e:
+            self._lose(str(e))
+            return True
+        was_gone = self.gone is not None
+        self.gone = None
+        if table.shape() != self.table.shape() or was_gone:
+            old = {c.name for c in self.table.columns}
+            new = {c.name for c in table.columns}
+            self.table = table
+            self.message = ("the table is back" if was_gone else
+                            "the table's columns changed" + _diff(old, new)) + ": showing it"
+            self.total = table.count()
+            self.total_exact = True
+            self.top = min(self.top, max(self.total - self.height, 0))
+            cursor = table.cursor_at(self.top, self.total)
+            self.feed.jump(cursor, self.top)
+            self.feed.set_window(self.top, self.height)
+            self._show()
+            return True
+        return False
+
+    def _lose(self, why: str) -> None:
+        self.gone = why
+        self.message = why
+        self.notify(inert(why), severity="error", timeout=10)
         self._show()
 
     # ---- what the screen shows ----
@@ -274,7 +811,7 @@ class Browser(App[None]):
         """The view is settled (nothing read, nothing owed) and holds every row of the window
         the table has."""
         snap = self.snap
-        if snap is None or not snap.settled or self.feed is None:
+        if snap is None or not snap.settled or self.feed is None or self.gone is not None:
             return False
         state = self.feed.state
         if state.window_start != self.top:
@@ -289,48 +826,88 @@ class Browser(App[None]):
             names = [self.table.key[0]] + names
         return names
 
-    def _cells(self, row: Row) -> List[str]:
+    def _cells(self, row: Row) -> List[List[Tuple[str, str]]]:
         values = row[self.table.nkey:]
         if self.table.key_label == "rowid":
             values = (row[0],) + tuple(values)
-        return [cell(v) for v in values]
+        return [cell_parts(v) for v in values]
 
     def _number_width(self) -> int:
         return max(len(f"{self.top + self.height:,}"), len(f"{self.total:,}"), 1)
 
+    def _strip(self, text: Text) -> Strip:
+        return Strip(list(text.render(self.console, end="")))
+
     def _draw(self) -> None:
-        """The header and the window's lines, as text: made once per change of the view,
-        the window or the size, and painted line by line by :class:`RowsView`."""
-        rows = self.window_rows()
-        widths = [len(n) for n in self._columns()]
+        """The header and the window's lines, as strips: made once per change of the view,
+        the window or the size, and painted line by line by :class:`RowsView`. Every value
+        and name is inert (:func:`inert_parts`), and widths are terminal cells."""
+        rows = self.window_rows() if self.gone is None else [None] * self.height
+        names = [inert(n) for n in self._columns()]
+        widths = [cell_len(n) for n in names]
         cells = [None if row is None else self._cells(row) for row in rows]
         for cs in cells:
             if cs is not None:
-                widths = [max(w, min(len(c), CELL_WIDTH)) for w, c in zip(widths, cs)]
+                widths = [max(w, min(cell_len("".join(t for t, _ in c)), CELL_WIDTH))
+                          for w, c in zip(widths, cs)]
         widths = [min(w, CELL_WIDTH) for w in widths]
         nw = self._number_width()
-        head = [cut(n, w).ljust(w) for n, w in zip(self._columns(), widths)]
+        self._pin = nw + len(SEPARATOR)
+        head = [cut(n, w).ljust(w + len(cut(n, w)) - cell_len(cut(n, w)))
+                for n, w in zip(names, widths)]
         self._header = "#".rjust(nw) + SEPARATOR + SEPARATOR.join(head)
+        styles = self._styles()
+        self.header_style = styles["header"]
+        self._header_strip = self._strip(Text(self._header, style=self.header_style, end=""))
         state = self.feed.state if self.feed is not None else None
-        stale = Style(dim=True) if self.snap is not None and self.snap.revalidating else Style()
-        lines: List[tuple[str, Style]] = []
+        stale = (styles["stale"] if self.snap is not None and self.snap.revalidating
+                 else Style())
+        lines: List[Strip] = []
         for i, cs in enumerate(cells):
             pos = self.top + i
             if cs is None:
-                if state is not None and state.end_of_source and pos >= state.covered_end:
-                    lines.append(("", Style()))
+                if self.gone is not None or (state is not None and state.end_of_source
+                                             and pos >= state.covered_end):
+                    lines.append(Strip([]))
                 else:
-                    lines.append((f"{pos + 1:,}".rjust(nw) + SEPARATOR + "…", Style(dim=True)))
+                    lines.append(self._strip(Text(f"{pos + 1:,}".rjust(nw) + SEPARATOR + "…",
+                                                  style=styles["more"], end="")))
                 continue
-            text = SEPARATOR.join(cut(c, w).ljust(w) for c, w in zip(cs, widths))
-            lines.append((f"{pos + 1:,}".rjust(nw) + SEPARATOR + text, stale))
+            line = Text(f"{pos + 1:,}".rjust(nw) + SEPARATOR, style=stale, no_wrap=True,
+                        end="")
+            for j, (c, w) in enumerate(zip(cs, widths)):
+                if j:
+                    line.append(SEPARATOR)
+                line.append_text(cell_text(c, w, styles))
+            lines.append(self._strip(line))
         self._lines = lines
 
     def header_text(self) -> str:
         return self._header
 
-    def line_text(self, i: int) -> tuple[str, Style]:
-        return self._lines[i] if i < len(self._lines) else ("", Style())
+    def _styles(self) -> Dict[str, Style]:
+        try:
+            styles = dict(self.query_one(RowsView).styles_for())
+        except NoMatches:
+            styles = {"header": Style(bold=True, reverse=True), "stale": Style(dim=True),
+                      **CELL_STYLES}
+        styles["text"] = Style()
+        return styles
+
+    def pinned_cells(self) -> int:
+        """The cells at the left that do not scroll sideways: the row numbers."""
+        return self._pin
+
+    def scrolled_to(self, top: int) -> None:
+        """The rows view was scrolled (its scrollbar): the window moves there."""
+        self._begin("scrollbar")
+        self._guarded("scrolling", lambda: self._scroll_to(top))
+
+    def header_strip(self) -> Strip:
+        return self._header_strip
+
+    def line_strip(self, i: int) -> Strip:
+        return self._lines[i] if i < len(self._lines) else Strip([])
 
     def status_text(self) -> str:
         feed = self.feed
@@ -338,28 +915,48 @@ class Browser(App[None]):
             return "starting"
         state = feed.state
         stats = feed.stats()
-        last = min(self.top + self.height, max(self.total, self.top + 1))
-        parts = [f"rows {self.top + 1:,}–{last:,} of {self.total:,}"]
+        last = min(self.top + self.height, self.total)
+        if self.gone is not None:
+            parts = ["no table"]
+        elif last <= self.top:
+            parts = ["no rows" if self.total == 0 else
+                     f"past the last row (of {self.total:,})"]
+        else:
+            parts = [f"rows {self.top + 1:,}–{last:,} of {self._total_text()}"]
         if feed.following:
             parts.append("following")
         if self.is_fresh():
             parts.append("fresh")
+        elif self.gone is not None:
+            pass
         elif state.revalidating:
             parts.append("refreshing")
         else:
             parts.append("loading")
-        parts.append(f"{state.outstanding_reads} reads in flight")
-        parts.append(f"{stats.failed_own} failures")
+        parts.append(f"{state.outstanding_reads} {_plural(state.outstanding_reads, 'read')} "
+                     "in flight")
+        parts.append(f"{stats.failed_own} {_plural(stats.failed_own, 'failure')}")
         parts.append("waiting for: " + self.waiting_for())
-        if self.message:
-            parts.append(self.message)
-        return " · ".join(parts)
+        status = " · ".join(parts)
+        # The message first: at 80 columns the line's end is cut off.
+        return f"{inert(self.message)} · {status}" if self.message else status
+
+    def _total_text(self) -> str:
+        return f"{self.total:,}" if self.total_exact else f"~{self.total:,}"
 
     def waiting_for(self) -> str:
         """What the loader waits for, in words: the loader's own ``explain()`` when it has
         one, else read from its state."""
         feed = self.feed
         assert feed is not None
+        # What only a person can end comes first: the loader's words do not say to press r.
+        problem = self.snap.problem if self.snap is not None else None
+        if problem is not None or feed.needs_retry:
+            reason = problem.reason if problem is not None else "retries_spent"
+            return {"retries_spent": "you: retries spent, press r (retried by itself "
+                                     f"every {AUTO_RETRY_S:g} s)",
+                    "cursor_stalled": "you: a load stalled, press r",
+                    "bad_load_result": "you: a load is broken, press r"}[reason]
         explain = getattr(feed, "explain", None)
         if callable(explain):
             try:
@@ -367,14 +964,13 @@ class Browser(App[None]):
                 if text:
                     first = text.splitlines()[0]
                     # The loader waits for nothing when it is quiescent.
-                    return "nothing" if first == "quiescent" else first
+                    if first == "quiescent":
+                        return "nothing"
+                    if first.lower().startswith("waiting for "):
+                        first = first[len("waiting for "):]
+                    return first
             except Exception:
                 pass
-        problem = self.snap.problem if self.snap is not None else None
-        if problem is not None:
-            return {"retries_spent": "you: retries spent, press r",
-                    "cursor_stalled": "you: a load stalled, press r",
-                    "bad_load_result": "you: a load is broken, press r"}[problem.reason]
         state = feed.state
         if state.failure is Failure.OWN:
             return "a retry after a failed read (backoff)"
@@ -395,19 +991,17 @@ class Browser(App[None]):
             if self._pending is not None:
                 self._fresh_pending = True
         try:
-            self.query_one("#title", Static).update(
-                f"{self.label} · {self.total:,} rows by {self.table.key_label} "
+            self.query_one("#title", Static).update(inert(
+                f"{self.label} · {self._total_text()} {_plural(self.total, 'row')} by "
+                f"{self.table.key_label} "
                 f"({', '.join(self.table.key)}) · ↑↓ PgUp PgDn Home End · : row · / key · "
-                "F follow · r retry · q quit")
-            if self.asking is not None:
-                what = ("row number (1 is the first)" if self.asking == "row"
-                        else f"key ({', '.join(self.table.key)})")
-                status = f"go to {what}: {self.typed}▏ Enter to go, Esc to cancel"
-            else:
-                status = self.status_text()
-            self.query_one("#status", Static).update(status)
+                "F follow · r retry · q quit"))
+            self.query_one("#status", Static).update(inert(self.status_text()))
             self._draw()
-            self.query_one(RowsView).refresh()
+            view = self.query_one(RowsView)
+            view.follow(self.top, self._last_top() + self.height,
+                        cell_len(self._header))
+            view.refresh()
         except NoMatches:   # not composed yet, or being torn down
             pass
 
@@ -420,6 +1014,46 @@ class Browser(App[None]):
                                           self.fetched - fetched0))
             self._pending = None
             self._fresh_pending = False
+
+    def help_text(self) -> str:
+        """The help screen: the keys, then the table's schema, inert."""
+        t = self.table
+        cols = "\n".join(f"  {c.name} {c.declared}".rstrip() for c in t.columns)
+        try:
+            row = t.conn.execute("SELECT sql FROM sqlite_schema WHERE name = ? COLLATE "
+                                 "NOCASE", (t.name,)).fetchone()
+            sql = row[0] if row and row[0] else ""
+        except sqlite3.Error as e:
+            sql = f"(not read: {e})"
+        text = (f"{HELP}\n\nThe table {t.name}: {len(t.columns)} "
+                f"{_plural(len(t.columns), 'column')}, in the order of its {t.key_label} "
+                f"({', '.join(t.key)})\n{cols}\n\n{sql}")
+        return "\n".join(inert(line) for line in text.splitlines())
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(self.help_text()))
+
+    def action_show_row(self, i: int) -> None:
+        """Shows the window's row ``i`` (from 0: Enter shows the first) whole."""
+        rows = self.window_rows() if self.gone is None else []
+        if not 0 <= i < len(rows) or rows[i] is None:
+            return
+        row = rows[i]
+        assert row is not None
+        values = list(row[self.table.nkey:])
+        if self.table.key_label == "rowid":
+            values = [row[0]] + values
+        styles = self._styles()
+        body = Text(end="")
+        for name, value in zip(self._columns(), values):
+            body.append(inert(name), Style(bold=True))
+            body.append("\n")
+            body.append_text(whole_value(value, styles))
+            body.append("\n\n")
+        copy = "\t".join("" if v is None else v.hex() if isinstance(v, bytes) else str(v)
+                         for v in values)
+        self.push_screen(RowScreen(inert(f"row {self.top + i + 1:,} of {self.table.name}: "
+                                         "Esc closes, c copies"), body, copy))
 
     # ---- moves ----
 
@@ -439,9 +1073,19 @@ class Browser(App[None]):
 
     def _scroll_to(self, top: int) -> None:
         assert self.feed is not None
+        if self.gone is not None:
+            return
+        old = self.top
         self.top = min(max(top, 0), self._last_top())
-        self.feed.set_window(self.top, self.height)
-        self._show()
+        try:
+            self.feed.set_window(self.top, self.height)
+        except Exception:
+            # A far move's locate failed (a lock, the table gone): the window goes back.
+            self.top = old
+            self.feed.set_window(old, self.height)
+            raise
+        finally:
+            self._show()
 
     def go_to(self, n: int) -> None:
         """Puts row ``n`` (from 0) at the top: a window move. A far one starts at a cursor
@@ -452,30 +1096,59 @@ class Browser(App[None]):
         self._scroll_to(min(max(n, 0), max(self.total - self.height, 0)))
 
     def go_to_key(self, text: str) -> None:
-        """Puts the first row whose key is at least ``text`` at the top."""
+        """Puts the first row whose key is at least ``text`` at the top; past the last row,
+        the last rows."""
         assert self.feed is not None
         values = self.table.parse_key(text)
-        cursor, n = self.table.locate_key(values)
+        with self.table.patient():
+            cursor, n = self.table.locate_key(values)
+        if n > max(self.total - self.height, 0):
+            self.go_to(n)
+            return
         self.top = n
         self.feed.jump(cursor, n)
         self.feed.set_window(n, self.height)
         self._show()
 
+    def _guarded(self, what: str, move: Callable[[], object]) -> None:
+        """Runs a move; a failure is a message on the status line (and a notification),
+        never a crash."""
+        try:
+            move()
+        except Exception as e:   # noqa: BLE001 (every failure is said, none ends the app)
+            self._pending = None
+            self._failed(what, e)
+
+    def _failed(self, what: str, e: BaseException) -> None:
+        if isinstance(e, sqlite3.Error) and self.feed is not None:
+            try:
+                if not self.table.exists():
+                    self._lose(f"table {self.table.name} was dropped or renamed by another "
+                               "program: q to quit")
+                    return
+            except sqlite3.Error:
+                pass
+        self.message = failure_message(e, what, self.table.name)
+        self.notify(inert(self.message), severity="error", timeout=6)
+        self._show()
+
     def action_line(self, delta: int) -> None:
         self._begin("line")
-        self._scroll_to(self.top + delta)
+        self._guarded("scrolling", lambda: self._scroll_to(self.top + delta))
 
     def action_page(self, delta: int) -> None:
         self._begin("page")
-        self._scroll_to(self.top + delta * self.height)
+        self._guarded("scrolling", lambda: self._scroll_to(self.top + delta * self.height))
 
     def action_top(self) -> None:
         self._begin("top")
-        self.go_to(0)
+        self._guarded("going to the top", lambda: self.go_to(0))
 
     def action_bottom(self) -> None:
         self._begin("bottom")
-        self.go_to(self.total)
+
+        # With the total as last counted: no count(*) of a large table on a keypress.
+        self._guarded("going to the bottom", lambda: self.go_to(self.total))
 
     def action_follow(self) -> None:
         """``F``, as in ``less``: to the bottom, and stay there as rows are added (the
@@ -490,50 +1163,113 @@ class Browser(App[None]):
         self._show()
 
     def action_retry(self) -> None:
-        if self.feed is not None:
-            self.feed.retry()
-            self._show()
-
-    def action_ask(self, kind: str) -> None:
-        """Starts typing a row number or a key on the status line: the keys typed go there
-        (not to the bindings) until Enter or Esc."""
-        self.asking = kind
-        self.typed = ""
+        if self.feed is None:
+            return
+        if self.gone is not None:
+            # The table may be back: read the schema again.
+            self._guarded("reading the table again", self._schema_changed)
+            return
+        self.message = ""
+        self.feed.retry()
         self._show()
 
+    @property
+    def typed(self) -> str:
+        """What is typed in the prompt."""
+        return self.query_one(Prompt).value
+
+    def action_ask(self, kind: str) -> None:
+        """Opens the prompt in the status line's place for a row number or a key, and gives
+        it the focus: the keys typed go there (not to the bindings) until Enter or Esc."""
+        self.asking = kind
+        what = ("row number (1 is the first)" if kind == "row"
+                else f"key ({', '.join(self.table.key)})")
+        self.query_one("#ask-label", Static).update(inert(f"go to {what}: "))
+        prompt = self.query_one(Prompt)
+        prompt.value = ""
+        prompt.placeholder = "Enter to go, Esc to cancel"
+        self.screen.add_class("asking")
+        # At once, not after a refresh (focus() would wait): the keys typed right after
+        # reach the prompt, none is lost.
+        self.screen.set_focus(prompt)
+
+    def end_ask(self) -> None:
+        """Closes the prompt; the rows view has the focus again."""
+        self.asking = None
+        self.screen.remove_class("asking")
+        self.screen.set_focus(self.query_one(RowsView))
+        self._show()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self._submit_prompt(event.value)
+
+    def _submit_prompt(self, value: str) -> None:
+        kind, text = self.asking, value.strip()
+        self.end_ask()
+        if kind is not None and text:
+            self._submit(kind, text)
+
     def prompt_key(self, event: Key) -> bool:
-        """A key that starts typing on the status line (':' a row number, '/' a key), or one
-        typed there; False for any other key."""
+        """A key the rows view got: ':' or '/' opens the prompt; while it is open, a key
+        typed before the focus reached it (typed fast, right after ':') goes to it, in
+        order. False for any other key."""
+        # Here rather than as bindings: the keys typed right after are taken in order, so
+        # none is lost while a binding's action is pending.
         if self.asking is None:
-            # Here rather than as bindings: the keys typed right after come through this
-            # same method, in order, so none is lost while a binding's action is pending.
             if event.character in (":", "/"):
                 self.action_ask("row" if event.character == ":" else "key")
                 return True
             return False
+        prompt = self.query_one(Prompt)
         if event.key == "escape":
-            self.asking = None
+            self.end_ask()
         elif event.key == "enter":
-            kind, text = self.asking, self.typed.strip()
-            self.asking = None
-            if text:
-                self._submit(kind, text)
+            self._submit_prompt(prompt.value)
         elif event.key == "backspace":
-            self.typed = self.typed[:-1]
+            prompt.action_delete_left()
         elif event.character is not None and event.is_printable:
-            self.typed += event.character
-        self._show()
+            prompt.insert_text_at_cursor(event.character)
         return True
 
     def _submit(self, kind: str, text: str) -> None:
-        try:
-            if kind == "row":
+        if self.gone is not None:
+            self._show()
+            return
+        if kind == "row":
+            try:
                 n = int(text.replace(",", "").replace("_", ""))
-                self._begin("go to row")
-                self.go_to(n - 1)
-            else:
-                self._begin("go to key")
-                self.go_to_key(text)
-        except ValueError as e:
-            self._pending = None
-            self.message = str(e) if kind == "key" else f"not a row number: {text!r}"
+            except ValueError:
+                self.message = f"not a row number: {text!r}"
+                return
+            self._begin("go to row")
+            self._guarded(f"going to row {n:,}", lambda: self.go_to(n - 1))
+        else:
+            self._begin("go to key")
+            self._guarded("going to a key", lambda: self.go_to_key(text))
+
+
+def _plural(n: int, word: str) -> str:
+    return word if n == 1 else word + "s"
+
+
+def _diff(old: "set[str]", new: "set[str]") -> str:
+    gone, added = sorted(old - new), sorted(new - old)
+    said = ([f"gone: {', '.join(gone)}"] if gone else []) + (
+        [f"new: {', '.join(added)}"] if added else [])
+    return f" ({'; '.join(said)})" if said else ""
+
+
+def failure_message(e: BaseException, what: str, table: str) -> str:
+    """A failure in words, with what to do."""
+    text = str(e).splitlines()[0] if str(e) else type(e).__name__
+    if isinstance(e, ValueError) and not isinstance(e, sqlite3.Error):
+        return text    # a key typed that does not parse: the message says why
+    if isinstance(e, sqlite3.OperationalError):
+        if "locked" in text or "busy" in text:
+            return (f"{what}: the database is locked by another program (waited "
+                    f"{MOVE_BUSY_S:g} s): try again when its write is done")
+        if "no such table" in text:
+            return f"{what}: table {table} was dropped or renamed by another program"
+        if "no such column" in text:
+            return f"{what}: the table's columns changed ({text}): press r"
+    return f"{what} failed: {text}"

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import sqlite3
 import struct
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Iterator, List, Optional, Sequence, Tuple
 
 from .._enums import Direction
 from .._feed import LoadResult
@@ -23,6 +24,17 @@ Row = Tuple[Any, ...]
 """One row as the browser holds it: the key's values, then every column of the table."""
 
 _ROWID_NAMES = ("rowid", "_rowid_", "oid")
+
+LOAD_BUSY_S = 0.1
+"""How long a page load waits for another program's lock: briefly, as it runs on the UI
+thread; a load that fails is retried by the loader's backoff."""
+MOVE_BUSY_S = 1.0
+"""How long a far move (a row number, a key, the bottom) waits for another program's lock
+before it gives up with a message: a person pressed a key and waits for it."""
+OPEN_BUSY_S = 5.0
+"""How long opening the database waits for another program's write to end."""
+
+_INT64 = (-2**63, 2**63 - 1)
 
 
 class NoKeyError(ValueError):
@@ -42,7 +54,7 @@ def encode_key(values: Sequence[Any]) -> bytes:
         elif isinstance(v, float):
             out += b"f" + struct.pack(">d", v)
         elif isinstance(v, str):
-            raw = v.encode("utf-8")
+            raw = v.encode("utf-8", "surrogateescape")
             out += b"t" + struct.pack(">I", len(raw)) + raw
         elif isinstance(v, (bytes, bytearray, memoryview)):
             raw = bytes(v)
@@ -73,7 +85,7 @@ def decode_key(cursor: bytes) -> Tuple[Any, ...]:
         elif tag in (b"t", b"b"):
             (n,) = struct.unpack_from(">I", cursor, i)
             raw = cursor[i + 4:i + 4 + n]
-            values.append(raw.decode("utf-8") if tag == b"t" else raw)
+            values.append(raw.decode("utf-8", "surrogateescape") if tag == b"t" else raw)
             i += 4 + n
         else:
             raise ValueError(f"not a key cursor: tag {tag!r} at byte {i - 1}")
@@ -82,6 +94,10 @@ def decode_key(cursor: bytes) -> Tuple[Any, ...]:
 
 def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
+
+
+quote_name = _quote
+"""A name quoted as an SQL identifier."""
 
 
 @dataclass(frozen=True)
@@ -131,16 +147,41 @@ class Table:
                 f"table {name!r} has no usable key: no rowid (a virtual table, or its columns "
                 "shadow rowid, _rowid_ and oid) and no primary key whose columns are all NOT "
                 "NULL. Keyset scrolling needs a unique, non-null order")
-        cols = ", ".join(_quote(k) for k in self.key)
+        # Every column qualified with the table's name: a column renamed or dropped by another
+        # program is then an error ("no such column"), never a double-quoted string that
+        # SQLite takes for a literal, which would show the old name as every row's value.
+        t = _quote(name)
+
+        def q(col: str) -> str:
+            return f"{t}.{_quote(col)}"
+        cols = ", ".join(q(k) for k in self.key)
         self._key_sql = cols
         self._tuple = f"({cols})"
-        everything = ", ".join(_quote(c.name) for c in self.columns)
-        self._select = f"SELECT {cols}, {everything} FROM {_quote(name)}"
-        self._keys_only = f"SELECT {cols} FROM {_quote(name)}"
-        self._asc = ", ".join(f"{_quote(k)} ASC" for k in self.key)
-        self._desc = ", ".join(f"{_quote(k)} DESC" for k in self.key)
+        everything = ", ".join(q(c.name) for c in self.columns)
+        self._select = f"SELECT {cols}, {everything} FROM {t}"
+        self._keys_only = f"SELECT {cols} FROM {t}"
+        self._asc = ", ".join(f"{q(k)} ASC" for k in self.key)
+        self._desc = ", ".join(f"{q(k)} DESC" for k in self.key)
         self._marks = "(" + ", ".join("?" for _ in self.key) + ")"
         self.nkey = len(self.key)
+
+    def shape(self) -> Tuple[Any, ...]:
+        """What the browser's queries depend on: the columns and the key."""
+        return (tuple(self.columns), tuple(self.key), self.key_label)
+
+    def set_busy(self, seconds: float) -> None:
+        """How long a query waits for another program's lock before it fails."""
+        self.conn.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
+
+    @contextmanager
+    def patient(self) -> Iterator[None]:
+        """Queries inside wait up to :data:`MOVE_BUSY_S` for a lock (a far move a person
+        asked for), then :data:`LOAD_BUSY_S` again."""
+        self.set_busy(MOVE_BUSY_S)
+        try:
+            yield
+        finally:
+            self.set_busy(LOAD_BUSY_S)
 
     def _has_rowid(self, rowid: str) -> bool:
         try:
@@ -202,13 +243,15 @@ class Table:
             row = self.conn.execute(f"{self._keys_only} ORDER BY {self._desc} LIMIT 1").fetchone()
         return b"" if row is None else encode_key(row)
 
-    def locate_key(self, values: Sequence[Any]) -> Tuple[bytes, int]:
+    def locate_key(self, values: Sequence[Any],
+                   conn: Optional[sqlite3.Connection] = None) -> Tuple[bytes, int]:
         """The cursor just before the first row whose key is at least ``values``, and that
-        row's number (from 0)."""
-        before = self.conn.execute(
+        row's number (from 0); on ``conn`` when given (a worker thread's connection)."""
+        conn = conn or self.conn
+        before = conn.execute(
             f"SELECT count(*) FROM {_quote(self.name)} WHERE {self._tuple} < {self._marks}",
             tuple(values)).fetchone()[0]
-        prev = self.conn.execute(
+        prev = conn.execute(
             f"{self._keys_only} WHERE {self._tuple} < {self._marks} ORDER BY {self._desc} "
             "LIMIT 1", tuple(values)).fetchone()
         return (b"" if prev is None else encode_key(prev)), int(before)
@@ -226,7 +269,10 @@ class Table:
             affinity = declared.upper()
             try:
                 if "INT" in affinity:
-                    values.append(int(part))
+                    v = int(part)
+                    if not _INT64[0] <= v <= _INT64[1]:
+                        raise OverflowError
+                    values.append(v)
                 elif any(t in affinity for t in ("REAL", "FLOA", "DOUB")):
                     values.append(float(part))
                 else:
@@ -234,7 +280,20 @@ class Table:
             except ValueError:
                 raise ValueError(f"{col} is {declared or 'untyped'}: {part!r} is not a "
                                  "value of that type") from None
+            except OverflowError:
+                raise ValueError(f"{col} is {declared}: {part} is beyond SQLite's 64-bit "
+                                 f"integers ({_INT64[0]:,} to {_INT64[1]:,})") from None
         return tuple(values)
+
+    def schema_version(self) -> int:
+        """``PRAGMA schema_version``: changes when any connection changes the schema."""
+        v: int = self.conn.execute("PRAGMA schema_version").fetchone()[0]
+        return v
+
+    def exists(self) -> bool:
+        """The table is still in the database (not dropped or renamed)."""
+        return self.conn.execute("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND "
+                                 "name = ? COLLATE NOCASE", (self.name,)).fetchone() is not None
 
     def data_version(self) -> int:
         """``PRAGMA data_version``: changes when another connection commits."""
@@ -249,16 +308,20 @@ def table_names(conn: sqlite3.Connection) -> List[str]:
         "ORDER BY name")]
 
 
-def open_readonly(path: str) -> sqlite3.Connection:
+def open_readonly(path: str, timeout: float = LOAD_BUSY_S,
+                  check_same_thread: bool = True) -> sqlite3.Connection:
     """The database at ``path``, read-only (the browser never writes to it), in autocommit:
-    each load sees the latest commit. A short busy timeout: a load that meets a writer's lock
-    fails, and the loader's backoff retries it."""
+    each load sees the latest commit. A short busy timeout by default (:data:`LOAD_BUSY_S`):
+    a load that meets a writer's lock fails, and the loader's backoff retries it; the
+    command line opens with :data:`OPEN_BUSY_S` and sets it afterwards. Text that is not
+    UTF-8 is read with its bad bytes kept (surrogateescape), to be shown as escapes."""
     from pathlib import Path
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"no database file at {path}")
-    conn = sqlite3.connect(f"{p.resolve().as_uri()}?mode=ro", uri=True, timeout=0.1,
-                           isolation_level=None)
+    conn = sqlite3.connect(f"{p.resolve().as_uri()}?mode=ro", uri=True, timeout=timeout,
+                           isolation_level=None, check_same_thread=check_same_thread)
+    conn.text_factory = lambda b: b.decode("utf-8", "surrogateescape")
     conn.execute("PRAGMA query_only = 1")
     return conn
 
