@@ -163,3 +163,23 @@ impl Loader {
         direction == Direction::Backward || read_id >= self.follow.reads_before
     }
 }
+
+/// The checker's canonical form: `reads_before` is compared with read ids, so it is ranked
+/// with them; the end last seen is a position.
+#[cfg(any(test, feature = "testing"))]
+impl crate::check::canon::Canon for Follow {
+    fn canon(&self, e: &mut crate::check::canon::Enc) {
+        let Follow {
+            on,
+            pinned,
+            reads_before,
+            grown,
+            last_end,
+        } = self;
+        on.canon(e);
+        pinned.canon(e);
+        e.id(crate::check::canon::Class::Read, *reads_before);
+        grown.canon(e);
+        e.opt(last_end, |e, n| e.num(*n));
+    }
+}

@@ -297,6 +297,7 @@ impl crate::check::canon::Canon for Loader {
             locate_buf: _,
             closed,
             record: _,
+            follow,
         } = self;
         debug_assert!(
             scratch.is_empty(),
@@ -318,5 +319,6 @@ impl crate::check::canon::Canon for Loader {
             count.canon(e);
         });
         closed.canon(e);
+        follow.canon(e);
     }
 }
