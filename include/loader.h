@@ -153,10 +153,11 @@
  * - the unwind passes through the library and out of the call that delivered the callback.
  *   Only the functions that deliver callbacks are unwind-capable (`extern "C-unwind"` in the
  *   Rust source), all of them listed here: loader_invalidate, loader_invalidate_range,
- *   loader_settle, loader_settle_counted, loader_fail, loader_retry, loader_set_window,
- *   loader_jump, loader_abandon, loader_tick, loader_free, loader_view_release, the feed's
- *   loader_feed_set_window, loader_feed_jump, loader_feed_invalidate,
- *   loader_feed_invalidate_range, loader_feed_retry, loader_feed_free and, in the test ABI,
+ *   loader_appended, loader_follow, loader_settle, loader_settle_counted, loader_fail,
+ *   loader_retry, loader_set_window, loader_jump, loader_abandon, loader_tick, loader_free,
+ *   loader_view_release, the feed's loader_feed_set_window, loader_feed_jump,
+ *   loader_feed_invalidate, loader_feed_invalidate_range, loader_feed_appended,
+ *   loader_feed_follow, loader_feed_retry, loader_feed_free and, in the test ABI,
  *   loader_floor and loader_test_panic;
  * - no lock stays held, and the loader stays usable from every other thread;
  * - callbacks that were queued on that thread and not yet made are kept by their loader and
