@@ -32,7 +32,10 @@ mod supervise;
 mod tests;
 mod work;
 
-pub use port::{Job, Ledger, Loaded, Outcome, Source, Spawn, Status, Thread, Took};
+pub use port::{
+    answered_elsewhere, Job, Ledger, Loaded, Outcome, Source, Spawn, Status, Thread, Took,
+    ALREADY_ANSWERED, UNKNOWN_READ,
+};
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};

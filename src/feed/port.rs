@@ -15,6 +15,20 @@ pub enum Took {
     CursorStalled,
 }
 
+/// The library's result codes (`loader_result`) with which the loader refuses an answer
+/// because the read has none left to give: it was never the loader's (`UNKNOWN_READ`), or the
+/// loader answered it already (`ALREADY_ANSWERED`: let go of at its read timeout and
+/// forgotten since, or answered through the feed's handle by the host). Such a page is no
+/// bug of the load: the feed hands it back and reports nothing.
+pub const UNKNOWN_READ: i32 = 4;
+/// See [`UNKNOWN_READ`].
+pub const ALREADY_ANSWERED: i32 = 5;
+
+/// Whether a settle refused with `code` only says that the read needs no answer.
+pub fn answered_elsewhere(code: i32) -> bool {
+    code == UNKNOWN_READ || code == ALREADY_ANSWERED
+}
+
 /// What the loader's state says about quiescence, read in one look.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Status {

@@ -94,6 +94,9 @@ impl Ledger for L {
             Ok(Answer::Current) => Ok(Took::Current),
             Ok(Answer::Stale) => Ok(Took::Stale),
             Ok(Answer::CursorStalled) => Ok(Took::CursorStalled),
+            Err(crate::loader::LoaderError::AlreadyAnswered(_)) => {
+                Err(super::port::ALREADY_ANSWERED)
+            }
             Err(_) => Err(1),
         }
     }
@@ -213,4 +216,61 @@ fn a_cancel_before_its_issue_lets_the_read_go_unloaded() {
         items.made.load(Ordering::Relaxed)
     );
     assert!(items.loads.load(Ordering::Relaxed) >= 1);
+}
+
+#[test]
+fn a_page_for_a_read_the_loader_answered_already_goes_back_and_is_no_problem() {
+    let (f, fake, items) = feed(1);
+    // The read issued, then answered through the loader itself before the feed's load ends
+    // (as at its read timeout, forgotten since): the feed's settle is refused as answered.
+    let read = {
+        let mut l = fake.loader.lock().unwrap();
+        l.set_window(0, 10).unwrap();
+        let read = l
+            .take_effects()
+            .into_iter()
+            .find_map(|e| match e {
+                Effect::Issue(r) => Some(r),
+                _ => None,
+            })
+            .unwrap();
+        l.settle(read.read_id, 1000, 10, &[1], false).unwrap();
+        drop(l.take_effects());
+        read
+    };
+    f.on_issue(R(read));
+    // Until the feed's load ran and its answer was given.
+    for _ in 0..20_000 {
+        let st = f.state();
+        if items.made.load(Ordering::Relaxed) == 1 && st.running == 0 && st.answering == 0 {
+            break;
+        }
+        drop(st);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(items.made.load(Ordering::Relaxed), 1);
+    // The next read outstanding, its `issue` held back: the wait sees no problem, only time
+    // running out (the refusal was reported as a bug of the load: `Refused(5)`).
+    let next = {
+        let mut l = fake.loader.lock().unwrap();
+        l.set_window(0, 20).unwrap();
+        l.take_effects()
+            .into_iter()
+            .find_map(|e| match e {
+                Effect::Issue(r) => Some(r),
+                _ => None,
+            })
+            .unwrap()
+    };
+    assert_eq!(
+        f.wait_quiescent(Some(Duration::from_millis(100))),
+        Err(super::Problem::TimedOut)
+    );
+    f.on_issue(R(next));
+    assert_eq!(f.wait_quiescent(Some(Duration::from_secs(20))), Ok(()));
+    assert_eq!(fake.loader.lock().unwrap().covered(), (0, 20));
+    close(&f, &fake);
+    // The feed's two pages, and the loader's own answer at close.
+    assert_eq!(items.made.load(Ordering::Relaxed), 2);
+    assert_eq!(items.released.load(Ordering::Relaxed), 3);
 }

@@ -1,7 +1,7 @@
 //! A worker: takes the next read, runs the host's load on it, and answers it; and what
 //! happens when the load ends the worker's thread instead of returning.
 
-use super::{Feed, Gone, Job, Loaded, Outcome, Problem, Source, Took};
+use super::{port, Feed, Gone, Job, Loaded, Outcome, Problem, Source, Took};
 use std::cell::Cell;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -221,7 +221,9 @@ impl<S: Source> Feed<S> {
                     }
                     Err(code) => {
                         self.source.release(page.acquisition);
-                        if !self.state().closing {
+                        // A read the loader answered already needs nothing more: the page
+                        // goes back, and nothing is wrong with the load.
+                        if !port::answered_elsewhere(code) && !self.state().closing {
                             self.state().problem = Some(Problem::Refused(code));
                             ledger.fail(id);
                         }

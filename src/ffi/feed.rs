@@ -341,6 +341,12 @@ unsafe extern "C" fn route_locate(
 }
 
 /// The loader the feed drives: a loader handle, through the ABI every host uses.
+// The feed's codes for a read answered elsewhere are the library's own.
+const _: () = assert!(
+    loader_result::AlreadyAnswered as i32 == crate::feed::ALREADY_ANSWERED
+        && loader_result::UnknownRead as i32 == crate::feed::UNKNOWN_READ
+);
+
 struct HandleLedger(loader_handle);
 
 impl Ledger for HandleLedger {
