@@ -491,6 +491,15 @@ readme-c-example: pkgconfig-test
 	sed -n 's/^It prints `\([^`]*\)`.*/\1/p' README.md > $(OUT)/readme_example.expected
 	test -s $(OUT)/readme_example.expected
 	diff $(OUT)/readme_example.expected $(OUT)/readme_example.out
+	sed -n '/<!-- c-feed-example:start -->/,/<!-- c-feed-example:end -->/p' README.md | sed '1,2d;$$d' | sed '$$d' > $(OUT)/readme_feed_example.c
+	test $$(wc -l < $(OUT)/readme_feed_example.c) -ge 20
+	$(CC) -std=c11 $(WARN) $(OUT)/readme_feed_example.c \
+	    $$(PKG_CONFIG_PATH=$(OUT)/prefix/lib/pkgconfig pkg-config --cflags --libs loader) \
+	    -Wl,-rpath,$(CURDIR)/$(OUT)/prefix/lib -lpthread -o $(OUT)/readme_feed_example
+	$(OUT)/readme_feed_example > $(OUT)/readme_feed_example.out
+	sed -n 's/^This one prints `\([^`]*\)`.*/\1/p' README.md > $(OUT)/readme_feed_example.expected
+	test -s $(OUT)/readme_feed_example.expected
+	diff $(OUT)/readme_feed_example.expected $(OUT)/readme_feed_example.out
 
 clean:
 	$(CARGO) clean

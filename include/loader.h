@@ -4,9 +4,17 @@
  * libloader decides, for a program that pages through a changing ordered source (a table read
  * with keyset pagination, a log, a paginated API), which reads to start, which answers are
  * current or stale, what the view is, and exactly when each buffer a read produced may be
- * freed. The program (the host) does the reading: the loader asks for a read through the
- * `issue` callback, the host answers it with loader_settle or loader_fail, and the loader hands
- * each buffer back through `release` once it is done with it.
+ * freed. The program (the host) does the reading, in one of two ways:
+ * - with the feed (THE FEED, loader_feed_new): the host gives one synchronous `load` function
+ *   and the library runs it on worker threads of its own, answers each read, retries on a
+ *   clock and hands each buffer back through `release`. The short path for most hosts;
+ * - with the loader alone (loader_new), for a host that already owns its I/O (an event loop,
+ *   a request pool): the loader asks for a read through the `issue` callback, the host
+ *   answers it with loader_settle or loader_fail, from any thread, and the loader hands each
+ *   buffer back through `release` once it is done with it. In this mode the library starts
+ *   no thread.
+ * Everything below holds for both; a feed host reads its view and state through the feed's
+ * loader (loader_feed_loader) with the loader's own query functions.
  *
  * This comment holds the rules every function shares: the functions by task, THREADS,
  * CALLBACKS, OWNERSHIP, STRUCTS THAT GROW, HELPERS NOT PROVIDED, QUESTIONS A HOST ASKS,
@@ -80,8 +88,8 @@
  *
  * Which calls may run concurrently. Every function may be called from any thread, on any
  * handle, at any time, including at the same time as other calls on the same handle. The
- * library starts no thread and never waits for the host, with one exception: `compare` (see
- * CALLBACKS). Each call on a handle takes that handle's lock for its state change (or, for
+ * loader starts no thread and never waits for the host, with one exception: `compare` (see
+ * CALLBACKS); the feed's threads and waits are THE FEED's. Each call on a handle takes that handle's lock for its state change (or, for
  * loader_state, loader_stats, loader_requests, loader_view, loader_view_acquire and
  * loader_next_deadline, for its read), so calls on one handle take effect one at a time, in
  * the order they take the lock; calls on different handles do not wait for each other (but
@@ -199,10 +207,12 @@
  *
  * STRUCTS THAT GROW
  *
- * Four structs may gain fields in later releases: loader_config, loader_callbacks,
- * loader_snapshot and loader_counts. Each begins with `uint32_t struct_size`, which the host
- * sets to `sizeof` the struct (as the header it was compiled against declares it) before it
- * passes the struct to any function, the ones that fill it included:
+ * Five structs may gain fields in later releases. With the size of their first release on
+ * 64-bit targets (the smallest `struct_size` accepted): loader_config (104 bytes),
+ * loader_callbacks (56 bytes), loader_snapshot (152 bytes), loader_counts (192 bytes) and
+ * the feed's loader_feed_config (56 bytes). Each begins with `uint32_t struct_size`, which
+ * the host sets to `sizeof` the struct (as the header it was compiled against declares it)
+ * before it passes the struct to any function, the ones that fill it included:
  *
  *     loader_config config = { .struct_size = sizeof config };
  *     loader_config_default(&config);
@@ -225,8 +235,9 @@
  *
  * HELPERS NOT PROVIDED
  *
- * The library does no I/O and owns no thread, so it has no read queue or executor, no thread
- * pool, no timer thread or clock, and no call that blocks until the loader is quiescent. Where
+ * The loader (loader_new) does no I/O and owns no thread, so it has no read queue or
+ * executor, no thread pool, no timer thread or clock, and no call that blocks until it is
+ * quiescent: a host that wants those uses the feed (THE FEED), which is them. Where
  * reads run, on which threads answers arrive and how the host waits is the host's threading
  * model (an event loop, a pool, one thread, an interpreter's lock); any of these helpers would
  * impose one, and would run callbacks on threads the host does not own. Instead: `issue` hands

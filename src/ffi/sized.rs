@@ -208,6 +208,34 @@ mod tests {
         check::<loader_counts>();
     }
 
+    /// STRUCTS THAT GROW in the header names every growable struct with its first release's
+    /// size on 64-bit targets: the smallest `struct_size` accepted, here `FIRST_SIZE`.
+    #[cfg(target_pointer_width = "64")]
+    #[test]
+    fn the_header_states_each_growable_structs_first_size() {
+        let header = include_str!("../../include/loader.h");
+        let at = header.find(" * STRUCTS THAT GROW").expect("the section");
+        let section = &header[at..at + header[at..].find(" * HELPERS NOT PROVIDED").unwrap()];
+        let text: String = section.split_whitespace().collect::<Vec<_>>().join(" ");
+        let sizes = [
+            ("loader_config", loader_config::FIRST_SIZE),
+            ("loader_callbacks", loader_callbacks::FIRST_SIZE),
+            ("loader_snapshot", loader_snapshot::FIRST_SIZE),
+            ("loader_counts", loader_counts::FIRST_SIZE),
+            (
+                "loader_feed_config",
+                <crate::ffi::feed::loader_feed_config as Growable>::FIRST_SIZE,
+            ),
+        ];
+        for (name, size) in sizes {
+            let stated = format!("{name} ({size} bytes)");
+            assert!(
+                text.contains(&stated),
+                "STRUCTS THAT GROW does not say \"{stated}\""
+            );
+        }
+    }
+
     /// A field appended to a struct with tail padding could fit in that padding and leave
     /// `sizeof` unchanged: a library could not tell the two headers apart. None has any, on
     /// the 64-bit targets the project builds and tests on.
