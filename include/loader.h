@@ -659,9 +659,9 @@ typedef enum loader_failure {
    * move only. When the read that failed was a page read (`LOADER_KIND_FINITE`) and nothing
    * else was owed (no repair or full read running or due), the retry by the timer or
    * `loader_retry` reads that page again: a finite read with the same cursor, direction and
-   * `until`. An invalidation since the failure, a window move that retries, or a page read
-   * whose cursor stalled (`LOADER_ANSWER_CURSOR_STALLED`) retries with a full read
-   * (`LOADER_KIND_FULL`) instead.
+   * `until`. An invalidation since the failure, a window move that retries, a page read
+   * whose cursor stalled (`LOADER_ANSWER_CURSOR_STALLED`), or the page read again failing
+   * again retries with a full read (`LOADER_KIND_FULL`) instead.
    */
   LOADER_FAILURE_OWN = 1,
   /**
@@ -1858,7 +1858,11 @@ enum loader_result loader_fail(loader_handle handle,
  * the same). A page read whose cursor stalled, or that an invalidation, a window move or a
  * `loader_jump` followed (any time after its issue, before or after its failure: the read
  * the window needs is then another), is retried from the anchor as above, counted as such
- * (not in `retries_page`).
+ * (not in `retries_page`); so is the page read again when it fails again (its cursor may
+ * be gone for good, as a deleted row's key behind a page token: the read from the anchor
+ * gets fresh cursors). A cursor that stalls costs a bounded number of reads: the steps
+ * that succeed on the way back to it do not start the `max_auto_retries` count again (only
+ * a commit or a current page does), so the automatic retries run out and the loader waits.
  *
  * `*out_started` (if not NULL) says whether a read started; with nothing to retry now (no own
  * failure recorded, or an earlier full read still in flight) the call succeeds and starts

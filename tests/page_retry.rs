@@ -46,6 +46,7 @@ struct Cost {
     reads: u64,
     failures: u64,
     page_retries: u64,
+    full_reads: u64,
 }
 
 /// Answers oldest first, failing `percent` of reads, until quiescent; after each page
@@ -110,11 +111,13 @@ fn scroll(seed: u64, percent: u64) -> (Cost, Cost, Host) {
     let back: Vec<u64> = (0..PAGES).rev().map(|p| p * u64::from(PAGE)).collect();
     for (dir, starts) in [forward, back].into_iter().enumerate() {
         for start in starts {
-            let before = h.loader.stats().retries_page;
+            let before = h.loader.stats();
             h.loader.set_window(start, 100).unwrap();
             h.collect().unwrap();
             drive(&mut h, &mut rng, percent, &mut costs[dir]);
-            costs[dir].page_retries += h.loader.stats().retries_page - before;
+            let after = h.loader.stats();
+            costs[dir].page_retries += after.retries_page - before.retries_page;
+            costs[dir].full_reads += after.issued[2] - before.issued[2];
             let (from, to) = h.loader.covered();
             assert!(from <= start.saturating_sub(50) && to >= start + 150);
         }
@@ -127,25 +130,32 @@ fn scroll(seed: u64, percent: u64) -> (Cost, Cost, Host) {
     (f, b, h)
 }
 
-/// Failures on page reads in a long scroll, both ways: no full read, and each failure costs
-/// exactly the one read that reads its page again.
+/// Failures on page reads in a long scroll, both ways: each failure costs the one read that
+/// reads its page again, except when that read fails too (a cursor may be gone for good):
+/// then the page goes through a full read of the window (at most its 4 pages), once.
 #[test]
 fn a_failed_page_in_a_long_scroll_costs_one_read_both_ways() {
     let (calm_f, calm_b, _) = scroll(1, 0);
     assert_eq!((calm_f.failures, calm_b.failures), (0, 0));
+    let window_pages = (100 + 2 * 50) / u64::from(PAGE);
     for seed in 1..=3 {
         let (f, b, h) = scroll(seed, 10);
         for (name, c, calm) in [("forward", &f, &calm_f), ("back", &b, &calm_b)] {
+            eprintln!("cost at 10% failures, seed {seed} {name}: {c:?} (without: {calm:?})");
             assert!(c.failures > 5, "seed {seed} {name}: {c:?}");
-            assert_eq!(
-                c.reads,
-                calm.reads + c.failures,
-                "seed {seed} {name}: each failure costs one read ({c:?} against {calm:?})"
+            // Failures not retried as their page: a page read again that failed again.
+            let escalated = c.failures - c.page_retries;
+            assert!(
+                c.reads >= calm.reads + c.failures
+                    && c.reads <= calm.reads + c.failures + escalated * (window_pages - 1),
+                "seed {seed} {name}: each failure costs one read, an escalated one a window \
+                 ({c:?} against {calm:?})"
             );
-            assert_eq!(c.page_retries, c.failures, "seed {seed} {name}: {c:?}");
+            assert!(
+                c.full_reads <= escalated * window_pages,
+                "seed {seed} {name}: a full read only for a page that failed twice ({c:?})"
+            );
         }
-        let st = h.loader.stats();
-        assert_eq!(st.issued[2], 0, "seed {seed}: no full read");
         h.check_settled().unwrap();
     }
 }

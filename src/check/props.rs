@@ -194,9 +194,12 @@ pub(crate) fn loader_props(
     explained(l, pending, &l.explain()).map_err(|m| (Property::Explained, m))
 }
 
-/// After a successful answer (`answered`), the automatic retry count starts again.
+/// After a successful answer (`answered`), the automatic retry count starts again, unless a
+/// stalled cursor holds it (the steps before the stall succeed every time: only a commit or a
+/// current page starts it again, so a source that repeats its cursor costs a bounded number
+/// of reads).
 pub(crate) fn retry_reset(l: &Loader, answered: bool) -> Result<(), (Property, String)> {
-    if answered && l.auto_retries_spent() != 0 {
+    if answered && l.auto_retries_spent() != 0 && !l.stall_held() {
         return Err((
             Property::RetryReset,
             format!(

@@ -136,9 +136,9 @@ pub enum loader_failure {
     /// move only. When the read that failed was a page read (`LOADER_KIND_FINITE`) and nothing
     /// else was owed (no repair or full read running or due), the retry by the timer or
     /// `loader_retry` reads that page again: a finite read with the same cursor, direction and
-    /// `until`. An invalidation since the failure, a window move that retries, or a page read
-    /// whose cursor stalled (`LOADER_ANSWER_CURSOR_STALLED`) retries with a full read
-    /// (`LOADER_KIND_FULL`) instead.
+    /// `until`. An invalidation since the failure, a window move that retries, a page read
+    /// whose cursor stalled (`LOADER_ANSWER_CURSOR_STALLED`), or the page read again failing
+    /// again retries with a full read (`LOADER_KIND_FULL`) instead.
     Own = 1,
     /// A superseded read failed; it only raised the debt.
     Superseded = 2,

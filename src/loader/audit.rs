@@ -75,9 +75,16 @@ impl Loader {
         self.out.queued()
     }
 
-    /// Automatic retries spent since the last successful answer.
+    /// Automatic retries spent since the last successful answer (since the last commit or
+    /// current page, while [`Loader::stall_held`]).
     pub fn auto_retries_spent(&self) -> u32 {
         self.backoff.retries
+    }
+
+    /// Whether a stalled cursor is among the own failures in a row: the steps that succeed on
+    /// the way back to it do not start the retry count again.
+    pub fn stall_held(&self) -> bool {
+        self.backoff.stall_held
     }
 
     /// How many cursors the far-move memo holds, and the bytes they are charged.

@@ -12,6 +12,10 @@ pub(super) struct Backoff {
     pub(super) deadline: Option<u64>,
     /// What the last own failure since the last success was: only `explain` reads it.
     pub(super) cause: Option<Cause>,
+    /// A stalled cursor is among the failures in a row: reading the same source again stalls
+    /// again, so the successful steps on the way to it (a full read's first pages) do not
+    /// start the count again; only a commit or a current page does ([`Backoff::reset`]).
+    pub(super) stall_held: bool,
     rng: u64,
 }
 
@@ -39,6 +43,7 @@ impl Backoff {
             retries: 0,
             deadline: None,
             cause: None,
+            stall_held: false,
             rng: seed,
         }
     }
@@ -49,14 +54,26 @@ impl Backoff {
         self.retries = 0;
         self.deadline = None;
         self.cause = None;
+        self.stall_held = false;
     }
 
     /// A successful answer (a page, or a step of a repair or retry): the count of failures
     /// and automatic retries in a row starts again. A deadline already armed stays.
     pub(super) fn succeeded(&mut self) {
+        if self.stall_held {
+            // A stall is no transient failure: the steps before it succeed every time.
+            return;
+        }
         self.failures = 0;
         self.retries = 0;
         self.cause = None;
+    }
+
+    /// Read `read_id`'s answer repeated its cursor, with `count` items: an own failure (see
+    /// [`Backoff::failed`]) that holds the count until a commit or a current page.
+    pub(super) fn stalled(&mut self, read_id: u64, count: u32) {
+        self.cause = Some(Cause::Stalled { read_id, count });
+        self.stall_held = true;
     }
 
     /// An own failure at `now`: arms the timer unless the automatic retries are spent.
@@ -101,11 +118,13 @@ impl crate::check::canon::Canon for Backoff {
             retries,
             deadline,
             cause: _,
+            stall_held,
             rng,
         } = self;
         failures.canon(e);
         retries.canon(e);
         e.opt(deadline, |e, t| e.time(*t));
+        stall_held.canon(e);
         e.num(*rng);
     }
 }

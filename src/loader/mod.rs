@@ -150,6 +150,11 @@ pub struct Loader {
     /// A page failure's read (its cursor and direction), while the ledger records one: the
     /// retry reads it again only while it is still the read the window needs.
     page_failed: Option<(Cursor, Direction)>,
+    /// The read a page failure's retry read again (its cursor and direction), until an
+    /// answer is current: if it fails again, the failure goes through the debt lattice (a
+    /// full read, with fresh cursors), since reading that page a third time may never work
+    /// (a cursor whose item is gone for good).
+    page_retried: Option<(Cursor, Direction)>,
     /// Reads let go of (abandoned, or timed out), newest last: a late answer to one is stale
     /// and its acquisition goes back at once. Bounded: the oldest are forgotten (an answer
     /// to a forgotten one is refused as already answered).
@@ -201,6 +206,7 @@ impl Loader {
             finite_direction: Direction::Forward,
             resume: None,
             page_failed: None,
+            page_retried: None,
             abandoned: std::collections::VecDeque::new(),
             locate_buf: Vec::new(),
             closed: false,
@@ -293,6 +299,7 @@ impl crate::check::canon::Canon for Loader {
             finite_direction,
             resume,
             page_failed,
+            page_retried,
             abandoned,
             locate_buf: _,
             closed,
@@ -314,6 +321,7 @@ impl crate::check::canon::Canon for Loader {
         finite_direction.canon(e);
         resume.canon(e);
         page_failed.canon(e);
+        page_retried.canon(e);
         e.seq(abandoned, |e, (read, count)| {
             e.id(Class::Read, *read);
             count.canon(e);

@@ -50,7 +50,17 @@ impl Loader {
         } else {
             self.ledger.explicit_retry(&mut self.scratch)?.map(|_| page)
         };
-        if let Some((c, _)) = self.page_failed.take() {
+        let failed = self.page_failed.take();
+        let again = match started {
+            Some(true) => failed,
+            _ => {
+                if let Some((c, _)) = failed {
+                    self.pools.cursors.recycle(c);
+                }
+                None
+            }
+        };
+        if let Some((c, _)) = std::mem::replace(&mut self.page_retried, again) {
             self.pools.cursors.recycle(c);
         }
         Ok(started)

@@ -159,11 +159,14 @@ impl Loader {
                 // Retries count in a row: any successful answer starts the count again, a
                 // step of a long repair or retry included.
                 self.backoff.succeeded();
+                if let Some((c, _)) = self.page_retried.take() {
+                    self.pools.cursors.recycle(c);
+                }
             }
             Answer::Stale => stats.answered_stale += 1,
             Answer::CursorStalled => {
                 stats.cursor_stalls += 1;
-                self.backoff.cause = Some(Cause::Stalled { read_id, count });
+                self.backoff.stalled(read_id, count);
             }
         }
         self.pump();
@@ -199,7 +202,18 @@ impl Loader {
             return Ok(Answer::Stale);
         }
         let read = self.reads.answer(at);
-        if read.kind == Kind::Finite {
+        // The page a page failure's retry read again failed again: through the lattice.
+        let escalate = read.kind == Kind::Finite
+            && self
+                .page_retried
+                .as_ref()
+                .is_some_and(|(c, d)| *c == read.cursor && *d == read.direction);
+        if escalate {
+            self.pools.cursors.recycle(read.cursor);
+            if let Some((c, _)) = self.page_retried.take() {
+                self.pools.cursors.recycle(c);
+            }
+        } else if read.kind == Kind::Finite {
             // Kept for a page failure's retry (see `Loader::retry_recorded`).
             let old = self.page_failed.replace((read.cursor, read.direction));
             if let Some((c, _)) = old {
@@ -215,7 +229,7 @@ impl Loader {
                 self.pools.cursors.recycle(old);
             }
         }
-        let failed = self.fail_request(read.request, true)?;
+        let failed = self.fail_request(read.request, !escalate)?;
         if failed == ledger::Failed::Own {
             self.backoff.cause = Some(Cause::Failed { read_id });
         }
