@@ -1527,7 +1527,9 @@ typedef struct loader_load_result {
  * (`pthread_exit`): the read fails and the feed starts another worker in its place. A load
  * that runs longer than the loader's `read_timeout_ms` is let go of: its read fails (when it
  * is still needed), another worker takes the stuck one's place, and its late page goes to
- * `release`.
+ * `release`. The same holds for a load whose read a cancel hint let go of while it ran (a
+ * jump, a far move): its worker is replaced once the load outlives `read_timeout_ms`, so
+ * hung loads never hold every worker.
  */
 typedef int32_t (*loader_load_fn)(void *userdata,
                                   const struct loader_read *read,

@@ -45,13 +45,18 @@ impl<S: Source> Feed<S> {
         if st.closing {
             return;
         }
-        if st.slots.remove(&read_id).is_none() {
+        let Some(slot) = st.slots.remove(&read_id) else {
             // Its issue is still on its way (or it was answered meanwhile).
             if st.early_cancels.len() >= EARLY_CANCELS {
                 st.early_cancels.clear();
             }
             st.early_cancels.insert(read_id);
             return;
+        };
+        if let Some(started) = slot.started {
+            // Running: its worker is still the load's until it returns (or its timeout).
+            st.hinted.insert(read_id, started);
+            st.wake = true;
         }
         st.generation += 1;
         drop(st);

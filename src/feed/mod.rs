@@ -120,6 +120,11 @@ struct State<R> {
     lost: Vec<Gone>,
     /// Workers whose load was let go of: they leave when it returns.
     surplus: HashSet<u64>,
+    /// Loads still running whose read a cancel hint let go of (by read id): when their load
+    /// started, and on which worker. Past the load timeout, another worker takes the stuck
+    /// one's place, as for a read still needed: hinted loads that never return must not hold
+    /// every worker.
+    hinted: HashMap<u64, (Instant, u64)>,
     problem: Option<Problem>,
     /// The supervisor is to look at the deadline again before it waits.
     wake: bool,
@@ -187,6 +192,7 @@ impl<S: Source> Feed<S> {
                 next_worker: 0,
                 lost: Vec::new(),
                 surplus: HashSet::new(),
+                hinted: HashMap::new(),
                 problem: None,
                 wake: false,
                 generation: 0,

@@ -23,6 +23,7 @@ impl<S: Source> Feed<S> {
         SUPERVISING.with(|c| c.set(&*self as *const Feed<S> as usize));
         loop {
             let now = Instant::now();
+            let mut hinted_stuck = 0;
             let (gone, threads, overdue, next_overdue, bad) = {
                 let mut st = self.state();
                 if st.closing {
@@ -55,6 +56,22 @@ impl<S: Source> Feed<S> {
                         st.slots.remove(&id);
                         st.surplus.insert(worker);
                     }
+                    // Hinted loads past their timeout: let go of already, their workers are
+                    // replaced the same way.
+                    let mut stuck = Vec::new();
+                    for (&id, &(started, worker)) in &st.hinted {
+                        let due = started + limit;
+                        if due <= now {
+                            stuck.push((id, worker));
+                        } else {
+                            next_overdue = Some(next_overdue.map_or(due, |d| d.min(due)));
+                        }
+                    }
+                    for &(id, worker) in &stuck {
+                        st.hinted.remove(&id);
+                        st.surplus.insert(worker);
+                    }
+                    hinted_stuck = stuck.len();
                 }
                 (gone, threads, overdue, next_overdue, st.problem.is_some())
             };
@@ -62,7 +79,7 @@ impl<S: Source> Feed<S> {
                 t.join();
             }
             let Some(ledger) = self.ledger() else { return };
-            let replace = gone.iter().filter(|g| g.replace).count() + overdue.len();
+            let replace = gone.iter().filter(|g| g.replace).count() + overdue.len() + hinted_stuck;
             for _ in 0..replace {
                 // Without a thread, the feed runs on with fewer workers.
                 let _ = self.spawn_worker();

@@ -30,6 +30,9 @@ struct Items {
     released: AtomicU64,
     /// The threads loads ran on, by read id.
     threads: Mutex<Vec<(u64, std::thread::ThreadId)>>,
+    /// The next load blocks until `unblock`.
+    block_next: std::sync::atomic::AtomicBool,
+    unblock: std::sync::atomic::AtomicBool,
 }
 
 struct Src(Arc<Items>);
@@ -41,6 +44,11 @@ impl Source for Src {
         let mut threads = self.0.threads.lock().unwrap();
         threads.push((read.0.read_id, std::thread::current().id()));
         drop(threads);
+        if self.0.block_next.swap(false, Ordering::SeqCst) {
+            while !self.0.unblock.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
         let at = read.0.cursor.first().map_or(0, |&b| u64::from(b)) * 10;
         let n = (ITEMS - at).min(u64::from(read.0.limit));
         self.0.made.fetch_add(1, Ordering::Relaxed);
@@ -146,6 +154,13 @@ impl Spawn for StdSpawn {
 }
 
 fn feed(workers: u32) -> (Arc<Feed<Src>>, Arc<Fake>, Arc<Items>) {
+    feed_timed(workers, None)
+}
+
+fn feed_timed(
+    workers: u32,
+    load_timeout: Option<Duration>,
+) -> (Arc<Feed<Src>>, Arc<Fake>, Arc<Items>) {
     let items = Arc::new(Items::default());
     let config = Config {
         page_size: 10,
@@ -157,7 +172,13 @@ fn feed(workers: u32) -> (Arc<Feed<Src>>, Arc<Fake>, Arc<Items>) {
         feed: Mutex::new(Weak::new()),
         items: Arc::clone(&items),
     });
-    let f = Feed::new(Src(Arc::clone(&items)), Box::new(StdSpawn), workers, None).unwrap();
+    let f = Feed::new(
+        Src(Arc::clone(&items)),
+        Box::new(StdSpawn),
+        workers,
+        load_timeout,
+    )
+    .unwrap();
     *fake.feed.lock().unwrap() = Arc::downgrade(&f);
     f.attach(Box::new(L(Arc::clone(&fake))));
     f.start().unwrap();
@@ -273,4 +294,32 @@ fn a_page_for_a_read_the_loader_answered_already_goes_back_and_is_no_problem() {
     // The feed's two pages, and the loader's own answer at close.
     assert_eq!(items.made.load(Ordering::Relaxed), 2);
     assert_eq!(items.released.load(Ordering::Relaxed), 3);
+}
+
+#[test]
+fn a_hinted_load_that_hangs_gives_its_worker_up_at_the_load_timeout() {
+    // One worker, its load hung; the loader hints the read (a jump, a far move): the read is
+    // let go of, and the next read must not wait for the hung load to return.
+    let (f, fake, items) = feed_timed(1, Some(Duration::from_millis(50)));
+    items.block_next.store(true, Ordering::SeqCst);
+    fake.call(|l| l.set_window(0, 10)).unwrap();
+    for _ in 0..5_000 {
+        if items.loads.load(Ordering::SeqCst) == 1 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let hung = items.threads.lock().unwrap()[0].0;
+    f.on_cancel(hung);
+    // The read, still needed, failed when let go of; its retry is loaded by a worker that
+    // took the hung one's place.
+    assert_eq!(f.wait_quiescent(Some(Duration::from_secs(10))), Ok(()));
+    assert_eq!(fake.loader.lock().unwrap().covered(), (0, 10));
+    items.unblock.store(true, Ordering::SeqCst);
+    close(&f, &fake);
+    // The hung load's late page went back too.
+    assert_eq!(
+        items.released.load(Ordering::Relaxed),
+        items.made.load(Ordering::Relaxed)
+    );
 }

@@ -68,6 +68,7 @@ impl<S: Source> Drop for InLoad<'_, S> {
         // Its read, still unanswered, is failed by the supervisor, which also joins this
         // thread and starts another.
         let read = st.slots.remove(&self.read_id).map(|_| self.read_id);
+        st.hinted.remove(&self.read_id);
         if let Some(w) = st.workers.iter_mut().find(|w| w.id == self.worker) {
             w.done = true;
         }
@@ -179,6 +180,7 @@ impl<S: Source> Feed<S> {
             let mut st = self.state();
             st.running -= 1;
             let mine = st.slots.remove(&id).is_some();
+            st.hinted.remove(&id);
             // Counted until the answer is given, or the page handed back (the host's
             // `release` runs in both): a close waits for it, whether or not the read was mine.
             st.answering += 1;
