@@ -32,8 +32,14 @@ and a ``compare(a, b)`` that orders two non-empty cursors as the source does.
 
 What goes wrong, and how the feed says so:
 
-* A load that raises fails its read, and the loader's backoff retries it (I/O fails now and
-  then). Except a ``TypeError``: that is a bug in the load, not I/O.
+* A load that raises an ``Exception`` fails its read, and the loader's backoff retries it
+  (I/O fails now and then). Except a ``TypeError``: that is a bug in the load, not I/O.
+* A load that raises any other ``BaseException`` (``KeyboardInterrupt``, ``SystemExit``,
+  ``GeneratorExit``) is interrupted, not failed: the exception goes to the caller. A load run
+  inside the caller's own call (``max_workers=0``, or the first step of an
+  :mod:`~libloader.aio` load) ends that call, which raises it and loads nothing more; from a
+  load on another thread or task, :meth:`Feed.settled` raises it, once. Its read is failed
+  all the same, so none is left unanswered: the backoff retries it if the program goes on.
 * A load whose result is not a :class:`LoadResult`, or has more than ``limit`` items (a
   ``list``, ``None``, a coroutine from an ``async def`` given to the threaded feed), or that
   raised ``TypeError`` (a :class:`LoadResult` refuses fields of the wrong type), is a bug in
@@ -59,6 +65,7 @@ is unchanged.
 
 from __future__ import annotations
 
+import asyncio
 import collections.abc
 import concurrent.futures
 import dataclasses
@@ -73,7 +80,7 @@ import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import (Any, Callable, Dict, Generic, Iterator, List, Optional, Sequence, Set,
-                    TypeVar)
+                    Tuple, TypeVar)
 
 from . import _workers
 from ._enums import Answer, Direction, Failure
@@ -101,6 +108,14 @@ _FAIL_CODE = 1
 
 _BAD_RESULT_CODE = 2
 """The code ``fail`` gets for a load whose result (or TypeError) shows a bug in the load."""
+
+_INTERRUPTED_CODE = 3
+"""The code ``fail`` gets for a read whose load was interrupted (:func:`_is_failure`), or not
+started because an interrupt ends the call it would have run in."""
+
+_LOOKS = 100
+"""How many times the feed reads the loader's state again, at most, to get one that did not
+change while it read the rest: more means another thread keeps changing it."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -246,10 +261,36 @@ class _Timer:
 
 
 class _Inside(threading.local):
-    """Per thread: how deep in the feed's own calls, and whether inside a load."""
+    """Per thread: how deep in the feed's own calls (a user's call counts :data:`_USER`),
+    and whether inside a load."""
 
     depth = 0
     load = 0
+
+
+_USER = 1 << 16
+"""What a user's call adds to :attr:`_Inside.depth`: the depth is at least this inside one,
+so a load that is interrupted knows whether it ran inside the user's call on its thread."""
+
+
+def _is_failure(e: BaseException) -> bool:
+    """Whether what a load raised fails its read: an ``Exception``, or the cancellation of its
+    task or future by someone other than the feed. Any other ``BaseException``
+    (``KeyboardInterrupt``, ``SystemExit``, ``GeneratorExit``) interrupts: it is not retried
+    as a failed read, it goes to the caller."""
+    return isinstance(e, (Exception, asyncio.CancelledError))
+
+
+def _text(e: BaseException) -> str:
+    """``str(e)`` for a message; ``repr(e)`` when that raises, and the default repr when both
+    do: an exception that cannot say what it is must not break the report of it."""
+    try:
+        return str(e)
+    except Exception:
+        try:
+            return repr(e)
+        except Exception:
+            return object.__repr__(e)
 
 
 def _name_of(fn: Any) -> str:
@@ -340,10 +381,10 @@ class _FeedCore(Generic[T]):
     the gate.
 
     Every read is answered exactly once by whoever takes its slot out of ``_slots`` first:
-    the job's end (with the page, or ``fail`` for an exception or a cancellation the feed
-    did not ask for), or the cancel hint (with an empty page, at once, whether or not the
-    job ever starts). Answering from outside the job is what keeps a job cancelled before it
-    ran from leaving its read unanswered.
+    the job's end (with the page, or ``fail`` for an exception, an interrupt or a
+    cancellation the feed did not ask for), or the cancel hint (with an empty page, at once,
+    whether or not the job ever starts). Answering from outside the job is what keeps a job
+    cancelled before it ran from leaving its read unanswered.
 
     The gate: every loader call the feed makes runs between ``_enter`` and ``_exit``.
     ``close`` shuts the gate, waits until no call is inside, then closes the loader, so no
@@ -392,6 +433,17 @@ class _FeedCore(Generic[T]):
         self._stats_ready = threading.Event()
         self._closing_releases = 0
         self._closing_cancels = 0
+        self._closer: Optional[int] = None
+        """The thread inside ``loader.close()``: the releases and hints made there are the ones
+        the counters read before it lack."""
+        self._interrupt: Optional[BaseException] = None
+        """An interrupt a load on another thread or task raised, for :meth:`settled` to
+        raise."""
+        self._stopped: Set[int] = set()
+        """The threads whose user's call an interrupt is ending: it runs no more loads."""
+        self._close_interrupt: Optional[BaseException] = None
+        """What interrupted ``close()`` while it waited for the calls inside (Ctrl-C): it
+        closes without waiting any longer, then raises it."""
         retries = config.max_auto_retries if config is not None else None
         self._max_auto_retries = (retries if retries is not None
                                   else Config.defaults().max_auto_retries)
@@ -479,13 +531,24 @@ class _FeedCore(Generic[T]):
 
     @contextmanager
     def _calling(self) -> Iterator["Loader[_Acquisition]"]:
-        """A user's call: through the gate, or RuntimeError once the feed is closing."""
-        if not self._enter():
-            raise RuntimeError("the feed is closed")
+        """A user's call: through the gate, or RuntimeError once the feed is closing. A load
+        it runs on this thread and that is interrupted ends it: see :meth:`_interrupted`."""
+        with self._lock:
+            if self._closing:
+                raise RuntimeError("the feed is closed")
+            self._busy += 1
+        inside = self._inside
+        inside.depth += _USER
         try:
             yield self._loader
         finally:
-            self._exit()
+            inside.depth -= _USER
+            if self._stopped and inside.depth < _USER:
+                self._stopped.discard(threading.get_ident())
+            with self._lock:
+                self._busy -= 1
+                if self._busy == 0 and self._closer_waits:
+                    self._cond.notify_all()
 
     def _refuse_close_inside(self) -> None:
         if self._inside.load:
@@ -499,19 +562,26 @@ class _FeedCore(Generic[T]):
     def _shut(self, deadline: Optional[float] = None) -> bool:
         """Shuts the gate and waits until no call is inside (until ``deadline``, on
         ``time.monotonic()``, at the latest: a call still inside then finds the loader
-        closed, and its answer is discarded). False if it was already shut."""
+        closed, and its answer is discarded). False if it was already shut. An interrupt
+        (Ctrl-C) ends the wait as the deadline would, and is kept in ``_close_interrupt``
+        for ``close`` to raise once the feed is closed: raised here, it left the gate shut
+        and the loader open, a feed no later ``close`` could close."""
         self._refuse_close_inside()
         with self._lock:
             if self._closing:
                 return False
             self._closing = True
             self._closer_waits = True
-            while self._busy:
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    break
-                self._cond.wait(remaining)
-            self._closer_waits = False
+            try:
+                while self._busy:
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        break
+                    self._cond.wait(remaining)
+            except BaseException as e:
+                self._close_interrupt = e
+            finally:
+                self._closer_waits = False
         return True
 
     def _close_loader(self) -> None:
@@ -522,10 +592,16 @@ class _FeedCore(Generic[T]):
                 before: Optional[Counts] = self._loader.stats()
             except BaseException:
                 before = None
+            # Only what close() itself releases and hints is missing from `before`: a call
+            # still inside when the gate shut (close waits for it) released on its own
+            # thread, and `before` counts that already.
+            self._closer = threading.get_ident()
             try:
                 self._loader.close()   # hints every unanswered read: their jobs are cancelled
             except BaseException as e:
                 self._record(e, "closing the loader")
+            finally:
+                self._closer = None
             if before is not None:
                 self._final_stats = dataclasses.replace(
                     before, released=before.released + self._closing_releases,
@@ -544,7 +620,7 @@ class _FeedCore(Generic[T]):
 
     def _record(self, e: BaseException, where: str) -> None:
         self.errors.append(e)
-        _log.error("libloader feed: %s raised %s: %s", where, type(e).__name__, e,
+        _log.error("libloader feed: %s raised %s: %s", where, type(e).__name__, _text(e),
                    exc_info=e)
 
     # ---- the loader's callbacks (they never raise) ----
@@ -557,19 +633,22 @@ class _FeedCore(Generic[T]):
                 return   # the loader is being closed: it hints this read cancelled
         try:
             slot.job = self._start(read)
-        except BaseException as e:   # the workers are stopped, say: the read fails
-            self._finish(read.read_id, error=e)
+        except BaseException as e:
+            # What starting the load raised (the workers are stopped, say): the read fails.
+            # An interrupt that ends this call (answered already) passes through here.
+            if self._finish(read.read_id, error=e):
+                raise
 
     def _on_cancel(self, read_id: int) -> None:
         with self._lock:
             closing = self._closing
-            if closing:
+            if closing and self._closer == threading.get_ident():
                 self._closing_cancels += 1
             slot = self._slots.get(read_id) if closing else self._slots.pop(read_id, None)
         if slot is None:
             return   # already answered: the hint was queued before the answer
         if slot.job is not None:
-            slot.job.cancel()
+            self._cancel_job(slot.job)
         if closing:
             return   # the loader is closed: nothing to answer
         read = slot.read
@@ -584,7 +663,7 @@ class _FeedCore(Generic[T]):
         self._signal(self._bump)
 
     def _on_release(self, acq: _Acquisition) -> None:
-        if self._closing:
+        if self._closing and self._closer == threading.get_ident():
             self._closing_releases += 1
         if acq.result is not None:
             self._release(acq.result)
@@ -603,10 +682,17 @@ class _FeedCore(Generic[T]):
             result = job.result()
         except BaseException as e:
             # A cancellation the feed did not ask for (a hint takes the slot first) fails
-            # the read like an exception: the read is still wanted.
-            self._finish(read_id, error=e)
+            # the read like an exception: the read is still wanted. An interrupt is raised
+            # here only when this runs inside the user's call that started the job (a
+            # future already done when the callback was added).
+            if self._finish(read_id, error=e):
+                raise
         else:
             self._finish(read_id, result=result)
+
+    def _cancel_job(self, job: Any) -> None:
+        """Cancels the job of a read the loader no longer needs (or of a closing feed)."""
+        job.cancel()
 
     def _check(self, read: Read, result: Any) -> Optional[TypeError]:
         """Why ``result`` cannot answer ``read`` (a TypeError naming the load), or None."""
@@ -632,13 +718,17 @@ class _FeedCore(Generic[T]):
     def _bad_load(self, read: Read, error: TypeError) -> TypeError:
         """A TypeError the load raised, as one naming the load (the original its cause)."""
         bad = TypeError(f"the load function {self._load_name} raised TypeError for "
-                        f"{_describe(read)}: {error}")
+                        f"{_describe(read)}: {_text(error)}")
         bad.__cause__ = error
         return bad
 
     def _finish(self, read_id: int, result: Any = None,
-                error: Optional[BaseException] = None) -> None:
-        """Answers read ``read_id`` with a load's outcome, unless it was answered already."""
+                error: Optional[BaseException] = None) -> bool:
+        """Answers read ``read_id`` with a load's outcome, unless it was answered already.
+        Returns whether the caller raises ``error``: an interrupt from a load run inside the
+        user's call on this thread (see :meth:`_interrupted`)."""
+        if error is not None and not _is_failure(error):
+            return self._interrupted(read_id, error)
         entered = False
         with self._lock:   # the gate's _enter, and the slot taken, under one lock
             if self._closing:
@@ -649,13 +739,13 @@ class _FeedCore(Generic[T]):
                 entered = True
         if slot is None and not entered:
             self._discard(result)
-            return
+            return False
         self._inside.depth += 1
         urgent = True   # unless the answer below is a page the loader took as it is
         try:
             if slot is None:
                 self._discard(result)   # its read was answered when it was cancelled
-                return
+                return False
             read = slot.read
             bad: Optional[TypeError] = None
             if error is None:
@@ -678,7 +768,7 @@ class _FeedCore(Generic[T]):
                     except BaseException as e:   # refused (a cursor too long): still ours
                         self._discard(result)
                         if self._closing:
-                            return   # closed under this answer: nothing to fail
+                            return False   # closed under this answer: nothing to fail
                         error = e
                     else:
                         if answer is Answer.CURSOR_STALLED:
@@ -690,7 +780,7 @@ class _FeedCore(Generic[T]):
                             if answer is Answer.CURRENT:
                                 self._stall = None
                                 self._failures = 0
-                        return
+                        return False
             elif isinstance(error, TypeError):
                 bad = self._bad_load(read, error)
             if bad is not None:
@@ -700,7 +790,7 @@ class _FeedCore(Generic[T]):
                 self.last_error = bad
                 _log.error("libloader feed: %s", bad)
                 self._loader.fail(read, _BAD_RESULT_CODE)
-                return
+                return False
             self.last_error = error
             self._failures += 1
             # The backoff is timed from the loader's clock: bring it up to now first.
@@ -711,6 +801,38 @@ class _FeedCore(Generic[T]):
                 self._record(e, f"answering read {read_id}")
         finally:
             self._exit_signal(urgent)
+        return False
+
+    def _interrupted(self, read_id: int, error: Optional[BaseException]) -> bool:
+        """A load raised ``error``, an interrupt (not a failure: :func:`_is_failure`); None:
+        the load was not run, as an interrupt ends the call it would run in. Its read is let
+        go (failed: the retry rules recover it, no read is left unanswered), and ``error``
+        goes to the caller. Returns True when the load ran inside the user's call on this
+        thread: the caller raises it, and that call runs no more loads. Otherwise (a worker
+        thread, a task, the timer) :meth:`settled` raises it."""
+        inside = self._inside
+        here = inside.depth >= _USER
+        if here and error is not None:
+            self._stopped.add(threading.get_ident())
+        slot = None
+        with self._lock:
+            if self._closing:
+                return here
+            self._busy += 1
+            slot = self._slots.pop(read_id, None)
+            if error is not None and not here and self._interrupt is None:
+                self._interrupt = error
+        inside.depth += 1
+        try:
+            if slot is not None:
+                self._loader.tick(self._now_ms())
+                self._loader.fail(slot.read, _INTERRUPTED_CODE)
+        except BaseException as e:
+            if not self._closing:
+                self._record(e, f"letting go of interrupted read {read_id}")
+        finally:
+            self._exit_signal(True)
+        return here
 
     def _stall_message(self, read: Read, result: LoadResult[Any]) -> str:
         what = (f"with {len(result.items)} items" if result.items
@@ -739,11 +861,27 @@ class _FeedCore(Generic[T]):
 
     # ---- problems ----
 
+    def _look(self, loader: "Loader[_Acquisition]"
+              ) -> Optional[Tuple[Snapshot, Optional[int]]]:
+        """The loader's state and its next deadline (:meth:`Loader.next_deadline
+        <libloader.Loader.next_deadline>`) from one moment, as the C feed reads both under
+        the loader's lock: read again while another thread (the timer starting a retry, an
+        answer) changed the loader in between (every change moves a counter of the state).
+        None while it keeps changing: then it is not stuck."""
+        for _ in range(_LOOKS):
+            s = loader.state
+            deadline = loader.next_deadline()
+            if loader.state == s:
+                return s, deadline
+        return None
+
     def _problem_now(self, loader: "Loader[_Acquisition]",
-                     state: Optional[Snapshot] = None) -> Optional[FeedProblem]:
+                     look: Optional[Tuple[Snapshot, Optional[int]]] = None
+                     ) -> Optional[FeedProblem]:
         """What keeps the feed from settling until its user acts, or None, with what the
-        loader says it waits for. Inside the gate."""
-        problem = self._problem_of(loader, state)
+        loader says it waits for. ``look``: the state and deadline from one moment
+        (:meth:`_look`), read here if not given. Inside the gate."""
+        problem = self._problem_of(loader, look)
         if problem is None:
             return None
         try:
@@ -753,21 +891,28 @@ class _FeedCore(Generic[T]):
         return dataclasses.replace(problem, explanation=said)
 
     def _problem_of(self, loader: "Loader[_Acquisition]",
-                    state: Optional[Snapshot] = None) -> Optional[FeedProblem]:
+                    look: Optional[Tuple[Snapshot, Optional[int]]] = None
+                    ) -> Optional[FeedProblem]:
         bad = self._bad_result
         if bad is not None:
             return FeedProblem("bad_load_result",
                                f"{bad}. The feed does not retry a bug in the load: fix it, "
                                "then call retry() or move the window", bad)
-        s = loader.state if state is None else state
+        if look is None:
+            look = self._look(loader)
+            if look is None:
+                return None   # changing as it is read: something is running
+        s, deadline = look
         if s.failure is not Failure.OWN:
             return None
         stall = self._stall
         if stall is not None:
             return FeedProblem("cursor_stalled", stall)
-        if loader.next_deadline() is None and s.outstanding_reads == 0:
+        # The retries are spent when the same moment shows no retry armed and none running.
+        if deadline is None and s.outstanding_reads == 0:
             last = self.last_error
-            cause = f"; the last error was {type(last).__name__}: {last}" if last else ""
+            cause = (f"; the last error was {type(last).__name__}: {_text(last)}"
+                     if last is not None else "")
             return FeedProblem(
                 "retries_spent",
                 f"{self._failures} loads failed in a row and the automatic retries "
@@ -892,7 +1037,8 @@ class _FeedCore(Generic[T]):
         """A failure is recorded and the automatic retries are spent: nothing loads again
         until :meth:`retry`, a window move or an invalidation."""
         with self._calling() as loader:
-            return loader.state.failure is Failure.OWN and loader.next_deadline() is None
+            look = self._look(loader)
+        return look is not None and look[0].failure is Failure.OWN and look[1] is None
 
     @property
     def state(self) -> Snapshot:
@@ -930,12 +1076,15 @@ class _FeedCore(Generic[T]):
         """The view's items and the state, from one moment: taken again while another
         thread changed the loader in between (every change moves a counter)."""
         with self._calling() as loader:
-            for _ in range(100):
+            look: Optional[Tuple[Snapshot, Optional[int]]] = None
+            for _ in range(_LOOKS):
                 s = loader.state
                 view = loader.view()
+                deadline = loader.next_deadline()
                 if loader.state == s:
+                    look = s, deadline
                     break
-            problem = None if _quiet(s) else self._problem_now(loader, s)
+            problem = None if _quiet(s) else self._problem_now(loader, look)
         pages = [p for p in view.pages if p.acquisition.result is not None]
         return FeedSnapshot(
             items=[x for p in pages for x in p.acquisition.result.items],  # type: ignore
@@ -944,13 +1093,17 @@ class _FeedCore(Generic[T]):
             failed=s.failure is Failure.OWN, settled=_quiet(s), problem=problem)
 
     def _settled_or_raise(self) -> bool:
-        """True when quiescent; raises what keeps the feed from settling on its own; False
-        otherwise."""
+        """True when quiescent; raises an interrupt a load raised on another thread or task
+        (once), and what keeps the feed from settling on its own; False otherwise."""
+        if self._interrupt is not None:
+            with self._lock:
+                interrupt, self._interrupt = self._interrupt, None
+            if interrupt is not None:
+                raise interrupt
         with self._calling() as loader:
-            s = loader.state
-            if _quiet(s):
+            if _quiet(loader.state):
                 return True
-            problem = self._problem_now(loader, s)
+            problem = self._problem_now(loader)
         if problem is None:
             return False
         if problem.reason == "bad_load_result":
@@ -988,7 +1141,10 @@ class Feed(_FeedCore[T]):
     before it for :attr:`Direction.BACKWARD`: see the module documentation) or raises: the
     read fails and the loader's backoff retries it, on a timer the feed drives (a TypeError,
     or a result that is not a valid LoadResult, is a bug in the load: reported, not
-    retried). When the loader no longer needs a read (the source changed under it), the feed
+    retried). Only an ``Exception`` fails a read: a ``KeyboardInterrupt``, ``SystemExit`` or
+    ``GeneratorExit`` in a load ends the wait it interrupts and reaches the caller (the call
+    the load ran in with ``max_workers=0``, :meth:`settled` for a load on a worker thread).
+    When the loader no longer needs a read (the source changed under it), the feed
     answers the read at once and cancels its load if it has not started; a load already
     running finishes and its result is released. ``on_release(result)`` gets every result a
     load returned, exactly once: when the view drops it, or at once if it was never used.
@@ -1098,10 +1254,14 @@ class Feed(_FeedCore[T]):
 
     def _start(self, read: Read) -> Any:
         if self._inline:
+            if self._stopped and threading.get_ident() in self._stopped:
+                self._interrupted(read.read_id, None)   # an interrupt ends this call
+                return None
             try:
                 result = self._call_load(read)
             except BaseException as e:
-                self._finish(read.read_id, error=e)
+                if self._finish(read.read_id, error=e):
+                    raise
             else:
                 self._finish(read.read_id, result=result)
             return None
@@ -1204,8 +1364,11 @@ class Feed(_FeedCore[T]):
 
         Raises what keeps the feed from settling until its user acts (:attr:`problem`): the
         TypeError of a load result that is not valid (naming the load function), or
-        :class:`FeedStalledError` for a stalled cursor or spent automatic retries. With
-        ``max_workers=0`` it also serves the backoff retries (their loads run here)."""
+        :class:`FeedStalledError` for a stalled cursor or spent automatic retries. Raises the
+        ``KeyboardInterrupt``, ``SystemExit`` or ``GeneratorExit`` a load raised on a worker
+        thread (once; its read was failed and is retried). With ``max_workers=0`` it also
+        serves the backoff retries (their loads run here, and an interrupt in one is raised
+        at once)."""
         wait = _seconds("settled", timeout)
         end = None if wait is None else time.monotonic() + wait
         while True:
@@ -1291,6 +1454,9 @@ class Feed(_FeedCore[T]):
         if not self._shut(end):
             self._closed.wait(remaining())
             return
+        interrupt, self._close_interrupt = self._close_interrupt, None
+        if interrupt is not None:
+            end = time.monotonic()   # interrupted: close without waiting any longer
         try:
             if self._pool is not None:
                 self._pool.cancel_queued()
@@ -1312,6 +1478,8 @@ class Feed(_FeedCore[T]):
                 self._driver.join(remaining())
         finally:
             self._closed.set()
+        if interrupt is not None:
+            raise interrupt
 
 
 def _drive(ref: "weakref.ReferenceType[Feed[Any]]", timer: _Timer,

@@ -11,6 +11,15 @@ given from inside the task (an ``except`` or ``finally``) is never given, and th
 waits for that read until the next invalidation. Here no answer depends on the task's body:
 the cancel hint answers its read itself, and every other outcome is answered from the task's
 done-callback, which asyncio runs however the task ended.
+
+The other trap: a load waiting in ``asyncio.to_thread`` cannot be stopped (a thread is not
+cancelled), and cancelling the task that waits for it drops the page the thread goes on to
+make (asyncio discards a result that arrives for a cancelled future): it never reached
+``on_release``. So the feed does not cancel a task while its load waits in
+``asyncio.to_thread``: it answers the read at once as ever, lets the thread finish and
+releases the page the load returns; a load that waits for anything else once its thread is
+done is cancelled there. (A thread the load waits for by another way, such as
+``loop.run_in_executor``, cannot be told apart from other waits: use ``asyncio.to_thread``.)
 """
 
 from __future__ import annotations
@@ -24,7 +33,7 @@ from typing import (Any, AsyncIterator, Awaitable, Callable, Coroutine, Generato
 
 from ._enums import Direction
 from ._feed import (FeedPage, FeedProblem, FeedSnapshot, FeedStalledError, LoadResult, T,
-                   _FeedCore, _seconds, _weak0)
+                   _FeedCore, _is_failure, _seconds, _weak0)
 from ._types import Config, Read
 
 __all__ = ["Feed", "Direction", "FeedPage", "FeedProblem", "FeedSnapshot", "FeedStalledError",
@@ -37,6 +46,31 @@ AsyncLoad = Callable[..., Union[Awaitable[LoadResult[T]], LoadResult[T]]]
 
 _DONE = object()
 
+_TO_THREAD = getattr(getattr(asyncio, "to_thread", None), "__code__", None)
+"""The code of ``asyncio.to_thread``: a coroutine running it waits for a thread."""
+
+_CHAIN = 64
+"""How many awaits deep :func:`_in_thread` looks."""
+
+
+def _in_thread(coro: Any) -> bool:
+    """Whether the coroutine ``coro`` (or a coroutine it awaits, however deep) waits inside
+    ``asyncio.to_thread`` now: for a thread, which a cancellation does not stop."""
+    for _ in range(_CHAIN):
+        if isinstance(coro, _Rest):
+            coro = coro._coro
+            continue
+        code = getattr(coro, "cr_code", None) or getattr(coro, "gi_code", None)
+        if code is not None and code is _TO_THREAD:
+            return True
+        awaited = getattr(coro, "cr_await", None)
+        if awaited is None:
+            awaited = getattr(coro, "gi_yieldfrom", None)
+        if awaited is None:
+            return False
+        coro = awaited
+    return False
+
 
 class _Rest(Coroutine[Any, Any, Any]):
     """The rest of a load coroutine whose first step already ran, as a coroutine a task can
@@ -44,26 +78,48 @@ class _Rest(Coroutine[Any, Any, Any]):
     task sends or throws goes to the load. A task cancelled before its first step throws
     the cancellation in here, and the load gets it at the ``await`` it waits in, as if it
     had run in the task from the start (a coroutine of its own, not yet started, would end
-    at once and leave the load suspended forever)."""
+    at once and leave the load suspended forever).
 
-    __slots__ = ("_coro", "_first")
+    :attr:`cancel_wanted`: the feed wants the task cancelled, but the load waits in a thread
+    (:func:`_in_thread`); the task is cancelled at the first step after which the load waits
+    for something else."""
+
+    __slots__ = ("_coro", "_first", "cancel_wanted")
 
     def __init__(self, coro: Coroutine[Any, Any, Any], first: Any) -> None:
         self._coro = coro
         self._first = first
+        self.cancel_wanted = False
 
     def send(self, value: Any) -> Any:
         first = self._first
         if first is not _DONE:
             self._first = _DONE
-            return first
-        return self._coro.send(value)
+            waits = first
+        else:
+            waits = self._coro.send(value)
+        if self.cancel_wanted:
+            self._cancel_once_out()
+        return waits
 
     def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
         self._first = _DONE
         if val is None and tb is None:
-            return self._coro.throw(typ)
-        return self._coro.throw(typ, val, tb)  # pragma: no cover - the old 3-argument form
+            waits = self._coro.throw(typ)
+        else:
+            waits = self._coro.throw(typ, val, tb)  # pragma: no cover - the 3-argument form
+        if self.cancel_wanted:
+            self._cancel_once_out()
+        return waits
+
+    def _cancel_once_out(self) -> None:
+        """Inside the task's step: cancels the task unless the load still waits in a thread
+        (the task then cancels what the load waits for now, as its step ends)."""
+        if not _in_thread(self._coro):
+            self.cancel_wanted = False
+            task = asyncio.current_task()
+            if task is not None:
+                task.cancel()
 
     def close(self) -> None:
         self._first = _DONE
@@ -93,10 +149,15 @@ class Feed(_FeedCore[T]):
     it, in source order, for :attr:`Direction.BACKWARD`: see :class:`libloader.Feed`), or
     raises: the read fails and the loader's backoff retries it with ``loop.call_at`` (a
     TypeError, or a result that is not a valid LoadResult, is a bug in the load: reported,
-    not retried). A load starts inside the call that needs it and runs until it first
-    waits; then it continues as a task. When the loader no longer needs a read, the feed
-    answers it at once and cancels its task. ``on_release(result)`` gets every result a load
-    returned, exactly once.
+    not retried; a ``KeyboardInterrupt``, ``SystemExit`` or ``GeneratorExit`` is an
+    interrupt, raised by the call the load ran in or by :meth:`settled`: see
+    :class:`libloader.Feed`). A load starts inside the call that needs it and runs until it
+    first waits; then it continues as a task. When the loader no longer needs a read, the
+    feed answers it at once and cancels its task; a load waiting in ``asyncio.to_thread`` is
+    left to its thread, which cannot be stopped, and cancelled at its next other wait (see
+    the module documentation). ``on_release(result)`` gets every result a load returned,
+    exactly once: those of loads superseded while they ran and of loads that return after
+    :meth:`close` too.
 
     Create it inside the event loop and call it from the loop's thread only (from another
     thread: ``loop.call_soon_threadsafe(feed.invalidate)``). ``async with Feed(load) as
@@ -155,12 +216,17 @@ class Feed(_FeedCore[T]):
 
     def _start(self, read: Read) -> Any:
         """Starts the load now, and runs it until it first waits: a load that never waits
-        is answered here, with no task."""
+        is answered here, with no task. An interrupt it raises inside the user's call is
+        raised on (see ``_FeedCore._interrupted``)."""
+        if self._stopped:
+            self._interrupted(read.read_id, None)   # an interrupt ends this call
+            return None
         inside = self._inside
         try:
             result = self._call_load(read)
         except BaseException as e:
-            self._finish(read.read_id, error=e)
+            if self._finish(read.read_id, error=e):
+                raise
             return None
         if inspect.iscoroutine(result):
             inside.load += 1
@@ -172,7 +238,8 @@ class Feed(_FeedCore[T]):
                 return None
             except BaseException as e:
                 inside.load -= 1
-                self._finish(read.read_id, error=e)
+                if self._finish(read.read_id, error=e):
+                    raise
                 return None
             inside.load -= 1
             task = self._loop.create_task(_Rest(result, first))
@@ -184,6 +251,15 @@ class Feed(_FeedCore[T]):
         self._jobs.add(task)
         task.add_done_callback(functools.partial(self._job_done, read.read_id))
         return task
+
+    def _cancel_job(self, job: Any) -> None:
+        """Cancels a load's task, unless its load waits in ``asyncio.to_thread``: then once
+        it waits for something else (its page, if it returns one, is released)."""
+        rest = job.get_coro()
+        if isinstance(rest, _Rest) and _in_thread(rest):
+            rest.cancel_wanted = True
+            return
+        job.cancel()
 
     def _now_ms(self) -> int:
         return int((self._loop.time() - self._t0) * 1000)
@@ -219,6 +295,8 @@ class Feed(_FeedCore[T]):
                     self._signal(self._bump)
                     deadline = self._loader.next_deadline()
         except BaseException as e:
+            if not _is_failure(e):
+                raise   # not from a load: those are left for settled()
             self._record(e, "the backoff timer")
             deadline = None
         finally:
@@ -243,7 +321,10 @@ class Feed(_FeedCore[T]):
 
         Raises what keeps the feed from settling until its user acts (:attr:`problem`): the
         TypeError of a load result that is not valid (naming the load function), or
-        :class:`FeedStalledError` for a stalled cursor or spent automatic retries."""
+        :class:`FeedStalledError` for a stalled cursor or spent automatic retries. Raises the
+        ``GeneratorExit`` (or ``KeyboardInterrupt``, ``SystemExit``) a load's task or the
+        backoff timer's load raised (once; its read was failed and is retried); asyncio
+        itself raises a task's ``KeyboardInterrupt`` and ``SystemExit`` out of the loop."""
         wait = _seconds("settled", timeout)
         end = None if wait is None else self._loop.time() + wait
         while True:
@@ -281,9 +362,10 @@ class Feed(_FeedCore[T]):
                 self._change_waiters -= 1
 
     async def close(self, timeout: Optional[float] = None) -> None:
-        """Closes the loader (every unanswered read's task is cancelled, every page goes to
-        ``on_release``, once), then waits up to ``timeout`` seconds for the tasks to end. A
-        task that outlives ``timeout`` has its result released when it ends. Idempotent.
+        """Closes the loader (every unanswered read's task is cancelled, one whose load waits
+        in ``asyncio.to_thread`` once its thread is done; every page goes to ``on_release``,
+        once), then waits up to ``timeout`` seconds for the tasks to end. A task that outlives
+        ``timeout`` has its result released when it ends (while the loop runs). Idempotent.
         RuntimeError from inside a load (or a callback) of this feed: closing there would
         wait for itself."""
         wait = _seconds("close", timeout)
@@ -296,6 +378,9 @@ class Feed(_FeedCore[T]):
         if not self._shut():
             await self._wait_closed(wait)
             return
+        interrupt, self._close_interrupt = self._close_interrupt, None
+        if interrupt is not None:
+            wait = 0   # interrupted: close without waiting
         try:
             if self._timer is not None:
                 self._timer.cancel()
@@ -303,13 +388,15 @@ class Feed(_FeedCore[T]):
             self._close_loader()   # hints every unanswered read: their tasks are cancelled
             tasks = list(self._jobs)
             for task in tasks:
-                task.cancel()
+                self._cancel_job(task)
             if tasks:
                 await asyncio.wait(tasks, timeout=wait)
         finally:
             self._closed.set()
             event, self._event = self._event, asyncio.Event()
             event.set()
+        if interrupt is not None:
+            raise interrupt
 
     async def _wait_closed(self, timeout: Optional[float]) -> None:
         end = None if timeout is None else self._loop.time() + timeout

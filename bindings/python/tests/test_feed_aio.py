@@ -1,10 +1,13 @@
 """The asyncio feed (:class:`libloader.aio.Feed`): loads run as tasks, the backoff timer is
-``loop.call_at``, and a read is answered even when its task is cancelled before it started."""
+``loop.call_at``, a read is answered even when its task is cancelled before it started, and a
+load waiting in ``asyncio.to_thread`` has its page released however it was superseded."""
 
 from __future__ import annotations
 
 import asyncio
 import random
+import threading
+import time
 from typing import Any, Callable, Coroutine, Dict, List, Optional
 
 import pytest
@@ -244,6 +247,136 @@ def test_close_cancels_loads_in_flight_and_releases_everything_once() -> None:
 
     run(main)
     assert len(src.made) == 1 and src.released_exactly_once()
+
+
+# ---- loads that wait in a thread (asyncio.to_thread): issue 34 ----
+
+def threaded(src: AsyncSource, delay: float = 0.0) -> Callable[..., Coroutine[Any, Any, Any]]:
+    """A load as users write one for a blocking source: ``src.load`` (which honours
+    ``src.hold``) in ``asyncio.to_thread``, after ``delay`` seconds there."""
+    def blocking(cursor: bytes, limit: int, direction: Direction,
+                 until: Optional[bytes] = None) -> LoadResult[str]:
+        if delay:
+            time.sleep(delay)
+        return src.load(cursor, limit, direction, until)
+
+    async def load(cursor: bytes, limit: int, direction: Direction,
+                   until: Optional[bytes] = None) -> LoadResult[str]:
+        return await asyncio.to_thread(blocking, cursor, limit, direction, until)
+
+    return load
+
+
+def test_a_load_superseded_while_it_runs_in_a_thread_has_its_page_released() -> None:
+    """A thread cannot be stopped: cancelling the task that waits for it dropped the page the
+    thread went on to make (asyncio discards a result that arrives for a cancelled future).
+    The task is left to finish, and the page it returns released."""
+    src = AsyncSource(100)
+
+    async def main() -> None:
+        async with Feed(threaded(src), config=config(), on_release=src.on_release) as feed:
+            feed.set_window(0, 10)
+            assert await feed.settled(5)
+            gate = threading.Event()
+            src.hold[10] = gate
+            feed.set_window(0, 20)
+            await until(lambda: 10 in src.calls)  # running in its thread, held there
+            with src.lock:
+                src.insert(0, "new row")
+            feed.invalidate()                     # supersedes it while it runs
+            assert await feed.settled(5)          # answered at once, without it
+            assert feed.items() == src.current(20)
+            made = len(src.made)
+            gate.set()
+            await until(lambda: len(src.made) == made + 1)
+            await until(lambda: not feed._jobs)   # its task returned the page
+            assert feed.stats().cancels == 1 and not feed.errors
+
+    run(main)
+    assert src.released_exactly_once()
+
+
+def test_a_load_in_a_thread_still_running_at_close_has_its_page_released() -> None:
+    src = AsyncSource(100)
+
+    async def main() -> None:
+        feed = Feed(threaded(src), config=config(), on_release=src.on_release)
+        feed.set_window(0, 10)
+        assert await feed.settled(5)
+        gate = threading.Event()
+        src.hold[10] = gate
+        feed.set_window(0, 20)
+        await until(lambda: 10 in src.calls)
+        await feed.close(timeout=0.05)            # returns with the load still running
+        assert len(src.made) == 1
+        gate.set()                                # it returns after close: released then
+        await until(lambda: len(src.made) == 2 and src.released_exactly_once())
+        stats = feed.stats()
+        assert stats.accepted == stats.released and not feed.errors
+
+    run(main)
+    assert src.released_exactly_once()
+
+
+def test_following_fast_writes_with_loads_in_threads_releases_every_page_once() -> None:
+    """The report: a log followed at about 3,000 lines/s, each new line reported as a ranged
+    change (its writer's ``invalidate_range``), loads in ``asyncio.to_thread``: each change
+    supersedes the read running at the end, and the pages those threads made were lost."""
+    src = AsyncSource(40)
+
+    async def main() -> None:
+        cfg = config(prefetch_distance=10)
+        async with Feed(threaded(src, 0.0005), config=cfg, on_release=src.on_release,
+                        compare=src.compare) as feed:
+            feed.set_window(0, 20)
+            feed.follow()
+            assert await feed.settled(5)
+            loop = asyncio.get_running_loop()
+            t0 = loop.time()
+            for i in range(300):
+                src.insert(len(src), f"line {i}", feed)
+                await asyncio.sleep(max(t0 + (i + 1) / 3000 - loop.time(), 0))
+            assert await feed.settled(10)
+            assert feed.following and src.matches(feed)
+            assert feed.items()[-1] == "line 299"
+            assert feed.stats().cancels > 0 and not feed.errors
+
+    run(main)
+    assert src.released_exactly_once(), (len(src.made), sum(src.released.values()))
+
+
+def test_a_load_left_to_its_thread_is_cancelled_at_its_next_wait() -> None:
+    """A superseded load waiting in a thread is not cancelled there; once the thread is
+    done, the next thing it waits for is cancelled, so a load that would wait forever
+    after its thread still ends."""
+    src = AsyncSource(100)
+    gate = threading.Event()
+    forever = []
+
+    async def load(cursor: bytes, limit: int, direction: Direction) -> LoadResult[str]:
+        if src.index_of(cursor) == 10 and not forever:
+            forever.append(asyncio.Event())
+            await asyncio.to_thread(gate.wait, 10)
+            await forever[0].wait()               # never set: only a cancel ends it
+        return await src.aload(cursor, limit, direction)
+
+    async def main() -> None:
+        async with Feed(load, config=config(), on_release=src.on_release) as feed:
+            feed.set_window(0, 10)
+            assert await feed.settled(5)
+            feed.set_window(0, 20)
+            await until(lambda: bool(forever))
+            with src.lock:
+                src.insert(0, "new row")
+            feed.invalidate()
+            assert await feed.settled(5)
+            assert len(feed._jobs) == 1           # still in its thread
+            gate.set()
+            await until(lambda: not feed._jobs)   # cancelled at its next wait
+            assert feed.items() == src.current(20) and not feed.errors
+
+    run(main)
+    assert src.released_exactly_once()
 
 
 def test_it_must_be_made_inside_a_running_loop() -> None:

@@ -1,8 +1,10 @@
 """What a Feed tells its user, and how it ends: stalled cursors and spent retries surfaced by
-settled(), changes() and snapshots; wrong load results reported by both feeds; LoadResult,
-timeouts and the load's signature checked; help(Config); stats() after close; an unclosed
-feed warns and lets go of its pages and threads; close(timeout) with a stuck load, close()
-inside a load, interpreter exit and Ctrl-C with a load that never returns."""
+settled(), changes() and snapshots (and not a retry starting while they look); wrong load
+results and exceptions whose str() raises reported by both feeds; LoadResult, timeouts and
+the load's signature checked; help(Config); stats() after close, also one that waited for a
+call; an unclosed feed warns and lets go of its pages and threads; close(timeout) with a
+stuck load, close() inside a load, interpreter exit and Ctrl-C with a load that never
+returns."""
 
 from __future__ import annotations
 
@@ -134,6 +136,93 @@ def test_aio_surfaces_a_stalled_cursor_and_spent_retries() -> None:
     asyncio.run(asyncio.wait_for(main(), 30))
 
 
+@pytest.mark.parametrize("look", ["settled", "problem", "needs_retry"])
+def test_a_retry_starting_between_two_looks_is_not_reported_as_spent_retries(look: str) -> None:
+    """Issue 34: one failure of five, and the timer starts the retry just after the state
+    was read and before the deadline was: the retries were reported spent (no deadline, no
+    read in flight, from two moments). The look here is made to straddle the retry's start;
+    the state and the deadline must agree."""
+    src = Source(30)
+    src.fail = lambda start, attempt: attempt == 1
+    cfg = config(max_auto_retries=5, backoff_initial_ms=200, backoff_max_ms=200)
+    with Feed(src.load, config=cfg, on_release=src.on_release) as feed:
+        feed.set_window(0, 10)
+        assert wait_until(lambda: feed.state.failure is libloader.Failure.OWN)
+        assert feed.state.outstanding_reads == 0 and feed.loader.next_deadline() is not None
+        gate = threading.Event()
+        src.hold[0] = gate                 # the retry runs until the look is over
+        me = threading.get_ident()
+        real = feed.loader.next_deadline
+        straddled: List[bool] = []
+
+        def next_deadline() -> Any:
+            if threading.get_ident() == me and not straddled:
+                straddled.append(True)
+                src.wait_started(0, times=2)   # the timer fires the retry meanwhile
+            return real()
+
+        feed.loader.next_deadline = next_deadline  # type: ignore[method-assign]
+        try:
+            if look == "settled":
+                assert feed.settled(0.01) is False
+            elif look == "problem":
+                assert feed.problem is None
+            else:
+                assert feed.needs_retry is False
+        finally:
+            gate.set()
+        assert straddled
+        assert feed.settled(5) and feed.items() == src.rows[:10]
+        assert feed.problem is None
+    assert src.released_exactly_once()
+
+
+class Opaque(OSError):
+    """An exception whose ``str()`` raises."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no str for you")
+
+
+class OpaqueType(TypeError):
+    """A TypeError whose ``str()`` raises."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no str for you")
+
+
+def raising(error: type) -> Any:
+    def load(cursor: bytes, limit: int, direction: Direction) -> LoadResult[str]:
+        raise error()
+    return load
+
+
+def test_an_exception_whose_str_raises_is_reported_by_settled() -> None:
+    """Issue 34: a load raised an exception whose __str__ raises; settled() raised that
+    RuntimeError instead of saying the retries were spent."""
+    with Feed(raising(Opaque), config=config(max_auto_retries=1)) as feed:
+        feed.set_window(0, 10)
+        with pytest.raises(FeedStalledError) as e:
+            feed.settled(10)
+        problem = e.value.problem
+        assert problem.reason == "retries_spent" and isinstance(problem.error, Opaque)
+        assert "Opaque" in problem.message and "retry()" in problem.message
+        assert feed.problem == problem and "retry()" in feed.explain()
+        assert feed.snapshot().problem == problem
+
+
+def test_a_type_error_whose_str_raises_is_reported_as_a_bug_in_the_load() -> None:
+    """Issue 34: the same for a TypeError (a bug in the load): naming it raised, and its read
+    was left unanswered."""
+    with Feed(raising(OpaqueType), config=config()) as feed:
+        feed.set_window(0, 10)
+        with pytest.raises(TypeError, match="raising.<locals>.load raised TypeError") as t:
+            feed.settled(5)
+        assert "OpaqueType" in str(t.value) and isinstance(t.value.__cause__, OpaqueType)
+        assert wait_until(lambda: feed.state.outstanding_reads == 0)   # its read answered
+        assert not feed.errors
+
+
 def test_aio_reports_a_wrong_result_and_does_not_retry_it() -> None:
     async def main() -> None:
         calls: List[int] = []
@@ -246,6 +335,40 @@ def test_stats_are_readable_after_close() -> None:
     assert before.released == 0
     with pytest.raises(RuntimeError):
         feed.set_window(0, 10)
+
+
+def test_stats_after_close_count_releases_made_while_close_waits_once() -> None:
+    """Issue 34: close() waits for a call still inside the feed (an answer releasing the old
+    pages of a repair, here held in on_release); the releases that call made after close began
+    were counted twice (accepted 6, released 8, with each page released once)."""
+    src = Source(60)
+    entered = threading.Event()
+    go = threading.Event()
+    hold: List[bool] = []
+
+    def on_release(result: LoadResult[str]) -> None:
+        src.on_release(result)
+        if hold and not entered.is_set():
+            entered.set()
+            assert go.wait(10)
+
+    feed = Feed(src.load, config=config(), max_workers=1, on_release=on_release)
+    feed.set_window(0, 30)
+    assert feed.settled(5)
+    hold.append(True)
+    with src.lock:
+        src.insert(0, "new row")
+    feed.invalidate()               # the repair's commit releases the old pages, on a worker
+    assert entered.wait(5)          # ... and is held in the first of those releases
+    closer = threading.Thread(target=feed.close)
+    closer.start()
+    assert wait_until(lambda: feed._closing)   # close() began, and waits for that answer
+    go.set()
+    closer.join(10)
+    assert not closer.is_alive()
+    stats = feed.stats()
+    assert src.released_exactly_once()
+    assert stats.released == stats.accepted == sum(src.released.values()), stats
 
 
 # ---- an unclosed feed ----
