@@ -428,8 +428,8 @@ c-test-load-tester: | $(OUT)
 	$(CXX) -std=c++17 $(WARN) -Iinclude -fsyntax-only $(OUT)/load_tester_h.cpp
 
 # The feed (loader_feed_*): loads on the library's own threads, with failures, jumps, cancel
-# hints, bugs in the load, a thread ended inside a load, free while loads run and a stuck
-# load; under ASan+UBSan, valgrind and ThreadSanitizer.
+# hints, bugs in the load, a thread ended inside a load, free while loads run, a stuck load
+# and follow mode; under ASan+UBSan, valgrind and ThreadSanitizer.
 c-test-feed: test-lib tsan-lib | $(OUT)
 	$(CC) $(CTEST_FLAGS) -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all \
 	    c-tests/feed.c $(TEST_RPATH) -lpthread -o $(OUT)/feed_asan

@@ -1,7 +1,8 @@
 // loader::Feed<T> (bindings/cpp/loader.hpp): typed items from a std::function load that the
 // library runs on its own threads; exceptions from load fail their reads and are retried; a
 // load's bug is thrown by wait_quiescent; the pinned view is typed; RAII frees the feed while
-// loads run; close() lets a stuck load go at its timeout and the page still goes back. Items
+// loads run; close() lets a stuck load go at its timeout and the page still goes back;
+// follow() keeps the view on a growing source's end, reading only what appended() reports. Items
 // count themselves: every page built is destroyed exactly once (and ASan sees a leak or a
 // double free). Built as C++17 and C++20.
 #include <atomic>
@@ -45,9 +46,11 @@ static std::uint64_t pos_of(const std::string &c) {
     return v;
 }
 
-// Items 0..size-1; every `throw_every`-th load throws; `extra` items past the limit.
+// Items 0..size-1 (`size` may grow while loads run); every `throw_every`-th load throws;
+// `extra` items past the limit.
 struct Source {
-    std::uint64_t size = 1000;
+    std::atomic<std::uint64_t> size{1000};
+    std::atomic<std::uint64_t> items_loaded{0};  // the items every load returned, summed
     std::atomic<int> loads{0};
     int throw_every = 0;
     std::atomic<std::uint32_t> extra{0};
@@ -60,18 +63,20 @@ struct Source {
         if (delay_ms) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms.load()));
         if (throw_every && n % throw_every == 0) throw std::runtime_error("the source is down");
         std::uint64_t at = pos_of(r.cursor);
+        std::uint64_t items = size;  // read once: it may grow meanwhile
         loader::Page<Item> p;
         if (r.direction == LOADER_DIRECTION_FORWARD) {
-            std::uint64_t end = std::min<std::uint64_t>(size, at + r.limit + extra);
+            std::uint64_t end = std::min<std::uint64_t>(items, at + r.limit + extra);
             for (std::uint64_t i = at; i < end; i++) p.items.emplace_back(i);
             p.next_cursor = cursor_of(end);
-            p.end_of_source = end == size;
+            p.end_of_source = end == items;
         } else {
             std::uint64_t first = at < r.limit ? 0 : at - r.limit;
             for (std::uint64_t i = first; i < at; i++) p.items.emplace_back(i);
             p.next_cursor = first ? cursor_of(first) : std::string();
             p.end_of_source = first == 0;
         }
+        items_loaded += p.items.size();
         return p;
     }
 };
@@ -207,12 +212,114 @@ static void a_negative_wait_waits_as_long_as_it_takes() {
     CHECK(feed.wait_quiescent());
 }
 
+static loader_snapshot state_of(const loader::Feed<Item> &feed) {
+    loader_snapshot st{};
+    st.struct_size = sizeof st;
+    CHECK(loader_state(feed.loader(), &st) == LOADER_RESULT_OK);
+    return st;
+}
+
+// The window is the source's last `len` items, and the typed view holds them in order, up to
+// the source's end and no further.
+static void check_at_end(const loader::Feed<Item> &feed, const Source &src, std::uint64_t len) {
+    std::uint64_t size = src.size;
+    loader_snapshot st = state_of(feed);
+    if (!(st.window_start == size - len && st.window_len == len && st.end_of_source && st.covered_end == size))
+        std::fprintf(stderr, "  %llu items: window [%llu, +%llu), covered to %llu, end %d\n",
+                     static_cast<unsigned long long>(size), static_cast<unsigned long long>(st.window_start),
+                     static_cast<unsigned long long>(st.window_len), static_cast<unsigned long long>(st.covered_end),
+                     static_cast<int>(st.end_of_source));
+    CHECK(st.window_start == size - len && st.window_len == len);
+    CHECK(st.end_of_source && st.covered_end == size);
+    std::vector<Item> items = feed.items();
+    CHECK(items.size() >= len && items.back().n == size - 1);
+    for (std::size_t i = 1; i < items.size(); i++) CHECK(items[i].n == items[i - 1].n + 1);
+}
+
+// Follow mode through Feed<T>: follow() pins the window to the source's last 40 items; after
+// each appended() the workers read only the new items and the view ends at the source's end;
+// following() says so; a move away unpins and a move back pins again; follow(false) stops;
+// a closed feed refuses follow() and appended() with their codes.
+static void follow_keeps_the_view_on_the_end() {
+    constexpr std::uint64_t window = 40, page = 10, rounds = 30;
+    auto src = std::make_shared<Source>();
+    src->size = 300;
+    {
+        loader::Feed<Item> feed([src](const loader::Read &r) { return (*src)(r); }, options(2));
+        feed.set_window(300 - window, window);
+        CHECK(feed.wait_quiescent(std::chrono::seconds(20)));
+        CHECK(!feed.following());
+        feed.follow();
+        CHECK(feed.wait_quiescent(std::chrono::seconds(20)));
+        CHECK(feed.following());
+        check_at_end(feed, *src, window);
+
+        auto append = [&](std::uint64_t k) {
+            src->size += k;
+            feed.appended();
+            CHECK(feed.wait_quiescent(std::chrono::seconds(20)));
+        };
+        std::uint64_t before = src->items_loaded, appended = 0;
+        for (std::uint64_t round = 0; round < rounds; round++) {
+            std::uint64_t k = round * 5 % 14;  // 0 to 13 items: more than a page, or none
+            append(k);
+            appended += k;
+            CHECK(feed.following());
+            check_at_end(feed, *src, window);
+        }
+        std::uint64_t loaded = src->items_loaded - before;
+        std::printf("  follow: %llu rounds appended %llu items; the feed read %llu\n",
+                    static_cast<unsigned long long>(rounds), static_cast<unsigned long long>(appended),
+                    static_cast<unsigned long long>(loaded));
+        CHECK(loaded >= appended);
+        CHECK(static_cast<double>(loaded) <= 1.05 * static_cast<double>(appended) + static_cast<double>(page * rounds));
+
+        // A move away unpins: the window stays put while the source grows.
+        std::uint64_t away = src->size - 200;
+        feed.set_window(away, window);
+        CHECK(feed.wait_quiescent(std::chrono::seconds(20)));
+        CHECK(!feed.following());
+        append(7);
+        CHECK(!feed.following());
+        CHECK(state_of(feed).window_start == away);
+        // Back to the end: pinned again, and the next append moves the window.
+        feed.set_window(src->size - window, window);
+        CHECK(feed.wait_quiescent(std::chrono::seconds(20)));
+        CHECK(feed.following());
+        append(9);
+        CHECK(feed.following());
+        check_at_end(feed, *src, window);
+        // Off: the window stays where it was.
+        feed.follow(false);
+        CHECK(!feed.following());
+        std::uint64_t last_start = src->size - window;
+        append(5);
+        CHECK(!feed.following());
+        CHECK(state_of(feed).window_start == last_start);
+
+        CHECK(feed.close(std::chrono::milliseconds(-1)) == 0);
+        auto code_of = [](auto &&call) {
+            try {
+                call();
+            } catch (const loader::Error &e) {
+                return e.code();
+            }
+            return LOADER_RESULT_OK;
+        };
+        CHECK(code_of([&] { feed.follow(); }) == LOADER_RESULT_INVALID_HANDLE);
+        CHECK(code_of([&] { feed.appended(); }) == LOADER_RESULT_INVALID_HANDLE);
+        CHECK(code_of([&] { (void)feed.following(); }) == LOADER_RESULT_STALE_HANDLE);
+    }
+    CHECK(Item::alive == 0);
+}
+
 int main() {
     a_negative_wait_waits_as_long_as_it_takes();
     typed_view_with_throwing_loads();
     a_bug_in_the_load_is_thrown_by_wait();
     raii_frees_while_loads_run_and_close_lets_a_stuck_load_go();
     a_throwing_compare_is_kept_and_the_feed_goes_on();
+    follow_keeps_the_view_on_the_end();
     if (failed) {
         std::fprintf(stderr, "cpp_feed_test: FAILED\n");
         return 1;

@@ -6,7 +6,8 @@
  * the source after failures, jumps with cancel hints, and a thread ended inside a load; a load
  * returning more than its limit, a stalled cursor and spent retries are reported; free while
  * loads run waits for them, and a stuck load is let go at free's timeout and at the read
- * timeout. */
+ * timeout; follow mode keeps the window on a growing source's end and reads only what was
+ * appended. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <dirent.h>
@@ -45,7 +46,8 @@ typedef struct {
 } page;
 
 typedef struct {
-    uint64_t items;
+    _Atomic uint64_t items; /* the source's length: a follow test appends while loads run */
+    _Atomic uint64_t items_loaded; /* the items every load returned, summed */
     atomic_int made, released, loads, failed_loads;
     atomic_int fail_pct;  /* each load fails with this chance */
     atomic_int over_limit; /* loads return limit + 1 items */
@@ -97,13 +99,14 @@ static int32_t load(void *ud, const loader_read *r, loader_load_result *out) {
         return 1;
     }
     uint64_t at = r->cursor_len ? get_pos(r->cursor, r->cursor_len) : 0;
+    uint64_t items = atomic_load(&s->items); /* read once: it may grow meanwhile */
     page *p = calloc(1, sizeof *p);
     if (r->direction == LOADER_DIRECTION_FORWARD) {
-        uint64_t n = s->items - at < r->limit ? s->items - at : r->limit;
+        uint64_t n = items - at < r->limit ? items - at : r->limit;
         p->first = at;
         p->count = (uint32_t)n;
         put_pos(p->cursor, at + n);
-        out->end_of_source = at + n == s->items;
+        out->end_of_source = at + n == items;
     } else {
         uint64_t n = at < r->limit ? at : r->limit;
         p->first = at - n;
@@ -117,6 +120,7 @@ static int32_t load(void *ud, const loader_read *r, loader_load_result *out) {
         out->end_of_source = false;
     }
     atomic_fetch_add(&s->made, 1);
+    atomic_fetch_add(&s->items_loaded, p->count);
     out->acquisition = (loader_acquisition)p;
     out->count = p->count;
     out->next_cursor = p->cursor;
@@ -176,8 +180,9 @@ static loader_feed_handle make(source *s, loader_config *lc, uint32_t workers) {
     return f;
 }
 
-/* The pinned view holds items [start, start + len) of the source, in order, and only those. */
-static void check_view(loader_feed_handle f, uint64_t start, uint64_t len) {
+/* The pinned view holds items [start, start + len) of the source, in order, and only those.
+ * Returns where the view ends: one past its last item. */
+static uint64_t check_view(loader_feed_handle f, uint64_t start, uint64_t len) {
     loader_handle l = 0;
     CHECK_CODE(loader_feed_loader(f, &l), LOADER_RESULT_OK);
     loader_view_snapshot *v = NULL;
@@ -198,6 +203,7 @@ static void check_view(loader_feed_handle f, uint64_t start, uint64_t len) {
     CHECK(n > 0 && pages[0].start <= start && next >= start + len);
     (void)covered;
     loader_view_release(v);
+    return next;
 }
 
 static void finish(loader_feed_handle f, source *s) {
@@ -446,7 +452,7 @@ static void free_from_inside_release(int timeout_ms) {
 /* The cursor before item `position` (the source's own numbering): its 8-byte position. */
 static int32_t locate(void *ud, uint64_t position, uint8_t *cursor, size_t capacity, size_t *len) {
     source *s = ud;
-    if (position > s->items || capacity < 8) return LOADER_LOCATE_UNKNOWN;
+    if (position > atomic_load(&s->items) || capacity < 8) return LOADER_LOCATE_UNKNOWN;
     put_pos(cursor, position);
     *len = position == 0 ? 0 : 8;
     return LOADER_LOCATE_FOUND;
@@ -476,6 +482,122 @@ static void a_far_move_starts_where_locate_says(void) {
     finish(f, &s);
 }
 
+static loader_snapshot feed_state(loader_feed_handle f) {
+    loader_handle l = 0;
+    CHECK_CODE(loader_feed_loader(f, &l), LOADER_RESULT_OK);
+    loader_snapshot st = {.struct_size = sizeof st};
+    CHECK_CODE(loader_state(l, &st), LOADER_RESULT_OK);
+    return st;
+}
+
+static bool feed_following(loader_feed_handle f) {
+    loader_handle l = 0;
+    CHECK_CODE(loader_feed_loader(f, &l), LOADER_RESULT_OK);
+    bool on = false;
+    CHECK_CODE(loader_following(l, &on), LOADER_RESULT_OK);
+    return on;
+}
+
+/* The window is the source's last `len` items, and the pinned view holds them, in order, up
+ * to the source's end and no further. */
+static void check_at_end(loader_feed_handle f, source *s, uint64_t len) {
+    uint64_t items = atomic_load(&s->items);
+    loader_snapshot st = feed_state(f);
+    if (!(st.window_start == items - len && st.window_len == len && st.end_of_source &&
+          st.covered_end == items && st.quiescent))
+        fprintf(stderr, "  %llu items: window [%llu, +%llu), covered to %llu, end %d\n",
+                (unsigned long long)items, (unsigned long long)st.window_start,
+                (unsigned long long)st.window_len, (unsigned long long)st.covered_end,
+                (int)st.end_of_source);
+    CHECK(st.window_start == items - len && st.window_len == len);
+    CHECK(st.end_of_source && st.covered_end == items && st.quiescent);
+    CHECK(check_view(f, items - len, len) == items);
+}
+
+/* Adds `k` items to the source, reports them, and waits until the feed has done its part. */
+static void append(loader_feed_handle f, source *s, uint64_t k) {
+    atomic_fetch_add(&s->items, k);
+    CHECK_CODE(loader_feed_appended(f), LOADER_RESULT_OK);
+    CHECK_CODE(loader_feed_wait_quiescent(f, 20000), LOADER_RESULT_OK);
+}
+
+/* Follow mode through the feed: loader_feed_follow pins the window to the source's last 40
+ * items, and after each loader_feed_appended the workers read only the new items and the
+ * window moves with them; a move away unpins, a move back to the end pins again, following
+ * off stays where it is; a bad or freed handle gets its code. */
+static void follow_mode_keeps_the_window_on_the_end(void) {
+    enum { WINDOW = 40, PAGE = 10, ROUNDS = 40 };
+    source s = {.items = 300};
+    loader_config lc = loader_cfg();
+    loader_feed_handle f = make(&s, &lc, 2);
+    CHECK_CODE(loader_feed_set_window(f, 300 - WINDOW, WINDOW), LOADER_RESULT_OK);
+    CHECK_CODE(loader_feed_wait_quiescent(f, 20000), LOADER_RESULT_OK);
+    CHECK(!feed_following(f));
+    CHECK_CODE(loader_feed_follow(f, true), LOADER_RESULT_OK);
+    CHECK_CODE(loader_feed_wait_quiescent(f, 20000), LOADER_RESULT_OK);
+    CHECK(feed_following(f));
+    check_at_end(f, &s, WINDOW);
+
+    /* Appends of 0 to 13 items (13: more than a page), one round each. */
+    uint64_t loaded_before = atomic_load(&s.items_loaded), appended = 0;
+    int loads_before = atomic_load(&s.loads);
+    for (uint64_t round = 0; round < ROUNDS; round++) {
+        uint64_t k = round * 5 % 14;
+        append(f, &s, k);
+        appended += k;
+        CHECK(feed_following(f));
+        check_at_end(f, &s, WINDOW);
+    }
+    uint64_t loaded = atomic_load(&s.items_loaded) - loaded_before;
+    int loads = atomic_load(&s.loads) - loads_before;
+    printf("  follow: %d rounds appended %llu items; the feed read %llu items in %d loads\n",
+           ROUNDS, (unsigned long long)appended, (unsigned long long)loaded, loads);
+    /* Only what was appended is read: no re-read of the window, at most a page's slack a
+     * round. (Re-reading the window plus prefetch after each append would read 60 a round.) */
+    CHECK(loaded >= appended);
+    CHECK((double)loaded <= 1.05 * (double)appended + (double)(PAGE * ROUNDS));
+
+    /* A move away unpins: an append no longer moves the window, and nothing is read for it. */
+    uint64_t away = atomic_load(&s.items) - 200;
+    CHECK_CODE(loader_feed_set_window(f, away, WINDOW), LOADER_RESULT_OK);
+    CHECK_CODE(loader_feed_wait_quiescent(f, 20000), LOADER_RESULT_OK);
+    CHECK(!feed_following(f));
+    uint64_t loaded_away = atomic_load(&s.items_loaded);
+    append(f, &s, 7);
+    CHECK(!feed_following(f));
+    CHECK(feed_state(f).window_start == away);
+    check_view(f, away, WINDOW);
+    CHECK(atomic_load(&s.items_loaded) == loaded_away);
+
+    /* A move back to the end pins again: the next append moves the window once more. */
+    CHECK_CODE(loader_feed_set_window(f, atomic_load(&s.items) - WINDOW, WINDOW), LOADER_RESULT_OK);
+    CHECK_CODE(loader_feed_wait_quiescent(f, 20000), LOADER_RESULT_OK);
+    CHECK(feed_following(f));
+    check_at_end(f, &s, WINDOW);
+    append(f, &s, 9);
+    CHECK(feed_following(f));
+    check_at_end(f, &s, WINDOW);
+
+    /* Following off: the window stays where it was when the source grows. */
+    CHECK_CODE(loader_feed_follow(f, false), LOADER_RESULT_OK);
+    CHECK(!feed_following(f));
+    uint64_t last_start = atomic_load(&s.items) - WINDOW;
+    append(f, &s, 5);
+    CHECK(!feed_following(f));
+    CHECK(feed_state(f).window_start == last_start);
+
+    CHECK_CODE(loader_feed_follow(0, true), LOADER_RESULT_INVALID_HANDLE);
+    CHECK_CODE(loader_feed_appended(0), LOADER_RESULT_INVALID_HANDLE);
+    loader_handle l = 0;
+    CHECK_CODE(loader_feed_loader(f, &l), LOADER_RESULT_OK);
+    finish(f, &s);
+    CHECK_CODE(loader_feed_follow(f, true), LOADER_RESULT_STALE_HANDLE);
+    CHECK_CODE(loader_feed_follow(f, false), LOADER_RESULT_STALE_HANDLE);
+    CHECK_CODE(loader_feed_appended(f), LOADER_RESULT_STALE_HANDLE);
+    bool on = true;
+    CHECK_CODE(loader_following(l, &on), LOADER_RESULT_STALE_HANDLE);
+}
+
 int main(void) {
     bad_input_gets_its_code();
     a_far_move_starts_where_locate_says();
@@ -488,6 +610,7 @@ int main(void) {
     free_from_inside_release(-1);
     free_from_inside_release(3000);
     no_thread_outlives_free();
+    follow_mode_keeps_the_window_on_the_end();
     if (failed) {
         fprintf(stderr, "feed: FAILED\n");
         return 1;
