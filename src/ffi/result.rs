@@ -43,7 +43,11 @@ pub enum loader_result {
     Poisoned = 12,
     /// The epoch counter is exhausted.
     EpochOverflow = 13,
-    /// The request or read id space is exhausted.
+    /// The request or read id space is exhausted. It is for good: every later event that could
+    /// start a request, or commit one (which may start the next), returns it, so a request may
+    /// stay in flight with no read outstanding (a repair that needed no read, whose commit the
+    /// exhausted space refuses). Free the loader. Only `loader_new_with_counters` reaches it
+    /// in practice (2^64 requests otherwise).
     IdOverflow = 14,
     /// `page_size` is 0 or larger than `LOADER_MAX_PAGE_SIZE`.
     InvalidPageSize = 15,
