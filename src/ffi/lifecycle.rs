@@ -149,29 +149,29 @@ pub unsafe extern "C" fn loader_new(
 /// already freed and the callbacks after it are not made.
 #[no_mangle]
 pub extern "C-unwind" fn loader_free(handle: loader_handle) -> loader_result {
-    let step =
-        boundary(Err(loader_result::Panic), || {
-            let inst = unregister(handle)?;
-            let closing = inst.close();
-            // This loader's effects still queued (free called from a callback) or stranded go
-            // first, then the close's; all of them now, so userdata may go once this returns.
-            let mut mine = withdraw(&inst);
-            // A read whose `issue` was still queued never reached the host: no cancel for it.
-            // That includes the reads of a starting point `loader_new` queued in the loader
-            // and no event delivered yet (closing hands them over with its own effects).
-            let unissued: Vec<u64> = mine
-                .iter()
-                .chain(closing.iter())
-                .filter_map(|e| match e {
-                    Effect::Issue(r) => Some(r.read_id),
-                    _ => None,
-                })
-                .collect();
-            mine.extend(closing.into_iter().filter(
-                |e| !matches!(e, Effect::Cancel { read_id } if unissued.contains(read_id)),
-            ));
-            Ok((inst, mine))
-        });
+    let step = boundary(Err(loader_result::Panic), || {
+        let inst = unregister(handle)?;
+        let closing = inst.close();
+        // This loader's effects still queued (free called from a callback) or stranded go
+        // first, then the close's; all of them now, so userdata may go once this returns.
+        let mut mine = withdraw(&inst);
+        // A read whose `issue` was still queued never reached the host: no cancel for it.
+        // That includes the reads of a starting point `loader_new` queued in the loader
+        // and no event delivered yet (closing hands them over with its own effects).
+        let unissued: Vec<u64> = mine
+            .iter()
+            .chain(closing.iter())
+            .filter_map(|e| match e {
+                Effect::Issue(r) => Some(r.read_id),
+                _ => None,
+            })
+            .collect();
+        // Nor for one whose hint was queued behind its `issue` (a nested call superseded
+        // it): both are dropped.
+        mine.extend(closing);
+        mine.retain(|e| !matches!(e, Effect::Cancel { read_id } if unissued.contains(read_id)));
+        Ok((inst, mine))
+    });
     match step {
         Ok((inst, effects)) => {
             for e in effects {
