@@ -18,7 +18,7 @@ import pytest
 
 from libloader import Direction, Feed, LoadResult, aio
 from test_feed import Source, config
-from test_feed_problems import feed_threads, run_child, wait_until
+from test_feed_problems import feed_threads, held_in_a_release, run_child, wait_until
 
 INTERRUPTS = [KeyboardInterrupt, SystemExit, GeneratorExit]
 
@@ -170,25 +170,7 @@ def test_ctrl_c_while_close_waits_for_a_call_still_closes_the_feed() -> None:
     """close() waits for a call still inside the feed (an answer held in on_release here);
     Ctrl-C there left the gate shut and the loader open: no page released, and a later
     close() waited for a close that never came."""
-    src = Source(60)
-    entered = threading.Event()
-    go = threading.Event()
-    hold: List[bool] = []
-
-    def on_release(result: LoadResult[str]) -> None:
-        src.on_release(result)
-        if hold and not entered.is_set():
-            entered.set()
-            assert go.wait(10)
-
-    feed = Feed(src.load, config=config(), max_workers=1, on_release=on_release)
-    feed.set_window(0, 30)
-    assert feed.settled(5)
-    hold.append(True)
-    with src.lock:
-        src.insert(0, "new row")
-    feed.invalidate()               # the repair's commit releases the old pages, on a worker
-    assert entered.wait(5)          # ... and is held in the first of those releases
+    feed, src, go = held_in_a_release()
     main = threading.main_thread().ident
     assert main == threading.get_ident() and main is not None
     ctrl_c = threading.Timer(0.2, signal.pthread_kill, (main, signal.SIGINT))

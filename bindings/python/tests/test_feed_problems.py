@@ -21,7 +21,7 @@ import textwrap
 import threading
 import time
 import warnings
-from typing import Any, List
+from typing import Any, List, Tuple
 
 import pytest
 
@@ -337,10 +337,10 @@ def test_stats_are_readable_after_close() -> None:
         feed.set_window(0, 10)
 
 
-def test_stats_after_close_count_releases_made_while_close_waits_once() -> None:
-    """Issue 34: close() waits for a call still inside the feed (an answer releasing the old
-    pages of a repair, here held in on_release); the releases that call made after close began
-    were counted twice (accepted 6, released 8, with each page released once)."""
+def held_in_a_release() -> Tuple[Feed[str], Source, threading.Event]:
+    """A feed with one worker held inside ``on_release``: the answer that commits a repair
+    releases the old pages, and the first of those releases waits until the event returned
+    is set. Returns the feed, its source and that event."""
     src = Source(60)
     entered = threading.Event()
     go = threading.Event()
@@ -360,6 +360,14 @@ def test_stats_after_close_count_releases_made_while_close_waits_once() -> None:
         src.insert(0, "new row")
     feed.invalidate()               # the repair's commit releases the old pages, on a worker
     assert entered.wait(5)          # ... and is held in the first of those releases
+    return feed, src, go
+
+
+def test_stats_after_close_count_releases_made_while_close_waits_once() -> None:
+    """Issue 34: close() waits for a call still inside the feed (an answer releasing the old
+    pages of a repair, here held in on_release); the releases that call made after close began
+    were counted twice (accepted 6, released 8, with each page released once)."""
+    feed, src, go = held_in_a_release()
     closer = threading.Thread(target=feed.close)
     closer.start()
     assert wait_until(lambda: feed._closing)   # close() began, and waits for that answer
