@@ -49,18 +49,8 @@ fn go(h: &mut Host, start: u16, answer: Option<u8>) -> u64 {
 /// The window shows the source's items at their own positions (the numbering is the
 /// source's: these runs start at its start and never jump).
 fn window_is_the_sources(h: &Host) {
-    let (ws, wl) = h.loader.window();
-    let (from, _) = h.loader.covered();
-    let view = h.view_items().expect("a view");
-    let at = (ws - from) as usize;
-    let shown = &view[at..(at + wl as usize).min(view.len())];
-    let truth: Vec<_> = h
-        .source
-        .visible_from(0)
-        .skip(ws as usize)
-        .take(wl as usize)
-        .collect();
-    assert_eq!(shown, &truth[..], "window at {ws}");
+    let (shown, truth) = h.window_against_source().expect("a view");
+    assert_eq!(shown, truth, "window at {}", h.loader.window().0);
 }
 
 /// What a move that starts at a cursor may read: window + 2·prefetch + 2·page.

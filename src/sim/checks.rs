@@ -8,6 +8,23 @@ use super::Op;
 use crate::loader::LoaderError;
 
 impl Host {
+    /// What the window shows, and the source's visible items at the window's positions (the
+    /// source's own numbering): equal when the window shows the source where it says.
+    pub fn window_against_source(&self) -> Result<(Vec<Item>, Vec<Item>), Violation> {
+        let (ws, wl) = self.loader.window();
+        let (from, _) = self.loader.covered();
+        let view = self.view_items()?;
+        let at = (ws - from) as usize;
+        let shown = view[at..(at + wl as usize).min(view.len())].to_vec();
+        let truth = self
+            .source
+            .visible_from(0)
+            .skip(ws as usize)
+            .take(wl as usize)
+            .collect();
+        Ok((shown, truth))
+    }
+
     /// The items the view shows, in order.
     pub fn view_items(&self) -> Result<Vec<Item>, Violation> {
         let mut out = Vec::new();

@@ -15,18 +15,8 @@ fn settle(h: &mut Host) {
 
 /// The window shows the source's items at their own positions.
 fn window_is_the_sources(h: &Host) {
-    let (ws, wl) = h.loader.window();
-    let (from, _) = h.loader.covered();
-    let view = h.view_items().expect("a view");
-    let at = (ws - from) as usize;
-    let shown = &view[at..(at + wl as usize).min(view.len())];
-    let truth: Vec<_> = h
-        .source
-        .visible_from(0)
-        .skip(ws as usize)
-        .take(wl as usize)
-        .collect();
-    assert_eq!(shown, &truth[..], "window at {ws}");
+    let (shown, truth) = h.window_against_source().expect("a view");
+    assert_eq!(shown, truth, "window at {}", h.loader.window().0);
 }
 
 const PAGE: u32 = 50;
