@@ -167,8 +167,8 @@
  *   loader_retry, loader_set_window, loader_jump, loader_abandon, loader_tick, loader_free,
  *   loader_view_release, the feed's loader_feed_set_window, loader_feed_jump,
  *   loader_feed_invalidate, loader_feed_invalidate_range, loader_feed_appended,
- *   loader_feed_follow, loader_feed_retry, loader_feed_free and, in the test ABI,
- *   loader_floor and loader_test_panic;
+ *   loader_feed_follow, loader_feed_retry, loader_feed_free, loader_feed_free_counted
+ *   and, in the test ABI, loader_floor and loader_test_panic;
  * - no lock stays held, and the loader stays usable from every other thread;
  * - callbacks that were queued on that thread and not yet made are kept by their loader and
  *   made by the next call into it (any of the functions above, from any thread), except
