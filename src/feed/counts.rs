@@ -29,7 +29,8 @@ pub struct Counts {
     pub late: u64,
     /// Pages the loader released (accepted ones it was done with, or freed).
     pub released_by_loader: u64,
-    /// Loads running now (left running, after a free: each hands out at most one page).
+    /// Loads running now, their pages' answers included (left running, after a free: each
+    /// hands out at most one page).
     pub running: u64,
     /// Loads that failed: returned a failure, or ended their thread.
     pub failed: u64,
@@ -89,23 +90,37 @@ fn bump(c: &AtomicU64) {
 }
 
 impl Tally {
-    /// The counters now. Each is read on its own: while loads run, two of them may be a page
-    /// apart; once the feed is freed and its loads returned, they are exact.
+    /// The counters now. Each is read on its own, but in an order that keeps, at every
+    /// instant, `released_by_loader <= accepted`, `late + count_over_limit + refused_* <=
+    /// given_back` and `accepted + given_back <= handed_out` (each is counted after the one it
+    /// is a part of is read). While loads run a page may be handed out and not yet answered
+    /// (it is then in `running`); once the feed is freed and its loads returned, the sums are
+    /// exact.
     pub fn read(&self) -> Counts {
         let get = |c: &AtomicU64| c.load(Ordering::SeqCst);
+        let released_by_loader = get(&self.released_by_loader);
+        let accepted = get(&self.accepted);
+        let cursor_stalled = get(&self.cursor_stalled);
+        let late = get(&self.late);
+        let count_over_limit = get(&self.count_over_limit);
+        let refused_null_cursor = get(&self.refused_null_cursor);
+        let refused_cursor_too_long = get(&self.refused_cursor_too_long);
+        let refused_other = get(&self.refused_other);
+        let given_back = get(&self.given_back);
+        let handed_out = get(&self.handed_out);
         Counts {
-            handed_out: get(&self.handed_out),
-            accepted: get(&self.accepted),
-            given_back: get(&self.given_back),
-            late: get(&self.late),
-            released_by_loader: get(&self.released_by_loader),
+            handed_out,
+            accepted,
+            given_back,
+            late,
+            released_by_loader,
             running: get(&self.running),
             failed: get(&self.failed),
-            count_over_limit: get(&self.count_over_limit),
-            cursor_stalled: get(&self.cursor_stalled),
-            refused_null_cursor: get(&self.refused_null_cursor),
-            refused_cursor_too_long: get(&self.refused_cursor_too_long),
-            refused_other: get(&self.refused_other),
+            count_over_limit,
+            cursor_stalled,
+            refused_null_cursor,
+            refused_cursor_too_long,
+            refused_other,
             timed_out: get(&self.timed_out),
             last_refused_code: i32::try_from(get(&self.last_refused_code)).unwrap_or(0),
         }
@@ -129,10 +144,10 @@ impl Tally {
     }
 
     pub(super) fn accepted(&self, stalled: bool) {
-        bump(&self.accepted);
         if stalled {
             bump(&self.cursor_stalled);
         }
+        bump(&self.accepted);
     }
 
     pub(super) fn failed(&self) {
@@ -146,7 +161,6 @@ impl Tally {
 
     /// A page the feed handed back to the host, and why.
     pub(super) fn given_back(&self, why: Back) {
-        bump(&self.given_back);
         match why {
             Back::Late => bump(&self.late),
             Back::OverLimit => bump(&self.count_over_limit),
@@ -160,5 +174,6 @@ impl Tally {
                 }
             }
         }
+        bump(&self.given_back);
     }
 }

@@ -108,10 +108,8 @@ impl<S: Source> Feed<S> {
                 armed: true,
             };
             IN_LOAD.with(|c| c.set(self as *const Feed<S> as usize));
-            self.tally.load_started();
             let loaded = self.source.load(&read);
             IN_LOAD.with(|c| c.set(0));
-            self.tally.load_ended();
             match loaded {
                 Outcome::Page(_) | Outcome::Refused { .. } => self.tally.handed_out(),
                 Outcome::Failed => self.tally.failed(),
@@ -134,6 +132,7 @@ impl<S: Source> Feed<S> {
                     if let Some(read) = slot.read.take() {
                         slot.started = Some((Instant::now(), me));
                         st.running += 1;
+                        self.tally.load_started();
                         set_busy(&mut st, me, true);
                         return Some(read);
                     }
@@ -172,6 +171,7 @@ impl<S: Source> Feed<S> {
                     if let Some(read) = slot.read.take() {
                         slot.started = Some((Instant::now(), me));
                         st.running += 1;
+                        self.tally.load_started();
                         set_busy(&mut st, me, true);
                         return Some(read);
                     }
@@ -265,6 +265,9 @@ impl<S: Source> Feed<S> {
             }
         };
         ANSWERING.with(|c| c.set(0));
+        // Counted running until its page is accounted for (accepted or given back), and
+        // before a close waiting for this answer can return.
+        self.tally.load_ended();
         let mut st = self.state();
         st.answering -= 1;
         if let Some(me) = worker_of(self) {
