@@ -918,9 +918,13 @@ public:
         std::uint32_t left = 0;
         loader_feed_counts c{};
         c.struct_size = sizeof c;
-        if (loader_feed_free_counted(std::exchange(handle_, 0), static_cast<std::int64_t>(timeout.count()), &left,
-                                     &c) == LOADER_RESULT_OK)
+        loader_feed_handle h = std::exchange(handle_, 0);
+        auto ms = static_cast<std::int64_t>(timeout.count());
+        loader_result r = loader_feed_free_counted(h, ms, &left, &c);
+        if (r == LOADER_RESULT_OK)
             final_ = c;
+        else if (r != LOADER_RESULT_STALE_HANDLE && r != LOADER_RESULT_INVALID_HANDLE)
+            (void)loader_feed_free(h, ms, &left);  // refused before freeing anything: free plainly
         return left;
     }
 
