@@ -91,7 +91,9 @@
  * Which calls may run concurrently. Every function may be called from any thread, on any
  * handle, at any time, including at the same time as other calls on the same handle. The
  * loader starts no thread and never waits for the host, with one exception: `compare` (see
- * CALLBACKS); the feed's threads and waits are THE FEED's. Each call on a handle takes that handle's lock for its state change (or, for
+ * CALLBACKS); the feed's threads and waits are THE FEED's (a feed's handle is its loader's:
+ * the loader's reading functions take it from any thread while the feed's workers run, and
+ * loader_free refuses it). Each call on a handle takes that handle's lock for its state change (or, for
  * loader_state, loader_stats, loader_requests, loader_view, loader_view_acquire and
  * loader_next_deadline, for its read), so calls on one handle take effect one at a time, in
  * the order they take the lock; calls on different handles do not wait for each other (but
@@ -327,10 +329,10 @@
  * (loader_feed_loader returns it unchanged): the host reads the view through it
  * (loader_view_acquire pins it while the workers run) and must not answer that loader's
  * reads; loader_free refuses it with LOADER_RESULT_FEED_OWNED, and frees nothing.
- * loader_feed_stats counts every page a load returned and where it went: with no load
- * running and no pinned view left, handed_out == accepted + given_back and accepted ==
- * released_by_loader, so each page reached `release` exactly once; loader_feed_free_counted
- * reads them as the free left them. loader_feed_free joins every thread that ended and
+ * loader_feed_stats counts every page a load returned and where it went: once the feed is
+ * freed with no load left running and no pinned view left, handed_out == accepted +
+ * given_back and accepted == released_by_loader, so each page reached `release` exactly
+ * once; loader_feed_free_counted reads them as the free left them. loader_feed_free joins every thread that ended and
  * lets a stuck load's thread go at the host's timeout (see loader_feed_free).
  *
  * THE TEST ABI
@@ -1617,9 +1619,12 @@ typedef uint64_t loader_feed_handle;
 
 /**
  * A feed's counters since it was made: every page its loads returned and where it went, the
- * loads running, and the failures by cause. With no pinned view left and no load left
- * running, `handed_out == accepted + given_back` and `accepted == released_by_loader`: every
- * page a load returned reached `release` exactly once, `handed_out` times in all.
+ * loads running, and the failures by cause. At every instant `accepted + given_back <=
+ * handed_out` (a page is counted handed out first, and counted in `running` until it is
+ * accepted or given back) and `released_by_loader <= accepted` (the loader holds the rest).
+ * Once the feed is freed with no load left running and no pinned view left,
+ * `handed_out == accepted + given_back` and `accepted == released_by_loader`: every page a
+ * load returned reached `release` exactly once, `handed_out` times in all.
  */
 typedef struct loader_feed_counts {
   /**
@@ -2352,7 +2357,9 @@ enum loader_result loader_explain(loader_handle handle,
  * `LOADER_RESULT_MISSING_CALLBACK` (`load` or `release` NULL),
  * `LOADER_RESULT_INVALID_WORKERS` (`workers` 0 or above `LOADER_FEED_MAX_WORKERS`), any code
  * of `loader_new` for the loader config, `LOADER_RESULT_THREAD_START` (a thread could not be
- * started). The caller owns the handle and must pass it to `loader_feed_free`.
+ * started). The caller owns the handle and must pass it to `loader_feed_free` (or
+ * `loader_feed_free_counted`). It is also the handle of the feed's loader: `loader_free`
+ * refuses it with `LOADER_RESULT_FEED_OWNED`.
  *
  * # Safety
  * `config` is NULL or valid for its `struct_size` bytes, `config->loader` NULL or a valid

@@ -585,7 +585,9 @@ fn timeout(ms: i64) -> Option<Duration> {
 /// `LOADER_RESULT_MISSING_CALLBACK` (`load` or `release` NULL),
 /// `LOADER_RESULT_INVALID_WORKERS` (`workers` 0 or above `LOADER_FEED_MAX_WORKERS`), any code
 /// of `loader_new` for the loader config, `LOADER_RESULT_THREAD_START` (a thread could not be
-/// started). The caller owns the handle and must pass it to `loader_feed_free`.
+/// started). The caller owns the handle and must pass it to `loader_feed_free` (or
+/// `loader_feed_free_counted`). It is also the handle of the feed's loader: `loader_free`
+/// refuses it with `LOADER_RESULT_FEED_OWNED`.
 ///
 /// # Safety
 /// `config` is NULL or valid for its `struct_size` bytes, `config->loader` NULL or a valid

@@ -10,9 +10,12 @@ use crate::feed::Counts;
 use std::mem::{offset_of, size_of};
 
 /// A feed's counters since it was made: every page its loads returned and where it went, the
-/// loads running, and the failures by cause. With no pinned view left and no load left
-/// running, `handed_out == accepted + given_back` and `accepted == released_by_loader`: every
-/// page a load returned reached `release` exactly once, `handed_out` times in all.
+/// loads running, and the failures by cause. At every instant `accepted + given_back <=
+/// handed_out` (a page is counted handed out first, and counted in `running` until it is
+/// accepted or given back) and `released_by_loader <= accepted` (the loader holds the rest).
+/// Once the feed is freed with no load left running and no pinned view left,
+/// `handed_out == accepted + given_back` and `accepted == released_by_loader`: every page a
+/// load returned reached `release` exactly once, `handed_out` times in all.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct loader_feed_counts {
