@@ -56,12 +56,16 @@ struct Source {
     std::atomic<std::uint32_t> extra{0};
     std::atomic<int> delay_ms{0};
     std::atomic<bool> block{false};
+    std::atomic<int> throw_pct{0};   // this share of the loads throws (by a hash of its number)
+    std::atomic<std::uint64_t> pages{0};  // the pages the loads returned
 
     loader::Page<Item> operator()(const loader::Read &r) {
         int n = ++loads;
         while (block) std::this_thread::sleep_for(std::chrono::milliseconds(1));
         if (delay_ms) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms.load()));
         if (throw_every && n % throw_every == 0) throw std::runtime_error("the source is down");
+        if (throw_pct && static_cast<int>((static_cast<unsigned>(n) * 2654435761u >> 8) % 100) < throw_pct)
+            throw std::runtime_error("the source is down");
         std::uint64_t at = pos_of(r.cursor);
         std::uint64_t items = size;  // read once: it may grow meanwhile
         loader::Page<Item> p;
@@ -77,6 +81,7 @@ struct Source {
             p.end_of_source = first == 0;
         }
         items_loaded += p.items.size();
+        ++pages;
         return p;
     }
 };
@@ -313,6 +318,122 @@ static void follow_keeps_the_view_on_the_end() {
     CHECK(Item::alive == 0);
 }
 
+// Feed<T> has what Loader has: state() with the window and what the view covers, explain()
+// (with the feed's lines: what the last failing load returned), positions in the pinned view,
+// and a `changed` hook that runs after the view changed (its throw kept in last_error()).
+static void state_explain_positions_and_changed() {
+    auto src = std::make_shared<Source>();
+    std::atomic<int> changes{0};
+    {
+        loader::FeedOptions o = options(2);
+        o.changed = [&changes] {
+            if (++changes == 1) throw std::runtime_error("changed threw");
+        };
+        loader::Feed<Item> feed([src](const loader::Read &r) { return (*src)(r); }, o);
+        CHECK(feed.explain().rfind("quiescent", 0) == 0);
+        feed.set_window(100, 50);
+        CHECK(feed.wait_quiescent(std::chrono::seconds(20)));
+        CHECK(changes > 0);
+        loader_snapshot st = feed.state();
+        CHECK(st.window_start == 100 && st.window_len == 50 && st.quiescent);
+        CHECK(st.covered_start <= 100 && st.covered_end >= 150);
+        {
+            auto view = feed.view();
+            CHECK(view.start() == st.covered_start && view.starts().size() == view.pages().size());
+            CHECK(!view.revalidating() && view.state().quiescent && view.state().window_start == 100);
+            for (std::uint64_t at = 100; at < 150; at++) {
+                const Item *item = view.at_position(at);
+                CHECK(item != nullptr && item->n == at);
+            }
+            CHECK(view.at_position(st.covered_end) == nullptr);
+            for (std::size_t i = 1; i < view.starts().size(); i++)
+                CHECK(view.starts()[i] == view.starts()[i - 1] + view.pages()[i - 1]->size());
+        }
+        // The hook's throw was kept, and the feed went on.
+        CHECK(feed.last_error() != nullptr);
+        try {
+            std::rethrow_exception(feed.last_error());
+        } catch (const std::runtime_error &e) {
+            CHECK(std::string(e.what()) == "changed threw");
+        }
+        CHECK(feed.explain().rfind("quiescent", 0) == 0);
+        CHECK(feed.explain().find("feed: 0 loads running") != std::string::npos);
+    }
+    CHECK(Item::alive == 0);
+
+    // A failing load: explain says what it returned (the wrapper's 1 for a throw).
+    auto bad = std::make_shared<Source>();
+    bad->throw_every = 1;
+    loader::FeedOptions o = options(2);
+    o.loader.max_auto_retries = 2;
+    loader::Feed<Item> feed([bad](const loader::Read &r) { return (*bad)(r); }, o);
+    feed.set_window(0, 20);
+    try {
+        (void)feed.wait_quiescent(std::chrono::seconds(20));
+        CHECK(false);
+    } catch (const loader::Error &e) {
+        CHECK(e.code() == LOADER_RESULT_RETRIES_SPENT);
+    }
+    std::string text = feed.explain();
+    CHECK(text.find("returned 1; 3 loads failed") != std::string::npos);
+    if (failed) std::fprintf(stderr, "  explain:\n%s\n", text.c_str());
+    CHECK(feed.counts().failed == 3);
+}
+
+// Every page a load returned went back exactly once, checked from Feed::counts() alone: under
+// a writer and throwing loads, with pages of loads whose read was let go of while they ran
+// (jumps while the loads are blocked). After close() the counts are the final ones.
+static void counts_say_each_page_went_back_once() {
+    auto src = std::make_shared<Source>();
+    src->size = 5000;
+    src->throw_pct = 15;
+    loader_feed_counts live{}, last{};
+    {
+        loader::Feed<Item> feed([src](const loader::Read &r) { return (*src)(r); }, options(3));
+        std::atomic<bool> stop{false};
+        std::atomic<int> writes{0};
+        std::thread writer([&] {
+            while (!stop) {
+                src->size += 3;
+                if (++writes % 2) feed.appended(); else feed.invalidate();
+                std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            }
+        });
+        for (std::uint64_t round = 0; round < 6; round++) {
+            for (std::uint64_t at = 0; at < 300; at += 29) feed.set_window(at + round * 500, 40);
+            src->block = true;
+            int loads = src->loads;
+            feed.jump(cursor_of(3000 + round * 100), 3000 + round * 100);
+            while (src->loads == loads) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            feed.jump(cursor_of(4000 + round * 100), 4000 + round * 100);
+            src->block = false;
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        stop = true;
+        writer.join();
+        CHECK(writes > 0);
+        src->throw_pct = 0;
+        CHECK(feed.wait_quiescent(std::chrono::seconds(20)));
+        live = feed.counts();
+        // A late load may still run after quiescence: its page is handed out before it goes back.
+        CHECK(live.handed_out >= live.accepted + live.given_back && live.handed_out > 0);
+        CHECK(feed.close(std::chrono::milliseconds(-1)) == 0);
+        last = feed.counts();
+        CHECK(feed.counts().handed_out == last.handed_out);  // final: it stays
+    }
+    CHECK(Item::alive == 0);
+    CHECK(last.handed_out >= live.handed_out && last.running == 0);
+    CHECK(last.handed_out == last.accepted + last.given_back);
+    CHECK(last.accepted == last.released_by_loader);
+    CHECK(last.handed_out == src->pages);
+    CHECK(last.late > 0 && last.failed > 0 && last.given_back == last.late);
+    std::fprintf(stderr, "  counts: handed out %llu accepted %llu given back %llu late %llu by loader %llu pages %llu\n",
+                     static_cast<unsigned long long>(last.handed_out), static_cast<unsigned long long>(last.accepted),
+                     static_cast<unsigned long long>(last.given_back), static_cast<unsigned long long>(last.late),
+                     static_cast<unsigned long long>(last.released_by_loader),
+                     static_cast<unsigned long long>(src->pages.load()));
+}
+
 int main() {
     a_negative_wait_waits_as_long_as_it_takes();
     typed_view_with_throwing_loads();
@@ -320,6 +441,8 @@ int main() {
     raii_frees_while_loads_run_and_close_lets_a_stuck_load_go();
     a_throwing_compare_is_kept_and_the_feed_goes_on();
     follow_keeps_the_view_on_the_end();
+    state_explain_positions_and_changed();
+    counts_say_each_page_went_back_once();
     if (failed) {
         std::fprintf(stderr, "cpp_feed_test: FAILED\n");
         return 1;

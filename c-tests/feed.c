@@ -61,6 +61,8 @@ typedef struct {
     atomic_uint freed_left; /* what that free reported left running, plus one */
     atomic_ullong free_in_release; /* a feed handle the next release frees, from inside it */
     atomic_int free_timeout_ms;    /* that free's timeout (-1: as long as it takes) */
+    atomic_int fail_rc;            /* what a failing load returns (0: 1) */
+    atomic_int null_cursor;        /* loads return a NULL next_cursor with a length */
 } source;
 
 static void sleep_ms(int ms) {
@@ -96,7 +98,7 @@ static int32_t load(void *ud, const loader_read *r, loader_load_result *out) {
     unsigned x = atomic_fetch_add(&s->seed, 2654435761u) * 2246822519u;
     if ((int)(x >> 8) % 100 < atomic_load(&s->fail_pct)) {
         atomic_fetch_add(&s->failed_loads, 1);
-        return 1;
+        return atomic_load(&s->fail_rc) ? atomic_load(&s->fail_rc) : 1;
     }
     uint64_t at = r->cursor_len ? get_pos(r->cursor, r->cursor_len) : 0;
     uint64_t items = atomic_load(&s->items); /* read once: it may grow meanwhile */
@@ -125,6 +127,10 @@ static int32_t load(void *ud, const loader_read *r, loader_load_result *out) {
     out->count = p->count;
     out->next_cursor = p->cursor;
     out->next_cursor_len = get_pos(p->cursor, 8) == 0 ? 0 : 8; /* position 0: the start */
+    if (atomic_load(&s->null_cursor)) {
+        out->next_cursor = NULL;
+        out->next_cursor_len = 8;
+    }
     return 0;
 }
 
@@ -598,6 +604,191 @@ static void follow_mode_keeps_the_window_on_the_end(void) {
     CHECK_CODE(loader_following(l, &on), LOADER_RESULT_STALE_HANDLE);
 }
 
+static void no_issue(void *ud, const loader_read *r) {
+    (void)ud;
+    (void)r;
+}
+
+/* A feed's handle is its loader's, and loader_free refuses it: the feed is untouched. A plain
+ * loader made first is not named by the feed's handle (its handle was the feed's number in
+ * another table: loader_free on the feed freed that loader, and later feed calls said
+ * "freed"). */
+static void loader_free_refuses_a_feeds_handle(void) {
+    source s = {.items = 1000};
+    loader_config lc = loader_cfg();
+    loader_callbacks cb = {.struct_size = sizeof cb, .userdata = &s, .issue = no_issue,
+                           .release = release};
+    loader_handle plain = 0;
+    CHECK_CODE(loader_new(&lc, &cb, &plain), LOADER_RESULT_OK);
+    loader_feed_handle f = make(&s, &lc, 2);
+    loader_handle l = 0;
+    CHECK_CODE(loader_feed_loader(f, &l), LOADER_RESULT_OK);
+    CHECK(l == f);
+    CHECK(plain != f);
+    CHECK_CODE(loader_free(f), LOADER_RESULT_FEED_OWNED);
+    CHECK_CODE(loader_feed_set_window(f, 0, 20), LOADER_RESULT_OK);
+    CHECK_CODE(loader_feed_wait_quiescent(f, 20000), LOADER_RESULT_OK);
+    loader_snapshot st = {.struct_size = sizeof st};
+    CHECK_CODE(loader_state(f, &st), LOADER_RESULT_OK);
+    CHECK(st.quiescent);
+    check_view(f, 0, 20);
+    /* The plain loader is no feed, and is still there. */
+    CHECK_CODE(loader_feed_set_window(plain, 0, 20), LOADER_RESULT_INVALID_HANDLE);
+    loader_feed_counts n = {.struct_size = sizeof n};
+    CHECK_CODE(loader_feed_stats(plain, &n), LOADER_RESULT_INVALID_HANDLE);
+    CHECK_CODE(loader_state(plain, &st), LOADER_RESULT_OK);
+    CHECK_CODE(loader_free(plain), LOADER_RESULT_OK);
+    finish(f, &s);
+    CHECK_CODE(loader_free(f), LOADER_RESULT_STALE_HANDLE);
+    CHECK_CODE(loader_feed_set_window(f, 0, 20), LOADER_RESULT_STALE_HANDLE);
+}
+
+typedef struct {
+    loader_feed_handle f;
+    source *s;
+    atomic_int stop;
+    int writes;
+} writer_arg;
+
+/* A writer: appends to the source and invalidates, while the reader moves the window. */
+static void *writer(void *p) {
+    writer_arg *w = p;
+    while (!atomic_load(&w->stop)) {
+        atomic_fetch_add(&w->s->items, 3);
+        CHECK_CODE(w->writes % 2 ? loader_feed_appended(w->f) : loader_feed_invalidate(w->f),
+                   LOADER_RESULT_OK);
+        w->writes++;
+        sleep_ms(2);
+    }
+    return NULL;
+}
+
+/* Every page a load returned reached `release` exactly once, checked from the feed's
+ * counters alone (and against the host's own counts): under a writer and failing loads,
+ * with pages of loads whose read was let go of while they ran (jumps while the loads are
+ * blocked: the loader's own counters miss those), pages over their limit, with a stalled
+ * cursor and with a NULL cursor. */
+static void counts_say_each_page_was_released_once(void) {
+    source s = {.items = 5000, .fail_pct = 15};
+    loader_config lc = loader_cfg();
+    loader_feed_handle f = make(&s, &lc, 3);
+    writer_arg w = {.f = f, .s = &s};
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, writer, &w) == 0);
+    uint8_t c[8];
+    for (int round = 0; round < 6; round++) {
+        for (uint64_t at = 0; at < 300; at += 29)
+            CHECK_CODE(loader_feed_set_window(f, at + (uint64_t)round * 500, 40), LOADER_RESULT_OK);
+        /* A load blocked, then a jump: its read is let go of while it runs; its page is late. */
+        atomic_store(&s.block, 1);
+        int loads = atomic_load(&s.loads);
+        put_pos(c, 3000 + (uint64_t)round * 100);
+        CHECK_CODE(loader_feed_jump(f, c, 8, 3000 + (uint64_t)round * 100), LOADER_RESULT_OK);
+        while (atomic_load(&s.loads) == loads) sleep_ms(1);
+        put_pos(c, 4000 + (uint64_t)round * 100);
+        CHECK_CODE(loader_feed_jump(f, c, 8, 4000 + (uint64_t)round * 100), LOADER_RESULT_OK);
+        atomic_store(&s.block, 0);
+        sleep_ms(5);
+    }
+    atomic_store(&w.stop, 1);
+    pthread_join(t, NULL);
+    CHECK(w.writes > 0);
+    atomic_store(&s.fail_pct, 0);
+    CHECK_CODE(loader_feed_wait_quiescent(f, 20000), LOADER_RESULT_OK);
+
+    /* Bugs in the load: each page goes back, counted by its cause. */
+    atomic_store(&s.over_limit, 1);
+    CHECK_CODE(loader_feed_set_window(f, 0, 20), LOADER_RESULT_OK);
+    CHECK_CODE(loader_feed_wait_quiescent(f, 20000), LOADER_RESULT_COUNT_OVER_LIMIT);
+    atomic_store(&s.over_limit, 0);
+    atomic_store(&s.null_cursor, 1);
+    CHECK_CODE(loader_feed_set_window(f, 700, 20), LOADER_RESULT_OK);
+    CHECK_CODE(loader_feed_wait_quiescent(f, 20000), LOADER_RESULT_NULL_CURSOR);
+    atomic_store(&s.null_cursor, 0);
+    atomic_store(&s.stall, 1);
+    CHECK_CODE(loader_feed_set_window(f, 1500, 20), LOADER_RESULT_OK);
+    CHECK_CODE(loader_feed_wait_quiescent(f, 20000), LOADER_RESULT_CURSOR_STALLED);
+    atomic_store(&s.stall, 0);
+    CHECK_CODE(loader_feed_retry(f, NULL), LOADER_RESULT_OK);
+    CHECK_CODE(loader_feed_wait_quiescent(f, 20000), LOADER_RESULT_OK);
+
+    /* While it runs: a struct_size not set is refused; the counts so far add up (a late load
+     * may still run after quiescence: its page is handed out before it is given back). */
+    loader_feed_counts n = {.struct_size = 0};
+    CHECK_CODE(loader_feed_stats(f, &n), LOADER_RESULT_INVALID_STRUCT_SIZE);
+    CHECK_CODE(loader_feed_stats(f, NULL), LOADER_RESULT_NULL_POINTER);
+    n.struct_size = sizeof n;
+    CHECK_CODE(loader_feed_stats(f, &n), LOADER_RESULT_OK);
+    CHECK(n.struct_size == sizeof n);
+    CHECK(n.handed_out >= n.accepted + n.given_back && n.handed_out > 0);
+
+    /* The free that hands back the final counts: a bad out-pointer frees nothing. */
+    uint32_t left = 99;
+    CHECK_CODE(loader_feed_free_counted(f, -1, &left, NULL), LOADER_RESULT_NULL_POINTER);
+    CHECK_CODE(loader_feed_set_window(f, 0, 20), LOADER_RESULT_OK);
+    memset(&n, 0, sizeof n);
+    n.struct_size = sizeof n;
+    CHECK_CODE(loader_feed_free_counted(f, -1, &left, &n), LOADER_RESULT_OK);
+    CHECK(left == 0 && n.running == 0);
+    /* From the counters alone: each page returned went back once, by the feed or the loader. */
+    CHECK(n.handed_out == n.accepted + n.given_back);
+    CHECK(n.accepted == n.released_by_loader);
+    /* ... and they agree with the host's own counts. */
+    CHECK(n.handed_out == (uint64_t)atomic_load(&s.made));
+    CHECK(n.given_back + n.released_by_loader == (uint64_t)atomic_load(&s.released));
+    CHECK(atomic_load(&s.made) == atomic_load(&s.released));
+    CHECK(n.failed == (uint64_t)atomic_load(&s.failed_loads) && n.failed > 0);
+    CHECK(n.late > 0);
+    CHECK(n.count_over_limit >= 1 && n.refused_null_cursor >= 1 && n.cursor_stalled >= 1);
+    CHECK(n.refused_cursor_too_long == 0 && n.refused_other == 0);
+    CHECK(n.last_refused_code == LOADER_RESULT_NULL_CURSOR);
+    CHECK(n.given_back == n.late + n.count_over_limit + n.refused_null_cursor);
+    fprintf(stderr, "  counts: handed out %llu accepted %llu given back %llu late %llu by loader %llu "
+                "made %d released %d\n", (unsigned long long)n.handed_out,
+                (unsigned long long)n.accepted, (unsigned long long)n.given_back,
+                (unsigned long long)n.late, (unsigned long long)n.released_by_loader,
+                atomic_load(&s.made), atomic_load(&s.released));
+    CHECK_CODE(loader_feed_free_counted(f, -1, &left, &n), LOADER_RESULT_STALE_HANDLE);
+}
+
+/* The counts after a free that left a load running: `running` says so, and the page that
+ * load returns later is counted (late) by the time it has gone to `release`. */
+static void counts_after_a_free_that_left_a_load(void) {
+    source s = {.items = 1000, .block = 1};
+    loader_config lc = loader_cfg();
+    loader_feed_handle f = make(&s, &lc, 2);
+    CHECK_CODE(loader_feed_set_window(f, 0, 20), LOADER_RESULT_OK);
+    while (atomic_load(&s.loads) == 0) sleep_ms(1);
+    uint32_t left = 0;
+    loader_feed_counts n = {.struct_size = sizeof n};
+    CHECK_CODE(loader_feed_free_counted(f, 20, &left, &n), LOADER_RESULT_OK);
+    CHECK(left == 1 && n.running == 1 && n.handed_out == 0);
+    atomic_store(&s.block, 0);
+    for (int i = 0; i < 5000 && atomic_load(&s.released) == 0; i++) sleep_ms(1);
+    CHECK(atomic_load(&s.made) == 1 && atomic_load(&s.released) == 1);
+    sleep_ms(20); /* the detached thread ends after its release */
+}
+
+/* loader_explain on a feed's handle shows what the failing load returned, and its read. */
+static void explain_shows_what_a_failing_load_returned(void) {
+    source s = {.items = 1000, .fail_pct = 100, .fail_rc = -7};
+    loader_config lc = loader_cfg();
+    lc.max_auto_retries = 2;
+    loader_feed_handle f = make(&s, &lc, 2);
+    CHECK_CODE(loader_feed_set_window(f, 0, 20), LOADER_RESULT_OK);
+    CHECK_CODE(loader_feed_wait_quiescent(f, 20000), LOADER_RESULT_RETRIES_SPENT);
+    char text[4096];
+    size_t len = 0;
+    CHECK_CODE(loader_explain(f, text, sizeof text, &len), LOADER_RESULT_OK);
+    CHECK(strstr(text, "returned -7") != NULL);
+    CHECK(strstr(text, "3 loads failed") != NULL);
+    if (failed) fprintf(stderr, "  explain:\n%s\n", text);
+    atomic_store(&s.fail_pct, 0);
+    CHECK_CODE(loader_feed_retry(f, NULL), LOADER_RESULT_OK);
+    CHECK_CODE(loader_feed_wait_quiescent(f, 20000), LOADER_RESULT_OK);
+    finish(f, &s);
+}
+
 int main(void) {
     bad_input_gets_its_code();
     a_far_move_starts_where_locate_says();
@@ -611,6 +802,10 @@ int main(void) {
     free_from_inside_release(3000);
     no_thread_outlives_free();
     follow_mode_keeps_the_window_on_the_end();
+    loader_free_refuses_a_feeds_handle();
+    counts_say_each_page_was_released_once();
+    counts_after_a_free_that_left_a_load();
+    explain_shows_what_a_failing_load_returned();
     if (failed) {
         fprintf(stderr, "feed: FAILED\n");
         return 1;

@@ -2,8 +2,11 @@
  * violation, and each host defect the tester is for is found and named: an empty bounded
  * read answered with its own cursor, backward reads answered with the items after the
  * cursor, a load whose cursor never advances, a bounded read that claims the source's end
- * when it reached `until`, and a `locate` one item off. */
+ * when it reached `until`, and a `locate` one item off. A feed's load (loader_load_fn) is
+ * tested as it is (loader_test_feed_load): the same verdicts, each page released exactly
+ * once (malloc'd pages under ASan), and a NULL next_cursor named. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "loader_testing.h"
@@ -131,8 +134,97 @@ static size_t run(enum defect defect, said *w) {
     return loader_test_load(&o);
 }
 
+/* The same source behind a feed's load: each page a malloc'd copy of its answer, whose
+ * pointer is the acquisition. */
+typedef struct feed_source {
+    source s;
+    int null_cursor; /* the load returns a NULL next_cursor with a length */
+    int loads, released;
+} feed_source;
+
+typedef struct feed_page {
+    int64_t keys[8];
+    uint32_t count;
+    uint8_t next[LOADER_MAX_CURSOR_LEN];
+} feed_page;
+
+static int32_t feed_load(void *ud, const loader_read *r, loader_load_result *out) {
+    feed_source *f = ud;
+    feed_page *p = calloc(1, sizeof *p);
+    if (p == NULL) return 1;
+    loader_test_answer a;
+    memset(&a, 0, sizeof a);
+    a.keys = p->keys;
+    /* The feed's cursor is NULL for the source's start. */
+    static const uint8_t none[1] = {0};
+    const uint8_t *cursor = r->cursor != NULL ? r->cursor : none;
+    int rc = load(&f->s, cursor, r->cursor_len, r->limit, r->direction, r->until, r->until_len, &a);
+    if (rc != 0) {
+        free(p);
+        return rc;
+    }
+    f->loads++;
+    memcpy(p->next, a.next_cursor, a.next_cursor_len);
+    p->count = a.count;
+    out->acquisition = (loader_acquisition)p;
+    out->count = a.count;
+    out->next_cursor = f->null_cursor ? NULL : p->next;
+    out->next_cursor_len = f->null_cursor ? 8 : a.next_cursor_len;
+    out->end_of_source = a.end_of_source;
+    return 0;
+}
+
+static void feed_keys(void *ud, loader_acquisition acquisition, uint32_t count, int64_t *keys) {
+    (void)ud;
+    const feed_page *p = (const feed_page *)acquisition;
+    memcpy(keys, p->keys, count * sizeof *keys);
+}
+
+static void feed_release(void *ud, loader_acquisition acquisition) {
+    feed_source *f = ud;
+    f->released++;
+    free((feed_page *)acquisition);
+}
+
+static int feed_delete(void *ud, int64_t key) { return delete_key(&((feed_source *)ud)->s, key); }
+
+static int32_t feed_locate(void *ud, uint64_t position, uint8_t *cursor, size_t capacity,
+                           size_t *cursor_len) {
+    return locate(&((feed_source *)ud)->s, position, cursor, capacity, cursor_len);
+}
+
+static size_t run_feed(enum defect defect, int null_cursor, said *w, feed_source *f) {
+    static const int64_t keys[] = {10, 20, 30, 40, 50, 60, 70};
+    memset(f, 0, sizeof *f);
+    f->s.n = 7;
+    f->s.defect = defect;
+    f->null_cursor = null_cursor;
+    memcpy(f->s.keys, keys, sizeof keys);
+    memset(w, 0, sizeof *w);
+    loader_test_feed_options o = {.reference = keys, .reference_len = 7, .load = feed_load,
+                                  .userdata = f, .keys = feed_keys, .release = feed_release,
+                                  .delete_key = feed_delete, .report = hear, .report_ctx = w,
+                                  .locate = feed_locate};
+    return loader_test_feed_load(&o);
+}
+
 int main(void) {
     said w;
+    feed_source f;
+    EXPECT(run_feed(HONEST, 0, &w, &f) == 0 && w.lines == 0);
+    if (w.lines) fprintf(stderr, "the honest feed load was reported:\n%s", w.text);
+    EXPECT(f.loads > 20 && f.released == f.loads);
+    EXPECT(run_feed(NEVER_ADVANCES, 0, &w, &f) > 0);
+    EXPECT(strstr(w.text, "the cursor never advances") != NULL);
+    EXPECT(f.released == f.loads);
+    EXPECT(run_feed(EMPTY_BOUNDED_OWN_CURSOR, 0, &w, &f) > 0);
+    EXPECT(strstr(w.text, "Return until itself as next_cursor") != NULL);
+    EXPECT(run_feed(LOCATE_OFF_BY_ONE, 0, &w, &f) > 0);
+    EXPECT(strstr(w.text, "locate(0) wrote a cursor whose next item is key 20") != NULL);
+    EXPECT(run_feed(HONEST, 1, &w, &f) > 0);
+    EXPECT(strstr(w.text, "returned a NULL next_cursor with length 8") != NULL);
+    EXPECT(f.loads > 0 && f.released == f.loads);
+
     EXPECT(run(HONEST, &w) == 0 && w.lines == 0);
     if (w.lines) fprintf(stderr, "the honest load was reported:\n%s", w.text);
 
@@ -169,6 +261,6 @@ int main(void) {
     printf("load_tester: the honest load passes; an empty bounded read answered with its own "
            "cursor, backward reads answered with the items after the cursor, a cursor that "
            "never advances, a bounded read claiming the end at until and a locate one off are "
-           "each found\n");
+           "each found; a feed's load is tested as it is, each page released once\n");
     return 0;
 }

@@ -78,7 +78,9 @@
  *   loader_feed_appended      loader_appended and loader_follow on the feed's loader
  *   loader_feed_follow
  *   loader_feed_wait_quiescent  wait until nothing is left to do, or say why it cannot be
+ *   loader_feed_stats         pages handed out, accepted, given back, late; loads; failures
  *   loader_feed_free          free it: pages released, threads joined (or let go at a timeout)
+ *   loader_feed_free_counted  the same, and the final counts
  * The test ABI (THE TEST ABI)
  *   loader_new_with_counters  loader_new with the epoch and request ids starting high
  *   loader_floor              an event that does nothing: the ABI's cost floor
@@ -89,7 +91,9 @@
  * Which calls may run concurrently. Every function may be called from any thread, on any
  * handle, at any time, including at the same time as other calls on the same handle. The
  * loader starts no thread and never waits for the host, with one exception: `compare` (see
- * CALLBACKS); the feed's threads and waits are THE FEED's. Each call on a handle takes that handle's lock for its state change (or, for
+ * CALLBACKS); the feed's threads and waits are THE FEED's (a feed's handle is its loader's:
+ * the loader's reading functions take it from any thread while the feed's workers run, and
+ * loader_free refuses it). Each call on a handle takes that handle's lock for its state change (or, for
  * loader_state, loader_stats, loader_requests, loader_view, loader_view_acquire and
  * loader_next_deadline, for its read), so calls on one handle take effect one at a time, in
  * the order they take the lock; calls on different handles do not wait for each other (but
@@ -165,8 +169,8 @@
  *   loader_retry, loader_set_window, loader_jump, loader_abandon, loader_tick, loader_free,
  *   loader_view_release, the feed's loader_feed_set_window, loader_feed_jump,
  *   loader_feed_invalidate, loader_feed_invalidate_range, loader_feed_appended,
- *   loader_feed_follow, loader_feed_retry, loader_feed_free and, in the test ABI,
- *   loader_floor and loader_test_panic;
+ *   loader_feed_follow, loader_feed_retry, loader_feed_free, loader_feed_free_counted
+ *   and, in the test ABI, loader_floor and loader_test_panic;
  * - no lock stays held, and the loader stays usable from every other thread;
  * - callbacks that were queued on that thread and not yet made are kept by their loader and
  *   made by the next call into it (any of the functions above, from any thread), except
@@ -186,7 +190,9 @@
  *   changes nothing, and out-parameters are written only on success.
  * - Handles are uint64_t values from a generation-checked table: 0, a freed, double-freed or
  *   forged handle is an error code (LOADER_RESULT_INVALID_HANDLE, _STALE_HANDLE), never
- *   undefined behaviour. The caller owns a handle from loader_new until loader_free.
+ *   undefined behaviour. The caller owns a handle from loader_new until loader_free. A
+ *   feed's handle is also its loader's: it is owned from loader_feed_new until
+ *   loader_feed_free, and loader_free refuses it (LOADER_RESULT_FEED_OWNED).
  * - Acquisitions. A loader_acquisition is the host's token for the buffer that holds one
  *   answer's items; the loader never dereferences it. On LOADER_RESULT_OK from loader_settle
  *   the loader owns it, until it passes it to `release` (exactly once); on an error the host
@@ -207,12 +213,13 @@
  *
  * STRUCTS THAT GROW
  *
- * Five structs may gain fields in later releases. With the size of their first release on
+ * Six structs may gain fields in later releases. With the size of their first release on
  * 64-bit targets (the smallest `struct_size` accepted): loader_config (104 bytes),
- * loader_callbacks (56 bytes), loader_snapshot (152 bytes), loader_counts (192 bytes) and
- * the feed's loader_feed_config (56 bytes). Each begins with `uint32_t struct_size`, which
- * the host sets to `sizeof` the struct (as the header it was compiled against declares it)
- * before it passes the struct to any function, the ones that fill it included:
+ * loader_callbacks (56 bytes), loader_snapshot (152 bytes), loader_counts (192 bytes), and
+ * the feed's loader_feed_config (56 bytes) and loader_feed_counts (112 bytes). Each begins
+ * with `uint32_t struct_size`, which the host sets to `sizeof` the struct (as the header it
+ * was compiled against declares it) before it passes the struct to any function, the ones
+ * that fill it included:
  *
  *     loader_config config = { .struct_size = sizeof config };
  *     loader_config_default(&config);
@@ -225,11 +232,11 @@
  * host built against a newer header works with an older library while it leaves the newer
  * fields at zero (loader_config_default sets the fields it does not know to zero), and gets
  * LOADER_RESULT_UNKNOWN_FIELD, with nothing changed, if it sets one. The functions that fill
- * a struct (loader_state, loader_stats, loader_view_state) write min(struct_size, the
- * library's size) bytes and set `struct_size` to that count, so such a host sees which fields
- * were filled. A `struct_size` of 0 (never set), shorter than the struct's first release or
- * above 4096 is LOADER_RESULT_INVALID_STRUCT_SIZE, checked before anything else is read or
- * written. Other structs do not grow: loader_read (the library's, read in `issue`) may gain
+ * a struct (loader_state, loader_stats, loader_view_state, loader_feed_stats) write
+ * min(struct_size, the library's size) bytes and set `struct_size` to that count, so such a
+ * host sees which fields were filled. A `struct_size` of 0 (never set), shorter than the
+ * struct's first release or above 4096 is LOADER_RESULT_INVALID_STRUCT_SIZE, checked before
+ * anything else is read or written. Other structs do not grow: loader_read (the library's, read in `issue`) may gain
  * fields at its end, which a host simply does not read; loader_page and loader_request_info,
  * which cross in arrays, change only with the SONAME. Enums may gain values.
  *
@@ -318,9 +325,14 @@
  * safe for that. `release` and `changed` must return normally (no exception, no thread
  * exit) when they run on a feed's thread. From inside `load` any loader_feed_* function may
  * be called (loader_feed_wait_quiescent there waits for that very load, until its timeout).
- * Every loader_feed_* function may be called from any thread. The host reads the view through
- * loader_feed_loader's handle (loader_view_acquire pins it while the workers run) and must not
- * answer that loader's reads or free it. loader_feed_free joins every thread that ended and
+ * Every loader_feed_* function may be called from any thread. A feed's handle is its loader's
+ * (loader_feed_loader returns it unchanged): the host reads the view through it
+ * (loader_view_acquire pins it while the workers run) and must not answer that loader's
+ * reads; loader_free refuses it with LOADER_RESULT_FEED_OWNED, and frees nothing.
+ * loader_feed_stats counts every page a load returned and where it went: once the feed is
+ * freed with no load left running and no pinned view left, handed_out == accepted +
+ * given_back and accepted == released_by_loader, so each page reached `release` exactly
+ * once; loader_feed_free_counted reads them as the free left them. loader_feed_free joins every thread that ended and
  * lets a stuck load's thread go at the host's timeout (see loader_feed_free).
  *
  * THE TEST ABI
@@ -544,6 +556,11 @@ typedef enum loader_result {
    * A thread could not be started.
    */
   LOADER_RESULT_THREAD_START = 30,
+  /**
+   * `loader_free` on a feed's handle (which is also its loader's): the loader is the
+   * feed's. Free it with `loader_feed_free`; nothing was freed.
+   */
+  LOADER_RESULT_FEED_OWNED = 31,
 } loader_result;
 
 /**
@@ -1591,10 +1608,97 @@ typedef struct loader_feed_config {
 } loader_feed_config;
 
 /**
- * An opaque handle to a feed. 0 is never a valid handle; a freed or forged one is an error
- * code, as for a loader handle.
+ * An opaque handle to a feed: the handle of the loader the feed drives (`loader_feed_loader`
+ * returns it unchanged). 0 is never a valid handle; a freed or forged one is an error code,
+ * as for a loader handle, and a plain loader's handle is `LOADER_RESULT_INVALID_HANDLE` to
+ * the loader_feed_* functions. The loader_* functions that read take it (`loader_state`,
+ * `loader_stats`, `loader_explain`, `loader_view_acquire`); `loader_free` refuses it
+ * (`LOADER_RESULT_FEED_OWNED`): free a feed with `loader_feed_free`.
  */
 typedef uint64_t loader_feed_handle;
+
+/**
+ * A feed's counters since it was made: every page its loads returned and where it went, the
+ * loads running, and the failures by cause. At every instant `accepted + given_back <=
+ * handed_out` (a page is counted handed out first, and counted in `running` until it is
+ * accepted or given back) and `released_by_loader <= accepted` (the loader holds the rest).
+ * Once the feed is freed with no load left running and no pinned view left,
+ * `handed_out == accepted + given_back` and `accepted == released_by_loader`: every page a
+ * load returned reached `release` exactly once, `handed_out` times in all.
+ */
+typedef struct loader_feed_counts {
+  /**
+   * `sizeof` this struct as the host's `loader.h` declares it; set it before the call
+   * that fills it, which sets it to the bytes it filled (STRUCTS THAT GROW at the top of
+   * this header).
+   */
+  uint32_t struct_size;
+  /**
+   * The result code of the last page refused (0: none yet); next to `struct_size`, so
+   * that the struct has no padding at its end.
+   */
+  int32_t last_refused_code;
+  /**
+   * Pages the loads returned: every `load` that returned 0.
+   */
+  uint64_t handed_out;
+  /**
+   * Of those, the pages the loader accepted (current, stale, or with a stalled cursor): the
+   * loader releases each when it is done with it (`released_by_loader`).
+   */
+  uint64_t accepted;
+  /**
+   * Of those, the pages the feed passed to `release` itself, as soon as their load
+   * returned: refused, over their limit, or late.
+   */
+  uint64_t given_back;
+  /**
+   * Of those given back, the pages of loads whose read was let go of before the load
+   * returned (a cancel hint from a jump or a far move, `read_timeout_ms`, the free), or
+   * answered already.
+   */
+  uint64_t late;
+  /**
+   * Pages the loader passed to `release`: accepted pages it was done with, or held at its
+   * free (a pinned view's follow when the view is released).
+   */
+  uint64_t released_by_loader;
+  /**
+   * Loads running now; after a free, the loads it left running (each returns at most one
+   * page, which goes to `release` and is counted in `handed_out`, `given_back` and `late`).
+   */
+  uint64_t running;
+  /**
+   * Loads that failed: returned non-zero, or ended their thread.
+   */
+  uint64_t failed;
+  /**
+   * Pages with more items than their read's `limit` (`LOADER_RESULT_COUNT_OVER_LIMIT`).
+   */
+  uint64_t count_over_limit;
+  /**
+   * Pages the loader took whose `next_cursor` was the read's own
+   * (`LOADER_RESULT_CURSOR_STALLED`).
+   */
+  uint64_t cursor_stalled;
+  /**
+   * Pages refused for a NULL `next_cursor` with a length (`LOADER_RESULT_NULL_CURSOR`).
+   */
+  uint64_t refused_null_cursor;
+  /**
+   * Pages refused for a `next_cursor` over `LOADER_MAX_CURSOR_LEN`
+   * (`LOADER_RESULT_CURSOR_TOO_LONG`).
+   */
+  uint64_t refused_cursor_too_long;
+  /**
+   * Pages the loader refused with any other code (its code is `last_refused_code`).
+   */
+  uint64_t refused_other;
+  /**
+   * Loads that outlived `read_timeout_ms`: their reads were let go of.
+   */
+  uint64_t timed_out;
+} loader_feed_counts;
 
 #ifdef __cplusplus
 extern "C" {
@@ -1656,6 +1760,8 @@ enum loader_result loader_new(const struct loader_config *config,
  *
  * It may be called from inside any of this loader's callbacks. A handle that is 0 or forged
  * returns `LOADER_RESULT_INVALID_HANDLE`; a second free returns `LOADER_RESULT_STALE_HANDLE`.
+ * A feed's handle (which is also its loader's) returns `LOADER_RESULT_FEED_OWNED` and frees
+ * nothing: the feed frees its loader in `loader_feed_free`.
  * A poisoned loader is freed too, releasing what it can.
  *
  * If one of these `release` or `cancel` callbacks ends its thread or throws, the handle is
@@ -2219,8 +2325,11 @@ enum loader_result loader_view_release(struct loader_view_snapshot *view);
  * clock), a repair or full read running (pages read of those it needs), a failure recorded
  * and its cause (a read that failed, or whose answer repeated its cursor), what retries it
  * (a backoff deadline, or the host: "retry budget spent after 5 failures: call loader_retry
- * or move the window"), the reads let go of, and the releases pinned views hold back. The
- * text is for people: its wording may change between releases; decide with `loader_state`.
+ * or move the window"), the reads let go of, and the releases pinned views hold back. On a
+ * feed's handle, lines starting `feed:` follow: the loads running and where the pages went
+ * (`loader_feed_stats`), the value the last failing load returned and its read, and the
+ * result code of the last page refused. The text is for people: its wording may change
+ * between releases; decide with `loader_state`.
  *
  * `*out_len` (required) gets the text's length in bytes, without the NUL. If `capacity` is
  * more than that, the text and its NUL are copied and the result is `LOADER_RESULT_OK`.
@@ -2248,7 +2357,9 @@ enum loader_result loader_explain(loader_handle handle,
  * `LOADER_RESULT_MISSING_CALLBACK` (`load` or `release` NULL),
  * `LOADER_RESULT_INVALID_WORKERS` (`workers` 0 or above `LOADER_FEED_MAX_WORKERS`), any code
  * of `loader_new` for the loader config, `LOADER_RESULT_THREAD_START` (a thread could not be
- * started). The caller owns the handle and must pass it to `loader_feed_free`.
+ * started). The caller owns the handle and must pass it to `loader_feed_free` (or
+ * `loader_feed_free_counted`). It is also the handle of the feed's loader: `loader_free`
+ * refuses it with `LOADER_RESULT_FEED_OWNED`.
  *
  * # Safety
  * `config` is NULL or valid for its `struct_size` bytes, `config->loader` NULL or a valid
@@ -2260,8 +2371,10 @@ enum loader_result loader_feed_new(const struct loader_feed_config *config,
 /**
  * The loader the feed drives, for reading: `loader_state`, `loader_stats`,
  * `loader_requests`, and the view (`loader_view_acquire`: pin it to read the items behind
- * its acquisitions while the workers run). Answering its reads, or freeing it, is the
- * feed's: a host must not. The handle turns stale when the feed is freed.
+ * its acquisitions while the workers run). It is the feed's own handle, unchanged: a feed's
+ * handle is its loader's. Answering its reads is the feed's: a host must not; freeing it is
+ * `loader_feed_free`'s (`loader_free` refuses it with `LOADER_RESULT_FEED_OWNED`). The
+ * handle turns stale when the feed is freed.
  *
  * # Safety
  * `out` is NULL or valid for a write.
@@ -2367,6 +2480,32 @@ enum loader_result loader_feed_wait_quiescent(loader_feed_handle feed, int64_t t
 enum loader_result loader_feed_free(loader_feed_handle feed,
                                     int64_t timeout_ms,
                                     uint32_t *out_left_running);
+
+/**
+ * Fills `*out` with the feed's counters (`loader_feed_counts`). Set `out->struct_size` first;
+ * on success it holds the bytes filled. Each counter is read on its own: while loads run, two
+ * may be a page apart. `out` is required; the caller owns `*out`. No callback runs.
+ *
+ * # Safety
+ * `out` is NULL or valid for reads and writes of its `struct_size` bytes.
+ */
+enum loader_result loader_feed_stats(loader_feed_handle feed, struct loader_feed_counts *out);
+
+/**
+ * `loader_feed_free`, then fills `*out_counts` (required; set its `struct_size` first) with
+ * the feed's counters as the free left them: the loader freed, so every page it held went to
+ * `release` (but those a pinned view still lists), and every load the free waited for
+ * counted. They are final when `*out_left_running` is 0 and no pinned view of the loader is
+ * left. A bad `out_counts` is refused before anything is freed.
+ *
+ * # Safety
+ * As `loader_feed_free`; `out_counts` is NULL or valid for reads and writes of its
+ * `struct_size` bytes.
+ */
+enum loader_result loader_feed_free_counted(loader_feed_handle feed,
+                                            int64_t timeout_ms,
+                                            uint32_t *out_left_running,
+                                            struct loader_feed_counts *out_counts);
 
 /**
  * Records this loader's run to the file at `path` (a NUL-terminated path, created or

@@ -40,6 +40,17 @@
  *                              .ctx = &db, .report = NULL};       // NULL: print to stderr
  *     size_t violations = loader_test_load(&o);
  *
+ * A feed's load (loader_load_fn, the function loader_feed_config.load names) is tested as it
+ * is, with loader_test_feed_load: give it the load and its userdata, the feed's `release`,
+ * and a `keys` function that writes the keys of the items a page's acquisition holds. Each
+ * page a load returns has its keys read, then goes to `release` at once, exactly once; a
+ * NULL `next_cursor` with a length is reported, as is a page over its limit (both bugs the
+ * feed would report from loader_feed_wait_quiescent).
+ *
+ *     loader_test_feed_options o = {.reference = keys, .reference_len = n, .load = my_load,
+ *                                   .userdata = &db, .keys = my_keys, .release = my_release};
+ *     size_t violations = loader_test_feed_load(&o);
+ *
  * Not part of the library's ABI; it uses only loader.h's types.
  */
 #ifndef LOADER_TESTING_H
@@ -412,6 +423,113 @@ static inline size_t loader_test_load(const loader_test_options *o) {
     free(r.cursors);
     free(r.cursor_lens);
     return r.found;
+}
+
+/* ---- a feed's load ---- */
+
+typedef struct loader_test_feed_options {
+    /* What the source holds, in source order. */
+    const int64_t *reference;
+    size_t reference_len;
+    /* The feed's load, and the userdata the feed passes it (and every function below). */
+    loader_load_fn load;
+    void *userdata;
+    /* Required: writes the keys of the `count` items the page `acquisition` holds, in source
+     * order, into `keys` (room for `count`). */
+    void (*keys)(void *userdata, loader_acquisition acquisition, uint32_t count, int64_t *keys);
+    /* Required: the feed's release; each page a load returned goes to it once its keys are
+     * read. */
+    loader_release_fn release;
+    /* As in loader_test_options, called with `userdata`. */
+    int (*delete_key)(void *userdata, int64_t key);
+    void (*report)(void *report_ctx, const char *sentence);
+    void *report_ctx;
+    bool no_until;
+    loader_locate_fn locate;
+} loader_test_feed_options;
+
+/* The tester's ctx, for the adapters below: the feed's options and the read ids handed out. */
+typedef struct loader_test__feed {
+    const loader_test_feed_options *o;
+    uint64_t reads;
+} loader_test__feed;
+
+/* Runs the feed's load as the feed would (a loader_read; the result zeroed), and answers as a
+ * loader_test_load_fn: the page's keys read, then the page released. */
+static inline int loader_test__feed_load(void *ctx, const uint8_t *cursor, size_t cursor_len,
+                                         uint32_t limit, loader_direction direction,
+                                         const uint8_t *until, size_t until_len,
+                                         loader_test_answer *out) {
+    loader_test__feed *f = (loader_test__feed *)ctx;
+    const loader_test_feed_options *o = f->o;
+    loader_read read;
+    loader_load_result got;
+    memset(&read, 0, sizeof read);
+    memset(&got, 0, sizeof got);
+    read.read_id = ++f->reads;
+    read.request_id = read.read_id;
+    read.kind = LOADER_KIND_FINITE;
+    read.cursor = cursor_len ? cursor : NULL;
+    read.cursor_len = cursor_len;
+    read.limit = limit;
+    read.direction = direction;
+    read.until = until;
+    read.until_len = until_len;
+    int32_t rc = o->load(o->userdata, &read, &got);
+    if (rc != 0) return rc;
+    out->count = got.count;
+    out->end_of_source = got.end_of_source;
+    int bad = 0;
+    if (got.next_cursor == NULL && got.next_cursor_len > 0) {
+        char line[160];
+        snprintf(line, sizeof line, "a %s read of %u returned a NULL next_cursor with length %zu",
+                 loader_test__way(direction), limit, got.next_cursor_len);
+        if (o->report != NULL)
+            o->report(o->report_ctx, line);
+        else
+            fprintf(stderr, "load contract: %s\n", line);
+        bad = -1;
+    } else if (got.next_cursor_len > LOADER_MAX_CURSOR_LEN) {
+        out->next_cursor_len = got.next_cursor_len; /* reported by the caller */
+    } else {
+        if (got.next_cursor_len > 0) memcpy(out->next_cursor, got.next_cursor, got.next_cursor_len);
+        out->next_cursor_len = got.next_cursor_len;
+    }
+    /* Over the limit: reported by the caller; there is no room for its keys. */
+    if (bad == 0 && got.count <= limit && got.count > 0)
+        o->keys(o->userdata, got.acquisition, got.count, out->keys);
+    o->release(o->userdata, got.acquisition);
+    return bad;
+}
+
+static inline int loader_test__feed_delete(void *ctx, int64_t key) {
+    const loader_test_feed_options *o = ((loader_test__feed *)ctx)->o;
+    return o->delete_key(o->userdata, key);
+}
+
+static inline int32_t loader_test__feed_locate(void *ctx, uint64_t position, uint8_t *cursor,
+                                               size_t capacity, size_t *cursor_len) {
+    const loader_test_feed_options *o = ((loader_test__feed *)ctx)->o;
+    return o->locate(o->userdata, position, cursor, capacity, cursor_len);
+}
+
+/* loader_test_load's cases on a feed's load; returns how many violations were found. */
+static inline size_t loader_test_feed_load(const loader_test_feed_options *o) {
+    loader_test__feed f;
+    loader_test_options t;
+    f.o = o;
+    f.reads = 0;
+    memset(&t, 0, sizeof t);
+    t.reference = o->reference;
+    t.reference_len = o->reference_len;
+    t.load = loader_test__feed_load;
+    t.ctx = &f;
+    t.delete_key = o->delete_key != NULL ? loader_test__feed_delete : NULL;
+    t.report = o->report;
+    t.report_ctx = o->report_ctx;
+    t.no_until = o->no_until;
+    t.locate = o->locate != NULL ? loader_test__feed_locate : NULL;
+    return loader_test_load(&t);
 }
 
 #ifdef __cplusplus

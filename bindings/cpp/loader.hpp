@@ -359,6 +359,22 @@ void run_isolated(F &&c_call) noexcept {
     t.out_of_memory = outer_oom;
 }
 
+// loader_explain's text for `handle`, all of it.
+inline std::string explain_of(loader_handle handle) {
+    std::string text(256, '\0');
+    for (;;) {
+        std::size_t len = 0;
+        loader_result r = loader_explain(handle, text.data(), text.size(), &len);
+        if (r == LOADER_RESULT_BUFFER_TOO_SMALL) {
+            text.assign(len + 64, '\0');  // it may grow before the next call
+            continue;
+        }
+        check(r);
+        text.resize(len);
+        return text;
+    }
+}
+
 // The library's read, copied into the wrapper's `Read` (cursors owned as strings).
 inline Read read_of(const loader_read *r) {
     Read read;
@@ -657,20 +673,7 @@ public:
     // Why the loader waits, in plain sentences, one a line (loader_explain): "quiescent", or
     // the reads it waits for, a repair running, a failure and what retries it. For people and
     // logs; decide with `state()`. No callback runs.
-    std::string explain() const {
-        std::string text(256, '\0');
-        for (;;) {
-            std::size_t len = 0;
-            loader_result r = loader_explain(handle_, text.data(), text.size(), &len);
-            if (r == LOADER_RESULT_BUFFER_TOO_SMALL) {
-                text.assign(len + 64, '\0');  // it may grow before the next call
-                continue;
-            }
-            check(r);
-            text.resize(len);
-            return text;
-        }
-    }
+    std::string explain() const { return detail::explain_of(handle_); }
     // Every live request, in id order.
     std::vector<loader_request_info> requests() const {
         return list<loader_request_info>(
@@ -850,6 +853,10 @@ struct FeedOptions {
     // `Callbacks::locate`); nullopt when unknown. It runs on the thread calling `set_window`,
     // inside it, and must not throw (a throw counts as unknown).
     std::function<std::optional<std::string>(std::uint64_t)> locate{};
+    // Called after the view or the state changed (see `Callbacks::changed`), on whichever
+    // thread changed it: a worker, the feed's clock thread, or a caller's. Keep it short; what
+    // it throws is kept in `Feed::last_error()` (nothing may unwind into the library).
+    std::function<void()> changed{};
 };
 
 // A loader whose reads the library runs on threads of its own, through `load`. `load` runs on
@@ -868,6 +875,7 @@ public:
         state_->load = std::move(load);
         state_->compare = std::move(options.compare);
         state_->locate = std::move(options.locate);
+        state_->changed = std::move(options.changed);
         loader_config lc = options.loader.to_c();
         loader_feed_config fc{};
         fc.struct_size = sizeof fc;
@@ -877,6 +885,7 @@ public:
         fc.release = &Feed::on_release;
         fc.compare = state_->compare ? &Feed::on_compare : nullptr;
         fc.locate = state_->locate ? &Feed::on_locate : nullptr;
+        fc.changed = state_->changed ? &Feed::on_changed : nullptr;
         fc.loader = &lc;
         check(loader_feed_new(&fc, &handle_));
         check(loader_feed_loader(handle_, &loader_));
@@ -885,7 +894,7 @@ public:
     Feed &operator=(const Feed &) = delete;
     Feed(Feed &&o) noexcept
         : state_(std::move(o.state_)), handle_(std::exchange(o.handle_, 0)), loader_(o.loader_),
-          close_timeout_(o.close_timeout_) {}
+          close_timeout_(o.close_timeout_), final_(o.final_) {}
     Feed &operator=(Feed &&o) noexcept {
         if (this != &o) {
             (void)close(close_timeout_);
@@ -893,6 +902,7 @@ public:
             handle_ = std::exchange(o.handle_, 0);
             loader_ = o.loader_;
             close_timeout_ = o.close_timeout_;
+            final_ = o.final_;
         }
         return *this;
     }
@@ -901,11 +911,20 @@ public:
     // Frees the feed: every page goes back, and it waits up to `timeout` (negative: as long as
     // it takes) for the loads still running. A load still running then is let go: its thread
     // ends when it returns, and what the load and its page need stays alive until then.
-    // Returns how many loads it let go. Idempotent.
+    // Returns how many loads it let go. Idempotent. `counts()` then returns the counts as the
+    // free left them.
     std::uint32_t close(std::chrono::milliseconds timeout) noexcept {
         if (handle_ == 0) return 0;
         std::uint32_t left = 0;
-        (void)loader_feed_free(std::exchange(handle_, 0), static_cast<std::int64_t>(timeout.count()), &left);
+        loader_feed_counts c{};
+        c.struct_size = sizeof c;
+        loader_feed_handle h = std::exchange(handle_, 0);
+        auto ms = static_cast<std::int64_t>(timeout.count());
+        loader_result r = loader_feed_free_counted(h, ms, &left, &c);
+        if (r == LOADER_RESULT_OK)
+            final_ = c;
+        else if (r != LOADER_RESULT_STALE_HANDLE && r != LOADER_RESULT_INVALID_HANDLE)
+            (void)loader_feed_free(h, ms, &left);  // refused before freeing anything: free plainly
         return left;
     }
 
@@ -946,12 +965,39 @@ public:
         return wait_ms(ms < 0 ? -1 : static_cast<std::int64_t>(ms));
     }
     bool wait_quiescent() { return wait_ms(-1); }
-    // The loader the feed drives, for `loader_state`, `loader_stats` and the like.
+    // The loader the feed drives, for `loader_state`, `loader_stats` and the like: the feed's
+    // own handle (a feed's handle is its loader's; `loader_free` refuses it).
     loader_handle loader() const noexcept { return loader_; }
     loader_counts stats() const {
         loader_counts c{};
         c.struct_size = sizeof c;
         check(loader_stats(loader_, &c));
+        return c;
+    }
+    // What the loader is doing (loader_snapshot in loader.h): the window, what the view
+    // covers (`covered_start`, `covered_end`: positions), quiescence, the failure recorded.
+    loader_snapshot state() const {
+        loader_snapshot s{};
+        s.struct_size = sizeof s;
+        check(loader_state(loader_, &s));
+        return s;
+    }
+    // Why the feed waits, in plain sentences, one a line (loader_explain): the loader's
+    // lines, then the feed's (`feed:`: loads running, where the pages went, what the last
+    // failing load returned). For people and logs; decide with `state()`.
+    std::string explain() const { return detail::explain_of(loader_); }
+    // The feed's counters (loader_feed_counts in loader.h): every page a load returned and
+    // where it went. After `close` (or the destructor's), the counts the free left: with no
+    // load left running, `handed_out == accepted + given_back` and `accepted ==
+    // released_by_loader`. Throws `Error` on a moved-from Feed that was never closed.
+    loader_feed_counts counts() const {
+        if (handle_ == 0) {
+            if (final_) return *final_;
+            throw Error(LOADER_RESULT_STALE_HANDLE);
+        }
+        loader_feed_counts c{};
+        c.struct_size = sizeof c;
+        check(loader_feed_stats(handle_, &c));
         return c;
     }
     // What the latest failed load threw (empty if none did).
@@ -966,7 +1012,9 @@ public:
     public:
         View(const View &) = delete;
         View &operator=(const View &) = delete;
-        View(View &&o) noexcept : view_(std::exchange(o.view_, nullptr)), pages_(std::move(o.pages_)), size_(o.size_) {}
+        View(View &&o) noexcept
+            : view_(std::exchange(o.view_, nullptr)), pages_(std::move(o.pages_)), starts_(std::move(o.starts_)),
+              size_(o.size_), revalidating_(o.revalidating_), state_(o.state_) {}
         ~View() {
             if (view_ != nullptr) (void)loader_view_release(view_);
         }
@@ -980,6 +1028,23 @@ public:
             }
             throw std::out_of_range("loader::Feed::View index");
         }
+        // The position of each page's first item, in source order (`pages()`'s order).
+        const std::vector<std::uint64_t> &starts() const noexcept { return starts_; }
+        // The position of the view's first item (0 for an empty view).
+        std::uint64_t start() const noexcept { return starts_.empty() ? 0 : starts_.front(); }
+        // The item at `position` (the source's numbering), or nullptr when the view does not
+        // hold it.
+        const T *at_position(std::uint64_t position) const noexcept {
+            for (std::size_t i = 0; i < pages_.size(); i++) {
+                if (position >= starts_[i] && position - starts_[i] < pages_[i]->size())
+                    return &(*pages_[i])[static_cast<std::size_t>(position - starts_[i])];
+            }
+            return nullptr;
+        }
+        // The pages are the old view: a repair or full read was pending or running.
+        bool revalidating() const noexcept { return revalidating_; }
+        // The loader's state at the moment the view was pinned.
+        const loader_snapshot &state() const noexcept { return state_; }
         // A copy of the items.
         std::vector<T> items() const {
             std::vector<T> out;
@@ -996,15 +1061,22 @@ public:
             std::size_t n = 0;
             bool revalidating = false;
             (void)loader_view_pages(view_, &pages, &n, &revalidating);
+            revalidating_ = revalidating;
             for (std::size_t i = 0; i < n; i++) {
                 const auto *box = reinterpret_cast<const Box *>(pages[i].acquisition);
                 pages_.push_back(&box->page.items);
+                starts_.push_back(pages[i].start);
                 size_ += box->page.items.size();
             }
+            state_.struct_size = sizeof state_;
+            (void)loader_view_state(view_, &state_);
         }
         loader_view_snapshot *view_ = nullptr;
         std::vector<const std::vector<T> *> pages_{};
+        std::vector<std::uint64_t> starts_{};
         std::size_t size_ = 0;
+        bool revalidating_ = false;
+        loader_snapshot state_{};
     };
     View view() const { return View(loader_); }
     std::vector<T> items() const { return view().items(); }
@@ -1021,6 +1093,7 @@ private:
         Load load;
         std::function<int(std::string_view, std::string_view)> compare;
         std::function<std::optional<std::string>(std::uint64_t)> locate;
+        std::function<void()> changed;
         std::mutex mutex;
         std::exception_ptr last_error;
     };
@@ -1054,6 +1127,16 @@ private:
         }
     }
     static void on_release(void *, loader_acquisition a) { delete reinterpret_cast<Box *>(a); }
+    static void on_changed(void *ud) noexcept {
+        auto *st = static_cast<State *>(ud);
+        try {
+            st->changed();
+        } catch (...) {
+            // Nothing may unwind into the library (it would abort).
+            std::lock_guard<std::mutex> lock(st->mutex);
+            st->last_error = std::current_exception();
+        }
+    }
     static std::int32_t on_compare(void *ud, const std::uint8_t *a, std::size_t a_len, const std::uint8_t *b,
                                    std::size_t b_len) noexcept {
         auto *st = static_cast<State *>(ud);
@@ -1085,6 +1168,8 @@ private:
     loader_feed_handle handle_ = 0;
     loader_handle loader_ = 0;
     std::chrono::milliseconds close_timeout_{-1};
+    // The counts the free left, once closed.
+    std::optional<loader_feed_counts> final_{};
 };
 
 }  // namespace loader

@@ -25,6 +25,7 @@
 //! its answer), `hints` (issue and cancel from the loader), `supervise` (the clock, and
 //! workers lost mid-load), this file (the shared state, waiting, closing).
 
+mod counts;
 mod hints;
 mod port;
 mod supervise;
@@ -32,6 +33,7 @@ mod supervise;
 mod tests;
 mod work;
 
+pub use counts::{Counts, Tally};
 pub use port::{
     answered_elsewhere, Job, Ledger, Loaded, Outcome, Source, Spawn, Status, Thread, Took,
     ALREADY_ANSWERED, UNKNOWN_READ,
@@ -155,6 +157,8 @@ pub struct Feed<S: Source> {
     supervisor: Mutex<Option<Box<dyn Thread>>>,
     /// The latest answer was a stalled cursor (cleared by a current one, or the host acting).
     stalled: AtomicBool,
+    /// The counters: shared, so that they outlive the feed.
+    tally: Arc<Tally>,
 }
 
 /// How long a waiter sleeps before it looks at the loader again, woken or not.
@@ -203,6 +207,7 @@ impl<S: Source> Feed<S> {
             timer: Condvar::new(),
             supervisor: Mutex::new(None),
             stalled: AtomicBool::new(false),
+            tally: Arc::default(),
         }))
     }
 
@@ -231,6 +236,12 @@ impl<S: Source> Feed<S> {
                 Err(StartError::Thread)
             }
         }
+    }
+
+    /// The feed's counters ([`Counts`]), shared: they stay readable after the feed is gone,
+    /// and the loader's `release` counts into them too ([`Tally::released_by_loader`]).
+    pub fn tally(&self) -> Arc<Tally> {
+        Arc::clone(&self.tally)
     }
 
     /// The source the feed loads from.

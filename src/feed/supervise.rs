@@ -79,6 +79,7 @@ impl<S: Source> Feed<S> {
                 t.join();
             }
             let Some(ledger) = self.ledger() else { return };
+            self.tally.timed_out(overdue.len() + hinted_stuck);
             let replace = gone.iter().filter(|g| g.replace).count() + overdue.len() + hinted_stuck;
             for _ in 0..replace {
                 // Without a thread, the feed runs on with fewer workers.

@@ -294,6 +294,13 @@ fn a_page_for_a_read_the_loader_answered_already_goes_back_and_is_no_problem() {
     // The feed's two pages, and the loader's own answer at close.
     assert_eq!(items.made.load(Ordering::Relaxed), 2);
     assert_eq!(items.released.load(Ordering::Relaxed), 3);
+    // The counters say so: the page refused as answered already was handed back, late.
+    let c = f.tally().read();
+    assert_eq!(
+        (c.handed_out, c.accepted, c.given_back, c.late),
+        (2, 1, 1, 1)
+    );
+    assert_eq!((c.refused_other, c.last_refused_code, c.running), (0, 0, 0));
 }
 
 #[test]
@@ -322,4 +329,10 @@ fn a_hinted_load_that_hangs_gives_its_worker_up_at_the_load_timeout() {
         items.released.load(Ordering::Relaxed),
         items.made.load(Ordering::Relaxed)
     );
+    // Counted: every page handed out is accepted or given back, the hung one late; the
+    // worker it held was given up at the load timeout.
+    let c = f.tally().read();
+    assert_eq!(c.handed_out, items.made.load(Ordering::Relaxed));
+    assert_eq!(c.handed_out, c.accepted + c.given_back);
+    assert_eq!((c.late, c.given_back, c.timed_out, c.running), (1, 1, 1, 0));
 }

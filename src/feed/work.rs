@@ -1,6 +1,7 @@
 //! A worker: takes the next read, runs the host's load on it, and answers it; and what
 //! happens when the load ends the worker's thread instead of returning.
 
+use super::counts::Back;
 use super::{port, Feed, Gone, Job, Loaded, Outcome, Problem, Source, Took};
 use std::cell::Cell;
 use std::sync::atomic::Ordering;
@@ -63,6 +64,8 @@ impl<S: Source> Drop for InLoad<'_, S> {
         if !self.armed {
             return;
         }
+        self.feed.tally.load_ended();
+        self.feed.tally.failed();
         let mut st = self.feed.state();
         st.running -= 1;
         // Its read, still unanswered, is failed by the supervisor, which also joins this
@@ -107,6 +110,10 @@ impl<S: Source> Feed<S> {
             IN_LOAD.with(|c| c.set(self as *const Feed<S> as usize));
             let loaded = self.source.load(&read);
             IN_LOAD.with(|c| c.set(0));
+            match loaded {
+                Outcome::Page(_) | Outcome::Refused { .. } => self.tally.handed_out(),
+                Outcome::Failed => self.tally.failed(),
+            }
             guard.armed = false;
             drop(guard);
             CHAIN.with(|c| c.set((self as *const Feed<S> as usize, None)));
@@ -125,6 +132,7 @@ impl<S: Source> Feed<S> {
                     if let Some(read) = slot.read.take() {
                         slot.started = Some((Instant::now(), me));
                         st.running += 1;
+                        self.tally.load_started();
                         set_busy(&mut st, me, true);
                         return Some(read);
                     }
@@ -163,6 +171,7 @@ impl<S: Source> Feed<S> {
                     if let Some(read) = slot.read.take() {
                         slot.started = Some((Instant::now(), me));
                         st.running += 1;
+                        self.tally.load_started();
                         set_busy(&mut st, me, true);
                         return Some(read);
                     }
@@ -191,6 +200,7 @@ impl<S: Source> Feed<S> {
             (true, Some(ledger)) => match loaded {
                 Outcome::Refused { acquisition, code } => {
                     self.source.release(acquisition);
+                    self.tally.given_back(Back::Refused(code));
                     self.state().problem = Some(Problem::Refused(code));
                     ledger.fail(id);
                     true
@@ -203,6 +213,7 @@ impl<S: Source> Feed<S> {
                 }
                 Outcome::Page(page) if page.count > read.limit() => {
                     self.source.release(page.acquisition);
+                    self.tally.given_back(Back::OverLimit);
                     self.state().problem = Some(Problem::CountOverLimit);
                     ledger.fail(id);
                     true
@@ -216,6 +227,7 @@ impl<S: Source> Feed<S> {
                 ) {
                     Ok(took) => {
                         let stalled = took == Took::CursorStalled;
+                        self.tally.accepted(stalled);
                         if stalled || took == Took::Current {
                             self.stalled.store(stalled, Ordering::Relaxed);
                         }
@@ -225,7 +237,14 @@ impl<S: Source> Feed<S> {
                         self.source.release(page.acquisition);
                         // A read the loader answered already needs nothing more: the page
                         // goes back, and nothing is wrong with the load.
-                        if !port::answered_elsewhere(code) && !self.state().closing {
+                        let closing = self.state().closing;
+                        self.tally
+                            .given_back(if port::answered_elsewhere(code) || closing {
+                                Back::Late
+                            } else {
+                                Back::Refused(code)
+                            });
+                        if !port::answered_elsewhere(code) && !closing {
                             self.state().problem = Some(Problem::Refused(code));
                             ledger.fail(id);
                         }
@@ -236,13 +255,19 @@ impl<S: Source> Feed<S> {
             _ => {
                 match loaded {
                     Outcome::Page(Loaded { acquisition, .. })
-                    | Outcome::Refused { acquisition, .. } => self.source.release(acquisition),
+                    | Outcome::Refused { acquisition, .. } => {
+                        self.source.release(acquisition);
+                        self.tally.given_back(Back::Late);
+                    }
                     Outcome::Failed => {}
                 }
                 false
             }
         };
         ANSWERING.with(|c| c.set(0));
+        // Counted running until its page is accounted for (accepted or given back), and
+        // before a close waiting for this answer can return.
+        self.tally.load_ended();
         let mut st = self.state();
         st.answering -= 1;
         if let Some(me) = worker_of(self) {

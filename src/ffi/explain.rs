@@ -12,8 +12,11 @@ use super::result::loader_result;
 /// clock), a repair or full read running (pages read of those it needs), a failure recorded
 /// and its cause (a read that failed, or whose answer repeated its cursor), what retries it
 /// (a backoff deadline, or the host: "retry budget spent after 5 failures: call loader_retry
-/// or move the window"), the reads let go of, and the releases pinned views hold back. The
-/// text is for people: its wording may change between releases; decide with `loader_state`.
+/// or move the window"), the reads let go of, and the releases pinned views hold back. On a
+/// feed's handle, lines starting `feed:` follow: the loads running and where the pages went
+/// (`loader_feed_stats`), the value the last failing load returned and its read, and the
+/// result code of the last page refused. The text is for people: its wording may change
+/// between releases; decide with `loader_state`.
 ///
 /// `*out_len` (required) gets the text's length in bytes, without the NUL. If `capacity` is
 /// more than that, the text and its NUL are copied and the result is `LOADER_RESULT_OK`.
@@ -40,10 +43,14 @@ pub unsafe extern "C" fn loader_explain(
         if capacity > 0 && buf.is_null() {
             return loader_result::NullPointer;
         }
-        let text = match lookup(handle).and_then(|i| i.explain()) {
+        let mut text = match lookup(handle).and_then(|i| i.explain()) {
             Ok(text) => text,
             Err(e) => return e,
         };
+        if let Some(feed) = super::feed::explain_lines(handle) {
+            text.push('\n');
+            text.push_str(&feed);
+        }
         let fits = capacity > text.len();
         if capacity > 0 {
             let mut n = text.len().min(capacity - 1);

@@ -9,7 +9,6 @@ use super::events::{
     loader_fail, loader_invalidate, loader_invalidate_range, loader_jump, loader_retry,
     loader_set_window, loader_settle, loader_tick,
 };
-use super::handle::HandleTable;
 use super::instance::{loader_handle, lookup};
 use super::introspection::snapshot;
 use super::lifecycle::{loader_config_default, loader_free, loader_new};
@@ -23,9 +22,10 @@ use super::types::{
     loader_release_fn,
 };
 use crate::feed::{
-    Feed, Job, Ledger, Loaded, Outcome, Problem, Source, Spawn, Status, Thread, Took,
+    Feed, Job, Ledger, Loaded, Outcome, Problem, Source, Spawn, Status, Tally, Thread, Took,
 };
-use once_cell::sync::Lazy;
+use parking_lot::{Mutex, RwLock};
+use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::mem::{offset_of, size_of};
 use std::sync::{Arc, OnceLock, Weak};
@@ -34,8 +34,12 @@ use std::time::{Duration, Instant};
 /// The most worker threads a feed runs.
 pub const LOADER_FEED_MAX_WORKERS: u32 = 256;
 
-/// An opaque handle to a feed. 0 is never a valid handle; a freed or forged one is an error
-/// code, as for a loader handle.
+/// An opaque handle to a feed: the handle of the loader the feed drives (`loader_feed_loader`
+/// returns it unchanged). 0 is never a valid handle; a freed or forged one is an error code,
+/// as for a loader handle, and a plain loader's handle is `LOADER_RESULT_INVALID_HANDLE` to
+/// the loader_feed_* functions. The loader_* functions that read take it (`loader_state`,
+/// `loader_stats`, `loader_explain`, `loader_view_acquire`); `loader_free` refuses it
+/// (`LOADER_RESULT_FEED_OWNED`): free a feed with `loader_feed_free`.
 #[allow(non_camel_case_types)]
 pub type loader_feed_handle = u64;
 
@@ -158,6 +162,9 @@ impl Job for CRead {
 /// The host's side of the feed: its load and release.
 struct CSource {
     host: HostFns,
+    /// The last load that failed: its read id and the value it returned (for
+    /// `loader_explain`).
+    last_failure: Mutex<Option<(u64, i32)>>,
 }
 
 impl Source for CSource {
@@ -196,6 +203,7 @@ impl Source for CSource {
         // its thread unwinds through the feed's frames (see `feed::work`).
         let rc = unsafe { load(self.host.0.userdata, &r, &mut out) };
         if rc != 0 {
+            *self.last_failure.lock() = Some((read.read_id, rc));
             return Outcome::Failed;
         }
         let acquisition = widen(out.acquisition);
@@ -238,6 +246,8 @@ impl Source for CSource {
 struct Route {
     host: HostFns,
     feed: OnceLock<Weak<Feed<CSource>>>,
+    /// The feed's counters, which count the loader's releases too, after the feed's free.
+    tally: Arc<Tally>,
 }
 
 impl Route {
@@ -288,6 +298,7 @@ unsafe extern "C-unwind" fn route_release(userdata: *mut c_void, acquisition: lo
         // SAFETY: the host's function, with its own userdata and token.
         unsafe { release(route.host.0.userdata, acquisition) };
     }
+    route.tally.released_by_loader();
 }
 
 unsafe extern "C-unwind" fn route_changed(userdata: *mut c_void) {
@@ -495,10 +506,55 @@ struct Entry {
     loader: loader_handle,
 }
 
-static FEEDS: Lazy<HandleTable<Entry>> = Lazy::new(HandleTable::new);
+/// The live feeds, by handle: each feed's handle is its loader's. (A B-tree: its nodes are
+/// reached from their starts, so a leak checker sees the table as reachable at exit.)
+static FEEDS: RwLock<BTreeMap<loader_feed_handle, Arc<Entry>>> = RwLock::new(BTreeMap::new());
+
+/// Why `handle` names no live feed: stale or forged as a loader handle, or a plain loader's.
+fn not_a_feed(handle: loader_feed_handle) -> loader_result {
+    match lookup(handle) {
+        Ok(_) => loader_result::InvalidHandle,
+        Err(e) => e,
+    }
+}
 
 fn entry(feed: loader_feed_handle) -> Result<Arc<Entry>, loader_result> {
-    FEEDS.get(feed).map_err(loader_result::from)
+    let found = FEEDS.read().get(&feed).cloned();
+    found.ok_or_else(|| not_a_feed(feed))
+}
+
+/// Whether `handle` is a live feed's (so its loader is the feed's, not the host's to free).
+pub(super) fn is_feed(handle: loader_handle) -> bool {
+    FEEDS.read().contains_key(&handle)
+}
+
+/// The counters of the feed `feed`.
+pub(super) fn tally(feed: loader_feed_handle) -> Result<Arc<Tally>, loader_result> {
+    entry(feed).map(|e| e.feed.tally())
+}
+
+/// What the feed adds to `loader_explain` on its handle: the last load that failed and the
+/// value it returned; `None` for a handle that is no feed's.
+pub(super) fn explain_lines(handle: loader_handle) -> Option<String> {
+    let e = entry(handle).ok()?;
+    let c = e.feed.tally().read();
+    let mut text = format!(
+        "feed: {} loads running; {} pages handed out, {} accepted by the loader, {} given back ({} late)",
+        c.running, c.handed_out, c.accepted, c.given_back, c.late
+    );
+    if let Some((read, rc)) = *e.feed.source().last_failure.lock() {
+        text.push_str(&format!(
+            "\nfeed: the last load that failed (read {read}) returned {rc}; {} loads failed",
+            c.failed
+        ));
+    }
+    if c.last_refused_code != 0 {
+        text.push_str(&format!(
+            "\nfeed: the last page refused was refused with result code {}",
+            c.last_refused_code
+        ));
+    }
+    Some(text)
 }
 
 fn problem_code(p: Problem) -> loader_result {
@@ -529,7 +585,9 @@ fn timeout(ms: i64) -> Option<Duration> {
 /// `LOADER_RESULT_MISSING_CALLBACK` (`load` or `release` NULL),
 /// `LOADER_RESULT_INVALID_WORKERS` (`workers` 0 or above `LOADER_FEED_MAX_WORKERS`), any code
 /// of `loader_new` for the loader config, `LOADER_RESULT_THREAD_START` (a thread could not be
-/// started). The caller owns the handle and must pass it to `loader_feed_free`.
+/// started). The caller owns the handle and must pass it to `loader_feed_free` (or
+/// `loader_feed_free_counted`). It is also the handle of the feed's loader: `loader_free`
+/// refuses it with `LOADER_RESULT_FEED_OWNED`.
 ///
 /// # Safety
 /// `config` is NULL or valid for its `struct_size` bytes, `config->loader` NULL or a valid
@@ -566,7 +624,10 @@ unsafe fn create(config: *const loader_feed_config, out: *mut loader_feed_handle
     };
     let load_timeout = (timeout_ms > 0).then(|| Duration::from_millis(timeout_ms));
     let feed = match Feed::new(
-        CSource { host },
+        CSource {
+            host,
+            last_failure: Mutex::new(None),
+        },
         Box::new(PosixSpawn),
         cfg.workers,
         load_timeout,
@@ -577,6 +638,7 @@ unsafe fn create(config: *const loader_feed_config, out: *mut loader_feed_handle
     let route = Arc::new(Route {
         host,
         feed: OnceLock::new(),
+        tally: feed.tally(),
     });
     let _ = route.feed.set(Arc::downgrade(&feed));
     let mut defaults = std::mem::MaybeUninit::<loader_config>::zeroed();
@@ -630,23 +692,22 @@ unsafe fn create(config: *const loader_feed_config, out: *mut loader_feed_handle
         let _ = loader_free(handle);
         return loader_result::ThreadStart;
     }
-    match FEEDS.insert(Arc::new(Entry {
-        feed: Arc::clone(&feed),
-        loader: handle,
-    })) {
-        Ok(h) => finish(Ok(h), out),
-        Err(e) => {
-            feed.close(None);
-            let _ = loader_free(handle);
-            loader_result::from(e)
-        }
-    }
+    FEEDS.write().insert(
+        handle,
+        Arc::new(Entry {
+            feed: Arc::clone(&feed),
+            loader: handle,
+        }),
+    );
+    finish(Ok(handle), out)
 }
 
 /// The loader the feed drives, for reading: `loader_state`, `loader_stats`,
 /// `loader_requests`, and the view (`loader_view_acquire`: pin it to read the items behind
-/// its acquisitions while the workers run). Answering its reads, or freeing it, is the
-/// feed's: a host must not. The handle turns stale when the feed is freed.
+/// its acquisitions while the workers run). It is the feed's own handle, unchanged: a feed's
+/// handle is its loader's. Answering its reads is the feed's: a host must not; freeing it is
+/// `loader_feed_free`'s (`loader_free` refuses it with `LOADER_RESULT_FEED_OWNED`). The
+/// handle turns stale when the feed is freed.
 ///
 /// # Safety
 /// `out` is NULL or valid for a write.
@@ -819,7 +880,8 @@ pub unsafe extern "C-unwind" fn loader_feed_free(
     // `release` callbacks, outside it (a callback may unwind through it).
     let end = timeout(timeout_ms).map(|t| Instant::now() + t);
     let e = match boundary(Err(loader_result::Panic), || {
-        let e = FEEDS.remove(feed).map_err(loader_result::from)?;
+        let removed = FEEDS.write().remove(&feed);
+        let e = removed.ok_or_else(|| not_a_feed(feed))?;
         // Close first (no new load starts), then free the loader (its pages), then wait.
         e.feed.shut();
         Ok(e)

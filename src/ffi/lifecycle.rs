@@ -143,6 +143,8 @@ pub unsafe extern "C" fn loader_new(
 ///
 /// It may be called from inside any of this loader's callbacks. A handle that is 0 or forged
 /// returns `LOADER_RESULT_INVALID_HANDLE`; a second free returns `LOADER_RESULT_STALE_HANDLE`.
+/// A feed's handle (which is also its loader's) returns `LOADER_RESULT_FEED_OWNED` and frees
+/// nothing: the feed frees its loader in `loader_feed_free`.
 /// A poisoned loader is freed too, releasing what it can.
 ///
 /// If one of these `release` or `cancel` callbacks ends its thread or throws, the handle is
@@ -150,6 +152,9 @@ pub unsafe extern "C" fn loader_new(
 #[no_mangle]
 pub extern "C-unwind" fn loader_free(handle: loader_handle) -> loader_result {
     let step = boundary(Err(loader_result::Panic), || {
+        if super::feed::is_feed(handle) {
+            return Err(loader_result::FeedOwned);
+        }
         let inst = unregister(handle)?;
         let closing = inst.close();
         // This loader's effects still queued (free called from a callback) or stranded go

@@ -49,6 +49,7 @@ mod view;
 
 mod explain;
 mod feed;
+mod feed_counts;
 mod record;
 
 #[cfg(feature = "testing")]
@@ -62,6 +63,7 @@ mod unwinding_issue;
 pub use events::*;
 pub use explain::*;
 pub use feed::*;
+pub use feed_counts::*;
 pub use follow::*;
 pub use instance::loader_handle;
 pub use introspection::*;

@@ -87,11 +87,14 @@ pub enum loader_result {
     RetriesSpent = 29,
     /// A thread could not be started.
     ThreadStart = 30,
+    /// `loader_free` on a feed's handle (which is also its loader's): the loader is the
+    /// feed's. Free it with `loader_feed_free`; nothing was freed.
+    FeedOwned = 31,
 }
 
 impl loader_result {
     /// Every code, in value order.
-    pub(crate) const ALL: [loader_result; 31] = [
+    pub(crate) const ALL: [loader_result; 32] = [
         loader_result::Ok,
         loader_result::NullPointer,
         loader_result::InvalidHandle,
@@ -123,6 +126,7 @@ impl loader_result {
         loader_result::CursorStalled,
         loader_result::RetriesSpent,
         loader_result::ThreadStart,
+        loader_result::FeedOwned,
     ];
 
     /// The code's stable value, as C sees it.
@@ -194,6 +198,9 @@ impl loader_result {
                 b"loads kept failing and the automatic retries are spent\0"
             }
             loader_result::ThreadStart => b"a thread could not be started\0",
+            loader_result::FeedOwned => {
+                b"the loader is a feed's: free it with loader_feed_free, not loader_free\0"
+            }
         }
     }
 }

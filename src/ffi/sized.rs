@@ -206,6 +206,7 @@ mod tests {
         check::<loader_callbacks>();
         check::<loader_snapshot>();
         check::<loader_counts>();
+        check::<crate::ffi::feed_counts::loader_feed_counts>();
     }
 
     /// STRUCTS THAT GROW in the header names every growable struct with its first release's
@@ -225,6 +226,10 @@ mod tests {
             (
                 "loader_feed_config",
                 <crate::ffi::feed::loader_feed_config as Growable>::FIRST_SIZE,
+            ),
+            (
+                "loader_feed_counts",
+                <crate::ffi::feed_counts::loader_feed_counts as Growable>::FIRST_SIZE,
             ),
         ];
         for (name, size) in sizes {
@@ -257,6 +262,10 @@ mod tests {
         assert_eq!(
             size_of::<loader_counts>(),
             offset_of!(loader_counts, locate_unknown) + 8
+        );
+        assert_eq!(
+            size_of::<crate::ffi::feed_counts::loader_feed_counts>(),
+            offset_of!(crate::ffi::feed_counts::loader_feed_counts, timed_out) + 8
         );
     }
 

@@ -67,11 +67,11 @@ impl World {
     fn op_strings(&mut self, input: &mut Input) {
         let code = match input.byte() % 4 {
             0 => input.u32() as i32,
-            _ => i32::from(input.byte() % 33) - 1,
+            _ => i32::from(input.byte() % 34) - 1,
         };
         let msg = calls::result_str(code);
-        // The codes `loader_result` defines: 0 ..= LOADER_RESULT_THREAD_START (30).
-        let known = (0..=30).contains(&code);
+        // The codes `loader_result` defines: 0 ..= LOADER_RESULT_FEED_OWNED (31).
+        let known = (0..=31).contains(&code);
         if known == (msg == "unknown result code") || msg.is_empty() {
             self.fail(format!("loader_result_str({code}) = {msg:?}"));
         }
