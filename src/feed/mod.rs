@@ -23,15 +23,18 @@
 //!
 //! One file per concept: `port` (what the feed is plugged into), `work` (a worker: a load and
 //! its answer), `hints` (issue and cancel from the loader), `supervise` (the clock, and
-//! workers lost mid-load), this file (the shared state, waiting, closing).
+//! workers lost mid-load), `jobs` (job mode: the load handed to a thread the host owns), this
+//! file (the shared state, waiting, closing).
 
 mod hints;
+mod jobs;
 mod port;
 mod supervise;
 #[cfg(test)]
 mod tests;
 mod work;
 
+pub use jobs::{Completed, Hub, NoJob, Pending};
 pub use port::{
     answered_elsewhere, Job, Ledger, Loaded, Outcome, Source, Spawn, Status, Thread, Took,
     ALREADY_ANSWERED, UNKNOWN_READ,
