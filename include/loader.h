@@ -2384,7 +2384,9 @@ enum loader_result loader_feed_wait_quiescent(loader_feed_handle feed, int64_t t
  * and when the load returns its page goes to `release` on that thread, which then ends.
  * `*out_left_running` (may be NULL) is how many such loads there are: until each has
  * returned, `userdata` and the host's functions must stay valid. Called from inside one of
- * this feed's loads, it does not wait for that load (it is counted as left running).
+ * this feed's loads, it does not wait for that load (it is counted as left running); so for
+ * a thread that holds jobs of a feed in job mode (taken, not yet answered): they are counted
+ * as left running, and a job mode feed's jobs no thread took are withdrawn at once.
  * Called from inside `release` or `changed` on one of the feed's own threads (a worker
  * answering a read, the clock thread), it does not wait for or join that thread, which ends
  * when the callback returns, and honours its timeout. A second free returns

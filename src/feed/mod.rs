@@ -395,7 +395,14 @@ impl<S: Source> Feed<S> {
     /// wait for that thread's own work, nor join that thread: it ends when the callback
     /// returns.
     pub fn finish(&self, end: Option<Instant>) -> usize {
-        let own = work::own_share(self);
+        self.finish_holding(end, 0)
+    }
+
+    /// [`Feed::finish`] called by a thread that holds `held` of this feed's jobs (job mode:
+    /// taken, not answered): it does not wait for those loads either, which it counts as left
+    /// running.
+    pub fn finish_holding(&self, end: Option<Instant>, held: usize) -> usize {
+        let own = work::own_share(self) + held;
         let me = work::worker_of(self);
         let mut st = self.state();
         while st.running + st.answering > own {

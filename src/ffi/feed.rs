@@ -858,7 +858,9 @@ pub extern "C" fn loader_feed_wait_quiescent(
 /// and when the load returns its page goes to `release` on that thread, which then ends.
 /// `*out_left_running` (may be NULL) is how many such loads there are: until each has
 /// returned, `userdata` and the host's functions must stay valid. Called from inside one of
-/// this feed's loads, it does not wait for that load (it is counted as left running).
+/// this feed's loads, it does not wait for that load (it is counted as left running); so for
+/// a thread that holds jobs of a feed in job mode (taken, not yet answered): they are counted
+/// as left running, and a job mode feed's jobs no thread took are withdrawn at once.
 /// Called from inside `release` or `changed` on one of the feed's own threads (a worker
 /// answering a read, the clock thread), it does not wait for or join that thread, which ends
 /// when the callback returns, and honours its timeout. A second free returns
@@ -891,7 +893,8 @@ pub unsafe extern "C-unwind" fn loader_feed_free(
         });
     }
     let _ = loader_free(e.loader);
-    let left = boundary(0, || e.feed.finish(end));
+    let held = e.jobs().map_or(0, super::feed_jobs::held_here);
+    let left = boundary(0, || e.feed.finish_holding(end, held));
     if !out_left_running.is_null() {
         // SAFETY: not NULL, valid for a write by this function's contract.
         unsafe { out_left_running.write(u32::try_from(left).unwrap_or(u32::MAX)) };

@@ -12,8 +12,10 @@ use super::panic::boundary;
 use super::pointer::{finish, Out};
 use super::result::loader_result;
 use super::types::loader_read;
-use crate::feed::{Outcome, Pending};
+use crate::feed::{Hub, Outcome, Pending};
+use std::cell::RefCell;
 use std::ffi::c_void;
+use std::sync::Arc;
 
 /// Names one job, from `loader_feed_next_job` to its `loader_feed_complete_job`. 0 is never
 /// one; a token answered already is `LOADER_RESULT_STALE_HANDLE`, as a freed handle is.
@@ -36,9 +38,31 @@ pub struct loader_feed_job {
 /// short, call no loader_feed_* function, and return normally.
 pub type loader_feed_ready_fn = Option<unsafe extern "C-unwind" fn(userdata: *mut c_void)>;
 
+/// A job taken and not yet answered, and the feed's jobs it came from (their address).
+struct Taken {
+    job: Arc<Pending<CRead>>,
+    hub: usize,
+}
+
 /// Every job taken and not yet answered, in every feed: a job outlives its feed's free until
 /// it is answered.
-static JOBS: HandleTable<Pending<CRead>> = HandleTable::new();
+static JOBS: HandleTable<Taken> = HandleTable::new();
+
+thread_local! {
+    /// The jobs this thread took and has not answered, by their feed's jobs' address: a free
+    /// called from inside a job does not wait for it (its thread runs it).
+    static HELD: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+}
+
+fn hub_key(hub: &Arc<Hub<CRead>>) -> usize {
+    Arc::as_ptr(hub) as usize
+}
+
+/// How many of the jobs of `hub` the calling thread holds.
+pub(super) fn held_here(hub: &Arc<Hub<CRead>>) -> usize {
+    let key = hub_key(hub);
+    HELD.with(|h| h.borrow().iter().filter(|&&k| k == key).count())
+}
 
 /// Creates a feed in job mode: as `loader_feed_new`, but the feed runs no load itself. Each
 /// read it would load is queued as a job; the host's own threads take jobs
@@ -101,18 +125,22 @@ pub unsafe extern "C" fn loader_feed_next_job(
         let Some(jobs) = e.jobs() else {
             return loader_result::InvalidHandle;
         };
+        let hub = hub_key(jobs);
         let job = match jobs.next(timeout(timeout_ms)) {
             Ok(job) => job,
             Err(crate::feed::NoJob::TimedOut) => return loader_result::TimedOut,
             Err(crate::feed::NoJob::Closed) => return loader_result::StaleHandle,
         };
         let read = job.read().as_c();
-        let kept = std::sync::Arc::clone(&job);
-        let taken = JOBS.insert(job).map_err(|err| {
+        let kept = Arc::clone(&job);
+        let taken = JOBS.insert(Arc::new(Taken { job, hub })).map_err(|err| {
             // No token to answer it by: the read fails.
             let _ = kept.complete(Outcome::Failed);
             loader_result::from(err)
         });
+        if taken.is_ok() {
+            HELD.with(|h| h.borrow_mut().push(hub));
+        }
         finish(taken.map(|token| loader_feed_job { token, read }), out)
     })
 }
@@ -142,17 +170,23 @@ pub unsafe extern "C" fn loader_feed_complete_job(
         if status == 0 && result.is_null() {
             return loader_result::NullPointer;
         }
-        let job = match JOBS.remove(token) {
-            Ok(job) => job,
+        let taken = match JOBS.remove(token) {
+            Ok(taken) => taken,
             Err(e) => return loader_result::from(e),
         };
+        HELD.with(|h| {
+            let mut h = h.borrow_mut();
+            if let Some(at) = h.iter().position(|&k| k == taken.hub) {
+                h.swap_remove(at);
+            }
+        });
         let outcome = if status == 0 {
             // SAFETY: not NULL (checked above) and valid by this function's contract.
             unsafe { super::feed::outcome_of(0, &*result) }
         } else {
             Outcome::Failed
         };
-        match job.complete(outcome) {
+        match taken.job.complete(outcome) {
             Ok(()) => loader_result::Ok,
             Err(_) => loader_result::StaleHandle,
         }
