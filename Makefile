@@ -509,3 +509,4 @@ include mk/fuzz.mk
 include mk/examples.mk
 include mk/replay.mk
 include mk/browse.mk
+include mk/feed_jobs.mk

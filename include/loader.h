@@ -1700,6 +1700,35 @@ typedef struct loader_feed_counts {
   uint64_t timed_out;
 } loader_feed_counts;
 
+/**
+ * Called after a job is queued, on the feed thread that queued it, with the config's
+ * `userdata`: a host that waits on an event loop rather than in `loader_feed_next_job`
+ * wakes it from here (then calls `loader_feed_next_job` with a timeout of 0). It must be
+ * short, call no loader_feed_* function, and return normally.
+ */
+typedef void (*loader_feed_ready_fn)(void *userdata);
+
+/**
+ * Names one job, from `loader_feed_next_job` to its `loader_feed_complete_job`. 0 is never
+ * one; a token answered already is `LOADER_RESULT_STALE_HANDLE`, as a freed handle is.
+ */
+typedef uint64_t loader_feed_job_token;
+
+/**
+ * A job: one read for the host's thread to load, as a `loader_load_fn` would get it.
+ */
+typedef struct loader_feed_job {
+  /**
+   * Pass it to `loader_feed_complete_job`, exactly once, whatever the load came to.
+   */
+  loader_feed_job_token token;
+  /**
+   * The read. Its cursor bytes (`cursor`, `until`) are the library's and stay valid until
+   * `loader_feed_complete_job` is called with `token`.
+   */
+  struct loader_read read;
+} loader_feed_job;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -2468,7 +2497,9 @@ enum loader_result loader_feed_wait_quiescent(loader_feed_handle feed, int64_t t
  * and when the load returns its page goes to `release` on that thread, which then ends.
  * `*out_left_running` (may be NULL) is how many such loads there are: until each has
  * returned, `userdata` and the host's functions must stay valid. Called from inside one of
- * this feed's loads, it does not wait for that load (it is counted as left running).
+ * this feed's loads, it does not wait for that load (it is counted as left running); so for
+ * a thread that holds jobs of a feed in job mode (taken, not yet answered): they are counted
+ * as left running, and a job mode feed's jobs no thread took are withdrawn at once.
  * Called from inside `release` or `changed` on one of the feed's own threads (a worker
  * answering a read, the clock thread), it does not wait for or join that thread, which ends
  * when the callback returns, and honours its timeout. A second free returns
@@ -2506,6 +2537,69 @@ enum loader_result loader_feed_free_counted(loader_feed_handle feed,
                                             int64_t timeout_ms,
                                             uint32_t *out_left_running,
                                             struct loader_feed_counts *out_counts);
+
+/**
+ * Creates a feed in job mode: as `loader_feed_new`, but the feed runs no load itself. Each
+ * read it would load is queued as a job; the host's own threads take jobs
+ * (`loader_feed_next_job`), run the load, and answer them (`loader_feed_complete_job`).
+ * Everything else is the feed's, as with `loader_feed_new`: retries and their timer, read
+ * timeouts, cancel hints, the problems `loader_feed_wait_quiescent` reports, `release` of
+ * every page exactly once, and `loader_feed_free`.
+ *
+ * `config->load` is not called (it may be NULL). `config->workers` is how many jobs may be
+ * taken at once (1 to `LOADER_FEED_MAX_WORKERS`): run that many host threads, or fewer. A
+ * job taken and not answered past the loader's `read_timeout_ms` is let go of, as a stuck
+ * load is: its read fails (when still needed), and the feed queues the next jobs in its
+ * place; when it is answered at last, its page goes to `release`. `ready` (may be NULL) is
+ * called after each job is queued (`loader_feed_ready_fn`).
+ *
+ * Errors: those of `loader_feed_new`, except that only `release` is a required callback.
+ *
+ * # Safety
+ * As `loader_feed_new`; `ready` follows its contract.
+ */
+enum loader_result loader_feed_new_jobs(const struct loader_feed_config *config,
+                                        loader_feed_ready_fn ready,
+                                        loader_feed_handle *out);
+
+/**
+ * Takes the next job of a feed made by `loader_feed_new_jobs`, waiting up to `timeout_ms`
+ * for one (0: only one already queued; negative: as long as it takes). Any number of threads
+ * may wait at once; each job goes to one. Run its load, then answer it with
+ * `loader_feed_complete_job`.
+ *
+ * Returns `LOADER_RESULT_OK` with `*out` written, `LOADER_RESULT_TIMED_OUT` (no job came),
+ * `LOADER_RESULT_STALE_HANDLE` (the feed was freed, also while waiting: the host's thread
+ * is done), `LOADER_RESULT_INVALID_HANDLE` (not a feed, or a feed made by
+ * `loader_feed_new`), `LOADER_RESULT_NULL_POINTER` (`out` NULL).
+ *
+ * # Safety
+ * `out` is NULL or valid for a write.
+ */
+enum loader_result loader_feed_next_job(loader_feed_handle feed,
+                                        int64_t timeout_ms,
+                                        struct loader_feed_job *out);
+
+/**
+ * Answers a job: `status` 0 with `*result` the page (as a `loader_load_fn` fills it), or any
+ * other `status` for a failed load (the loader's backoff retries it; `result` is then not
+ * read and may be NULL). The feed takes it on its own thread: a page the loader cannot use
+ * (its read was let go of, by a cancel hint or a read timeout, or the feed was freed) goes to
+ * `release` there, exactly once. Works after `loader_feed_free` too, for jobs it left
+ * running; until every such job is answered, `userdata` and `release` must stay valid.
+ *
+ * Returns `LOADER_RESULT_OK`; `LOADER_RESULT_STALE_HANDLE` (answered already),
+ * `LOADER_RESULT_INVALID_HANDLE` (never a job's token); `LOADER_RESULT_NULL_POINTER`
+ * (`status` 0 and `result` NULL: the job is still to answer). On an error nothing is
+ * answered and the page is still the host's.
+ *
+ * # Safety
+ * `result` is NULL or valid for a read, its `next_cursor` valid for `next_cursor_len`
+ * bytes during the call.
+ */
+enum loader_result loader_feed_complete_job(loader_feed_job_token token,
+                                            int32_t status,
+                                            const struct loader_load_result *result);
 
 /**
  * Records this loader's run to the file at `path` (a NUL-terminated path, created or

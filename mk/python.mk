@@ -42,8 +42,11 @@ $(VENV)/pyvenv.cfg:
 # pytest is installed here, not with the venv, so a failed download is retried next time. A
 # copy of the package installed there by an older version of this file is removed: what runs
 # is the sources.
+# hypothesis: the feeds' stateful property test (tests/test_feed_stateful.py) drives their
+# public API with generated call sequences and shrinks a failure to the shortest one; the
+# test skips where it is not installed.
 $(PY_STAMP): $(VENV)/pyvenv.cfg
-	$(VENV_PY) -m pip install --quiet 'pytest>=7'
+	$(VENV_PY) -m pip install --quiet 'pytest>=7' 'hypothesis>=6.100'
 	$(VENV_PY) -m pip uninstall --quiet --yes libloader ledgered-loader 2>/dev/null || true
 	touch $@
 
@@ -64,7 +67,7 @@ py-wheel-test:
 	    --wheel-dir $(PY_WHEEL_DIR) ./$(PY_PKG_DIR) && \
 	wheel=$$(ls $(abspath $(PY_WHEEL_DIR))/ledgered_loader-*.whl) && \
 	echo "py-wheel-test: built $$wheel ($$(du -k "$$wheel" | cut -f1) kB)" && \
-	"$$tmp/venv/bin/python" -m pip install --quiet 'pytest>=7' "$$wheel" && \
+	"$$tmp/venv/bin/python" -m pip install --quiet 'pytest>=7' 'hypothesis>=6.100' "$$wheel" && \
 	mkdir "$$tmp/work" && cd "$$tmp/work" && \
 	env -u LIBLOADER_PATH -u PYTHONPATH LIBLOADER_WHEEL="$$wheel" \
 	    "$$tmp/venv/bin/python" -m pytest -p no:cacheprovider $(PYTEST_ARGS) \

@@ -23,10 +23,12 @@
 //!
 //! One file per concept: `port` (what the feed is plugged into), `work` (a worker: a load and
 //! its answer), `hints` (issue and cancel from the loader), `supervise` (the clock, and
-//! workers lost mid-load), this file (the shared state, waiting, closing).
+//! workers lost mid-load), `jobs` (job mode: the load handed to a thread the host owns), this
+//! file (the shared state, waiting, closing).
 
 mod counts;
 mod hints;
+mod jobs;
 mod port;
 mod supervise;
 #[cfg(test)]
@@ -34,6 +36,7 @@ mod tests;
 mod work;
 
 pub use counts::{Counts, Tally};
+pub use jobs::{Completed, Hub, NoJob, Pending};
 pub use port::{
     answered_elsewhere, Job, Ledger, Loaded, Outcome, Source, Spawn, Status, Thread, Took,
     ALREADY_ANSWERED, UNKNOWN_READ,
@@ -403,7 +406,14 @@ impl<S: Source> Feed<S> {
     /// wait for that thread's own work, nor join that thread: it ends when the callback
     /// returns.
     pub fn finish(&self, end: Option<Instant>) -> usize {
-        let own = work::own_share(self);
+        self.finish_holding(end, 0)
+    }
+
+    /// [`Feed::finish`] called by a thread that holds `held` of this feed's jobs (job mode:
+    /// taken, not answered): it does not wait for those loads either, which it counts as left
+    /// running.
+    pub fn finish_holding(&self, end: Option<Instant>, held: usize) -> usize {
+        let own = work::own_share(self) + held;
         let me = work::worker_of(self);
         let mut st = self.state();
         while st.running + st.answering > own {

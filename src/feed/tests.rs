@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+mod jobs;
+
 const ITEMS: u64 = 500;
 
 /// A read, as the fake ledger hands it over.
@@ -33,6 +35,8 @@ struct Items {
     /// The next load blocks until `unblock`.
     block_next: std::sync::atomic::AtomicBool,
     unblock: std::sync::atomic::AtomicBool,
+    /// Job mode: loads are queued here for the test's own threads (`tests/jobs.rs`).
+    hub: std::sync::OnceLock<Arc<super::Hub<Read>>>,
 }
 
 struct Src(Arc<Items>);
@@ -40,6 +44,9 @@ struct Src(Arc<Items>);
 impl Source for Src {
     type Read = R;
     fn load(&self, read: &R) -> Outcome {
+        if let Some(hub) = self.0.hub.get() {
+            return hub.load(read.0.clone());
+        }
         self.0.loads.fetch_add(1, Ordering::Relaxed);
         let mut threads = self.0.threads.lock().unwrap();
         threads.push((read.0.read_id, std::thread::current().id()));
@@ -49,19 +56,24 @@ impl Source for Src {
                 std::thread::sleep(Duration::from_millis(1));
             }
         }
-        let at = read.0.cursor.first().map_or(0, |&b| u64::from(b)) * 10;
-        let n = (ITEMS - at).min(u64::from(read.0.limit));
-        self.0.made.fetch_add(1, Ordering::Relaxed);
-        Outcome::Page(Loaded {
-            acquisition: at,
-            count: n as u32,
-            next_cursor: vec![((at + n) / 10) as u8],
-            end_of_source: at + n == ITEMS,
-        })
+        page(&self.0, &read.0)
     }
     fn release(&self, _: u64) {
         self.0.released.fetch_add(1, Ordering::Relaxed);
     }
+}
+
+/// The page a load of `read` returns: items numbered from the cursor's byte times 10.
+fn page(items: &Items, read: &Read) -> Outcome {
+    let at = read.cursor.first().map_or(0, |&b| u64::from(b)) * 10;
+    let n = (ITEMS - at).min(u64::from(read.limit));
+    items.made.fetch_add(1, Ordering::Relaxed);
+    Outcome::Page(Loaded {
+        acquisition: at,
+        count: n as u32,
+        next_cursor: vec![((at + n) / 10) as u8],
+        end_of_source: at + n == ITEMS,
+    })
 }
 
 /// The loader behind a lock; effects delivered after it is let go, to the feed.
@@ -161,7 +173,15 @@ fn feed_timed(
     workers: u32,
     load_timeout: Option<Duration>,
 ) -> (Arc<Feed<Src>>, Arc<Fake>, Arc<Items>) {
-    let items = Arc::new(Items::default());
+    feed_over(Arc::new(Items::default()), workers, load_timeout)
+}
+
+/// A started feed over `items` (in job mode when its `hub` is set).
+fn feed_over(
+    items: Arc<Items>,
+    workers: u32,
+    load_timeout: Option<Duration>,
+) -> (Arc<Feed<Src>>, Arc<Fake>, Arc<Items>) {
     let config = Config {
         page_size: 10,
         prefetch_distance: 0,

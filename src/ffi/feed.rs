@@ -22,10 +22,10 @@ use super::types::{
     loader_release_fn,
 };
 use crate::feed::{
-    Feed, Job, Ledger, Loaded, Outcome, Problem, Source, Spawn, Status, Tally, Thread, Took,
+    Feed, Hub, Job, Ledger, Loaded, Outcome, Problem, Source, Spawn, Status, Tally, Thread, Took,
 };
 use parking_lot::{Mutex, RwLock};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::c_void;
 use std::mem::{offset_of, size_of};
 use std::sync::{Arc, OnceLock, Weak};
@@ -137,8 +137,15 @@ unsafe impl Send for HostFns {}
 // SAFETY: as above; the library never dereferences `userdata`.
 unsafe impl Sync for HostFns {}
 
+impl HostFns {
+    fn userdata(&self) -> *mut c_void {
+        self.0.userdata
+    }
+}
+
 /// A read as a worker loads it: the loader's read, its cursors copied.
-struct CRead {
+#[derive(Clone)]
+pub(super) struct CRead {
     read_id: u64,
     request_id: u64,
     kind: loader_kind,
@@ -159,38 +166,51 @@ impl Job for CRead {
     }
 }
 
+impl CRead {
+    /// The read as the host's load takes it: valid while `self` is, unmoved.
+    pub(super) fn as_c(&self) -> loader_read {
+        loader_read {
+            read_id: self.read_id,
+            request_id: self.request_id,
+            kind: self.kind,
+            epoch: self.epoch,
+            step: self.step,
+            cursor: if self.cursor.is_empty() {
+                std::ptr::null()
+            } else {
+                self.cursor.as_ptr()
+            },
+            cursor_len: self.cursor.len(),
+            limit: self.limit,
+            direction: self.direction,
+            until: self.until.as_ref().map_or(std::ptr::null(), |u| u.as_ptr()),
+            until_len: self.until.as_ref().map_or(0, |u| u.len()),
+        }
+    }
+}
+
 /// The host's side of the feed: its load and release.
 struct CSource {
     host: HostFns,
     /// The last load that failed: its read id and the value it returned (for
     /// `loader_explain`).
     last_failure: Mutex<Option<(u64, i32)>>,
+    /// Job mode: the loads run on the host's threads, through these jobs
+    /// (`loader_feed_new_jobs`); `host.0.load` is not called.
+    jobs: Option<Arc<Hub<CRead>>>,
 }
 
 impl Source for CSource {
     type Read = CRead;
 
     fn load(&self, read: &CRead) -> Outcome {
+        if let Some(jobs) = &self.jobs {
+            return jobs.load(read.clone());
+        }
         let Some(load) = self.host.0.load else {
             return Outcome::Failed;
         };
-        let r = loader_read {
-            read_id: read.read_id,
-            request_id: read.request_id,
-            kind: read.kind,
-            epoch: read.epoch,
-            step: read.step,
-            cursor: if read.cursor.is_empty() {
-                std::ptr::null()
-            } else {
-                read.cursor.as_ptr()
-            },
-            cursor_len: read.cursor.len(),
-            limit: read.limit,
-            direction: read.direction,
-            until: read.until.as_ref().map_or(std::ptr::null(), |u| u.as_ptr()),
-            until_len: read.until.as_ref().map_or(0, |u| u.len()),
-        };
+        let r = read.as_c();
         let mut out = loader_load_result {
             acquisition: 0,
             count: 0,
@@ -204,33 +224,10 @@ impl Source for CSource {
         let rc = unsafe { load(self.host.0.userdata, &r, &mut out) };
         if rc != 0 {
             *self.last_failure.lock() = Some((read.read_id, rc));
-            return Outcome::Failed;
         }
-        let acquisition = widen(out.acquisition);
-        let next_cursor = if out.next_cursor_len == 0 {
-            Vec::new()
-        } else if out.next_cursor.is_null() || out.next_cursor_len > super::LOADER_MAX_CURSOR_LEN {
-            // A cursor the loader would refuse: a bug in the load.
-            let code = if out.next_cursor.is_null() {
-                loader_result::NullCursor
-            } else {
-                loader_result::CursorTooLong
-            };
-            return Outcome::Refused {
-                acquisition,
-                code: code.code(),
-            };
-        } else {
-            // SAFETY: the host's `load` returned 0 with `next_cursor` valid for
-            // `next_cursor_len` bytes (`loader_load_result`), checked not NULL above.
-            unsafe { std::slice::from_raw_parts(out.next_cursor, out.next_cursor_len) }.to_vec()
-        };
-        Outcome::Page(Loaded {
-            acquisition,
-            count: out.count,
-            next_cursor,
-            end_of_source: out.end_of_source,
-        })
+        // SAFETY: the host's `load` returned; `loader_load_result` makes `next_cursor` valid
+        // for `next_cursor_len` bytes until then or in the page's own buffer.
+        unsafe { outcome_of(rc, &out) }
     }
 
     fn release(&self, acquisition: u64) {
@@ -239,6 +236,54 @@ impl Source for CSource {
             unsafe { release(self.host.0.userdata, token(acquisition)) };
         }
     }
+}
+
+/// What a load's return code and result come to: a failure (not 0), a page, or a page the
+/// loader would refuse (its cursor NULL or too long: a bug in the load).
+///
+/// # Safety
+/// When `rc` is 0, `out.next_cursor` is NULL or valid for `out.next_cursor_len` bytes.
+pub(super) unsafe fn outcome_of(rc: i32, out: &loader_load_result) -> Outcome {
+    if rc != 0 {
+        return Outcome::Failed;
+    }
+    let acquisition = widen(out.acquisition);
+    let next_cursor = if out.next_cursor_len == 0 {
+        Vec::new()
+    } else if out.next_cursor.is_null() || out.next_cursor_len > super::LOADER_MAX_CURSOR_LEN {
+        // A cursor the loader would refuse: a bug in the load.
+        let code = if out.next_cursor.is_null() {
+            loader_result::NullCursor
+        } else {
+            loader_result::CursorTooLong
+        };
+        return Outcome::Refused {
+            acquisition,
+            code: code.code(),
+        };
+    } else {
+        // SAFETY: by this function's contract, `next_cursor` is valid for
+        // `next_cursor_len` bytes, checked not NULL above.
+        unsafe { std::slice::from_raw_parts(out.next_cursor, out.next_cursor_len) }.to_vec()
+    };
+    Outcome::Page(Loaded {
+        acquisition,
+        count: out.count,
+        next_cursor,
+        end_of_source: out.end_of_source,
+    })
+}
+
+/// The host's `ready` as the feed's jobs call it, after each job is queued.
+fn ready_call(
+    host: HostFns,
+    ready: super::feed_jobs::loader_feed_ready_fn,
+) -> Option<Box<dyn Fn() + Send + Sync>> {
+    let ready = ready?;
+    Some(Box::new(move || {
+        // SAFETY: the host's function, with its own userdata (`loader_feed_ready_fn`).
+        unsafe { ready(host.userdata()) }
+    }))
 }
 
 /// The loader's callbacks' `userdata`: the host's functions and the feed, kept alive by the
@@ -501,7 +546,7 @@ impl Spawn for PosixSpawn {
 }
 
 /// What a feed handle names.
-struct Entry {
+pub(super) struct Entry {
     feed: Arc<Feed<CSource>>,
     loader: loader_handle,
 }
@@ -510,15 +555,22 @@ struct Entry {
 /// reached from their starts, so a leak checker sees the table as reachable at exit.)
 static FEEDS: RwLock<BTreeMap<loader_feed_handle, Arc<Entry>>> = RwLock::new(BTreeMap::new());
 
+/// Feeds being freed: out of [`FEEDS`], their loader not yet freed. A call that names one
+/// is told the handle was freed, not that it is a plain loader's.
+static FREEING: RwLock<BTreeSet<loader_feed_handle>> = RwLock::new(BTreeSet::new());
+
 /// Why `handle` names no live feed: stale or forged as a loader handle, or a plain loader's.
 fn not_a_feed(handle: loader_feed_handle) -> loader_result {
+    if FREEING.read().contains(&handle) {
+        return loader_result::StaleHandle;
+    }
     match lookup(handle) {
         Ok(_) => loader_result::InvalidHandle,
         Err(e) => e,
     }
 }
 
-fn entry(feed: loader_feed_handle) -> Result<Arc<Entry>, loader_result> {
+pub(super) fn entry(feed: loader_feed_handle) -> Result<Arc<Entry>, loader_result> {
     let found = FEEDS.read().get(&feed).cloned();
     found.ok_or_else(|| not_a_feed(feed))
 }
@@ -557,6 +609,13 @@ pub(super) fn explain_lines(handle: loader_handle) -> Option<String> {
     Some(text)
 }
 
+impl Entry {
+    /// The feed's jobs, in job mode.
+    pub(super) fn jobs(&self) -> Option<&Arc<Hub<CRead>>> {
+        self.feed.source().jobs.as_ref()
+    }
+}
+
 fn problem_code(p: Problem) -> loader_result {
     match p {
         Problem::CountOverLimit => loader_result::CountOverLimit,
@@ -572,7 +631,7 @@ fn problem_code(p: Problem) -> loader_result {
 }
 
 /// A timeout in ms as C passes it: negative waits as long as it takes.
-fn timeout(ms: i64) -> Option<Duration> {
+pub(super) fn timeout(ms: i64) -> Option<Duration> {
     u64::try_from(ms).ok().map(Duration::from_millis)
 }
 
@@ -599,23 +658,30 @@ pub unsafe extern "C" fn loader_feed_new(
 ) -> loader_result {
     // No callback runs while a feed is made: all of it inside the panic boundary.
     // SAFETY: forwarded contract.
-    boundary(loader_result::Panic, || unsafe { create(config, out) })
+    boundary(loader_result::Panic, || unsafe {
+        create(config, out, None)
+    })
 }
 
-/// `loader_feed_new`'s work.
+/// `loader_feed_new`'s work; with `jobs`, `loader_feed_new_jobs`'s (its `ready`).
 ///
 /// # Safety
 /// As `loader_feed_new`.
-unsafe fn create(config: *const loader_feed_config, out: *mut loader_feed_handle) -> loader_result {
+pub(super) unsafe fn create(
+    config: *const loader_feed_config,
+    out: *mut loader_feed_handle,
+    jobs: Option<loader_changed_fn>,
+) -> loader_result {
     // SAFETY: by this function's contract.
     let (cfg, out) = match unsafe { (read_in(config), Out::required(out)) } {
         (Ok(c), Ok(o)) => (c, o),
         (Err(e), _) | (_, Err(e)) => return e,
     };
-    if cfg.load.is_none() || cfg.release.is_none() {
+    if (cfg.load.is_none() && jobs.is_none()) || cfg.release.is_none() {
         return loader_result::MissingCallback;
     }
     let host = HostFns(cfg);
+    let jobs = jobs.map(|ready| Arc::new(Hub::new(ready_call(host, ready))));
     // SAFETY: the host's config, valid by contract when not NULL.
     let timeout_ms = match unsafe { read_in(cfg.loader) } {
         Ok(c) => c.read_timeout_ms,
@@ -627,6 +693,7 @@ unsafe fn create(config: *const loader_feed_config, out: *mut loader_feed_handle
         CSource {
             host,
             last_failure: Mutex::new(None),
+            jobs,
         },
         Box::new(PosixSpawn),
         cfg.workers,
@@ -862,7 +929,9 @@ pub extern "C" fn loader_feed_wait_quiescent(
 /// and when the load returns its page goes to `release` on that thread, which then ends.
 /// `*out_left_running` (may be NULL) is how many such loads there are: until each has
 /// returned, `userdata` and the host's functions must stay valid. Called from inside one of
-/// this feed's loads, it does not wait for that load (it is counted as left running).
+/// this feed's loads, it does not wait for that load (it is counted as left running); so for
+/// a thread that holds jobs of a feed in job mode (taken, not yet answered): they are counted
+/// as left running, and a job mode feed's jobs no thread took are withdrawn at once.
 /// Called from inside `release` or `changed` on one of the feed's own threads (a worker
 /// answering a read, the clock thread), it does not wait for or join that thread, which ends
 /// when the callback returns, and honours its timeout. A second free returns
@@ -880,7 +949,14 @@ pub unsafe extern "C-unwind" fn loader_feed_free(
     // `release` callbacks, outside it (a callback may unwind through it).
     let end = timeout(timeout_ms).map(|t| Instant::now() + t);
     let e = match boundary(Err(loader_result::Panic), || {
-        let removed = FEEDS.write().remove(&feed);
+        let removed = {
+            let mut feeds = FEEDS.write();
+            let removed = feeds.remove(&feed);
+            if removed.is_some() {
+                FREEING.write().insert(feed);
+            }
+            removed
+        };
         let e = removed.ok_or_else(|| not_a_feed(feed))?;
         // Close first (no new load starts), then free the loader (its pages), then wait.
         e.feed.shut();
@@ -889,8 +965,16 @@ pub unsafe extern "C-unwind" fn loader_feed_free(
         Ok(e) => e,
         Err(e) => return e,
     };
+    if let Some(jobs) = &e.feed.source().jobs {
+        // The jobs no host thread took are withdrawn; those taken are waited for below.
+        boundary((), || {
+            jobs.close();
+        });
+    }
     let _ = loader_free(e.loader);
-    let left = boundary(0, || e.feed.finish(end));
+    FREEING.write().remove(&feed);
+    let held = e.jobs().map_or(0, super::feed_jobs::held_here);
+    let left = boundary(0, || e.feed.finish_holding(end, held));
     if !out_left_running.is_null() {
         // SAFETY: not NULL, valid for a write by this function's contract.
         unsafe { out_left_running.write(u32::try_from(left).unwrap_or(u32::MAX)) };

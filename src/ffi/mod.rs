@@ -20,6 +20,8 @@
 //! - `follow`: appends, and the window pinned to the source's end;
 //! - `record`: recording a loader's run to a file (`loader_record`, `LOADER_RECORD`);
 //! - `feed`: the feed's exports (`loader_feed_*`), its loader's callbacks and its threads;
+//! - `feed_jobs`: the feed in job mode (`loader_feed_new_jobs`, `loader_feed_next_job`,
+//!   `loader_feed_complete_job`): its loads run on the host's threads;
 //! - `testing`: the test ABI, only with the `testing` cargo feature;
 //! - `unwinding_issue`: tests of an `issue` callback that unwinds, through the C ABI.
 
@@ -50,6 +52,7 @@ mod view;
 mod explain;
 mod feed;
 mod feed_counts;
+mod feed_jobs;
 mod record;
 
 #[cfg(feature = "testing")]
@@ -64,6 +67,7 @@ pub use events::*;
 pub use explain::*;
 pub use feed::*;
 pub use feed_counts::*;
+pub use feed_jobs::*;
 pub use follow::*;
 pub use instance::loader_handle;
 pub use introspection::*;

@@ -46,6 +46,11 @@ What goes wrong, and how the feed says so:
   the load: the read is failed at once and *not* retried, the ``TypeError`` (naming the load
   function) is logged to the ``libloader.feed`` logger, and :meth:`Feed.settled` raises it.
   :meth:`~_FeedCore.retry`, or a window move, tries again.
+* A load that runs past ``Config.read_timeout_ms`` (10 s by default) is let go of, as the C
+  feed does: its read fails with a :class:`TimeoutError` (the backoff retries it, on another
+  worker thread in the threaded feed), :meth:`~_FeedCore.explain` names it while it still
+  runs, and its result goes to ``on_release`` when it returns. A load run on the caller's
+  thread (``max_workers=0``) cannot be let go of.
 * A load that answers with the cursor it was given (a stalled cursor) and the automatic
   retries the loader spent are surfaced as a :class:`FeedProblem`: :meth:`Feed.settled`
   raises :class:`FeedStalledError` carrying it, :attr:`FeedSnapshot.problem` (and so
@@ -237,13 +242,15 @@ class _Acquisition:
 
 
 class _Slot:
-    """A read the loader issued and nobody has answered yet, and the job loading it."""
+    """A read the loader issued and nobody has answered yet, the job loading it, and when its
+    load started (``time.monotonic()``; None before)."""
 
-    __slots__ = ("read", "job")
+    __slots__ = ("read", "job", "started")
 
     def __init__(self, read: Read) -> None:
         self.read = read
         self.job: Any = None
+        self.started: Optional[float] = None
 
 
 class _Timer:
@@ -397,7 +404,8 @@ class _FeedCore(Generic[T]):
                  threaded: bool = True, hear_changes: bool = False,
                  locate: Optional[Callable[[int], Optional[bytes]]] = None) -> None:
         self._closing = True   # until the loader exists: __del__ then has nothing to do
-        what = f"{'Feed' if threaded else 'aio.Feed'}()"
+        self._name = "Feed" if threaded else "aio.Feed"
+        what = f"{self._name}()"
         self._load_name = _check_load(load, what, threaded)
         if compare is not None and not callable(compare):
             raise TypeError("compare must be callable or None")
@@ -447,6 +455,16 @@ class _FeedCore(Generic[T]):
         retries = config.max_auto_retries if config is not None else None
         self._max_auto_retries = (retries if retries is not None
                                   else Config.defaults().max_auto_retries)
+        timeout_ms = config.read_timeout_ms if config is not None else None
+        if timeout_ms is None:
+            timeout_ms = Config.defaults().read_timeout_ms
+        self._read_timeout_ms: int = timeout_ms or 0
+        """How long a load may run before its read is let go of (0: as long as it takes)."""
+        self._lets_go = True
+        """Whether loads run where the feed can let go of them (not on the caller's thread)."""
+        self._let_go: Dict[int, float] = {}
+        """The loads let go of at the read timeout that have not returned: when each
+        started, by read id."""
         self.errors: List[BaseException] = []
         """Exceptions the user's callbacks (``on_release``, ``on_change``) raised, and the
         feed's own loader calls that failed (the backoff timer's ``tick``, say): each is also
@@ -495,6 +513,9 @@ class _FeedCore(Generic[T]):
         Marks the thread as inside a load meanwhile (``close`` refuses to run there)."""
         inside = self._inside
         inside.load += 1
+        slot = self._slots.get(read.read_id)
+        if slot is not None:
+            slot.started = time.monotonic()
         try:
             if self._takes_until:
                 return self._load(read.cursor, read.limit, read.direction, until=read.until)
@@ -731,6 +752,8 @@ class _FeedCore(Generic[T]):
             return self._interrupted(read_id, error)
         entered = False
         with self._lock:   # the gate's _enter, and the slot taken, under one lock
+            if self._let_go:
+                self._let_go.pop(read_id, None)   # a load let go of returned at last
             if self._closing:
                 slot = None
             else:
@@ -816,6 +839,8 @@ class _FeedCore(Generic[T]):
             self._stopped.add(threading.get_ident())
         slot = None
         with self._lock:
+            if self._let_go:
+                self._let_go.pop(read_id, None)
             if self._closing:
                 return here
             self._busy += 1
@@ -859,6 +884,55 @@ class _FeedCore(Generic[T]):
         except BaseException as e:
             self._record(e, "on_release")
 
+    def _let_go_overdue(self) -> Optional[int]:
+        """Lets go of every load running past ``Config.read_timeout_ms`` (on the feed's
+        threads, an executor or a task; a load on the caller's thread, ``max_workers=0``,
+        cannot be): its read fails as one whose load raised :class:`TimeoutError` (the
+        backoff retries it; a worker thread stuck in it leaves the pool, another takes its
+        place), and its result is released when the load returns. Inside the gate. Returns
+        when the next running load is due (the feed's clock, ms), or None."""
+        limit = self._read_timeout_ms
+        if not limit or not self._lets_go:
+            return None
+        now = time.monotonic()
+        overdue: List[_Slot] = []
+        next_due: Optional[float] = None
+        with self._lock:
+            for read_id, slot in self._slots.items():
+                if slot.started is None:
+                    continue
+                due = slot.started + limit / 1000
+                if due <= now:
+                    overdue.append(slot)
+                elif next_due is None or due < next_due:
+                    next_due = due
+            for slot in overdue:
+                del self._slots[slot.read.read_id]
+                self._let_go[slot.read.read_id] = slot.started  # type: ignore[assignment]
+        for slot in overdue:
+            read = slot.read
+            self._replace(slot.job)
+            error = TimeoutError(
+                f"the load function {self._load_name} ran past read_timeout_ms ({limit} ms) "
+                f"for {_describe(read)}: its read was let go of (the backoff retries it on "
+                "another thread), and its result is released when it returns")
+            self.last_error = error
+            self._failures += 1
+            try:
+                self._loader.tick(self._now_ms())
+                self._loader.abandon(read)
+            except BaseException as e:
+                self._record(e, f"letting go of read {read.read_id} at its read timeout")
+        if overdue:
+            self._signal(self._bump, urgent=True)
+        if next_due is None:
+            return None
+        return self._now_ms() + int((next_due - time.monotonic()) * 1000) + 1
+
+    def _replace(self, job: Any) -> None:
+        """The load of ``job`` was let go of at its timeout: the thread it holds, if the feed
+        owns it, is replaced."""
+
     # ---- problems ----
 
     def _look(self, loader: "Loader[_Acquisition]"
@@ -885,10 +959,37 @@ class _FeedCore(Generic[T]):
         if problem is None:
             return None
         try:
-            said = loader.explain()
+            said = self._loader_says(loader)
         except NotImplementedError:
             return problem
         return dataclasses.replace(problem, explanation=said)
+
+    def _loader_says(self, loader: "Loader[_Acquisition]") -> str:
+        """The loader's :meth:`~libloader.Loader.explain` as of now, naming this feed's
+        methods. The loader's clock is the one the feed ticks, which moves only when a
+        deadline or a failure makes it: it is brought up to now first (but never past a
+        deadline, which the feed's timer serves), so "issued ... ago" and "... from now"
+        move."""
+        now = self._now_ms()
+        deadline = loader.next_deadline()
+        if deadline is None or deadline > now:
+            loader.tick(now)
+        said = loader.explain()
+        return said.replace("Loader.retry()", f"{self._name}.retry()")
+
+    def _let_go_says(self) -> Optional[str]:
+        """A sentence on the loads let go of at the read timeout that still run, or None."""
+        with self._lock:
+            ids = sorted(self._let_go)
+        if not ids:
+            return None
+        limit = self._read_timeout_ms
+        if len(ids) == 1:
+            return (f"the load of read {ids[0]} ran past read_timeout_ms ({limit} ms) and was "
+                    "let go of: it still runs, and its result is released when it returns")
+        return (f"the loads of reads {', '.join(map(str, ids))} ran past read_timeout_ms "
+                f"({limit} ms) and were let go of: they still run, and their results are "
+                "released when they return")
 
     def _problem_of(self, loader: "Loader[_Acquisition]",
                     look: Optional[Tuple[Snapshot, Optional[int]]] = None
@@ -932,12 +1033,20 @@ class _FeedCore(Generic[T]):
         """Why the feed waits, in plain sentences, one a line: the loader's
         (:meth:`Loader.explain <libloader.Loader.explain>`: ``"quiescent"``, the reads it
         waits for and how long ago each started, a repair running, a failure and what
-        retries it), then the problem that keeps the feed from settling until its user acts
-        (:attr:`problem`), if any."""
+        retries it), as of now (its times move while loads run or a retry waits), naming
+        this feed's methods (``Feed.retry()``); then the loads let go of at
+        ``Config.read_timeout_ms`` that still run, if any; then the problem that keeps the
+        feed from settling until its user acts (:attr:`problem`), if any."""
         with self._calling() as loader:
-            said = loader.explain()
+            said = self._loader_says(loader)
             problem = self._problem_of(loader)
-        return said if problem is None else f"{said}\n{problem.message}"
+        lines = [said]
+        let_go = self._let_go_says()
+        if let_go is not None:
+            lines.append(let_go)
+        if problem is not None:
+            lines.append(problem.message)
+        return "\n".join(lines)
 
     def _acted(self) -> None:
         """The user moved, invalidated or retried: what stopped the feed may be over."""
@@ -1207,6 +1316,7 @@ class Feed(_FeedCore[T]):
         self._driver: Optional[threading.Thread] = None
         super().__init__(load, config, on_release, compare, threaded=True,
                          hear_changes=on_change is not None, locate=locate)
+        self._lets_go = not self._inline
         if not self._inline:
             self._timer_cond = threading.Condition(self._lock)
             self._driver = threading.Thread(target=_drive,
@@ -1274,6 +1384,10 @@ class Feed(_FeedCore[T]):
         job.add_done_callback(functools.partial(self._job_done, read.read_id))
         return job
 
+    def _replace(self, job: Any) -> None:
+        if self._pool is not None and isinstance(job, _workers.Job):
+            self._pool.let_go(job)
+
     def _run_job(self, job: _workers.Job) -> None:
         """On a worker thread: loads ``job``'s read and answers it."""
         read = job.read
@@ -1338,19 +1452,23 @@ class Feed(_FeedCore[T]):
                     self._timer_cond.notify()
 
     def _timer_look(self) -> Optional[int]:
-        """The timer's step: ticks if the backoff deadline is due. Returns the deadline it
-        waits for next (None: none; -1: look again at once), or -2 to stop."""
+        """The timer's step: lets go of the loads past the read timeout, and ticks if the
+        backoff deadline is due. Returns the deadline it waits for next (None: none; -1: look
+        again at once), or -2 to stop."""
         if not self._enter():
             return -2
         try:
+            overdue = self._let_go_overdue()
             if self._bad_result is not None:
-                return None   # a bug in the load: not retried until the user acts
+                return overdue   # a bug in the load: not retried until the user acts
             deadline = self._loader.next_deadline()
             now = self._now_ms()
             if deadline is not None and deadline <= now:
                 self._loader.tick(now)
                 self._signal(self._bump)
                 return -1
+            if overdue is not None and (deadline is None or overdue < deadline):
+                return overdue
             return deadline
         except BaseException as e:
             self._record(e, "the backoff timer")

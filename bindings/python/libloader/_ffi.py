@@ -253,6 +253,17 @@ class loader_feed_config(_Growable):
 
 
 loader_feed_handle = c_uint64
+loader_feed_job_token = c_uint64
+loader_feed_ready_fn = CFUNCTYPE(None, c_void_p)
+
+
+class loader_feed_job(Structure):
+    """A job of the C feed in job mode (``loader_feed_next_job``): its token and its read."""
+
+    _fields_ = [
+        ("token", loader_feed_job_token),
+        ("read", loader_read),
+    ]
 
 OPAQUE: Tuple[str, ...] = ("loader_view_snapshot",)
 """The header's opaque structs (declared, never defined)."""
@@ -268,6 +279,7 @@ STRUCTS: Tuple[type, ...] = (
     loader_page,
     loader_load_result,
     loader_feed_config,
+    loader_feed_job,
 )
 """Every struct of the header, by its C name (``__name__``)."""
 
@@ -279,6 +291,7 @@ CALLBACK_TYPES: Dict[str, Any] = {
     "loader_compare_fn": loader_compare_fn,
     "loader_locate_fn": loader_locate_fn,
     "loader_load_fn": loader_load_fn,
+    "loader_feed_ready_fn": loader_feed_ready_fn,
 }
 """Every callback typedef of the header."""
 
@@ -343,6 +356,13 @@ ADDED_FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
     "loader_feed_appended": (c_enum, [loader_feed_handle]),
     "loader_feed_follow": (c_enum, [loader_feed_handle, c_bool]),
     "loader_feed_free": (c_enum, [loader_feed_handle, ctypes.c_int64, POINTER(c_uint32)]),
+    # The C feed in job mode: its loads run on the host's threads.
+    "loader_feed_new_jobs": (c_enum, [POINTER(loader_feed_config), loader_feed_ready_fn,
+                                      POINTER(loader_feed_handle)]),
+    "loader_feed_next_job": (c_enum, [loader_feed_handle, ctypes.c_int64,
+                                      POINTER(loader_feed_job)]),
+    "loader_feed_complete_job": (c_enum, [loader_feed_job_token, c_int32,
+                                          POINTER(loader_load_result)]),
 }
 """Public functions newer than some builds of the library: declared when the loaded library
 exports them; the method that needs one raises NotImplementedError otherwise."""

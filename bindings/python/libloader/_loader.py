@@ -835,7 +835,7 @@ class Loader(Generic[T]):
         ``"quiescent"`` when nothing is left to do; otherwise the reads it waits for (id,
         direction, cursor, issued how long ago on the :meth:`tick` clock), a repair running,
         a failure recorded and what retries it ("retry budget spent after 5 failures: call
-        loader_retry or move the window"), the reads let go of. For people and logs: the
+        Loader.retry() or move the window"), the reads let go of. For people and logs: the
         wording may change between releases; decide with :attr:`state`."""
         fn = getattr(self._lib, "loader_explain", None)
         if fn is None:
@@ -851,7 +851,8 @@ class Loader(Generic[T]):
                 continue
             if rc != Result.OK:
                 raise error_for(rc, result_message, "loader_explain")
-            return buf.value.decode("utf-8")
+            # The library's sentences name its C functions; a Python host calls methods.
+            return buf.value.decode("utf-8").replace("loader_retry", "Loader.retry()")
 
     def requests(self) -> List[RequestInfo]:
         """Every live request (in flight, settled, or failed and not yet released), in id

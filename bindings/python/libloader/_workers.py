@@ -23,7 +23,7 @@ import collections
 import threading
 import time
 import weakref
-from typing import Any, Callable, Deque, List, Optional
+from typing import Any, Callable, Deque, List, Optional, Set
 
 QUEUED, RUNNING, CANCELLED = 0, 1, 2
 
@@ -35,11 +35,13 @@ class Job:
     """One read to load: what the feed's ``run`` gets. :meth:`cancel` stops it only while
     it is queued (or kept for a worker's chain); a running load runs to its end."""
 
-    __slots__ = ("read", "state", "_pool")
+    __slots__ = ("read", "state", "thread", "_pool")
 
     def __init__(self, read: Any, pool: "Workers") -> None:
         self.read = read
         self.state = QUEUED
+        self.thread: Optional[threading.Thread] = None
+        """The worker running it, once RUNNING."""
         self._pool = pool
 
     def cancel(self) -> bool:
@@ -74,6 +76,27 @@ class Workers:
         self._running = 0
         self._stopped = False
         self._local = _Chain()
+        self._gone: Set[threading.Thread] = set()
+        """Workers whose load was let go of (:meth:`let_go`): out of the pool, each leaves
+        when its load returns."""
+
+    def let_go(self, job: Job) -> None:
+        """``job``'s load ran past its timeout: its worker leaves the pool (it ends when the
+        load returns), and another starts in its place if a job waits for one."""
+        with self._cond:
+            t = job.thread
+            if job.state != RUNNING or t is None or t not in self._threads:
+                return
+            self._threads.remove(t)
+            self._gone.add(t)
+            if self._queue and not self._idle and not self._stopped:
+                self._spawn()
+
+    def _spawn(self) -> None:
+        """Starts a worker; the lock is held."""
+        t = threading.Thread(target=_work, args=(self,), name=self._name, daemon=True)
+        self._threads.append(t)
+        t.start()
 
     def submit(self, read: Any) -> Job:
         """Queues a job for ``read``. On one of these workers, while it answers its own job,
@@ -90,21 +113,24 @@ class Workers:
             if self._idle > 0:
                 self._cond.notify()
             elif len(self._threads) < self._max:
-                t = threading.Thread(target=_work, args=(self,), name=self._name, daemon=True)
-                self._threads.append(t)
-                t.start()
+                self._spawn()
         return job
 
     def _take(self) -> Optional[Job]:
         """The next queued job (now RUNNING), or None when the pool stops or stays idle;
         then this thread leaves the pool, under the same lock, so that a job queued from
         now on starts a new thread."""
+        me = threading.current_thread()
         with self._cond:
+            if me in self._gone:
+                self._gone.discard(me)   # let go of: it leaves
+                return None
             while True:
                 while self._queue:
                     job = self._queue.popleft()
                     if job.state == QUEUED:
                         job.state = RUNNING
+                        job.thread = me
                         self._running += 1
                         return job
                 if not self._stopped:
@@ -125,8 +151,18 @@ class Workers:
     def _next(self, job: Optional[Job]) -> Optional[Job]:
         """After a job: the chained one (now RUNNING), or None, and the count kept."""
         with self._cond:
+            me = threading.current_thread()
+            if job is not None and job.state == QUEUED and me in self._gone:
+                # Not for a worker let go of: to the queue, for the pool.
+                self._queue.appendleft(job)
+                if self._idle:
+                    self._cond.notify()
+                elif len(self._threads) < self._max and not self._stopped:
+                    self._spawn()
+                job = None
             if job is not None and job.state == QUEUED and not self._stopped:
                 job.state = RUNNING
+                job.thread = me
                 return job
             if job is not None and job.state == QUEUED:
                 job.state = CANCELLED

@@ -250,6 +250,13 @@ class Feed(_FeedCore[T]):
             return None
         self._jobs.add(task)
         task.add_done_callback(functools.partial(self._job_done, read.read_id))
+        if self._read_timeout_ms and not self._rearm_pending:
+            # The timer looks at this load when its read timeout is due, unless it looks
+            # earlier anyway.
+            due = self._now_ms() + self._read_timeout_ms + 1
+            if self._timer_at is None or self._timer_at > due:
+                self._rearm_pending = True
+                self._loop.call_soon(_weak0(self._rearm))
         return task
 
     def _cancel_job(self, job: Any) -> None:
@@ -281,11 +288,14 @@ class Feed(_FeedCore[T]):
         self._signal(self._bump, urgent=True)
 
     def _rearm(self) -> None:
-        """Ticks if the backoff deadline is due, and sets the timer for the next one."""
+        """Lets go of the loads past the read timeout, ticks if the backoff deadline is due,
+        and sets the timer for the next of the two."""
         self._rearm_pending = False
         if not self._enter():
             return
+        overdue: Optional[int] = None
         try:
+            overdue = self._let_go_overdue()
             if self._bad_result is not None:
                 deadline = None   # a bug in the load: not retried until the user acts
             else:
@@ -301,6 +311,8 @@ class Feed(_FeedCore[T]):
             deadline = None
         finally:
             self._exit()
+        if overdue is not None and (deadline is None or overdue < deadline):
+            deadline = overdue
         if deadline == self._timer_at:
             return
         if self._timer is not None:

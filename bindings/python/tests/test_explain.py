@@ -4,6 +4,9 @@ stall report carries them."""
 from __future__ import annotations
 
 import asyncio
+import re
+import threading
+import time
 
 import pytest
 
@@ -33,8 +36,10 @@ def test_a_feed_that_spent_its_retries_says_what_to_call() -> None:
         with pytest.raises(FeedStalledError) as e:
             feed.settled(10)
         said = feed.explain()
-        assert "retry budget spent after 3 failures: call loader_retry or move the window" \
+        # Issue 34 (#6): it named the C function (loader_retry), not the feed's method.
+        assert "retry budget spent after 3 failures: call Feed.retry() or move the window" \
             in said, said
+        assert "loader_" not in said
         assert "failed" in said and "retry()" in said
         # The stall report carries the loader's sentences.
         assert "retry budget spent after 3 failures" in e.value.problem.explanation
@@ -90,3 +95,49 @@ def test_the_asyncio_feed_explains_too() -> None:
 
     asyncio.run(asyncio.wait_for(main(), 30))
     assert libloader.Loader.explain.__doc__
+
+
+def ms_in(text: str, pattern: str) -> float:
+    """The duration ``pattern`` (with one group for a ``ago()`` duration) finds in ``text``,
+    in ms."""
+    m = re.search(pattern, text)
+    assert m, text
+    value = m.group(1)
+    return float(value[:-3]) if value.endswith(" ms") else float(value[:-2]) * 1000
+
+
+def test_the_feeds_explain_clock_moves_with_a_running_load() -> None:
+    """Issue 34 (#6): a load running for seconds was "issued 0 ms ago" for ever: the loader's
+    clock moved only when the feed ticked it for a failure."""
+    src = Source(30)
+    gate = threading.Event()
+    src.hold[0] = gate
+    with Feed(src.load, config=config(), on_release=src.on_release) as feed:
+        feed.set_window(0, 10)
+        src.wait_started(0)
+        time.sleep(0.3)
+        first = ms_in(feed.explain(), r"issued ([0-9.]+ m?s) ago")
+        time.sleep(0.3)
+        second = ms_in(feed.explain(), r"issued ([0-9.]+ m?s) ago")
+        assert first >= 250 and second >= first + 250, (first, second)
+        gate.set()
+        assert feed.settled(5)
+    assert src.released_exactly_once()
+
+
+def test_the_feeds_explain_counts_down_to_the_retry() -> None:
+    """Issue 34 (#6): a retry deadline stayed "96 ms from now" for ever."""
+    src = Source(30)
+    src.fail = lambda start, attempt: attempt == 1
+    with Feed(src.load, config=config(backoff_initial_ms=3000, backoff_max_ms=3000),
+              on_release=src.on_release) as feed:
+        feed.set_window(0, 10)
+        src.wait_started(0)
+        deadline = time.monotonic() + 5
+        while "from now" not in feed.explain():
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        first = ms_in(feed.explain(), r"\(([0-9.]+ m?s) from now\)")
+        time.sleep(0.4)
+        second = ms_in(feed.explain(), r"\(([0-9.]+ m?s) from now\)")
+        assert second <= first - 300, (first, second)

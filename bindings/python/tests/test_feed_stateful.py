@@ -1,0 +1,297 @@
+"""The threaded :class:`~libloader.Feed` explored with Hypothesis's stateful testing: its
+public API driven by generated call sequences, some from several threads at once, over a
+:class:`~libloader.testing.FakeSource` with latency, failures, hung loads, appends, inserts,
+deletes and window moves. The properties, each checked where it can fail:
+
+* ``released_exactly_once``: every page a load returned is released once, none twice (after
+  each step), and all of them by the end: cancelled, let-go (read timeout) and late ones,
+  and those that return after ``close``;
+* ``no_thread_outlives_close``: once ``close`` returns, no thread of the feed is alive but
+  those still inside a load;
+* ``close_honours_its_timeout``;
+* ``problem_only_when_it_holds``: "retries spent" is reported only while the loader shows a
+  failure with no read outstanding and no retry armed;
+* ``quiescent_once_healthy``: once the source stops failing and hanging, the feed settles
+  (after a retry) on the source's items.
+
+Runs in ``make py-test`` with the ``ci`` profile (about a minute); set
+``LIBLOADER_HYPOTHESIS_PROFILE=long`` for a longer exploration."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import Counter
+from typing import Any, Callable, Dict, List, Optional, Set
+
+import pytest
+
+hypothesis = pytest.importorskip("hypothesis")
+
+from hypothesis import settings, strategies as st  # noqa: E402
+from hypothesis.stateful import (RuleBasedStateMachine, initialize, invariant,  # noqa: E402
+                                 precondition, rule)
+
+from libloader import Config, Direction, Failure, Feed, FeedStalledError, LoadResult  # noqa: E402
+from libloader.testing import FakeSource  # noqa: E402
+
+settings.register_profile("ci", max_examples=150, stateful_step_count=20, deadline=None,
+                          suppress_health_check=list(hypothesis.HealthCheck))
+settings.register_profile("long", max_examples=400, stateful_step_count=40, deadline=None,
+                          suppress_health_check=list(hypothesis.HealthCheck))
+PROFILE = os.environ.get("LIBLOADER_HYPOTHESIS_PROFILE", "ci")
+
+PAGE = 10
+READ_TIMEOUT_MS = 100
+SLACK_S = 1.0
+"""What a ``close(timeout)`` may take beyond its timeout, on a loaded 2-core machine."""
+
+
+def wait_for(cond: Callable[[], bool], timeout: float = 15) -> bool:
+    end = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.002)
+    return True
+
+
+class FeedMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.src: FakeSource[str] = FakeSource(60, item=lambda i: f"row {i}")
+        self.fail_rate = 0.0
+        self.src.fail = self._fails
+        self.delay_s = 0.0
+        self.src.latency = lambda: self.delay_s
+        self.lock = threading.Lock()
+        self.in_load: Counter[int] = Counter()
+        """Threads inside a load now, by ident."""
+        self.gates: List[threading.Event] = []
+        self.appended = 0
+        self.feed: Optional[Feed[str]] = None
+        self.before: Set[threading.Thread] = set()
+        self.close_timeout = 0.0
+
+    def _fails(self, start: int, attempt: int) -> bool:
+        # Reproducible for a given rate: a hash of the load, not a random draw.
+        return (hash((start, attempt)) % 100) < self.fail_rate * 100
+
+    def _load(self, cursor: bytes, limit: int, direction: Direction,
+              until: Optional[bytes] = None) -> LoadResult[str]:
+        me = threading.get_ident()
+        with self.lock:
+            self.in_load[me] += 1
+        try:
+            return self.src.load(cursor, limit, direction, until)
+        finally:
+            with self.lock:
+                self.in_load[me] -= 1
+                if not self.in_load[me]:
+                    del self.in_load[me]
+
+    @initialize(workers=st.integers(1, 3), close_timeout=st.sampled_from([0.0, 0.05, 0.3]))
+    def start(self, workers: int, close_timeout: float) -> None:
+        self.before = set(threading.enumerate())
+        self.close_timeout = close_timeout
+        config = Config(page_size=PAGE, prefetch_distance=0, backoff_initial_ms=1,
+                        backoff_max_ms=8, max_auto_retries=3, read_timeout_ms=READ_TIMEOUT_MS)
+        self.feed = Feed(self._load, config=config, max_workers=workers,
+                         on_release=self.src.on_release, compare=self.src.compare)
+
+    # ---- what the source does ----
+
+    @rule(rate=st.sampled_from([0.0, 0.3, 1.0]))
+    def set_failures(self, rate: float) -> None:
+        self.fail_rate = rate
+
+    @rule(ms=st.sampled_from([0, 1, 3]))
+    def set_latency(self, ms: int) -> None:
+        self.delay_s = ms / 1000
+
+    @precondition(lambda self: len(self.gates) < 3)
+    @rule(page=st.integers(0, 8))
+    def hang_a_load(self, page: int) -> None:
+        """The next forward load from row ``page * PAGE`` hangs until released (or 10 s)."""
+        gate = threading.Event()
+        with self.src.lock:
+            self.src.hold[page * PAGE] = gate
+        self.gates.append(gate)
+
+    @rule()
+    def release_hangs(self) -> None:
+        for gate in self.gates:
+            gate.set()
+        self.gates.clear()
+
+    @rule(n=st.integers(1, 5))
+    def append(self, n: int) -> None:
+        assert self.feed is not None
+        for _ in range(n):
+            self.appended += 1
+            self.src.append(f"new {self.appended}", self.feed)
+
+    @precondition(lambda self: len(self.src) > 5)
+    @rule(at=st.integers(0, 60))
+    def delete(self, at: int) -> None:
+        assert self.feed is not None
+        self.src.delete(at % len(self.src), self.feed)
+
+    @rule(at=st.integers(0, 60))
+    def insert(self, at: int) -> None:
+        assert self.feed is not None
+        self.appended += 1
+        self.src.insert(at, f"ins {self.appended}", self.feed)
+
+    # ---- what the user does ----
+
+    @rule(start=st.integers(0, 80), length=st.integers(1, 40))
+    def move(self, start: int, length: int) -> None:
+        assert self.feed is not None
+        self.feed.set_window(start, length)
+
+    @rule(at=st.integers(0, 60))
+    def jump(self, at: int) -> None:
+        assert self.feed is not None
+        at = min(at, len(self.src))
+        self.feed.jump(self.src.cursor_at(at), at)
+
+    @rule()
+    def invalidate(self) -> None:
+        assert self.feed is not None
+        self.feed.invalidate()
+
+    @rule(ops=st.lists(st.lists(st.sampled_from(
+        ["move", "invalidate", "append", "items", "snapshot", "explain", "problem", "retry"]),
+        min_size=1, max_size=4), min_size=2, max_size=3), start=st.integers(0, 60))
+    def from_several_threads(self, ops: List[List[str]], start: int) -> None:
+        """Each list of calls on its own thread, all at once."""
+        feed = self.feed
+        assert feed is not None
+        errors: List[BaseException] = []
+
+        def run(calls: List[str], k: int) -> None:
+            try:
+                for op in calls:
+                    if op == "move":
+                        feed.set_window((start + 7 * k) % 70, 15)
+                    elif op == "invalidate":
+                        feed.invalidate()
+                    elif op == "append":
+                        with self.lock:
+                            self.appended += 1
+                            item = f"new {self.appended}"
+                        self.src.append(item, feed)
+                    elif op == "items":
+                        feed.items()
+                    elif op == "snapshot":
+                        feed.snapshot()
+                    elif op == "explain":
+                        feed.explain()
+                    elif op == "problem":
+                        _ = feed.problem
+                    else:
+                        feed.retry()
+            except BaseException as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=run, args=(calls, k)) for k, calls in enumerate(ops)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert not errors, errors
+
+    @rule()
+    def heal_and_settle(self) -> None:
+        """quiescent_once_healthy"""
+        feed = self.feed
+        assert feed is not None
+        self.fail_rate = 0.0
+        self.release_hangs()
+        feed.retry()
+        try:
+            settled = feed.settled(20)
+        except FeedStalledError as e:
+            raise AssertionError(f"a healthy source left the feed stalled: {e}") from e
+        assert settled, feed.explain()
+        assert self.src.matches(feed)
+
+    @rule(ms=st.sampled_from([0, 20, 150]))
+    def wait(self, ms: int) -> None:
+        """Time passes: backoff retries fire, hung loads pass the read timeout."""
+        time.sleep(ms / 1000)
+
+    @rule()
+    def settle_with_hangs_held(self) -> None:
+        """quiescent_once_healthy, with the hung loads still hung: each is let go of at the
+        read timeout and its read loaded again (the hang was for one load)."""
+        feed = self.feed
+        assert feed is not None
+        self.fail_rate = 0.0
+        for _ in range(5):
+            feed.retry()
+            try:
+                assert feed.settled(20), feed.explain()
+                break
+            except FeedStalledError as e:
+                # Each let-go load is a failure: the hangs may spend the retries.
+                assert e.problem.reason == "retries_spent", e.problem
+                assert isinstance(e.problem.error, TimeoutError), e.problem
+        else:
+            raise AssertionError(f"not settled: {feed.explain()}")
+        assert self.src.matches(feed)
+
+    # ---- properties after every step ----
+
+    @invariant()
+    def released_at_most_once(self) -> None:
+        """released_exactly_once, as far as it can be seen while the feed runs."""
+        with self.src.lock:
+            assert not self.src.strays, self.src.strays
+            twice = [n for n in self.src.released.values() if n > 1]
+        assert not twice
+
+    @invariant()
+    def problem_only_when_it_holds(self) -> None:
+        feed = self.feed
+        if feed is None:
+            return
+        problem = feed.problem
+        if problem is None:
+            return
+        assert problem.reason == "retries_spent", problem
+        s = feed.state
+        assert s.failure is Failure.OWN and s.outstanding_reads == 0, (problem, s)
+        assert feed.loader.next_deadline() is None, problem
+
+    def teardown(self) -> None:
+        feed = self.feed
+        if feed is None:
+            return
+        # close_honours_its_timeout
+        t0 = time.monotonic()
+        feed.close(self.close_timeout)
+        took = time.monotonic() - t0
+        assert took <= self.close_timeout + SLACK_S, (took, self.close_timeout)
+
+        # no_thread_outlives_close: a thread of the feed still alive is inside a load (a
+        # thread leaving just after its load is given a moment).
+        def only_loads_alive() -> bool:
+            with self.lock:
+                loading = set(self.in_load)
+            alive = [t for t in threading.enumerate()
+                     if t not in self.before and t.name.startswith("libloader-feed")]
+            return all(t.ident in loading for t in alive)
+        assert wait_for(only_loads_alive, 5), [t.name for t in threading.enumerate()]
+
+        # released_exactly_once: the loads left running return, and their pages go back.
+        self.release_hangs()
+        assert wait_for(lambda: not self.in_load)
+        assert wait_for(self.src.released_exactly_once), (
+            len(self.src.made), len(self.src.released))
+
+
+FeedMachine.TestCase.settings = settings.get_profile(PROFILE)
+TestFeedStateful = FeedMachine.TestCase
