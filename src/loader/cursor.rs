@@ -42,6 +42,7 @@ impl Default for Cursor {
 
 impl Cursor {
     /// An inline cursor holding `bytes`, if they fit.
+    #[inline]
     fn inline(bytes: &[u8]) -> Option<Cursor> {
         let mut buf = [0; INLINE_CURSOR_LEN];
         if bytes.len() == 8 {
@@ -68,8 +69,9 @@ impl Deref for Cursor {
 }
 
 impl PartialEq for Cursor {
+    #[inline]
     fn eq(&self, other: &Cursor) -> bool {
-        **self == **other
+        *self == **other
     }
 }
 
@@ -82,8 +84,24 @@ impl fmt::Debug for Cursor {
 }
 
 impl PartialEq<[u8]> for Cursor {
+    /// Compared on every answer (did the cursor move?): an inline cursor of the usual eight
+    /// bytes is one word compared, without a call to `memcmp`.
+    #[inline]
     fn eq(&self, other: &[u8]) -> bool {
-        **self == *other
+        match &self.0 {
+            Repr::Inline { len, bytes } => {
+                if usize::from(*len) != other.len() {
+                    false
+                } else if let (Ok(a), Ok(b)) =
+                    (<[u8; 8]>::try_from(&bytes[..8]), <[u8; 8]>::try_from(other))
+                {
+                    u64::from_ne_bytes(a) == u64::from_ne_bytes(b)
+                } else {
+                    bytes[..other.len()] == *other
+                }
+            }
+            Repr::Shared(v) => v[..] == *other,
+        }
     }
 }
 
@@ -94,8 +112,9 @@ impl PartialEq<Vec<u8>> for Cursor {
 }
 
 impl PartialEq<&[u8]> for Cursor {
+    #[inline]
     fn eq(&self, other: &&[u8]) -> bool {
-        **self == **other
+        *self == **other
     }
 }
 
@@ -118,10 +137,18 @@ pub(super) struct CursorPool {
 impl CursorPool {
     /// A cursor holding a copy of `bytes`: inline when short, else in a recycled buffer when
     /// one is free.
+    #[inline]
     pub(super) fn make(&mut self, bytes: &[u8]) -> Cursor {
         if let Some(c) = Cursor::inline(bytes) {
             return c;
         }
+        self.make_shared(bytes)
+    }
+
+    /// [`CursorPool::make`] for a cursor too long to hold inline: out of the answer path's
+    /// way, which copies a short one in a few instructions.
+    #[inline(never)]
+    fn make_shared(&mut self, bytes: &[u8]) -> Cursor {
         while let Some(mut buf) = self.free.pop() {
             if let Some(v) = Arc::get_mut(&mut buf) {
                 v.clear();
@@ -195,5 +222,33 @@ mod tests {
         // Equal bytes are equal cursors, whatever the storage.
         assert_eq!(pool.make(&bytes[..3]), Cursor::inline(&bytes[..3]).unwrap());
         assert_eq!(std::mem::size_of::<Cursor>(), 16);
+    }
+
+    #[test]
+    fn equality_with_bytes_is_byte_equality_at_every_length() {
+        // The answer path compares the read's cursor with `next_cursor` word-wise when both
+        // hold eight bytes; every other length, and a shared cursor, compares the bytes.
+        let mut pool = CursorPool::default();
+        for len in 0..=INLINE_CURSOR_LEN + 3 {
+            let bytes: Vec<u8> = (1..=len as u8).collect();
+            let c = pool.make(&bytes);
+            assert!(c == bytes[..], "{len} bytes");
+            let slice: &[u8] = &bytes;
+            assert!(c == slice, "{len} bytes");
+            assert_eq!(c, pool.make(&bytes), "{len} bytes");
+            for at in 0..len {
+                let mut other = bytes.clone();
+                other[at] ^= 0x80;
+                assert!(c != other[..], "{len} bytes, differing at {at}");
+                assert_ne!(c, pool.make(&other), "{len} bytes, differing at {at}");
+            }
+            // A prefix or an extension is another cursor, zero bytes included.
+            let mut longer = bytes.clone();
+            longer.push(0);
+            assert!(c != longer[..], "{len} bytes against {}", len + 1);
+            if len > 0 {
+                assert!(c != bytes[..len - 1], "{len} bytes against {}", len - 1);
+            }
+        }
     }
 }

@@ -133,7 +133,9 @@ impl Reads {
 
     /// Names request `request`'s next read, records it as outstanding (issued at `now`) and
     /// asks the host for it: `limit` items from `cursor`, at the step `w` is at.
-    #[inline]
+    // Always inlined: called once per answer, and its own frame (saving and restoring six
+    // registers around two stores of records) cost about a sixth of it.
+    #[inline(always)]
     pub(super) fn issue(
         &mut self,
         request: u64,
@@ -247,7 +249,13 @@ impl Reads {
     /// Takes the read at `at` off the list: it is answered.
     #[inline]
     pub(super) fn answer(&mut self, at: usize) -> Outstanding {
-        let (id, r) = self.list.remove(at);
+        // Of at most two reads, the one left keeps its place either way: no shift (a call to
+        // `memmove`) on every answer.
+        let (id, r) = if self.list.len() <= 2 {
+            self.list.swap_remove(at)
+        } else {
+            self.list.remove(at)
+        };
         self.last = id;
         r
     }

@@ -500,6 +500,13 @@ impl Loader {
         }
     }
 
+    /// Whether [`Loader::note`] would write anything: an entry point on the hot path asks
+    /// first, so that it builds no [`Call`] when nothing is recorded.
+    #[inline]
+    pub(super) fn noting(&self) -> bool {
+        self.record.0.is_some()
+    }
+
     /// Writes call `c` and its outcome `r`, when recording. Called at the end of each entry
     /// point: one branch when off.
     #[inline]

@@ -97,10 +97,15 @@ impl Loader {
             0 => 0,
             m => self.window.start.saturating_sub(m),
         };
-        let hold = self.reads.finite_in_flight();
         let current = !self.revalidating();
         self.view.set_current(current);
         let max_pages = self.config.max_pages as usize;
+        // Most events release nothing: decided before looking for a finite read in flight,
+        // which can only hold pages back.
+        if !self.view.needs_trim(&want, keep_from, max_pages, None) {
+            return;
+        }
+        let hold = self.reads.finite_in_flight();
         if !self.view.needs_trim(&want, keep_from, max_pages, hold) {
             return;
         }

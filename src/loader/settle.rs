@@ -20,6 +20,7 @@ impl Loader {
     /// without items and without `end_of_source` (for a read not hinted cancelled), is
     /// [`Answer::CursorStalled`]: a chain escalates to a full read, a finite or full read
     /// records an own failure that waits for backoff.
+    #[inline]
     pub fn settle(
         &mut self,
         read_id: u64,
@@ -63,6 +64,9 @@ impl Loader {
             end_of_source,
             items_before,
         );
+        if !self.noting() {
+            return r;
+        }
         let call = Call::Settle {
             read_id,
             acquisition,
