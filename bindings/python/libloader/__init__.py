@@ -49,6 +49,7 @@ from ._errors import (
     CursorStalledError,
     RetriesSpentError,
     ThreadStartError,
+    FeedOwnedError,
 )
 from ._invariants import violations
 from ._feed import Feed, FeedPage, FeedProblem, FeedSnapshot, FeedStalledError, LoadResult
@@ -71,7 +72,7 @@ __all__ = [
     "StaleHandleError",
     "TooManyHandlesError", "UnknownFieldError", "RecordFailedError", "UnknownReadError",
     "WindowOverflowError", "InvalidWorkersError", "TimedOutError", "CursorStalledError",
-    "RetriesSpentError", "ThreadStartError",
+    "RetriesSpentError", "ThreadStartError", "FeedOwnedError",
     "violations", "CallbackContext", "callback_context", "Loader", "result_message", "version",
     "Config", "Counts", "Page", "Read", "RequestInfo", "Snapshot", "View",
     "Direction", "Feed", "FeedPage", "FeedProblem", "FeedSnapshot", "FeedStalledError",

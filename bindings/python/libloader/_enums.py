@@ -43,6 +43,7 @@ class Result(IntEnum):
     CURSOR_STALLED = 28
     RETRIES_SPENT = 29
     THREAD_START = 30
+    FEED_OWNED = 31
 
 
 class Kind(IntEnum):

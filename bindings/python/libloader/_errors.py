@@ -176,6 +176,10 @@ class ThreadStartError(ExhaustedError):
     """A C feed could not start a thread."""
 
 
+class FeedOwnedError(UsageError):
+    """``loader_free`` on a C feed's handle: the feed owns that loader; free the feed."""
+
+
 ERRORS: Dict[Result, Type[LoaderError]] = {
     Result.NULL_POINTER: NullPointerError,
     Result.INVALID_HANDLE: InvalidHandleError,
@@ -207,6 +211,7 @@ ERRORS: Dict[Result, Type[LoaderError]] = {
     Result.CURSOR_STALLED: CursorStalledError,
     Result.RETRIES_SPENT: RetriesSpentError,
     Result.THREAD_START: ThreadStartError,
+    Result.FEED_OWNED: FeedOwnedError,
 }
 """The exception class for each error code."""
 

@@ -257,6 +257,28 @@ loader_feed_job_token = c_uint64
 loader_feed_ready_fn = CFUNCTYPE(None, c_void_p)
 
 
+class loader_feed_counts(_Growable):
+    """A C feed's counters (``loader_feed_stats``, ``loader_feed_free_counted``)."""
+
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("last_refused_code", c_int32),
+        ("handed_out", c_uint64),
+        ("accepted", c_uint64),
+        ("given_back", c_uint64),
+        ("late", c_uint64),
+        ("released_by_loader", c_uint64),
+        ("running", c_uint64),
+        ("failed", c_uint64),
+        ("count_over_limit", c_uint64),
+        ("cursor_stalled", c_uint64),
+        ("refused_null_cursor", c_uint64),
+        ("refused_cursor_too_long", c_uint64),
+        ("refused_other", c_uint64),
+        ("timed_out", c_uint64),
+    ]
+
+
 class loader_feed_job(Structure):
     """A job of the C feed in job mode (``loader_feed_next_job``): its token and its read."""
 
@@ -279,6 +301,7 @@ STRUCTS: Tuple[type, ...] = (
     loader_page,
     loader_load_result,
     loader_feed_config,
+    loader_feed_counts,
     loader_feed_job,
 )
 """Every struct of the header, by its C name (``__name__``)."""
@@ -356,6 +379,9 @@ ADDED_FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
     "loader_feed_appended": (c_enum, [loader_feed_handle]),
     "loader_feed_follow": (c_enum, [loader_feed_handle, c_bool]),
     "loader_feed_free": (c_enum, [loader_feed_handle, ctypes.c_int64, POINTER(c_uint32)]),
+    "loader_feed_stats": (c_enum, [loader_feed_handle, POINTER(loader_feed_counts)]),
+    "loader_feed_free_counted": (c_enum, [loader_feed_handle, ctypes.c_int64, POINTER(c_uint32),
+                                          POINTER(loader_feed_counts)]),
     # The C feed in job mode: its loads run on the host's threads.
     "loader_feed_new_jobs": (c_enum, [POINTER(loader_feed_config), loader_feed_ready_fn,
                                       POINTER(loader_feed_handle)]),
