@@ -19,6 +19,7 @@ Runs in ``make py-test`` with the ``ci`` profile (about a minute); set
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import threading
 import time
@@ -79,6 +80,8 @@ class FeedMachine(RuleBasedStateMachine):
         self.feed: Optional[Feed[str]] = None
         self.before: Set[threading.Thread] = set()
         self.close_timeout = 0.0
+        self.executor: Optional[concurrent.futures.ThreadPoolExecutor] = None
+        self.max_hangs = 0
 
     def _fails(self, start: int, attempt: int) -> bool:
         # Reproducible for a given rate: a hash of the load, not a random draw.
@@ -100,14 +103,24 @@ class FeedMachine(RuleBasedStateMachine):
                 if not self.in_load[me]:
                     del self.in_load[me]
 
-    @initialize(workers=st.integers(1, 3), close_timeout=st.sampled_from([0.0, 0.05, 0.3]))
-    def start(self, workers: int, close_timeout: float) -> None:
+    @initialize(where=st.sampled_from(["threads", "executor", "inline"]),
+                workers=st.integers(1, 3), close_timeout=st.sampled_from([0.0, 0.05, 0.3]))
+    def start(self, where: str, workers: int, close_timeout: float) -> None:
+        """The feed's own threads (``workers`` of them), an executor of 3 threads, or the
+        caller's thread (``max_workers=0``)."""
         self.before = set(threading.enumerate())
         self.close_timeout = close_timeout
         config = Config(page_size=PAGE, prefetch_distance=0, backoff_initial_ms=1,
                         backoff_max_ms=8, max_auto_retries=3, read_timeout_ms=READ_TIMEOUT_MS)
-        self.feed = Feed(self._load, config=config, max_workers=workers,
-                         on_release=self.src.on_release, compare=self.src.compare)
+        if where == "executor":
+            self.executor = concurrent.futures.ThreadPoolExecutor(3)
+        # Hung loads hold their threads: the feed's own are replaced, an executor's are not
+        # (one hang, then, beside the other two threads), and the caller's would hang it.
+        self.max_hangs = {"threads": 3, "executor": 1, "inline": 0}[where]
+        self.feed = Feed(self._load, config=config,
+                         max_workers=0 if where == "inline" else workers,
+                         executor=self.executor, on_release=self.src.on_release,
+                         compare=self.src.compare)
 
     # ---- what the source does ----
 
@@ -119,7 +132,7 @@ class FeedMachine(RuleBasedStateMachine):
     def set_latency(self, ms: int) -> None:
         self.delay_s = ms / 1000
 
-    @precondition(lambda self: len(self.gates) < 3)
+    @precondition(lambda self: len(self.gates) < self.max_hangs)
     @rule()
     def hang_a_load(self) -> None:
         """The next load hangs until released (10 s at most)."""
@@ -302,6 +315,8 @@ class FeedMachine(RuleBasedStateMachine):
         assert wait_for(lambda: not self.in_load)
         assert wait_for(self.src.released_exactly_once), (
             len(self.src.made), len(self.src.released))
+        if self.executor is not None:
+            self.executor.shutdown(wait=True)
 
 
 FeedMachine.TestCase.settings = settings.get_profile(PROFILE)
