@@ -83,6 +83,11 @@ class FeedMachine(RuleBasedStateMachine):
         self.executor: Optional[concurrent.futures.ThreadPoolExecutor] = None
         self.max_hangs = 0
 
+    def do(self, call: Callable[[Any], Any]) -> Any:
+        """``call(feed)``, where the feed's calls belong (here: any thread), awaited if it
+        returns an awaitable."""
+        return call(self.feed)
+
     def _fails(self, start: int, attempt: int) -> bool:
         # Reproducible for a given rate: a hash of the load, not a random draw.
         return (hash((start, attempt)) % 100) < self.fail_rate * 100
@@ -154,37 +159,43 @@ class FeedMachine(RuleBasedStateMachine):
         assert self.feed is not None
         for _ in range(n):
             self.appended += 1
-            self.src.append(f"new {self.appended}", self.feed)
+            self.src.append(f"new {self.appended}")
+            self.do(lambda f: f.appended())
 
     @precondition(lambda self: len(self.src) > 5)
     @rule(at=st.integers(0, 60))
     def delete(self, at: int) -> None:
         assert self.feed is not None
-        self.src.delete(at % len(self.src), self.feed)
+        index = at % len(self.src)
+        after = self.src.cursor_at(index + 1)   # the cursor just after the item
+        self.src.delete(index)
+        self.do(lambda f: f.invalidate_range(after, after))
 
     @rule(at=st.integers(0, 60))
     def insert(self, at: int) -> None:
         assert self.feed is not None
         self.appended += 1
-        self.src.insert(at, f"ins {self.appended}", self.feed)
+        after = self.src.insert(at, f"ins {self.appended}")
+        self.do(lambda f: f.invalidate_range(after, after))
 
     # ---- what the user does ----
 
     @rule(start=st.integers(0, 80), length=st.integers(1, 40))
     def move(self, start: int, length: int) -> None:
         assert self.feed is not None
-        self.feed.set_window(start, length)
+        self.do(lambda f: f.set_window(start, length))
 
     @rule(at=st.integers(0, 60))
     def jump(self, at: int) -> None:
         assert self.feed is not None
         at = min(at, len(self.src))
-        self.feed.jump(self.src.cursor_at(at), at)
+        cursor = self.src.cursor_at(at)
+        self.do(lambda f: f.jump(cursor, at))
 
     @rule()
     def invalidate(self) -> None:
         assert self.feed is not None
-        self.feed.invalidate()
+        self.do(lambda f: f.invalidate())
 
     @rule(ops=st.lists(st.lists(st.sampled_from(
         ["move", "invalidate", "append", "items", "snapshot", "explain", "problem", "retry"]),
@@ -199,24 +210,17 @@ class FeedMachine(RuleBasedStateMachine):
             try:
                 for op in calls:
                     if op == "move":
-                        feed.set_window((start + 7 * k) % 70, 15)
-                    elif op == "invalidate":
-                        feed.invalidate()
+                        self.do(lambda f: f.set_window((start + 7 * k) % 70, 15))
                     elif op == "append":
                         with self.lock:
                             self.appended += 1
                             item = f"new {self.appended}"
-                        self.src.append(item, feed)
-                    elif op == "items":
-                        feed.items()
-                    elif op == "snapshot":
-                        feed.snapshot()
-                    elif op == "explain":
-                        feed.explain()
+                        self.src.append(item)
+                        self.do(lambda f: f.appended())
                     elif op == "problem":
-                        _ = feed.problem
+                        self.do(lambda f: f.problem)
                     else:
-                        feed.retry()
+                        self.do(lambda f: getattr(f, op)())
             except BaseException as e:  # noqa: BLE001 - reported below
                 errors.append(e)
 
@@ -234,13 +238,13 @@ class FeedMachine(RuleBasedStateMachine):
         assert feed is not None
         self.fail_rate = 0.0
         self.release_hangs()
-        feed.retry()
+        self.do(lambda f: f.retry())
         try:
-            settled = feed.settled(20)
+            settled = self.do(lambda f: f.settled(20))
         except FeedStalledError as e:
             raise AssertionError(f"a healthy source left the feed stalled: {e}") from e
-        assert settled, feed.explain()
-        assert self.src.matches(feed)
+        assert settled, self.do(lambda f: f.explain())
+        assert self.do(self.src.matches)
 
     @rule(ms=st.sampled_from([0, 20, 150]))
     def wait(self, ms: int) -> None:
@@ -255,17 +259,17 @@ class FeedMachine(RuleBasedStateMachine):
         assert feed is not None
         self.fail_rate = 0.0
         for _ in range(5):
-            feed.retry()
+            self.do(lambda f: f.retry())
             try:
-                assert feed.settled(20), feed.explain()
+                assert self.do(lambda f: f.settled(20)), self.do(lambda f: f.explain())
                 break
             except FeedStalledError as e:
                 # Each let-go load is a failure: the hangs may spend the retries.
                 assert e.problem.reason == "retries_spent", e.problem
                 assert isinstance(e.problem.error, TimeoutError), e.problem
         else:
-            raise AssertionError(f"not settled: {feed.explain()}")
-        assert self.src.matches(feed)
+            raise AssertionError(f"not settled: {self.do(lambda f: f.explain())}")
+        assert self.do(self.src.matches)
 
     # ---- properties after every step ----
 
@@ -282,13 +286,13 @@ class FeedMachine(RuleBasedStateMachine):
         feed = self.feed
         if feed is None:
             return
-        problem = feed.problem
+        problem, s, deadline = self.do(
+            lambda f: (f.problem, f.state, f.loader.next_deadline()))
         if problem is None:
             return
         assert problem.reason == "retries_spent", problem
-        s = feed.state
         assert s.failure is Failure.OWN and s.outstanding_reads == 0, (problem, s)
-        assert feed.loader.next_deadline() is None, problem
+        assert deadline is None, problem
 
     def teardown(self) -> None:
         feed = self.feed
@@ -296,7 +300,7 @@ class FeedMachine(RuleBasedStateMachine):
             return
         # close_honours_its_timeout
         t0 = time.monotonic()
-        feed.close(self.close_timeout)
+        self.do(lambda f: f.close(self.close_timeout))
         took = time.monotonic() - t0
         assert took <= self.close_timeout + SLACK_S, (took, self.close_timeout)
 
