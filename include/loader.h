@@ -81,6 +81,9 @@
  *   loader_feed_stats         pages handed out, accepted, given back, late; loads; failures
  *   loader_feed_free          free it: pages released, threads joined (or let go at a timeout)
  *   loader_feed_free_counted  the same, and the final counts
+ *   loader_feed_new_jobs      a feed whose loads the host's own threads run, as jobs:
+ *   loader_feed_next_job        take the next one (waiting up to a timeout)
+ *   loader_feed_complete_job    answer it with the load's page or failure
  * The test ABI (THE TEST ABI)
  *   loader_new_with_counters  loader_new with the epoch and request ids starting high
  *   loader_floor              an event that does nothing: the ABI's cost floor

@@ -7,8 +7,11 @@
 # prefix of a deprecated one) outside the header's `#if defined(LOADER_TESTING)` blocks (the
 # test ABI), as `make symbols-test` reads them. A
 # function counts as covered when the wrapper's code, its `//` comments removed, calls it
-# (its name followed by `(`).
+# (its name followed by `(`). The feed's job mode is exempt: it is for hosts whose loads must
+# run on threads of their own (Python, an event loop); `loader::Feed<T>` runs its C++ loads on
+# the feed's own threads, through `loader_feed_new`.
 set -eu
+exempt="loader_feed_new_jobs loader_feed_next_job loader_feed_complete_job"
 header=${1:-include/loader.h}
 wrapper=${2:-bindings/cpp/loader.hpp}
 
@@ -23,6 +26,7 @@ code=$(sed 's|//.*$||' "$wrapper")
 missing=
 n=0
 for f in $public; do
+    case " $exempt " in *" $f "*) continue ;; esac
     n=$((n + 1))
     printf '%s\n' "$code" | grep -qE "(^|[^A-Za-z0-9_])$f[[:space:]]*\(" || missing="$missing $f"
 done
@@ -30,4 +34,4 @@ if [ -n "$missing" ]; then
     echo "cpp_coverage: $wrapper calls none of:$missing" >&2
     exit 1
 fi
-echo "cpp_coverage: $wrapper calls all $n public functions of $header"
+echo "cpp_coverage: $wrapper calls all $n public functions of $header (job mode exempt)"

@@ -19,6 +19,7 @@ Runs in ``make py-test`` with the ``ci`` profile (about a minute); set
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import threading
 import time
@@ -40,6 +41,9 @@ settings.register_profile("ci", max_examples=150, stateful_step_count=20, deadli
                           suppress_health_check=list(hypothesis.HealthCheck))
 settings.register_profile("long", max_examples=400, stateful_step_count=40, deadline=None,
                           suppress_health_check=list(hypothesis.HealthCheck))
+settings.register_profile("noshrink", settings.get_profile("ci"),
+                          phases=[hypothesis.Phase.generate])
+"""The ci profile without shrinking: shows at once that a property can fail (a mutant)."""
 PROFILE = os.environ.get("LIBLOADER_HYPOTHESIS_PROFILE", "ci")
 
 PAGE = 10
@@ -69,10 +73,20 @@ class FeedMachine(RuleBasedStateMachine):
         self.in_load: Counter[int] = Counter()
         """Threads inside a load now, by ident."""
         self.gates: List[threading.Event] = []
+        """Every hang not yet released."""
+        self.hangs: List[threading.Event] = []
+        """The hangs no load has reached yet: the next loads take them, one each."""
         self.appended = 0
         self.feed: Optional[Feed[str]] = None
         self.before: Set[threading.Thread] = set()
         self.close_timeout = 0.0
+        self.executor: Optional[concurrent.futures.ThreadPoolExecutor] = None
+        self.max_hangs = 0
+
+    def do(self, call: Callable[[Any], Any]) -> Any:
+        """``call(feed)``, where the feed's calls belong (here: any thread), awaited if it
+        returns an awaitable."""
+        return call(self.feed)
 
     def _fails(self, start: int, attempt: int) -> bool:
         # Reproducible for a given rate: a hash of the load, not a random draw.
@@ -83,7 +97,10 @@ class FeedMachine(RuleBasedStateMachine):
         me = threading.get_ident()
         with self.lock:
             self.in_load[me] += 1
+            gate = self.hangs.pop() if self.hangs else None
         try:
+            if gate is not None:
+                gate.wait(10)   # hung until released; a load that hung too long returns late
             return self.src.load(cursor, limit, direction, until)
         finally:
             with self.lock:
@@ -91,14 +108,24 @@ class FeedMachine(RuleBasedStateMachine):
                 if not self.in_load[me]:
                     del self.in_load[me]
 
-    @initialize(workers=st.integers(1, 3), close_timeout=st.sampled_from([0.0, 0.05, 0.3]))
-    def start(self, workers: int, close_timeout: float) -> None:
+    @initialize(where=st.sampled_from(["threads", "executor", "inline"]),
+                workers=st.integers(1, 3), close_timeout=st.sampled_from([0.0, 0.05, 0.3]))
+    def start(self, where: str, workers: int, close_timeout: float) -> None:
+        """The feed's own threads (``workers`` of them), an executor of 3 threads, or the
+        caller's thread (``max_workers=0``)."""
         self.before = set(threading.enumerate())
         self.close_timeout = close_timeout
         config = Config(page_size=PAGE, prefetch_distance=0, backoff_initial_ms=1,
                         backoff_max_ms=8, max_auto_retries=3, read_timeout_ms=READ_TIMEOUT_MS)
-        self.feed = Feed(self._load, config=config, max_workers=workers,
-                         on_release=self.src.on_release, compare=self.src.compare)
+        if where == "executor":
+            self.executor = concurrent.futures.ThreadPoolExecutor(3)
+        # Hung loads hold their threads: the feed's own are replaced, an executor's are not
+        # (one hang, then, beside the other two threads), and the caller's would hang it.
+        self.max_hangs = {"threads": 3, "executor": 1, "inline": 0}[where]
+        self.feed = Feed(self._load, config=config,
+                         max_workers=0 if where == "inline" else workers,
+                         executor=self.executor, on_release=self.src.on_release,
+                         compare=self.src.compare)
 
     # ---- what the source does ----
 
@@ -110,17 +137,19 @@ class FeedMachine(RuleBasedStateMachine):
     def set_latency(self, ms: int) -> None:
         self.delay_s = ms / 1000
 
-    @precondition(lambda self: len(self.gates) < 3)
-    @rule(page=st.integers(0, 8))
-    def hang_a_load(self, page: int) -> None:
-        """The next forward load from row ``page * PAGE`` hangs until released (or 10 s)."""
+    @precondition(lambda self: len(self.gates) < self.max_hangs)
+    @rule()
+    def hang_a_load(self) -> None:
+        """The next load hangs until released (10 s at most)."""
         gate = threading.Event()
-        with self.src.lock:
-            self.src.hold[page * PAGE] = gate
+        with self.lock:
+            self.hangs.append(gate)
         self.gates.append(gate)
 
     @rule()
     def release_hangs(self) -> None:
+        with self.lock:
+            self.hangs.clear()
         for gate in self.gates:
             gate.set()
         self.gates.clear()
@@ -130,37 +159,43 @@ class FeedMachine(RuleBasedStateMachine):
         assert self.feed is not None
         for _ in range(n):
             self.appended += 1
-            self.src.append(f"new {self.appended}", self.feed)
+            self.src.append(f"new {self.appended}")
+            self.do(lambda f: f.appended())
 
     @precondition(lambda self: len(self.src) > 5)
     @rule(at=st.integers(0, 60))
     def delete(self, at: int) -> None:
         assert self.feed is not None
-        self.src.delete(at % len(self.src), self.feed)
+        index = at % len(self.src)
+        after = self.src.cursor_at(index + 1)   # the cursor just after the item
+        self.src.delete(index)
+        self.do(lambda f: f.invalidate_range(after, after))
 
     @rule(at=st.integers(0, 60))
     def insert(self, at: int) -> None:
         assert self.feed is not None
         self.appended += 1
-        self.src.insert(at, f"ins {self.appended}", self.feed)
+        after = self.src.insert(at, f"ins {self.appended}")
+        self.do(lambda f: f.invalidate_range(after, after))
 
     # ---- what the user does ----
 
     @rule(start=st.integers(0, 80), length=st.integers(1, 40))
     def move(self, start: int, length: int) -> None:
         assert self.feed is not None
-        self.feed.set_window(start, length)
+        self.do(lambda f: f.set_window(start, length))
 
     @rule(at=st.integers(0, 60))
     def jump(self, at: int) -> None:
         assert self.feed is not None
         at = min(at, len(self.src))
-        self.feed.jump(self.src.cursor_at(at), at)
+        cursor = self.src.cursor_at(at)
+        self.do(lambda f: f.jump(cursor, at))
 
     @rule()
     def invalidate(self) -> None:
         assert self.feed is not None
-        self.feed.invalidate()
+        self.do(lambda f: f.invalidate())
 
     @rule(ops=st.lists(st.lists(st.sampled_from(
         ["move", "invalidate", "append", "items", "snapshot", "explain", "problem", "retry"]),
@@ -175,24 +210,17 @@ class FeedMachine(RuleBasedStateMachine):
             try:
                 for op in calls:
                     if op == "move":
-                        feed.set_window((start + 7 * k) % 70, 15)
-                    elif op == "invalidate":
-                        feed.invalidate()
+                        self.do(lambda f: f.set_window((start + 7 * k) % 70, 15))
                     elif op == "append":
                         with self.lock:
                             self.appended += 1
                             item = f"new {self.appended}"
-                        self.src.append(item, feed)
-                    elif op == "items":
-                        feed.items()
-                    elif op == "snapshot":
-                        feed.snapshot()
-                    elif op == "explain":
-                        feed.explain()
+                        self.src.append(item)
+                        self.do(lambda f: f.appended())
                     elif op == "problem":
-                        _ = feed.problem
+                        self.do(lambda f: f.problem)
                     else:
-                        feed.retry()
+                        self.do(lambda f: getattr(f, op)())
             except BaseException as e:  # noqa: BLE001 - reported below
                 errors.append(e)
 
@@ -210,13 +238,13 @@ class FeedMachine(RuleBasedStateMachine):
         assert feed is not None
         self.fail_rate = 0.0
         self.release_hangs()
-        feed.retry()
+        self.do(lambda f: f.retry())
         try:
-            settled = feed.settled(20)
+            settled = self.do(lambda f: f.settled(20))
         except FeedStalledError as e:
             raise AssertionError(f"a healthy source left the feed stalled: {e}") from e
-        assert settled, feed.explain()
-        assert self.src.matches(feed)
+        assert settled, self.do(lambda f: f.explain())
+        assert self.do(self.src.matches)
 
     @rule(ms=st.sampled_from([0, 20, 150]))
     def wait(self, ms: int) -> None:
@@ -231,17 +259,17 @@ class FeedMachine(RuleBasedStateMachine):
         assert feed is not None
         self.fail_rate = 0.0
         for _ in range(5):
-            feed.retry()
+            self.do(lambda f: f.retry())
             try:
-                assert feed.settled(20), feed.explain()
+                assert self.do(lambda f: f.settled(20)), self.do(lambda f: f.explain())
                 break
             except FeedStalledError as e:
                 # Each let-go load is a failure: the hangs may spend the retries.
                 assert e.problem.reason == "retries_spent", e.problem
                 assert isinstance(e.problem.error, TimeoutError), e.problem
         else:
-            raise AssertionError(f"not settled: {feed.explain()}")
-        assert self.src.matches(feed)
+            raise AssertionError(f"not settled: {self.do(lambda f: f.explain())}")
+        assert self.do(self.src.matches)
 
     # ---- properties after every step ----
 
@@ -258,13 +286,13 @@ class FeedMachine(RuleBasedStateMachine):
         feed = self.feed
         if feed is None:
             return
-        problem = feed.problem
+        problem, s, deadline = self.do(
+            lambda f: (f.problem, f.state, f.loader.next_deadline()))
         if problem is None:
             return
         assert problem.reason == "retries_spent", problem
-        s = feed.state
         assert s.failure is Failure.OWN and s.outstanding_reads == 0, (problem, s)
-        assert feed.loader.next_deadline() is None, problem
+        assert deadline is None, problem
 
     def teardown(self) -> None:
         feed = self.feed
@@ -272,7 +300,7 @@ class FeedMachine(RuleBasedStateMachine):
             return
         # close_honours_its_timeout
         t0 = time.monotonic()
-        feed.close(self.close_timeout)
+        self.do(lambda f: f.close(self.close_timeout))
         took = time.monotonic() - t0
         assert took <= self.close_timeout + SLACK_S, (took, self.close_timeout)
 
@@ -291,6 +319,8 @@ class FeedMachine(RuleBasedStateMachine):
         assert wait_for(lambda: not self.in_load)
         assert wait_for(self.src.released_exactly_once), (
             len(self.src.made), len(self.src.released))
+        if self.executor is not None:
+            self.executor.shutdown(wait=True)
 
 
 FeedMachine.TestCase.settings = settings.get_profile(PROFILE)

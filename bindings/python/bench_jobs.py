@@ -1,0 +1,134 @@
+"""Job mode's cost from Python: a minimal executor over loader_feed_new_jobs (Python threads
+looping next_job -> load -> complete_job) on bench_events.py's 50-row SQLite keyset query,
+beside the bare loop calling the same load. A measurement of the shape the Python feeds would
+take on the engine, not a feed: no view items, no problems, no exceptions."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import statistics
+import sys
+import tempfile
+import threading
+from typing import Dict, List
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import bench_events as be  # noqa: E402
+from libloader import Direction, LoadResult, _ffi  # noqa: E402
+
+OK, TIMED_OUT = 0, 27
+
+
+class JobFeed:
+    def __init__(self, load, workers: int, threads: int) -> None:  # type: ignore[no-untyped-def]
+        lib = self.lib = _ffi.lib()
+        self.load = load
+        self.pages: Dict[int, LoadResult] = {}   # acquisition -> the load's result
+        self.next_acq = 1
+        self.lock = threading.Lock()
+
+        @_ffi.loader_release_fn
+        def release(_ud, acq):  # type: ignore[no-untyped-def]
+            self.pages.pop(acq, None)
+        self._release = release
+        cfg = _ffi.loader_feed_config()
+        cfg.struct_size = ctypes.sizeof(cfg)
+        cfg.workers = workers
+        cfg.release = release
+        self._lc = be._sql_config().to_c()
+        cfg.loader = ctypes.pointer(self._lc)
+        self.handle = _ffi.loader_feed_handle(0)
+        rc = lib.loader_feed_new_jobs(ctypes.byref(cfg), _ffi.loader_feed_ready_fn(),
+                                      ctypes.byref(self.handle))
+        assert rc == OK, rc
+        self.threads = [threading.Thread(target=self._run, daemon=True) for _ in range(threads)]
+        for t in self.threads:
+            t.start()
+
+    def _run(self) -> None:
+        lib, h = self.lib, self.handle.value
+        job = _ffi.loader_feed_job()
+        out = _ffi.loader_load_result()
+        fwd = Direction.FORWARD
+        while True:
+            rc = lib.loader_feed_next_job(h, 200, ctypes.byref(job))
+            if rc == TIMED_OUT:
+                continue
+            if rc != OK:
+                return
+            r = job.read
+            cursor = ctypes.string_at(r.cursor, r.cursor_len) if r.cursor_len else b""
+            try:
+                result = self.load(cursor, r.limit,
+                                   fwd if r.direction == 0 else Direction.BACKWARD)
+            except Exception:
+                lib.loader_feed_complete_job(job.token, 1, None)
+                continue
+            with self.lock:
+                acq = self.next_acq
+                self.next_acq += 1
+            self.pages[acq] = result
+            nc = result.next_cursor
+            buf = (ctypes.c_uint8 * len(nc)).from_buffer_copy(nc) if nc else None
+            out.acquisition = acq
+            out.count = len(result.items)
+            out.next_cursor = ctypes.cast(buf, ctypes.POINTER(ctypes.c_uint8)) if buf else None
+            out.next_cursor_len = len(nc)
+            out.end_of_source = result.end_of_source
+            lib.loader_feed_complete_job(job.token, 0, ctypes.byref(out))
+
+    def issued(self) -> int:
+        l = _ffi.loader_handle(0)
+        self.lib.loader_feed_loader(self.handle, ctypes.byref(l))
+        n = _ffi.loader_counts()
+        n.struct_size = ctypes.sizeof(n)
+        assert self.lib.loader_stats(l, ctypes.byref(n)) == OK
+        return int(n.issued_finite)
+
+    def close(self) -> None:
+        left = ctypes.c_uint32(0)
+        self.lib.loader_feed_free(self.handle, -1, ctypes.byref(left))
+        for t in self.threads:
+            t.join()
+
+
+def job_moves(src: be.KeysetSource, moves: int, threads: int) -> be.Clocks:
+    feed = JobFeed(src.load, workers=threads, threads=threads)
+    t0 = be._clocks()
+    for m in range(moves):
+        assert feed.lib.loader_feed_set_window(feed.handle, m * be.SQL_MOVE * be.SQL_PAGE,
+                                               be.SQL_MOVE * be.SQL_PAGE) == OK
+        assert feed.lib.loader_feed_wait_quiescent(feed.handle, 60000) == OK
+    per = be._per_load(t0, feed.issued())
+    feed.close()
+    return per
+
+
+def main() -> None:
+    moves = 50
+    with tempfile.TemporaryDirectory() as tmp:
+        src = be.KeysetSource(os.path.join(tmp, "items.db"))
+        be.bare_loop(src, 2)
+        job_moves(src, 2, 1)
+        rows: Dict[str, List[tuple]] = {"job mode, 1 Python thread": [],
+                                        "job mode, 4 Python threads": [],
+                                        "threaded Feed today (4 workers)": []}
+        for _ in range(be.REPS):
+            b = be.bare_loop(src, moves)
+            rows["job mode, 1 Python thread"].append((job_moves(src, moves, 1), b))
+            b = be.bare_loop(src, moves)
+            rows["job mode, 4 Python threads"].append((job_moves(src, moves, 4), b))
+            b = be.bare_loop(src, moves)
+            rows["threaded Feed today (4 workers)"].append((be.feed_moves(src, moves), b))
+    print(f"bare loop: {statistics.median(b[0] for r in rows.values() for _, b in r) * 1e6:.1f} us/load")
+    for name, runs in rows.items():
+        cpu = statistics.median(f[0] / b[0] for f, b in runs)
+        wall = statistics.median(f[1] / b[1] for f, b in runs)
+        us = statistics.median(f[0] for f, _ in runs) * 1e6
+        print(f"{name:<32} {us:8.1f} us/load  {cpu:5.2f} x CPU  {wall:5.2f} x wall")
+
+
+if __name__ == "__main__":
+    main()
