@@ -29,7 +29,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::c_void;
 use std::mem::{offset_of, size_of};
 use std::sync::{Arc, OnceLock, Weak};
-use std::time::{Duration, Instant};
+use crate::feed::Instant;
+use std::time::Duration;
 
 /// The most worker threads a feed runs.
 pub const LOADER_FEED_MAX_WORKERS: u32 = 256;
