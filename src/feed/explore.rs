@@ -307,7 +307,10 @@ fn run(plan: Plan) {
     let waited = feed.wait_quiescent((!settles).then(|| Duration::from_secs(10)));
     // Property (4): a problem is reported only when it holds.
     if let Err(p) = waited {
-        assert!(holds(&plan, p), "property 4: {p:?} reported, not holding ({plan:?})");
+        assert!(
+            holds(&plan, p),
+            "property 4: {p:?} reported, not holding ({plan:?})"
+        );
     }
     // Property (5): the source stops failing after `fails` loads, within the retry budget;
     // a hung load is let go of at its timeout: the feed reaches quiescence.
@@ -331,17 +334,29 @@ fn run(plan: Plan) {
         let alive = host.alive.load(Ordering::SeqCst);
         // Property (3): close honours its timeout, from outside.
         if let Some(t) = plan.close_timeout {
-            assert!(took <= t + SLACK, "property 3: close took {took:?} of {t:?}");
+            assert!(
+                took <= t + SLACK,
+                "property 3: close took {took:?} of {t:?}"
+            );
         }
         // Property (2): no feed thread alive after close, except loads still running.
-        assert!(alive <= left, "property 2: {alive} threads alive, {left} left running");
+        assert!(
+            alive <= left,
+            "property 2: {alive} threads alive, {left} left running"
+        );
     }
     if let Some((took, left, alive)) = *host.closed_inside.lock().unwrap() {
         // (3) from inside the host's `release`; (2) there, the calling thread excepted.
         if let Some(Some(t)) = plan.close_in_release {
-            assert!(took <= t + SLACK, "property 3: close in release took {took:?} of {t:?}");
+            assert!(
+                took <= t + SLACK,
+                "property 3: close in release took {took:?} of {t:?}"
+            );
         }
-        assert!(alive <= left + 1, "property 2: {alive} alive, {left} left (in release)");
+        assert!(
+            alive <= left + 1,
+            "property 2: {alive} alive, {left} left (in release)"
+        );
     }
 
     // The host frees the loader, the hung load returns, every thread ends.
@@ -361,7 +376,11 @@ fn run(plan: Plan) {
     let pages = host.pages.lock().unwrap();
     let twice: Vec<_> = pages.iter().filter(|(_, &n)| n != 1).collect();
     assert!(twice.is_empty(), "property 1: released not once: {twice:?}");
-    assert_eq!(host.stray.load(Ordering::SeqCst), 0, "property 1: stray releases");
+    assert_eq!(
+        host.stray.load(Ordering::SeqCst),
+        0,
+        "property 1: stray releases"
+    );
     let c = feed.tally().read();
     assert_eq!(c.handed_out, pages.len() as u64, "property 1: handed out");
     assert_eq!(
@@ -385,20 +404,57 @@ fn plans() -> Vec<(&'static str, Plan)> {
     };
     let ms = Duration::from_millis;
     vec![
-        ("two workers, a jump", Plan { workers: 2, mover: true, ..base }),
-        ("failures, retried", Plan { workers: 2, fails: 2, ..base }),
-        ("one worker, failures and a jump", Plan { fails: 1, mover: true, ..base }),
+        (
+            "two workers, a jump",
+            Plan {
+                workers: 2,
+                mover: true,
+                ..base
+            },
+        ),
+        (
+            "failures, retried",
+            Plan {
+                workers: 2,
+                fails: 2,
+                ..base
+            },
+        ),
+        (
+            "one worker, failures and a jump",
+            Plan {
+                fails: 1,
+                mover: true,
+                ..base
+            },
+        ),
         (
             "a hung load, let go of at its timeout",
-            Plan { workers: 1, hang: Some(0), load_timeout: Some(ms(100)), mover: true, ..base },
+            Plan {
+                workers: 1,
+                hang: Some(0),
+                load_timeout: Some(ms(100)),
+                mover: true,
+                ..base
+            },
         ),
         (
             "a hung load, close times out",
-            Plan { workers: 2, hang: Some(1), load_timeout: Some(ms(300)), ..base },
+            Plan {
+                workers: 2,
+                hang: Some(1),
+                load_timeout: Some(ms(300)),
+                ..base
+            },
         ),
         (
             "close without timeout inside release",
-            Plan { workers: 2, close_in_release: Some(None), close_timeout: None, ..base },
+            Plan {
+                workers: 2,
+                close_in_release: Some(None),
+                close_timeout: None,
+                ..base
+            },
         ),
         (
             "close with timeout inside release, a hung load",
@@ -426,9 +482,9 @@ fn config() -> shuttle::Config {
     c
 }
 
-/// Runs `plan` under the random scheduler then PCT (depth 3), `n` executions each; the
-/// number of the execution that failed, if one did.
-fn explore(plan: Plan, n: usize, seed: u64) -> Option<usize> {
+/// Runs `plan` under the random scheduler then PCT (depth 3), `n` executions each: the
+/// number of the execution that failed, and its message, if one did.
+fn explore(plan: Plan, n: usize, seed: u64) -> Option<(usize, String)> {
     let count = Arc::new(AtomicUsize::new(0));
     let schedulers: [Box<dyn FnOnce() -> Box<dyn shuttle::scheduler::Scheduler + Send>>; 2] = [
         Box::new(move || Box::new(shuttle::scheduler::RandomScheduler::new_from_seed(seed, n))),
@@ -443,8 +499,13 @@ fn explore(plan: Plan, n: usize, seed: u64) -> Option<usize> {
                 run(plan);
             })
         }));
-        if outcome.is_err() {
-            return Some(count.load(Ordering::SeqCst));
+        if let Err(e) = outcome {
+            let message = e
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| e.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                .unwrap_or_default();
+            return Some((count.load(Ordering::SeqCst), message));
         }
     }
     None
@@ -467,27 +528,79 @@ fn every_plan_keeps_the_five_properties() {
     );
 }
 
-/// Each mutant, and the plan that shows its property failing: found within the executions.
+/// Each mutant, and the plan that shows its property failing, within the executions: by
+/// its named assertion, or (a close or a wait that never returns) by the step bound.
 #[test]
 fn every_property_fails_on_its_mutant() {
     let plans = plans();
     let by_name = |n: &str| plans.iter().find(|(name, _)| *name == n).unwrap().1;
+    const NEVER_RETURNS: &str = "max_steps";
     let cases = [
-        (Mutant::DropLatePage, "a hung load, let go of at its timeout"),
-        (Mutant::DetachIdle, "two workers, a jump"),
-        (Mutant::IgnoreCloseTimeout, "a hung load, close times out"),
-        (Mutant::WaitForOwnThread, "close without timeout inside release"),
-        (Mutant::SpentWhileArmed, "failures, retried"),
-        (Mutant::NoTick, "failures, retried"),
+        (
+            Mutant::DropLatePage,
+            "a hung load, let go of at its timeout",
+            "property 1",
+        ),
+        (Mutant::DetachIdle, "two workers, a jump", "property 2"),
+        (
+            Mutant::IgnoreCloseTimeout,
+            "a hung load, close times out",
+            NEVER_RETURNS,
+        ),
+        (
+            Mutant::WaitForOwnThread,
+            "close without timeout inside release",
+            NEVER_RETURNS,
+        ),
+        (Mutant::SpentWhileArmed, "failures, retried", "property 4"),
+        (Mutant::NoTick, "failures, retried", NEVER_RETURNS),
     ];
     let n = iterations();
     let mut found = Vec::new();
-    for (m, name) in cases {
+    for (m, name, caught_by) in cases {
         set_mutant(m);
-        let at = explore(by_name(name), n, 0x5eed);
+        let failed = explore(by_name(name), n, 0x5eed);
         set_mutant(Mutant::None);
-        let at = at.unwrap_or_else(|| panic!("{m:?} survived {n} executions of {name}"));
+        let (at, message) =
+            failed.unwrap_or_else(|| panic!("{m:?} survived {n} executions of {name}"));
+        assert!(
+            message.contains(caught_by),
+            "{m:?} failed {name} otherwise than by {caught_by}: {message}"
+        );
         found.push(format!("{m:?} ({name}): execution {at}"));
     }
     eprintln!("mutants found: {}", found.join("; "));
+}
+
+/// Replays a failing schedule printed by a run: `FEED_EXPLORE_REPLAY=<plan name>` and
+/// `FEED_EXPLORE_SCHEDULE=<schedule>` (`FEED_EXPLORE_MUTANT` names a mutant, by its `Debug`
+/// form). Without them, it does nothing.
+#[test]
+fn replay_a_schedule() {
+    let (Ok(name), Ok(schedule)) = (
+        std::env::var("FEED_EXPLORE_REPLAY"),
+        std::env::var("FEED_EXPLORE_SCHEDULE"),
+    ) else {
+        return;
+    };
+    let plan = plans()
+        .into_iter()
+        .find(|(n, _)| *n == name)
+        .unwrap_or_else(|| panic!("no plan {name}"))
+        .1;
+    let mutant = std::env::var("FEED_EXPLORE_MUTANT").unwrap_or_default();
+    let m = [
+        Mutant::DropLatePage,
+        Mutant::DetachIdle,
+        Mutant::IgnoreCloseTimeout,
+        Mutant::WaitForOwnThread,
+        Mutant::SpentWhileArmed,
+        Mutant::NoTick,
+    ]
+    .into_iter()
+    .find(|m| format!("{m:?}") == mutant)
+    .unwrap_or(Mutant::None);
+    set_mutant(m);
+    let scheduler = shuttle::scheduler::ReplayScheduler::new_from_encoded(&schedule);
+    shuttle::Runner::new(scheduler, config()).run(move || run(plan));
 }

@@ -50,9 +50,9 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
-use sync::{mutant, Condvar, Mutant, Mutex, MutexGuard};
 /// The feed's clock: `std`'s, but for the `shuttle` build's virtual one.
 pub(crate) use sync::Instant;
+use sync::{mutant, Condvar, Mutant, Mutex, MutexGuard};
 
 /// The most worker threads a feed runs.
 pub const MAX_WORKERS: u32 = 256;

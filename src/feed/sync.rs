@@ -68,10 +68,10 @@ pub(super) fn mutant(m: Mutant) -> bool {
 #[cfg(feature = "shuttle")]
 mod model {
     use super::Mutant;
-    use shuttle::sync::atomic::{AtomicU64, Ordering};
     use std::cell::{Cell, RefCell};
     use std::collections::BTreeSet;
     use std::ops::{Add, Deref, DerefMut, Sub};
+    use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::{LockResult, PoisonError};
     use std::time::Duration;
 
@@ -208,7 +208,9 @@ mod model {
         }
     }
 
-    /// Shuttle's condition variable for untimed waits; timed waits watch `notified`.
+    /// Shuttle's condition variable for untimed waits; timed waits watch `notified`, a plain
+    /// atomic (no scheduling point: a shuttle atomic's load may be followed by a switch, and a
+    /// wait would then decide to time out on a stale count).
     pub(crate) struct Condvar {
         cv: shuttle::sync::Condvar,
         notified: AtomicU64,
