@@ -25,9 +25,10 @@ pub(crate) use std::time::Instant;
 #[cfg(feature = "shuttle")]
 pub(crate) use model::Instant;
 #[cfg(feature = "shuttle")]
-pub(super) use model::{
-    blocking, mutant_on, set_mutant, thread_ended, thread_started, Condvar, Mutex, MutexGuard,
-};
+pub(super) use model::{mutant_on, Condvar, Mutex, MutexGuard};
+// The exploration's own handles on the model.
+#[cfg(all(test, feature = "shuttle"))]
+pub(super) use model::{blocking, set_mutant, thread_ended, thread_started};
 #[cfg(feature = "shuttle")]
 pub(super) use shuttle::thread_local;
 
@@ -86,12 +87,14 @@ mod model {
         static BLOCKED: Cell<usize> = const { Cell::new(0) };
     }
 
+    #[cfg(test)]
     /// A thread of the execution started (shuttle's threads started by the exploration call
     /// this; the execution's first thread is counted from the start).
     pub(crate) fn thread_started() {
         LIVE.with(|c| c.set(c.get() + 1));
     }
 
+    #[cfg(test)]
     /// A thread of the execution ended.
     pub(crate) fn thread_ended() {
         LIVE.with(|c| c.set(c.get() - 1));
@@ -113,6 +116,7 @@ mod model {
         pending + BLOCKED.with(|c| c.get()) >= LIVE.with(|c| c.get())
     }
 
+    #[cfg(test)]
     /// Switches mutant `m` on (`Mutant::None`: off), for the executions run on this thread.
     pub(crate) fn set_mutant(m: Mutant) {
         MUTANT.with(|c| c.set(m));
@@ -130,6 +134,7 @@ mod model {
         pub(crate) fn now() -> Instant {
             Instant(NOW.with(|c| c.get()))
         }
+        #[cfg(test)]
         /// Starts an execution's clock: no time passed, no wait pending.
         pub(crate) fn reset() {
             NOW.with(|c| c.set(1));
