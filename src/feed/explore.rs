@@ -448,6 +448,14 @@ fn plans() -> Vec<(&'static str, Plan)> {
             },
         ),
         (
+            "one worker hung, no load timeout, close times out",
+            Plan {
+                hang: Some(0),
+                mover: true,
+                ..base
+            },
+        ),
+        (
             "close without timeout inside release",
             Plan {
                 workers: 2,
