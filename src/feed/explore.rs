@@ -550,6 +550,7 @@ fn every_property_fails_on_its_mutant() {
             "property 1",
         ),
         (Mutant::DetachIdle, "two workers, a jump", "property 2"),
+        (Mutant::NoAnsweringWait, "two workers, a jump", "property 2"),
         (
             Mutant::IgnoreCloseTimeout,
             "a hung load, close times out",
@@ -600,6 +601,7 @@ fn replay_a_schedule() {
     let m = [
         Mutant::DropLatePage,
         Mutant::DetachIdle,
+        Mutant::NoAnsweringWait,
         Mutant::IgnoreCloseTimeout,
         Mutant::WaitForOwnThread,
         Mutant::SpentWhileArmed,

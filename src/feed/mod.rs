@@ -428,8 +428,9 @@ impl<S: Source> Feed<S> {
             work::own_share(self) + held
         };
         let me = work::worker_of(self);
+        let answers = !mutant(Mutant::NoAnsweringWait);
         let mut st = self.state();
-        while st.running + st.answering > own {
+        while st.running + if answers { st.answering } else { 0 } > own {
             let wait = match end {
                 None => POLL,
                 Some(end) => {

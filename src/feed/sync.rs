@@ -43,6 +43,8 @@ pub(super) enum Mutant {
     DropLatePage,
     /// (2) `finish` lets idle workers go instead of joining them.
     DetachIdle,
+    /// (2) `finish` waits for the loads running, not for the answers being given.
+    NoAnsweringWait,
     /// (3) `close` waits for the loads as long as they take, whatever its timeout.
     IgnoreCloseTimeout,
     /// (3) `finish` from a feed thread waits for that thread's own work too.
