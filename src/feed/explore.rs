@@ -4,7 +4,10 @@
 //! ([`Mutant`](super::sync::Mutant)).
 //!
 //! `FEED_EXPLORE_ITERATIONS` sets the executions per configuration and scheduler (default
-//! 200, the `make test` setting); `make feed-explore-long` runs 5,000.
+//! 500, as `make feed-explore` in `make test`); `make feed-explore-long` runs 10,000.
+//!
+//! Time is the facade's virtual clock (`sync.rs`): it moves only when every thread waits, so a
+//! load is late only by hanging, on a gate the execution opens after the host's close.
 
 use super::sync::{
     blocking, set_mutant, thread_ended, thread_started, Condvar, Instant, Mutant, Mutex,
@@ -480,7 +483,7 @@ fn iterations() -> usize {
     std::env::var("FEED_EXPLORE_ITERATIONS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(200)
+        .unwrap_or(500)
 }
 
 fn config() -> shuttle::Config {
