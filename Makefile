@@ -510,3 +510,4 @@ include mk/examples.mk
 include mk/replay.mk
 include mk/browse.mk
 include mk/feed_jobs.mk
+include mk/feed_explore.mk

@@ -27,11 +27,15 @@
 //! file (the shared state, waiting, closing).
 
 mod counts;
+#[cfg(all(test, feature = "shuttle"))]
+mod explore;
 mod hints;
 mod jobs;
 mod port;
 mod supervise;
-#[cfg(test)]
+mod sync;
+// The unit tests run on `std` threads: not under the `shuttle` build.
+#[cfg(all(test, not(feature = "shuttle")))]
 mod tests;
 mod work;
 
@@ -44,8 +48,11 @@ pub use port::{
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+/// The feed's clock: `std`'s, but for the `shuttle` build's virtual one.
+pub(crate) use sync::Instant;
+use sync::{mutant, Condvar, Mutant, Mutex, MutexGuard};
 
 /// The most worker threads a feed runs.
 pub const MAX_WORKERS: u32 = 256;
@@ -347,7 +354,7 @@ impl<S: Source> Feed<S> {
                 if self.stalled.load(Ordering::Relaxed) {
                     return Err(Problem::CursorStalled);
                 }
-                if s.outstanding == 0 && !s.armed {
+                if s.outstanding == 0 && (!s.armed || mutant(Mutant::SpentWhileArmed)) {
                     return Err(Problem::RetriesSpent);
                 }
             }
@@ -374,7 +381,9 @@ impl<S: Source> Feed<S> {
     /// Stops the feed ([`Feed::shut`], then [`Feed::finish`] within `timeout`). Returns how
     /// many loads it left running.
     pub fn close(&self, timeout: Option<Duration>) -> usize {
-        let end = timeout.map(|t| Instant::now() + t);
+        let end = timeout
+            .filter(|_| !mutant(Mutant::IgnoreCloseTimeout))
+            .map(|t| Instant::now() + t);
         self.shut();
         self.finish(end)
     }
@@ -413,10 +422,15 @@ impl<S: Source> Feed<S> {
     /// taken, not answered): it does not wait for those loads either, which it counts as left
     /// running.
     pub fn finish_holding(&self, end: Option<Instant>, held: usize) -> usize {
-        let own = work::own_share(self) + held;
+        let own = if mutant(Mutant::WaitForOwnThread) {
+            held
+        } else {
+            work::own_share(self) + held
+        };
         let me = work::worker_of(self);
+        let answers = !mutant(Mutant::NoAnsweringWait);
         let mut st = self.state();
-        while st.running + st.answering > own {
+        while st.running + if answers { st.answering } else { 0 } > own {
             let wait = match end {
                 None => POLL,
                 Some(end) => {
@@ -449,7 +463,7 @@ impl<S: Source> Feed<S> {
                 // A worker inside a load is let go (counted in `left`); every other one ends
                 // at once, and is joined, so no idle thread outlives the close. The calling
                 // thread's own worker ends when its callback returns.
-                if Some(w.id) == me || (w.busy && !w.done) {
+                if Some(w.id) == me || (w.busy && !w.done) || mutant(Mutant::DetachIdle) {
                     t.detach();
                 } else {
                     t.join();

@@ -3,9 +3,10 @@
 //! another worker started in their place), and the workers that left (joined; replaced when a
 //! load ended the thread).
 
+use super::sync::{mutant, thread_local, Instant, Mutant};
 use super::{Feed, Source, HORIZON};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 thread_local! {
     /// The feed whose supervisor this thread is (its address), or 0.
@@ -102,7 +103,11 @@ impl<S: Source> Feed<S> {
                 self.on_changed();
             }
             // A bug in the load is not retried until the host acts.
-            let deadline = if bad { None } else { ledger.next_deadline() };
+            let deadline = if bad || mutant(Mutant::NoTick) {
+                None
+            } else {
+                ledger.next_deadline()
+            };
             let now_ms = self.now_ms();
             if let Some(d) = deadline {
                 if d <= now_ms {

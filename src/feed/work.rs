@@ -2,10 +2,10 @@
 //! happens when the load ends the worker's thread instead of returning.
 
 use super::counts::Back;
+use super::sync::{mutant, thread_local, Instant, Mutant};
 use super::{port, Feed, Gone, Job, Loaded, Outcome, Problem, Source, Took};
 use std::cell::Cell;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
 
 thread_local! {
     /// The feed whose load this thread is running (its address), or 0.
@@ -256,7 +256,9 @@ impl<S: Source> Feed<S> {
                 match loaded {
                     Outcome::Page(Loaded { acquisition, .. })
                     | Outcome::Refused { acquisition, .. } => {
-                        self.source.release(acquisition);
+                        if !mutant(Mutant::DropLatePage) {
+                            self.source.release(acquisition);
+                        }
                         self.tally.given_back(Back::Late);
                     }
                     Outcome::Failed => {}

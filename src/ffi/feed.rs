@@ -21,6 +21,7 @@ use super::types::{
     loader_config, loader_direction, loader_failure, loader_kind, loader_locate_fn, loader_read,
     loader_release_fn,
 };
+use crate::feed::Instant;
 use crate::feed::{
     Feed, Hub, Job, Ledger, Loaded, Outcome, Problem, Source, Spawn, Status, Tally, Thread, Took,
 };
@@ -29,7 +30,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::c_void;
 use std::mem::{offset_of, size_of};
 use std::sync::{Arc, OnceLock, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The most worker threads a feed runs.
 pub const LOADER_FEED_MAX_WORKERS: u32 = 256;
