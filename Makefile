@@ -131,6 +131,9 @@ check: test-lib | $(OUT)
 	$(call loader_violates,--part bound --mutant rangedKeepsBefore --stop-at-first,bound)
 	$(call loader_violates,--part bound --mutant rangedShiftUnsigned --stop-at-first,no_panic)
 	$(call loader_violates,--part far --mutant farStartKeepsRepair --stop-at-first,far_start|far_move_cost)
+	# The forward rule (a change ahead of a forward read decided by its answer) without its
+	# check: an answer that reached the change (here, claimed the source's end) taken as current.
+	$(call loader_violates,--mutant aheadNeverReached --stop-at-first,quiet_view)
 
 # The loader checker's longer run (not in CI): the deep grid, to depth 9.
 check-deep: test-lib

@@ -26,17 +26,22 @@ pub enum Mutant {
     /// 4b3ae5f undone (branch i39): a far start keeps the repair in flight (and a failed one
     /// kept for its retry), which then walks from the old anchor to the new target.
     FarStartKeepsRepair = 6,
+    /// The forward rule's check undone (this branch, issue 35): a forward read's answer is
+    /// taken as current whatever it reached, although a ranged change reported while it was
+    /// out lies at or before its `next_cursor`.
+    AheadNeverReached = 7,
 }
 
 impl Mutant {
     /// Every mutant.
-    pub const ALL: [Mutant; 6] = [
+    pub const ALL: [Mutant; 7] = [
         Mutant::RangedRereadsOutside,
         Mutant::RangedReadsPast,
         Mutant::RangedKeepsBefore,
         Mutant::RangedShiftUnsigned,
         Mutant::RepairShiftsKept,
         Mutant::FarStartKeepsRepair,
+        Mutant::AheadNeverReached,
     ];
 
     /// Its name on the command line.
@@ -48,6 +53,7 @@ impl Mutant {
             Mutant::RangedShiftUnsigned => "rangedShiftUnsigned",
             Mutant::RepairShiftsKept => "repairShiftsKept",
             Mutant::FarStartKeepsRepair => "farStartKeepsRepair",
+            Mutant::AheadNeverReached => "aheadNeverReached",
         }
     }
 
@@ -60,6 +66,7 @@ impl Mutant {
             Mutant::RangedShiftUnsigned => "8363f3f",
             Mutant::RepairShiftsKept => "27daac2",
             Mutant::FarStartKeepsRepair => "4b3ae5f",
+            Mutant::AheadNeverReached => "i35f",
         }
     }
 

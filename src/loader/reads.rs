@@ -62,6 +62,11 @@ pub(super) struct Outstanding {
     pub(super) superseded_at: u64,
     /// When it was issued (the loader's clock): only `explain` reads it.
     pub(super) issued_at: u64,
+    /// A forward finite read only: the first position of the ranged changes reported while it
+    /// was out that lie after its cursor and touch nothing held. Whether its answer could
+    /// contain one is decided when it arrives: it could only when it reached this position
+    /// (its `next_cursor` at or past it, or a claim of the source's end).
+    pub(super) ahead: Option<Cursor>,
 }
 
 /// The outstanding reads, oldest first, and the name of the next one.
@@ -91,27 +96,67 @@ impl Reads {
     }
 
     /// Whether a change somewhere in `[from, to]` (`to` `None`: the source's end) may lie in
-    /// what a read still needed returns. A finite read forward reads what follows its cursor,
-    /// backward what comes up to its cursor; a chain or full read may have staged pages the
-    /// change hits, so it always may. `le` orders two cursors, the empty one first.
+    /// what a read still needed returns, deciding now for every read but a forward finite
+    /// read whose cursor lies before `from`. A finite read forward reads what follows its
+    /// cursor, backward what comes up to its cursor; a chain or full read may have staged
+    /// pages the change hits, so it always may. `le` orders two cursors, the empty one first.
+    /// The reads left undecided are marked (`ahead`) when `defer` is set: their answers
+    /// decide (see [`Reads::reached_ahead`]); without `defer` they count as touched.
     pub(super) fn may_touch(
-        &self,
+        &mut self,
         from: &[u8],
         to: Option<&[u8]>,
+        defer: bool,
         le: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+        cursors: &mut super::cursor::CursorPool,
     ) -> bool {
-        self.list.iter().any(|(_, r)| {
+        let mut undecided = false;
+        let now = self.list.iter().any(|(_, r)| {
             !r.superseded
                 && match (r.kind, r.direction) {
                     (Kind::Chain | Kind::Full, _) => true,
-                    // Some item k > cursor with k <= to.
+                    // Some item k > cursor with k <= to; from after the cursor: its answer
+                    // says whether it reached from.
                     (Kind::Finite, super::Direction::Forward) => {
-                        to.is_none_or(|t| !le(t, &r.cursor))
+                        let may = to.is_none_or(|t| !le(t, &r.cursor));
+                        let later = may && !le(from, &r.cursor);
+                        undecided |= later;
+                        may && !(later && defer)
                     }
                     // Some item k <= cursor with k >= from.
                     (Kind::Finite, super::Direction::Backward) => le(from, &r.cursor),
                 }
-        })
+        });
+        if now || !undecided || !defer {
+            return now;
+        }
+        for (_, r) in self.list.iter_mut() {
+            let later = !r.superseded
+                && r.kind == Kind::Finite
+                && r.direction == super::Direction::Forward
+                && to.is_none_or(|t| !le(t, &r.cursor))
+                && !le(from, &r.cursor);
+            if later && r.ahead.as_ref().is_none_or(|a| !le(a, from)) {
+                if let Some(old) = r.ahead.replace(cursors.make(from)) {
+                    cursors.recycle(old);
+                }
+            }
+        }
+        false
+    }
+
+    /// Whether a forward finite read marked `ahead` reached a change: its answer ends at
+    /// `next_cursor` (and claims the source's end with `end_of_source`). Its items lie after
+    /// its cursor and at or before `next_cursor`, so a change strictly after `next_cursor`
+    /// is not in them, unless the answer claims the source ends there (an insert past that
+    /// claim makes it wrong). Without `le` (no order at hand) it counts as reached.
+    pub(super) fn reached_ahead(
+        ahead: &[u8],
+        next_cursor: &[u8],
+        end_of_source: bool,
+        le: Option<super::cursor::Le<'_>>,
+    ) -> bool {
+        end_of_source || le.is_none_or(|le| le(ahead, next_cursor))
     }
 
     /// The id the next read issued gets: every read issued so far has a smaller one.
@@ -159,6 +204,7 @@ impl Reads {
                 superseded: false,
                 superseded_at: 0,
                 issued_at: now,
+                ahead: None,
             },
         ));
         debug_assert!(
@@ -335,6 +381,7 @@ impl crate::check::canon::Canon for Reads {
                 superseded,
                 superseded_at,
                 issued_at: _,
+                ahead,
             } = o;
             e.id(Class::Request, *request);
             kind.canon(e);
@@ -344,6 +391,7 @@ impl crate::check::canon::Canon for Reads {
             cancelled.canon(e);
             superseded.canon(e);
             e.time(*superseded_at);
+            ahead.canon(e);
         });
         e.id(Class::Read, *next);
         e.id(Class::Read, *last);

@@ -4,6 +4,8 @@
 //! (`answer`).
 
 use super::backoff::Cause;
+use super::cursor::{cursor_le, Le, Order};
+use super::reads::Reads;
 use super::record::Call;
 use super::{
     ledger, Accepted, Answer, Kind, LedgerError, Loader, LoaderError, MAX_CURSOR_LEN, MAX_POSITION,
@@ -55,14 +57,64 @@ impl Loader {
         end_of_source: bool,
         items_before: Option<u64>,
     ) -> Result<Answer, LoaderError> {
-        let r = self.settle_unrecorded(
+        self.settle_ordered(
             read_id,
             acquisition,
             count,
             next_cursor,
             end_of_source,
             items_before,
-        );
+            None,
+        )
+    }
+
+    /// [`Loader::settle_counted`] with the host's order of cursors (`cmp`, as
+    /// [`Loader::invalidate_range`] takes it). It is asked only when a ranged change was
+    /// reported while this forward read was out, after the read's cursor and touching no held
+    /// page (see `invalidate_range`): the answer decides. When its `next_cursor` comes before
+    /// the change's `from` and it does not claim the source's end, its items cannot hold the
+    /// change, and it is taken as any answer (current, when nothing else changed); otherwise
+    /// the change is taken as an invalidation now, before the answer, which is then stale and
+    /// read again after the repair. Without `cmp` (`settle`, `settle_counted`) such an answer
+    /// counts as reaching the change.
+    #[allow(clippy::too_many_arguments)]
+    pub fn settle_ordered(
+        &mut self,
+        read_id: u64,
+        acquisition: u64,
+        count: u32,
+        next_cursor: &[u8],
+        end_of_source: bool,
+        items_before: Option<u64>,
+        cmp: Option<Order<'_>>,
+    ) -> Result<Answer, LoaderError> {
+        let mut answers = Vec::new();
+        let recording = self.record.0.is_some();
+        let r = {
+            // When recording, the host's answers go into the log: a replay gives them back.
+            let mut noted;
+            let cmp: Option<Order<'_>> = match cmp {
+                Some(cmp) if recording => {
+                    noted = |a: &[u8], b: &[u8]| {
+                        let o = cmp(a, b);
+                        answers.push(o);
+                        o
+                    };
+                    Some(&mut noted)
+                }
+                Some(cmp) => Some(&mut *cmp),
+                None => None,
+            };
+            self.settle_unrecorded(
+                read_id,
+                acquisition,
+                count,
+                next_cursor,
+                end_of_source,
+                items_before,
+                cmp,
+            )
+        };
         let call = Call::Settle {
             read_id,
             acquisition,
@@ -70,11 +122,13 @@ impl Loader {
             next_cursor,
             end_of_source,
             items_before,
+            answers: &answers,
         };
         self.note(call, &r);
         r
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn settle_unrecorded(
         &mut self,
         read_id: u64,
@@ -83,6 +137,7 @@ impl Loader {
         next_cursor: &[u8],
         end_of_source: bool,
         items_before: Option<u64>,
+        cmp: Option<Order<'_>>,
     ) -> Result<Answer, LoaderError> {
         self.open()?;
         let items_before = items_before.filter(|&n| n <= MAX_POSITION);
@@ -121,7 +176,31 @@ impl Loader {
         if self.ledger.next_id() == u64::MAX {
             return Err(LedgerError::IdOverflow.into());
         }
-        let read = self.reads.answer(at);
+        let ahead = &self.reads.get(at).ahead;
+        if let Some(ahead) = ahead {
+            // A ranged change was reported after this forward read's cursor while it was out:
+            // its answer says whether it reached it. If it did, the change is the
+            // invalidation it would have been then, taken now, before this answer (which is
+            // then stale). One still current is the only one left to decide: the ledger's
+            // epoch has not moved since it was issued (so none is left to overflow, and the
+            // id was checked above).
+            let current =
+                self.requests.live(self.reads.get(at).request).epoch == self.ledger.epoch();
+            let mut le = cmp.map(|c| move |a: &[u8], b: &[u8]| cursor_le(c, a, b));
+            let reached = Reads::reached_ahead(
+                ahead,
+                next_cursor,
+                end_of_source,
+                le.as_mut().map(|l| l as Le<'_>),
+            ) && !super::mutant::on(super::mutant::Mutant::AheadNeverReached);
+            if current && reached {
+                self.ledger.invalidate(&mut self.scratch)?;
+            }
+        }
+        let mut read = self.reads.answer(at);
+        if let Some(ahead) = read.ahead.take() {
+            self.pools.cursors.recycle(ahead);
+        }
         // An unmoved cursor is a stall when the page had items, or when it had none yet did not
         // claim the source's end, unless the host was told it may let the read go.
         let advanced = read.cursor != next_cursor;

@@ -426,13 +426,14 @@ impl Host {
         }
         let acq = self.next_acq;
         self.next_acq += 1;
-        self.loader.settle_counted(
+        self.loader.settle_ordered(
             p.read.read_id,
             acq,
             a.items.len() as u32,
             &a.next_cursor,
             a.end_of_source,
             items_before,
+            Some(&mut Source::compare),
         )?;
         self.accepted += 1;
         if a.items.is_empty()
