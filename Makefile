@@ -127,10 +127,12 @@ check: test-lib | $(OUT)
 	./$(TEST_DIR)/loader-check --loader
 	# The loader's mutants (src/loader/mutant.rs; docs/DESIGN.md, "The loader checker finds
 	# what the fuzzer found"): with a fix undone, the grid's part made for it finds the defect.
+	$(call loader_violates,--part bound --mutant rangedRereadsOutside --stop-at-first,ranged_cost)
 	$(call loader_violates,--part bound --mutant rangedReadsPast --stop-at-first,bound)
 	$(call loader_violates,--part bound --mutant rangedKeepsBefore --stop-at-first,bound)
 	$(call loader_violates,--part bound --mutant rangedShiftUnsigned --stop-at-first,no_panic)
 	$(call loader_violates,--part far --mutant farStartKeepsRepair --stop-at-first,far_start|far_move_cost)
+	$(call loader_violates,--mutant repairShiftsKept --stop-at-first,contiguous)
 	# The forward rule (a change ahead of a forward read decided by its answer) without its
 	# check: an answer that reached the change (here, claimed the source's end) taken as current.
 	$(call loader_violates,--mutant aheadNeverReached --stop-at-first,quiet_view)

@@ -1,5 +1,5 @@
-//! Test-only mutants of the loader: each undoes one fix (five that `fuzz_loader` found, and
-//! the far-start rule), so that the
+//! Test-only mutants of the loader: each undoes one fix (five that `fuzz_loader` found, the
+//! far-start rule, and the forward rule's check of a change ahead), so that the
 //! loader checker (`loader-check --loader --mutant NAME`) can show it finds the defect the fix
 //! removed. Built with the `testing` feature only; without it no mutant can be active and
 //! every switch is the constant `false`.
