@@ -119,6 +119,16 @@ check: test-lib | $(OUT)
 	# invalidation overtook, is seen by PageFailureQuiet alone.
 	$(call violates,--rules mutantPageNoDemote --no-model-bounds,PageFailureQuiet)
 	$(call violates,--rules mutantPageOverDebt --no-model-bounds,PageFailureQuiet)
+	# The repair retry (spec/LoaderLedgerRepairRetry.tla) on top of unifiedMinPageRetry: every
+	# invariant, and progress under churn within the same 3 system steps; its mutants (a
+	# repair failure left over bounded debt after an invalidation, or recorded for an
+	# overtaken chain) are seen by RepairFailureQuiet alone.
+	./$(TEST_DIR)/loader-check --rules unifiedMinRepairRetry
+	./$(TEST_DIR)/loader-check --rules unifiedMinRepairRetry --no-model-bounds
+	./$(TEST_DIR)/loader-check --rules unifiedMinRepairRetry --max-epoch 3 --ids 5 --no-model-bounds
+	./$(TEST_DIR)/loader-check --progress --rules unifiedMinRepairRetry --max-epoch 4 --ids 5 --spare-ids 3 --no-model-bounds
+	$(call violates,--rules mutantRepairNoDemote --no-model-bounds,RepairFailureQuiet)
+	$(call violates,--rules mutantRepairOvertaken --no-model-bounds,RepairFailureQuiet)
 	./$(TEST_DIR)/loader-check --impl --max-epoch 3 --ids 6
 	# The production Loader, explored exhaustively over the quick grid of small sources and
 	# settings (src/check: every host event interleaving to depth 9, 10 for the bound grid
