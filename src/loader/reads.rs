@@ -62,11 +62,6 @@ pub(super) struct Outstanding {
     pub(super) superseded_at: u64,
     /// When it was issued (the loader's clock): only `explain` reads it.
     pub(super) issued_at: u64,
-    /// A forward finite read only: the first position of the ranged changes reported while it
-    /// was out that lie after its cursor and touch nothing held. Whether its answer could
-    /// contain one is decided when it arrives: it could only when it reached this position
-    /// (its `next_cursor` at or past it, or a claim of the source's end).
-    pub(super) ahead: Option<Cursor>,
 }
 
 /// The outstanding reads, oldest first, and the name of the next one.
@@ -83,6 +78,13 @@ pub(super) struct Reads {
     /// Whether the host hears `Cancel` effects. A host that does not (a C host without a
     /// `cancel` callback) was never told to let a read go, so no read counts as cancelled.
     hints_heard: bool,
+    /// A forward finite read's id, and the first position of the ranged changes reported
+    /// while it was out that lie after its cursor and touch nothing held. Whether its answer
+    /// could contain one is decided when it arrives: it could only when it reached this
+    /// position (its `next_cursor` at or past it, or a claim of the source's end). One slot:
+    /// at most one finite read is out and not superseded, and only such a read is marked (a
+    /// mark left by a read answered or superseded since is stale, and replaced).
+    ahead: Option<(u64, Cursor)>,
 }
 
 impl Reads {
@@ -92,6 +94,7 @@ impl Reads {
             next: 1,
             last: 0,
             hints_heard: true,
+            ahead: None,
         }
     }
 
@@ -130,19 +133,39 @@ impl Reads {
         if now || !undecided || !defer {
             return now;
         }
-        for (_, r) in self.list.iter_mut() {
+        let Reads { list, ahead, .. } = self;
+        for (id, r) in list.iter() {
             let later = !r.superseded
                 && r.kind == Kind::Finite
                 && r.direction == super::Direction::Forward
                 && to.is_none_or(|t| !le(t, &r.cursor))
                 && !le(from, &r.cursor);
-            if later && r.ahead.as_ref().is_none_or(|a| !le(a, from)) {
-                if let Some(old) = r.ahead.replace(cursors.make(from)) {
+            let marked = ahead.as_ref().filter(|(a, _)| a == id).map(|(_, c)| c);
+            if later && marked.is_none_or(|a| !le(a, from)) {
+                if let Some((_, old)) = ahead.replace((*id, cursors.make(from))) {
                     cursors.recycle(old);
                 }
             }
         }
         false
+    }
+
+    /// The position read `read_id` is marked with, if any (see `may_touch`).
+    #[inline]
+    pub(super) fn ahead_of(&self, read_id: u64) -> Option<&Cursor> {
+        self.ahead
+            .as_ref()
+            .filter(|(id, _)| *id == read_id)
+            .map(|(_, c)| c)
+    }
+
+    /// Takes read `read_id`'s mark, if it has one: it is answered.
+    #[inline]
+    pub(super) fn take_ahead(&mut self, read_id: u64) -> Option<Cursor> {
+        match self.ahead {
+            Some((id, _)) if id == read_id => self.ahead.take().map(|(_, c)| c),
+            _ => None,
+        }
     }
 
     /// Whether a forward finite read marked `ahead` reached a change: its answer ends at
@@ -204,7 +227,6 @@ impl Reads {
                 superseded: false,
                 superseded_at: 0,
                 issued_at: now,
-                ahead: None,
             },
         ));
         debug_assert!(
@@ -318,6 +340,7 @@ impl Reads {
             out.cancel(read_id);
         }
         self.list.clear();
+        self.ahead = None;
     }
 }
 
@@ -368,6 +391,7 @@ impl crate::check::canon::Canon for Reads {
             next,
             last,
             hints_heard,
+            ahead,
         } = self;
         e.seq(list, |e, (id, o)| {
             e.id(Class::Read, *id);
@@ -381,7 +405,6 @@ impl crate::check::canon::Canon for Reads {
                 superseded,
                 superseded_at,
                 issued_at: _,
-                ahead,
             } = o;
             e.id(Class::Request, *request);
             kind.canon(e);
@@ -391,10 +414,13 @@ impl crate::check::canon::Canon for Reads {
             cancelled.canon(e);
             superseded.canon(e);
             e.time(*superseded_at);
-            ahead.canon(e);
         });
         e.id(Class::Read, *next);
         e.id(Class::Read, *last);
         hints_heard.canon(e);
+        e.opt(ahead, |e, (id, c)| {
+            e.id(Class::Read, *id);
+            c.canon(e);
+        });
     }
 }

@@ -176,8 +176,7 @@ impl Loader {
         if self.ledger.next_id() == u64::MAX {
             return Err(LedgerError::IdOverflow.into());
         }
-        let ahead = &self.reads.get(at).ahead;
-        if let Some(ahead) = ahead {
+        if let Some(ahead) = self.reads.ahead_of(read_id) {
             // A ranged change was reported after this forward read's cursor while it was out:
             // its answer says whether it reached it. If it did, the change is the
             // invalidation it would have been then, taken now, before this answer (which is
@@ -197,10 +196,10 @@ impl Loader {
                 self.ledger.invalidate(&mut self.scratch)?;
             }
         }
-        let mut read = self.reads.answer(at);
-        if let Some(ahead) = read.ahead.take() {
+        if let Some(ahead) = self.reads.take_ahead(read_id) {
             self.pools.cursors.recycle(ahead);
         }
+        let read = self.reads.answer(at);
         // An unmoved cursor is a stall when the page had items, or when it had none yet did not
         // claim the source's end, unless the host was told it may let the read go.
         let advanced = read.cursor != next_cursor;
@@ -281,6 +280,11 @@ impl Loader {
             return Ok(Answer::Stale);
         }
         let read = self.reads.answer(at);
+        // Its mark of a change ahead, if it had one: nothing of it enters the view, and its
+        // retry reads after the change.
+        if let Some(c) = self.reads.take_ahead(read_id) {
+            self.pools.cursors.recycle(c);
+        }
         // The page a page failure's retry read again failed again: through the lattice.
         let escalate = read.kind == Kind::Finite
             && self
