@@ -82,8 +82,10 @@ pub(super) struct Reads {
     /// while it was out that lie after its cursor and touch nothing held. Whether its answer
     /// could contain one is decided when it arrives: it could only when it reached this
     /// position (its `next_cursor` at or past it, or a claim of the source's end). One slot:
-    /// at most one finite read is out and not superseded, and only such a read is marked (a
-    /// mark left by a read answered or superseded since is stale, and replaced).
+    /// at most one finite read is out and not superseded, and only such a read is marked. The
+    /// mark goes with the read's answer, failure or letting go (`take_ahead`); one left by a
+    /// read superseded since (whose answer is stale whatever it reached) is replaced when
+    /// another read is marked.
     ahead: Option<(u64, Cursor)>,
 }
 
