@@ -119,6 +119,16 @@ check: test-lib | $(OUT)
 	# invalidation overtook, is seen by PageFailureQuiet alone.
 	$(call violates,--rules mutantPageNoDemote --no-model-bounds,PageFailureQuiet)
 	$(call violates,--rules mutantPageOverDebt --no-model-bounds,PageFailureQuiet)
+	# The repair retry (spec/LoaderLedgerRepairRetry.tla) on top of unifiedMinPageRetry: every
+	# invariant, and progress under churn within the same 3 system steps; its mutants (a
+	# repair failure left over bounded debt after an invalidation, or recorded for an
+	# overtaken chain) are seen by RepairFailureQuiet alone.
+	./$(TEST_DIR)/loader-check --rules unifiedMinRepairRetry
+	./$(TEST_DIR)/loader-check --rules unifiedMinRepairRetry --no-model-bounds
+	./$(TEST_DIR)/loader-check --rules unifiedMinRepairRetry --max-epoch 3 --ids 5 --no-model-bounds
+	./$(TEST_DIR)/loader-check --progress --rules unifiedMinRepairRetry --max-epoch 4 --ids 5 --spare-ids 3 --no-model-bounds
+	$(call violates,--rules mutantRepairNoDemote --no-model-bounds,RepairFailureQuiet)
+	$(call violates,--rules mutantRepairOvertaken --no-model-bounds,RepairFailureQuiet)
 	./$(TEST_DIR)/loader-check --impl --max-epoch 3 --ids 6
 	# The production Loader, explored exhaustively over the quick grid of small sources and
 	# settings (src/check: every host event interleaving to depth 9, 10 for the bound grid
@@ -127,10 +137,15 @@ check: test-lib | $(OUT)
 	./$(TEST_DIR)/loader-check --loader
 	# The loader's mutants (src/loader/mutant.rs; docs/DESIGN.md, "The loader checker finds
 	# what the fuzzer found"): with a fix undone, the grid's part made for it finds the defect.
+	$(call loader_violates,--part bound --mutant rangedRereadsOutside --stop-at-first,ranged_cost)
 	$(call loader_violates,--part bound --mutant rangedReadsPast --stop-at-first,bound)
 	$(call loader_violates,--part bound --mutant rangedKeepsBefore --stop-at-first,bound)
 	$(call loader_violates,--part bound --mutant rangedShiftUnsigned --stop-at-first,no_panic)
 	$(call loader_violates,--part far --mutant farStartKeepsRepair --stop-at-first,far_start|far_move_cost)
+	$(call loader_violates,--mutant repairShiftsKept --stop-at-first,contiguous)
+	# The forward rule (a change ahead of a forward read decided by its answer) without its
+	# check: an answer that reached the change (here, claimed the source's end) taken as current.
+	$(call loader_violates,--mutant aheadNeverReached --stop-at-first,quiet_view)
 
 # The loader checker's longer run (not in CI): the deep grid, to depth 9.
 check-deep: test-lib

@@ -159,7 +159,9 @@
  *   listing it (loader_view_release). This holds across loader_free.
  *
  * The exception is `compare` (loader_compare_fn): loader_invalidate_range calls it INSIDE its
- * state change, with the loader's lock held. While it runs, other calls on that loader wait
+ * state change, with the loader's lock held, and so may loader_settle and
+ * loader_settle_counted (the answer to a forward read that a ranged change was reported
+ * ahead of while it was out). While it runs, other calls on that loader wait
  * for it (calls on other loaders do not); so it must not call any libloader function, must
  * not block on a thread that calls into that loader, and must return normally.
  *
@@ -1077,9 +1079,11 @@ typedef void (*loader_cancel_fn)(void *userdata, uint64_t read_id);
 /**
  * Orders two positions of the source (cursors, as the host returns them in `next_cursor`):
  * negative if `a` comes before `b`, 0 if they are the same position, positive if after. Only
- * `loader_invalidate_range` calls it, on the calling thread, and only with non-empty cursors
- * (the loader orders the empty cursor, the source's start, itself); `a` and `b` are valid
- * only during the call.
+ * `loader_invalidate_range` calls it, and `loader_settle` / `loader_settle_counted` for the
+ * answer to a forward read that a ranged change was reported ahead of while it was out (see
+ * `loader_invalidate_range`), each on its calling thread (a feed's settles: its workers'
+ * threads), and only with non-empty cursors (the loader orders the empty cursor, the source's
+ * start, itself); `a` and `b` are valid only during the call.
  *
  * It runs INSIDE the loader's state change, with the loader's lock held: the one callback
  * that does (CALLBACKS). Other calls on this loader wait for it; calls on other loaders do not.
@@ -1849,7 +1853,13 @@ enum loader_result loader_invalidate(loader_handle handle);
  * its cursor, backward what precedes it; a running repair always counts) supersedes nothing
  * and re-reads nothing: no repair starts, the reads in flight stay current, and reads to
  * come see the change (a claim of the source's end past the last page is dropped). So a
- * writer appending at a log's end costs a scroll back through its history nothing.
+ * writer appending at a log's end costs a scroll back through its history nothing. When the
+ * only read that may contain the change is a forward read whose cursor lies before `from`,
+ * its answer decides: `loader_settle` calls `compare` once, and an answer whose
+ * `next_cursor` comes before `from` and that does not set `end_of_source` did not reach the
+ * change and is taken as any answer; otherwise the change supersedes it then (the answer is
+ * `LOADER_ANSWER_STALE`, and the page is read again). So a writer far ahead of a view
+ * scrolling forward costs the scroll nothing either.
  * Several ranged invalidations before a commit merge;
  * `loader_invalidate` subsumes them.
  *
@@ -1923,6 +1933,10 @@ enum loader_result loader_invalidate_range(loader_handle handle,
  * a long filtered-out stretch costs one read per `limit` rows scanned: the loader keeps
  * reading until the window plus prefetch is covered or the source ends, and every read
  * counts; none is repeated.
+ *
+ * The answer to a forward read that a ranged change was reported ahead of while it was out
+ * (see `loader_invalidate_range`) calls `compare` once, on this thread, inside the state
+ * change (see `loader_compare_fn`), to tell whether `next_cursor` reached the change.
  *
  * # Safety
  * `next_cursor` is NULL or valid for `next_cursor_len` bytes; `out_answer` is NULL or valid

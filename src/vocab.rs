@@ -113,11 +113,15 @@ pub enum Invariant {
     /// `PageFailureQuiet`: a page failure is recorded only while nothing else is owed and the
     /// view is current, so that reading the failed page again is all the retry owes.
     PageFailureQuiet,
+    /// `RepairFailureQuiet`: a repair failure (the own failure over bounded debt) stands only
+    /// while its chain is current and nothing runs, so that starting the repair again (resumed
+    /// at its failed read) is all the retry owes.
+    RepairFailureQuiet,
 }
 
 impl Invariant {
     /// Every invariant, in the order the modules state them.
-    pub const ALL: [Invariant; 10] = [
+    pub const ALL: [Invariant; 11] = [
         Invariant::TypeOK,
         Invariant::ChainHeld,
         Invariant::NoLeak,
@@ -128,10 +132,11 @@ impl Invariant {
         Invariant::CommitReleases,
         Invariant::ChainCommitBoundedDebt,
         Invariant::PageFailureQuiet,
+        Invariant::RepairFailureQuiet,
     ];
 
     /// The state invariants: [`Invariant::ALL`] less the step invariants.
-    pub const STATE: [Invariant; 7] = [
+    pub const STATE: [Invariant; 8] = [
         Invariant::TypeOK,
         Invariant::ChainHeld,
         Invariant::NoLeak,
@@ -139,6 +144,7 @@ impl Invariant {
         Invariant::NoLostInvalidation,
         Invariant::CoverageHeld,
         Invariant::PageFailureQuiet,
+        Invariant::RepairFailureQuiet,
     ];
 
     /// The step invariants: each judges a state and its successor.
@@ -166,6 +172,7 @@ impl Invariant {
             Invariant::CommitReleases => "CommitReleases",
             Invariant::ChainCommitBoundedDebt => "ChainCommitBoundedDebt",
             Invariant::PageFailureQuiet => "PageFailureQuiet",
+            Invariant::RepairFailureQuiet => "RepairFailureQuiet",
         }
     }
 }

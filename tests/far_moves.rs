@@ -140,3 +140,34 @@ fn a_change_between_the_memo_and_its_use_is_not_shown_stale() {
         }
     }
 }
+
+/// On a source of 10^5 items, the size the cost properties are meant to be checked at, far
+/// moves with `locate` answering right each read at most the move's budget and show the
+/// source's items. The simulated host's lookup of the cursor `locate` gives is one pass over
+/// the items: it filtered them with a scan of the source per item (O(n²)), and this test took
+/// 71 s in a debug build (0.1 s now); it allows 30.
+#[test]
+fn far_moves_with_locate_over_a_hundred_thousand_items() {
+    let config = Config {
+        page_size: 5,
+        prefetch_distance: 5,
+        max_pages: 4,
+        backoff_initial_ms: 1,
+        backoff_max_ms: 4,
+        ..Config::default()
+    };
+    // Two keys filtered out (items 8 to 11 and 20 to 23): positions count visible items.
+    let source = Source::numbered(100_000).with_hidden_keys(0b10_0100);
+    let t0 = std::time::Instant::now();
+    let mut h = Host::new(config, source);
+    step(&mut h, Op::Window { start: 0, len: 10 });
+    for start in [60_000, 30_000, 65_000, 5] {
+        let read = go(&mut h, start, Some(0));
+        assert!(read <= TARGET, "{read} items read to reach {start}");
+        window_is_the_sources(&h);
+    }
+    assert!(h.loader.stats().located >= 3);
+    h.close().unwrap();
+    let took = t0.elapsed();
+    assert!(took.as_secs() < 30, "{took:?}");
+}

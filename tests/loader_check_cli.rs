@@ -37,9 +37,10 @@ fn json_reports_every_invariant_with_traces_from_init() {
     assert_eq!(v["model_bounds"], true);
     assert!(v["distinct_states"].as_u64().unwrap() > 1000);
     let invs = v["invariants"].as_object().unwrap();
-    assert_eq!(invs.len(), 10);
+    assert_eq!(invs.len(), 11);
     for name in [
         "PageFailureQuiet",
+        "RepairFailureQuiet",
         "TypeOK",
         "ChainHeld",
         "NoLeak",
@@ -69,7 +70,7 @@ fn json_reports_every_invariant_with_traces_from_init() {
 fn exit_status_is_zero_when_everything_holds() {
     let (code, out) = run(&["--rules", "unifiedMinRecheck", "--no-model-bounds"]);
     assert_eq!(code, 0, "{out}");
-    assert_eq!(out.matches(" holds").count(), 10, "{out}");
+    assert_eq!(out.matches(" holds").count(), 11, "{out}");
 }
 
 #[test]
@@ -89,10 +90,11 @@ fn list_rules_prints_every_variant_one_per_line() {
         "unifiedMinRecheck",
         "unifiedMinChurn",
         "unifiedMinPageRetry",
+        "unifiedMinRepairRetry",
     ] {
         assert!(names.contains(&name), "{name} missing from {names:?}");
     }
-    assert_eq!(names.len(), 11);
+    assert_eq!(names.len(), 12);
     assert!(!out.contains("mutant"), "{out}");
 }
 
@@ -101,9 +103,13 @@ fn a_mutant_runs_by_name_and_fails_what_list_mutants_says() {
     let (code, out) = run(&["--list-mutants"]);
     assert_eq!(code, 0);
     let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines.len(), 7, "{out}");
+    assert_eq!(lines.len(), 9, "{out}");
     assert!(
         lines.contains(&"mutantPageNoDemote PageFailureQuiet"),
+        "{out}"
+    );
+    assert!(
+        lines.contains(&"mutantRepairNoDemote RepairFailureQuiet"),
         "{out}"
     );
     assert!(

@@ -83,10 +83,40 @@ fn the_page_retry_variant_passes_every_check_a_mutant_fails() {
 }
 
 #[test]
+fn the_repair_retry_variant_passes_every_check_a_mutant_fails() {
+    let r = run(Rules::UnifiedMinRepairRetry);
+    assert!(violated(&r).is_empty());
+    let p = progress(Rules::UnifiedMinRepairRetry, 3, 4);
+    assert!(p.holds(), "{p:?}");
+    assert_eq!(p.cut, 0, "no path runs out of slots");
+}
+
+/// The repair retry is reached: some state records a repair failure (the own failure over
+/// bounded debt), which no other variant reaches.
+#[test]
+fn only_the_repair_retry_reaches_a_repair_failure() {
+    let repair_failed =
+        |s: &State| s.failure == loader::model::Failure::Own && s.debt == Debt::Bounded;
+    for rules in [
+        Rules::UnifiedMinRepairRetry,
+        Rules::UnifiedMinPageRetry,
+        Rules::UnifiedMinChurn,
+    ] {
+        let b = bounds(rules, 2, 4);
+        let p = Packer::new(&b).unwrap();
+        let reached = reachable(b)
+            .into_iter()
+            .any(|w| p.unpack(w).is_some_and(|s| repair_failed(&s)));
+        assert_eq!(reached, rules == Rules::UnifiedMinRepairRetry, "{rules}");
+    }
+}
+
+#[test]
 fn mutant_names_say_mutant_and_are_no_real_variant() {
     for m in Mutant::ALL {
         let prefix = match m.base() {
             Rules::UnifiedMinPageRetry => "mutantPage",
+            Rules::UnifiedMinRepairRetry => "mutantRepair",
             _ => "mutantChurn",
         };
         assert!(m.name().starts_with(prefix), "{m}");

@@ -388,6 +388,7 @@ fn a_model_action_in_no_next_is_caught() {
     let tla = doctored(&tla, "LoaderLedgerRecheck.tla", " \\/ Fail(i)\n", "\n");
     let tla = doctored(&tla, "LoaderLedgerChurn.tla", " \\/ Fail(i)\n", "\n");
     let tla = doctored(&tla, "LoaderLedgerPageRetry.tla", " \\/ Fail(i)\n", "\n");
+    let tla = doctored(&tla, "LoaderLedgerRepairRetry.tla", " \\/ Fail(i)\n", "\n");
     let problems = mismatches(&tla, &spec_files("cfg"));
     assert_eq!(problems, ["the model's action Fail is in no module's Next"]);
 }
@@ -422,6 +423,12 @@ fn a_model_invariant_no_cfg_checks_is_caught() {
     let cfgs = doctored(
         &cfgs,
         "LoaderLedgerPageRetry.cfg",
+        " NoLostInvalidation",
+        "",
+    );
+    let cfgs = doctored(
+        &cfgs,
+        "LoaderLedgerRepairRetry.cfg",
         " NoLostInvalidation",
         "",
     );
@@ -469,6 +476,12 @@ fn a_step_invariant_no_cfg_checks_is_caught() {
     let cfgs = doctored(
         &cfgs,
         "LoaderLedgerPageRetry.cfg",
+        " ChainCommitBoundedDebt",
+        "",
+    );
+    let cfgs = doctored(
+        &cfgs,
+        "LoaderLedgerRepairRetry.cfg",
         " ChainCommitBoundedDebt",
         "",
     );

@@ -293,7 +293,7 @@ pub(super) fn apply_unjudged(
         Event::Touch => {
             st.changes += 1;
             let last = *h.source.items().last().expect("an item");
-            touched = Some(h.loader.page_count() as u64);
+            touched = Some(h.loader.pages().filter(|p| wanted(&h.loader, p)).count() as u64);
             h.lied = false;
             h.loader
                 .invalidate_range(&[], Some(&encode_cursor(last)), &mut Source::compare)
@@ -380,12 +380,22 @@ fn pages_touching(l: &crate::loader::Loader, at: &[u8]) -> u64 {
     let mut start = l.base_cursor().to_vec();
     let mut n = 0;
     for p in l.pages() {
-        if lt(&start, at) && !lt(p.end_cursor(), at) {
+        if lt(&start, at) && !lt(p.end_cursor(), at) && wanted(l, p) {
             n += 1;
         }
         start = p.end_cursor().to_vec();
     }
     n
+}
+
+/// Whether held page `p` meets the window plus prefetch: a ranged repair re-reads only such
+/// pages, and lets go of the changed pages wholly outside it (6a2cf4a).
+fn wanted(l: &crate::loader::Loader, p: &crate::loader::Page) -> bool {
+    let (start, len) = l.window();
+    let prefetch = l.config().prefetch_distance;
+    let lo = start.saturating_sub(prefetch);
+    let hi = start.saturating_add(len).saturating_add(prefetch);
+    p.start < hi && p.start + u64::from(p.count) > lo
 }
 
 /// A loader call the sim's ops do not cover, then the host's effects and checks.

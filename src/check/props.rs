@@ -22,7 +22,7 @@ pub enum Property {
     HeldAccounted,
     /// The acquisitions held are within the header's bound, at every state.
     Bound,
-    /// The view's pages are contiguous.
+    /// The view's pages are contiguous, and so are each repair's staged pages from its anchor.
     Contiguous,
     /// No item appears twice in the view.
     Unique,
@@ -54,8 +54,10 @@ pub enum Property {
     /// flight: checked along the explored events and along every progress walk.
     FarMoveCost,
     /// A cost: a ranged change (an item inserted or deleted, or every item updated) made when
-    /// the loader was quiescent issues at most the held pages it touches plus one read before
-    /// the view is fresh again: checked along the explored events and every progress walk.
+    /// the loader was quiescent issues at most the held pages it touches that meet the window
+    /// plus prefetch, plus one read, before the view is fresh again (changed pages wholly
+    /// outside it are let go, not re-read): checked along the explored events and every
+    /// progress walk.
     RangedCost,
     /// A retry counted in `retries_page` reads the failed page read again: its cursor,
     /// direction and `until`.

@@ -33,7 +33,7 @@ use super::instance::{lookup, Instance};
 use super::panic::boundary;
 use super::pointer::token;
 use super::result::loader_result;
-use super::types::loader_read;
+use super::types::{loader_callbacks, loader_read};
 use crate::loader::{Effect, Loader, LoaderError};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -62,10 +62,20 @@ pub(crate) fn event_with<T>(
     handle: u64,
     f: impl FnOnce(&mut Loader, &mut Vec<Effect>) -> Result<T, LoaderError>,
 ) -> Result<T, loader_result> {
+    event_hosted(handle, |loader, effects, _| f(loader, effects))
+}
+
+/// As [`event_with`], with the loader's callbacks open to `f` too (for one that may ask the
+/// host's `compare`).
+pub(crate) fn event_hosted<T>(
+    handle: u64,
+    f: impl FnOnce(&mut Loader, &mut Vec<Effect>, &loader_callbacks) -> Result<T, LoaderError>,
+) -> Result<T, loader_result> {
     let step = boundary(Err(loader_result::Panic), || {
         let inst = lookup(handle)?;
         let mut effects = SPARE.with(|s| std::mem::take(&mut *s.borrow_mut()));
-        let r = inst.call(&mut effects, f);
+        let cb = inst.callbacks();
+        let r = inst.call(&mut effects, |l, e| f(l, e, cb));
         // A loader that panicked (now or before) delivers nothing; `loader_free` still
         // releases what it holds.
         let owner = match r {

@@ -4,7 +4,7 @@
 //! `extern "C-unwind"`, and a callback that ends its thread or throws unwinds out of it (a read
 //! whose `issue` unwound is let go of on the way: see `delivery.rs`).
 
-use super::delivery::event;
+use super::delivery::{event, event_hosted};
 use super::instance::{loader_handle, lookup};
 use super::panic::boundary;
 use super::pointer::{cursor, finish, widen, Out};
@@ -48,7 +48,13 @@ pub extern "C-unwind" fn loader_invalidate(handle: loader_handle) -> loader_resu
 /// its cursor, backward what precedes it; a running repair always counts) supersedes nothing
 /// and re-reads nothing: no repair starts, the reads in flight stay current, and reads to
 /// come see the change (a claim of the source's end past the last page is dropped). So a
-/// writer appending at a log's end costs a scroll back through its history nothing.
+/// writer appending at a log's end costs a scroll back through its history nothing. When the
+/// only read that may contain the change is a forward read whose cursor lies before `from`,
+/// its answer decides: `loader_settle` calls `compare` once, and an answer whose
+/// `next_cursor` comes before `from` and that does not set `end_of_source` did not reach the
+/// change and is taken as any answer; otherwise the change supersedes it then (the answer is
+/// `LOADER_ANSWER_STALE`, and the page is read again). So a writer far ahead of a view
+/// scrolling forward costs the scroll nothing either.
 /// Several ranged invalidations before a commit merge;
 /// `loader_invalidate` subsumes them.
 ///
@@ -155,6 +161,10 @@ pub unsafe extern "C-unwind" fn loader_invalidate_range(
 /// reading until the window plus prefetch is covered or the source ends, and every read
 /// counts; none is repeated.
 ///
+/// The answer to a forward read that a ranged change was reported ahead of while it was out
+/// (see `loader_invalidate_range`) calls `compare` once, on this thread, inside the state
+/// change (see `loader_compare_fn`), to tell whether `next_cursor` reached the change.
+///
 /// # Safety
 /// `next_cursor` is NULL or valid for `next_cursor_len` bytes; `out_answer` is NULL or valid
 /// for a write.
@@ -252,14 +262,24 @@ unsafe fn answer(
         cursor(next_cursor.0, next_cursor.1)
     });
     let r = next.and_then(|next| {
-        event(handle, |l| {
-            l.settle_counted(
+        event_hosted(handle, |l, _, cb| {
+            let (compare, userdata) = (cb.compare, cb.userdata);
+            let mut order = |a: &[u8], b: &[u8]| {
+                let compare = compare.expect("asked only when the host gave compare");
+                // SAFETY: `compare` is the host's function for this signature; `a` and `b`
+                // are live slices for the call. It is `extern "C"`: it cannot unwind into
+                // the loader's state change.
+                let c = unsafe { compare(userdata, a.as_ptr(), a.len(), b.as_ptr(), b.len()) };
+                c.cmp(&0)
+            };
+            l.settle_ordered(
                 read_id,
                 widen(acquisition),
                 count,
                 next,
                 end_of_source,
                 items_before,
+                compare.is_some().then_some(&mut order),
             )
         })
     });

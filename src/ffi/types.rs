@@ -542,9 +542,11 @@ pub type loader_cancel_fn =
     Option<unsafe extern "C-unwind" fn(userdata: *mut c_void, read_id: u64)>;
 /// Orders two positions of the source (cursors, as the host returns them in `next_cursor`):
 /// negative if `a` comes before `b`, 0 if they are the same position, positive if after. Only
-/// `loader_invalidate_range` calls it, on the calling thread, and only with non-empty cursors
-/// (the loader orders the empty cursor, the source's start, itself); `a` and `b` are valid
-/// only during the call.
+/// `loader_invalidate_range` calls it, and `loader_settle` / `loader_settle_counted` for the
+/// answer to a forward read that a ranged change was reported ahead of while it was out (see
+/// `loader_invalidate_range`), each on its calling thread (a feed's settles: its workers'
+/// threads), and only with non-empty cursors (the loader orders the empty cursor, the source's
+/// start, itself); `a` and `b` are valid only during the call.
 ///
 /// It runs INSIDE the loader's state change, with the loader's lock held: the one callback
 /// that does (CALLBACKS). Other calls on this loader wait for it; calls on other loaders do not.

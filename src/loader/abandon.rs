@@ -48,6 +48,10 @@ impl Loader {
         let read = self.reads.answer(at);
         let read_id = self.reads.last_answered();
         self.pools.cursors.recycle(read.cursor);
+        // Its mark of a change ahead, if it had one: nothing of it enters the view.
+        if let Some(c) = self.reads.take_ahead(read_id) {
+            self.pools.cursors.recycle(c);
+        }
         if read.kind == Kind::Finite {
             self.requests.live(read.request).read = None;
             self.ledger.settle(read.request, &mut self.scratch)?;

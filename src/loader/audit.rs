@@ -92,6 +92,31 @@ impl Loader {
         self.view.memo().size()
     }
 
+    /// Where a chain or full read's staged forward pages (or a failed one's kept for its
+    /// retry) stop being consecutive from its anchor, if anywhere: each must start where the
+    /// one before it ended, the first at the anchor. A later trim judges pages by these
+    /// positions (27daac2: kept pages shifted down were then kept past the window).
+    pub fn staged_gap(&self) -> Option<String> {
+        let works = self
+            .requests
+            .iter()
+            .map(|(_, w)| w)
+            .chain(self.resume.iter());
+        for w in works {
+            let mut at = w.base_offset;
+            for p in &w.staged {
+                if p.start != at {
+                    return Some(format!(
+                        "staged page starts at {} but the previous ended at {at}",
+                        p.start
+                    ));
+                }
+                at += u64::from(p.count);
+            }
+        }
+        None
+    }
+
     /// The positions of the pages each chain or full read has staged (`None`: the failed one
     /// kept for its retry), as `(request, start, count)`: forward pages from the anchor on,
     /// backward pages before it.

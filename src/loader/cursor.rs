@@ -120,6 +120,13 @@ impl PartialEq<&[u8]> for Cursor {
 
 /// `a <= b` in the source's order, the empty cursor being its start (before every other);
 /// `cmp` orders two non-empty cursors as the source does.
+/// The host's order of two non-empty cursors, as [`Loader::invalidate_range`](super::Loader::invalidate_range)
+/// and [`Loader::settle_ordered`](super::Loader::settle_ordered) take it.
+pub type Order<'a> = &'a mut dyn FnMut(&[u8], &[u8]) -> std::cmp::Ordering;
+
+/// `a <= b` in an [`Order`], the empty cursor first.
+pub(super) type Le<'a> = &'a mut dyn FnMut(&[u8], &[u8]) -> bool;
+
 pub(super) fn cursor_le(
     cmp: &mut dyn FnMut(&[u8], &[u8]) -> std::cmp::Ordering,
     a: &[u8],

@@ -39,7 +39,10 @@ impl Loader {
     /// stopped). A change
     /// outside the held pages and outside every read still needed (a finite read forward reads
     /// what follows its cursor, backward what precedes it; a running repair counts as
-    /// touching) supersedes nothing and re-reads nothing: no repair starts. Several ranged
+    /// touching) supersedes nothing and re-reads nothing: no repair starts. When the only read
+    /// that may hold it is a forward read whose cursor lies before `from`, its answer decides
+    /// ([`Loader::settle_ordered`]): one that ends before `from` without claiming the source's
+    /// end did not reach it. Several ranged
     /// invalidations before a commit merge; a whole one ([`Loader::invalidate`]) subsumes them.
     ///
     /// A range too narrow (a change outside it) is a host bug: the view may then be wrong
@@ -107,12 +110,21 @@ impl Loader {
         // A chain or full read, running or failed and kept for its retry, may have staged
         // pages the change hits: it counts as touching.
         let repairing = self.ledger.repair_live() || self.resume.is_some();
-        if marked > 0 || repairing || self.reads.may_touch(from, to, &mut le) {
+        // A forward finite read whose cursor lies before `from` is not decided here when
+        // nothing else is touched: its answer says how far it reached (`settle_ordered`).
+        let defer = marked == 0 && !repairing;
+        if marked > 0
+            || repairing
+            || self
+                .reads
+                .may_touch(from, to, defer, &mut le, &mut self.pools.cursors)
+        {
             self.ledger.invalidate(&mut self.scratch)?;
         }
-        // Otherwise no page held and no read still needed can hold a changed item: nothing
-        // is superseded and nothing re-read. Reads to come see the change; a claim of the
-        // source's end past the last page was dropped above.
+        // Otherwise no page held and no read still needed can hold a changed item, or only
+        // a forward read's answer can tell: nothing is superseded and nothing re-read. Reads
+        // to come see the change; a claim of the source's end past the last page was dropped
+        // above.
         self.pump();
         Ok(())
     }

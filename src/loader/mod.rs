@@ -106,7 +106,7 @@ pub use config::{
     Config, ConfigError, DEFAULT_MAX_PAGES, JUMP_THRESHOLD_AUTO, MAX_CURSOR_LEN, MAX_PAGE_SIZE,
     MAX_POSITION, MEMO_ENTRY_BYTES,
 };
-pub use cursor::Cursor;
+pub use cursor::{Cursor, Order};
 pub use error::LoaderError;
 pub use far::Locate;
 pub use outbox::{Effect, Stats};

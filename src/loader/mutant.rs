@@ -1,5 +1,5 @@
-//! Test-only mutants of the loader: each undoes one fix (five that `fuzz_loader` found, and
-//! the far-start rule), so that the
+//! Test-only mutants of the loader: each undoes one fix (five that `fuzz_loader` found, the
+//! far-start rule, and the forward rule's check of a change ahead), so that the
 //! loader checker (`loader-check --loader --mutant NAME`) can show it finds the defect the fix
 //! removed. Built with the `testing` feature only; without it no mutant can be active and
 //! every switch is the constant `false`.
@@ -26,17 +26,22 @@ pub enum Mutant {
     /// 4b3ae5f undone (branch i39): a far start keeps the repair in flight (and a failed one
     /// kept for its retry), which then walks from the old anchor to the new target.
     FarStartKeepsRepair = 6,
+    /// The forward rule's check undone (this branch, issue 35): a forward read's answer is
+    /// taken as current whatever it reached, although a ranged change reported while it was
+    /// out lies at or before its `next_cursor`.
+    AheadNeverReached = 7,
 }
 
 impl Mutant {
     /// Every mutant.
-    pub const ALL: [Mutant; 6] = [
+    pub const ALL: [Mutant; 7] = [
         Mutant::RangedRereadsOutside,
         Mutant::RangedReadsPast,
         Mutant::RangedKeepsBefore,
         Mutant::RangedShiftUnsigned,
         Mutant::RepairShiftsKept,
         Mutant::FarStartKeepsRepair,
+        Mutant::AheadNeverReached,
     ];
 
     /// Its name on the command line.
@@ -48,6 +53,7 @@ impl Mutant {
             Mutant::RangedShiftUnsigned => "rangedShiftUnsigned",
             Mutant::RepairShiftsKept => "repairShiftsKept",
             Mutant::FarStartKeepsRepair => "farStartKeepsRepair",
+            Mutant::AheadNeverReached => "aheadNeverReached",
         }
     }
 
@@ -60,6 +66,7 @@ impl Mutant {
             Mutant::RangedShiftUnsigned => "8363f3f",
             Mutant::RepairShiftsKept => "27daac2",
             Mutant::FarStartKeepsRepair => "4b3ae5f",
+            Mutant::AheadNeverReached => "i35f",
         }
     }
 

@@ -78,6 +78,15 @@ pub(super) struct Reads {
     /// Whether the host hears `Cancel` effects. A host that does not (a C host without a
     /// `cancel` callback) was never told to let a read go, so no read counts as cancelled.
     hints_heard: bool,
+    /// A forward finite read's id, and the first position of the ranged changes reported
+    /// while it was out that lie after its cursor and touch nothing held. Whether its answer
+    /// could contain one is decided when it arrives: it could only when it reached this
+    /// position (its `next_cursor` at or past it, or a claim of the source's end). One slot:
+    /// at most one finite read is out and not superseded, and only such a read is marked. The
+    /// mark goes with the read's answer, failure or letting go (`take_ahead`); one left by a
+    /// read superseded since (whose answer is stale whatever it reached) is replaced when
+    /// another read is marked.
+    ahead: Option<(u64, Cursor)>,
 }
 
 impl Reads {
@@ -87,31 +96,92 @@ impl Reads {
             next: 1,
             last: 0,
             hints_heard: true,
+            ahead: None,
         }
     }
 
     /// Whether a change somewhere in `[from, to]` (`to` `None`: the source's end) may lie in
-    /// what a read still needed returns. A finite read forward reads what follows its cursor,
-    /// backward what comes up to its cursor; a chain or full read may have staged pages the
-    /// change hits, so it always may. `le` orders two cursors, the empty one first.
+    /// what a read still needed returns, deciding now for every read but a forward finite
+    /// read whose cursor lies before `from`. A finite read forward reads what follows its
+    /// cursor, backward what comes up to its cursor; a chain or full read may have staged
+    /// pages the change hits, so it always may. `le` orders two cursors, the empty one first.
+    /// The reads left undecided are marked (`ahead`) when `defer` is set: their answers
+    /// decide (see [`Reads::reached_ahead`]); without `defer` they count as touched.
     pub(super) fn may_touch(
-        &self,
+        &mut self,
         from: &[u8],
         to: Option<&[u8]>,
+        defer: bool,
         le: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+        cursors: &mut super::cursor::CursorPool,
     ) -> bool {
-        self.list.iter().any(|(_, r)| {
+        let mut undecided = false;
+        let now = self.list.iter().any(|(_, r)| {
             !r.superseded
                 && match (r.kind, r.direction) {
                     (Kind::Chain | Kind::Full, _) => true,
-                    // Some item k > cursor with k <= to.
+                    // Some item k > cursor with k <= to; from after the cursor: its answer
+                    // says whether it reached from.
                     (Kind::Finite, super::Direction::Forward) => {
-                        to.is_none_or(|t| !le(t, &r.cursor))
+                        let may = to.is_none_or(|t| !le(t, &r.cursor));
+                        let later = may && !le(from, &r.cursor);
+                        undecided |= later;
+                        may && !(later && defer)
                     }
                     // Some item k <= cursor with k >= from.
                     (Kind::Finite, super::Direction::Backward) => le(from, &r.cursor),
                 }
-        })
+        });
+        if now || !undecided || !defer {
+            return now;
+        }
+        let Reads { list, ahead, .. } = self;
+        for (id, r) in list.iter() {
+            let later = !r.superseded
+                && r.kind == Kind::Finite
+                && r.direction == super::Direction::Forward
+                && to.is_none_or(|t| !le(t, &r.cursor))
+                && !le(from, &r.cursor);
+            let marked = ahead.as_ref().filter(|(a, _)| a == id).map(|(_, c)| c);
+            if later && marked.is_none_or(|a| !le(a, from)) {
+                if let Some((_, old)) = ahead.replace((*id, cursors.make(from))) {
+                    cursors.recycle(old);
+                }
+            }
+        }
+        false
+    }
+
+    /// The position read `read_id` is marked with, if any (see `may_touch`).
+    #[inline]
+    pub(super) fn ahead_of(&self, read_id: u64) -> Option<&Cursor> {
+        self.ahead
+            .as_ref()
+            .filter(|(id, _)| *id == read_id)
+            .map(|(_, c)| c)
+    }
+
+    /// Takes read `read_id`'s mark, if it has one: it is answered.
+    #[inline]
+    pub(super) fn take_ahead(&mut self, read_id: u64) -> Option<Cursor> {
+        match self.ahead {
+            Some((id, _)) if id == read_id => self.ahead.take().map(|(_, c)| c),
+            _ => None,
+        }
+    }
+
+    /// Whether a forward finite read marked `ahead` reached a change: its answer ends at
+    /// `next_cursor` (and claims the source's end with `end_of_source`). Its items lie after
+    /// its cursor and at or before `next_cursor`, so a change strictly after `next_cursor`
+    /// is not in them, unless the answer claims the source ends there (an insert past that
+    /// claim makes it wrong). Without `le` (no order at hand) it counts as reached.
+    pub(super) fn reached_ahead(
+        ahead: &[u8],
+        next_cursor: &[u8],
+        end_of_source: bool,
+        le: Option<super::cursor::Le<'_>>,
+    ) -> bool {
+        end_of_source || le.is_none_or(|le| le(ahead, next_cursor))
     }
 
     /// The id the next read issued gets: every read issued so far has a smaller one.
@@ -280,6 +350,7 @@ impl Reads {
             out.cancel(read_id);
         }
         self.list.clear();
+        self.ahead = None;
     }
 }
 
@@ -330,6 +401,7 @@ impl crate::check::canon::Canon for Reads {
             next,
             last,
             hints_heard,
+            ahead,
         } = self;
         e.seq(list, |e, (id, o)| {
             e.id(Class::Read, *id);
@@ -356,5 +428,9 @@ impl crate::check::canon::Canon for Reads {
         e.id(Class::Read, *next);
         e.id(Class::Read, *last);
         hints_heard.canon(e);
+        e.opt(ahead, |e, (id, c)| {
+            e.id(Class::Read, *id);
+            c.canon(e);
+        });
     }
 }

@@ -40,6 +40,8 @@ pub(super) enum Call<'a> {
         next_cursor: &'a [u8],
         end_of_source: bool,
         items_before: Option<u64>,
+        /// The host's `compare` answers, in the order the loader asked (none: no field).
+        answers: &'a [std::cmp::Ordering],
     },
     Fail(u64, i32),
     Abandon(u64),
@@ -168,6 +170,17 @@ fn num(out: &mut Vec<u8>, mut n: u64) {
 
 /// The header: the format, then every setting (`key=value`), then the counters a test loader
 /// started from, if not the defaults.
+/// The host's `compare` answers, one character each (`<`, `=`, `>`).
+fn orderings(out: &mut Vec<u8>, answers: &[std::cmp::Ordering]) {
+    for a in answers {
+        out.push(match a {
+            std::cmp::Ordering::Less => b'<',
+            std::cmp::Ordering::Equal => b'=',
+            std::cmp::Ordering::Greater => b'>',
+        });
+    }
+}
+
 fn header(config: &Config, counters: Option<(u64, u64)>) -> String {
     let c = config;
     let mut s = format!(
@@ -302,6 +315,7 @@ fn call(out: &mut Vec<u8>, last: &mut Vec<u8>, c: &Call<'_>) {
             next_cursor,
             end_of_source,
             items_before,
+            answers,
         } => {
             out.extend_from_slice(b"s ");
             num(out, read_id);
@@ -315,6 +329,10 @@ fn call(out: &mut Vec<u8>, last: &mut Vec<u8>, c: &Call<'_>) {
             match items_before {
                 Some(n) => num(out, n),
                 None => out.push(b'.'),
+            }
+            if !answers.is_empty() {
+                out.push(b' ');
+                orderings(out, answers);
             }
         }
         Call::Fail(read_id, code) => {
@@ -340,13 +358,7 @@ fn call(out: &mut Vec<u8>, last: &mut Vec<u8>, c: &Call<'_>) {
             if answers.is_empty() {
                 out.push(b'-');
             }
-            for a in answers {
-                out.push(match a {
-                    std::cmp::Ordering::Less => b'<',
-                    std::cmp::Ordering::Equal => b'=',
-                    std::cmp::Ordering::Greater => b'>',
-                });
-            }
+            orderings(out, answers);
         }
         Call::Jump(at, position) => {
             out.extend_from_slice(b"j ");

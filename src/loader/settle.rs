@@ -4,6 +4,8 @@
 //! (`answer`).
 
 use super::backoff::Cause;
+use super::cursor::{cursor_le, Le, Order};
+use super::reads::Reads;
 use super::record::Call;
 use super::{
     ledger, Accepted, Answer, Kind, LedgerError, Loader, LoaderError, MAX_CURSOR_LEN, MAX_POSITION,
@@ -56,17 +58,100 @@ impl Loader {
         end_of_source: bool,
         items_before: Option<u64>,
     ) -> Result<Answer, LoaderError> {
-        let r = self.settle_unrecorded(
+        self.settle_ordered(
             read_id,
             acquisition,
             count,
             next_cursor,
             end_of_source,
             items_before,
-        );
+            None,
+        )
+    }
+
+    /// [`Loader::settle_counted`] with the host's order of cursors (`cmp`, as
+    /// [`Loader::invalidate_range`] takes it). It is asked only when a ranged change was
+    /// reported while this forward read was out, after the read's cursor and touching no held
+    /// page (see `invalidate_range`): the answer decides. When its `next_cursor` comes before
+    /// the change's `from` and it does not claim the source's end, its items cannot hold the
+    /// change, and it is taken as any answer (current, when nothing else changed); otherwise
+    /// the change is taken as an invalidation now, before the answer, which is then stale and
+    /// read again after the repair. Without `cmp` (`settle`, `settle_counted`) such an answer
+    /// counts as reaching the change.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub fn settle_ordered(
+        &mut self,
+        read_id: u64,
+        acquisition: u64,
+        count: u32,
+        next_cursor: &[u8],
+        end_of_source: bool,
+        items_before: Option<u64>,
+        cmp: Option<Order<'_>>,
+    ) -> Result<Answer, LoaderError> {
         if !self.noting() {
-            return r;
+            return self.settle_unrecorded(
+                read_id,
+                acquisition,
+                count,
+                next_cursor,
+                end_of_source,
+                items_before,
+                cmp,
+            );
         }
+        self.settle_noted(
+            read_id,
+            acquisition,
+            count,
+            next_cursor,
+            end_of_source,
+            items_before,
+            cmp,
+        )
+    }
+
+    /// [`Loader::settle_ordered`] while recording: the call, `compare`'s answers and the
+    /// outcome go into the log. Kept out of the answer path's code.
+    #[allow(clippy::too_many_arguments)]
+    #[cold]
+    #[inline(never)]
+    fn settle_noted(
+        &mut self,
+        read_id: u64,
+        acquisition: u64,
+        count: u32,
+        next_cursor: &[u8],
+        end_of_source: bool,
+        items_before: Option<u64>,
+        cmp: Option<Order<'_>>,
+    ) -> Result<Answer, LoaderError> {
+        // Recording: the host's answers to `cmp` go into the log, and a replay gives them back.
+        let mut answers = Vec::new();
+        let r = {
+            let mut noted;
+            let cmp: Option<Order<'_>> = match cmp {
+                Some(cmp) => {
+                    noted = |a: &[u8], b: &[u8]| {
+                        let o = cmp(a, b);
+                        answers.push(o);
+                        o
+                    };
+                    Some(&mut noted)
+                }
+                None => None,
+            };
+            self.settle_unrecorded(
+                read_id,
+                acquisition,
+                count,
+                next_cursor,
+                end_of_source,
+                items_before,
+                cmp,
+            )
+        };
         let call = Call::Settle {
             read_id,
             acquisition,
@@ -74,11 +159,51 @@ impl Loader {
             next_cursor,
             end_of_source,
             items_before,
+            answers: &answers,
         };
         self.note(call, &r);
         r
     }
 
+    /// A ranged change was reported after this forward read's cursor while it was out: its
+    /// answer says whether it reached it. If it did, the change is the invalidation it would
+    /// have been then, taken now, before this answer (which is then stale). One still current
+    /// is the only one left to decide: the ledger's epoch has not moved since it was issued
+    /// (so none is left to overflow, and the id was checked). The mark goes with the answer. Out
+    /// of the answer path's code: marks are rare.
+    #[cold]
+    #[inline(never)]
+    fn decide_ahead(
+        &mut self,
+        read_id: u64,
+        at: usize,
+        next_cursor: &[u8],
+        end_of_source: bool,
+        cmp: Option<Order<'_>>,
+    ) -> Result<(), LoaderError> {
+        let Some(ahead) = self.reads.ahead_of(read_id) else {
+            return Ok(());
+        };
+        let current = self.requests.live(self.reads.get(at).request).epoch == self.ledger.epoch();
+        let mut le = cmp.map(|c| move |a: &[u8], b: &[u8]| cursor_le(c, a, b));
+        let reached = Reads::reached_ahead(
+            ahead,
+            next_cursor,
+            end_of_source,
+            le.as_mut().map(|l| l as Le<'_>),
+        ) && !super::mutant::on(super::mutant::Mutant::AheadNeverReached);
+        if current && reached {
+            // On an error nothing changed, the mark included.
+            self.ledger.invalidate(&mut self.scratch)?;
+        }
+        if let Some(ahead) = self.reads.take_ahead(read_id) {
+            self.pools.cursors.recycle(ahead);
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
     fn settle_unrecorded(
         &mut self,
         read_id: u64,
@@ -87,6 +212,7 @@ impl Loader {
         next_cursor: &[u8],
         end_of_source: bool,
         items_before: Option<u64>,
+        cmp: Option<Order<'_>>,
     ) -> Result<Answer, LoaderError> {
         self.open()?;
         let items_before = items_before.filter(|&n| n <= MAX_POSITION);
@@ -124,6 +250,9 @@ impl Loader {
         // Whatever follows may start a request; refuse now if no id is left.
         if self.ledger.next_id() == u64::MAX {
             return Err(LedgerError::IdOverflow.into());
+        }
+        if self.reads.ahead_of(read_id).is_some() {
+            self.decide_ahead(read_id, at, next_cursor, end_of_source, cmp)?;
         }
         let read = self.reads.answer(at);
         // An unmoved cursor is a stall when the page had items, or when it had none yet did not
@@ -206,6 +335,11 @@ impl Loader {
             return Ok(Answer::Stale);
         }
         let read = self.reads.answer(at);
+        // Its mark of a change ahead, if it had one: nothing of it enters the view, and its
+        // retry reads after the change.
+        if let Some(c) = self.reads.take_ahead(read_id) {
+            self.pools.cursors.recycle(c);
+        }
         // The page a page failure's retry read again failed again: through the lattice.
         let escalate = read.kind == Kind::Finite
             && self

@@ -17,6 +17,7 @@ impl Invariant {
             Invariant::NoLostInvalidation => m.no_lost_invalidation(s),
             Invariant::CoverageHeld => m.coverage_held(s),
             Invariant::PageFailureQuiet => m.page_failure_quiet(s),
+            Invariant::RepairFailureQuiet => m.repair_failure_quiet(s),
             Invariant::CommitStamped
             | Invariant::CommitReleases
             | Invariant::ChainCommitBoundedDebt => {
@@ -116,6 +117,16 @@ impl Model {
     pub fn page_failure_quiet(&self, s: &State) -> bool {
         s.failure != Failure::Page
             || (s.phase == Phase::Idle && s.debt == Debt::None && s.cover_epoch == s.epoch)
+    }
+
+    /// `RepairFailureQuiet == failure = "own" /\ debt = "bounded" => phase = "idle" /\
+    /// chainEpoch = epoch /\ Inflight("chain") = {} /\ Inflight("full") = {}`.
+    pub fn repair_failure_quiet(&self, s: &State) -> bool {
+        !(s.failure == Failure::Own && s.debt == Debt::Bounded)
+            || (s.phase == Phase::Idle
+                && s.chain_epoch == s.epoch
+                && !self.has_inflight(s, Kind::Chain)
+                && !self.has_inflight(s, Kind::Full))
     }
 
     /// `CommitStamped`'s step, on a step that switches the coverage (`CoverageSwitch =>`):

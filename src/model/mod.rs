@@ -1,6 +1,6 @@
 //! An executable transcription of `spec/LoaderLedger.tla` and its variants
-//! `spec/LoaderLedgerRecheck.tla` and `spec/LoaderLedgerChurn.tla`: the model, its constants
-//! and the module's operators.
+//! `spec/LoaderLedgerRecheck.tla`, `spec/LoaderLedgerChurn.tla`, `spec/LoaderLedgerPageRetry.tla`
+//! and `spec/LoaderLedgerRepairRetry.tla`: the model, its constants and the module's operators.
 //!
 //! Every variable, operator, action and invariant of the module appears here under its own
 //! name, so the TLA+ text and this code can be read side by side. The module's constants are

@@ -1,5 +1,6 @@
-//! Mutants: `unifiedMinChurn` with one part of its overtaken-chain rule broken, and
-//! `unifiedMinPageRetry` with one part of its page retry broken, each paired with the check
+//! Mutants: `unifiedMinChurn` with one part of its overtaken-chain rule broken,
+//! `unifiedMinPageRetry` with one part of its page retry broken, and `unifiedMinRepairRetry`
+//! with one part of its repair retry broken, each paired with the check
 //! that must fail because of it. A check that a mutant passes does not show the part
 //! it breaks to be needed; `make check` and `tests/mutants.rs` run every mutant and expect its
 //! check to fail. Test instruments, in builds with the `testing` feature only, and never listed
@@ -32,6 +33,12 @@ pub enum Mutant {
     /// superseded, also when an invalidation arrived while it was in flight (its epoch is old
     /// and debt is owed).
     PageOverDebt,
+    /// `unifiedMinRepairRetry` whose `Invalidate` leaves a repair failure's debt bounded (the
+    /// retry still starts the repair, over pages an invalidation may have changed).
+    RepairNoDemote,
+    /// `unifiedMinRepairRetry` whose `Fail(i)` records a repair failure also for a chain an
+    /// invalidation overtook (`chainEpoch # epoch`).
+    RepairOvertaken,
 }
 
 /// The check a mutant must fail.
@@ -45,7 +52,7 @@ pub enum MutantCheck {
 
 impl Mutant {
     /// Every mutant.
-    pub const ALL: [Mutant; 7] = [
+    pub const ALL: [Mutant; 9] = [
         Mutant::NoAbandon,
         Mutant::StampEpoch,
         Mutant::NormalizeAtEpoch,
@@ -53,12 +60,15 @@ impl Mutant {
         Mutant::CommitFullDebt,
         Mutant::PageNoDemote,
         Mutant::PageOverDebt,
+        Mutant::RepairNoDemote,
+        Mutant::RepairOvertaken,
     ];
 
     /// The real variant it mutates.
     pub fn base(self) -> Rules {
         match self {
             Mutant::PageNoDemote | Mutant::PageOverDebt => Rules::UnifiedMinPageRetry,
+            Mutant::RepairNoDemote | Mutant::RepairOvertaken => Rules::UnifiedMinRepairRetry,
             _ => Rules::UnifiedMinChurn,
         }
     }
@@ -73,6 +83,8 @@ impl Mutant {
             Mutant::CommitFullDebt => "mutantChurnCommitFullDebt",
             Mutant::PageNoDemote => "mutantPageNoDemote",
             Mutant::PageOverDebt => "mutantPageOverDebt",
+            Mutant::RepairNoDemote => "mutantRepairNoDemote",
+            Mutant::RepairOvertaken => "mutantRepairOvertaken",
         }
     }
 
@@ -109,6 +121,11 @@ impl Mutant {
             Mutant::PageNoDemote => &[Inv(PageFailureQuiet)],
             // The same state, reached by the failure instead of after it.
             Mutant::PageOverDebt => &[Inv(PageFailureQuiet)],
+            // A repair failure an invalidation overtook would restart a repair over pages it
+            // may have changed: only RepairFailureQuiet sees it.
+            Mutant::RepairNoDemote => &[Inv(RepairFailureQuiet)],
+            // The same state, reached by the failure instead of after it.
+            Mutant::RepairOvertaken => &[Inv(RepairFailureQuiet)],
         }
     }
 
@@ -117,6 +134,22 @@ impl Mutant {
         (self == Mutant::PageOverDebt).then(|| {
             r.kind == Kind::Finite && !r.sup && s.phase == Phase::Idle && s.failure == Failure::None
         })
+    }
+
+    /// `Fail(i)`'s repair-failure condition as the mutant changes it; `None` where it does not.
+    pub(super) fn repair_failure(self, s: &State, r: &Req) -> Option<bool> {
+        (self == Mutant::RepairOvertaken).then(|| {
+            r.kind == Kind::Chain
+                && !r.sup
+                && s.phase == Phase::Repair
+                && s.debt == Debt::Bounded
+                && s.failure == Failure::None
+        })
+    }
+
+    /// Whether `Invalidate` raises a repair failure's debt to full.
+    pub(super) fn demotes_repair_failure(self) -> bool {
+        self != Mutant::RepairNoDemote
     }
 
     /// Whether `Invalidate` turns a page failure into the lattice's own failure.

@@ -66,6 +66,14 @@ impl Model {
                 t.failure = Failure::Own;
                 t.debt = Debt::Full;
             }
+            if s.failure == Failure::Own
+                && s.debt == Debt::Bounded
+                && self.rules().demotes_repair_failure()
+            {
+                // The source changed since the repair failed: its pages so far may be stale,
+                // and the retry owes a full read.
+                t.debt = Debt::Full;
+            }
             emit(Action::Invalidate, t);
         }
     }
@@ -109,6 +117,7 @@ impl Model {
     /// read in the same step (P3).
     pub fn explicit_retry(&self, s: &State, emit: &mut impl FnMut(Action, State)) {
         self.retry_page(s, emit);
+        self.retry_repair(s, emit);
         if s.failure != Failure::None
             && s.failure != Failure::Page
             && s.phase == Phase::Idle
@@ -140,13 +149,48 @@ impl Model {
     /// at `epoch`: the retry with the window where it was), or the full source is read with
     /// full debt, as the lattice does (the retry by a window move).
     fn retry_page(&self, s: &State, emit: &mut impl FnMut(Action, State)) {
-        if !(s.failure == Failure::Page
+        if s.failure == Failure::Page
             && s.phase == Phase::Idle
             && s.debt == Debt::None
-            && !self.has_inflight(s, Kind::Finite))
+            && !self.has_inflight(s, Kind::Finite)
         {
-            return;
+            self.retry_again_or_full(s, emit, |_, t, k| {
+                t.req[k] = Self::new_req(s, Kind::Finite);
+            });
         }
+    }
+
+    /// `ExplicitRetry` of a repair failure (`spec/LoaderLedgerRepairRetry.tla`: the own failure
+    /// over bounded debt): the failed request is released and, in the same step, either the
+    /// repair starts again (a chain at `epoch`, which the loader resumes at its failed read),
+    /// or the full source is read with full debt, as the lattice does (the retry by a window
+    /// move).
+    fn retry_repair(&self, s: &State, emit: &mut impl FnMut(Action, State)) {
+        if self.rules().retries_repair()
+            && s.failure == Failure::Own
+            && s.debt == Debt::Bounded
+            && s.phase == Phase::Idle
+            && !self.has_inflight(s, Kind::Chain)
+            && !self.has_inflight(s, Kind::Full)
+        {
+            self.retry_again_or_full(s, emit, |m, t, k| {
+                m.supersede(&mut t.req);
+                t.req[k] = Self::new_req(s, Kind::Chain);
+                t.phase = Phase::Repair;
+                t.chain_epoch = s.epoch;
+            });
+        }
+    }
+
+    /// The two retries of a page or repair failure: the failed requests released, no failure
+    /// recorded, and in slot `k` either the work that failed started `again`, or a full read
+    /// with full debt (the lattice's retry).
+    fn retry_again_or_full(
+        &self,
+        s: &State,
+        emit: &mut impl FnMut(Action, State),
+        again: impl Fn(&Model, &mut State, usize),
+    ) {
         let mut cleared = s.req;
         for i in self.ids() {
             if cleared[i].st == St::Failed {
@@ -158,7 +202,7 @@ impl Model {
                 let mut t = *s;
                 t.failure = Failure::None;
                 t.req = cleared;
-                t.req[k] = Self::new_req(s, Kind::Finite);
+                again(self, &mut t, k);
                 emit(Action::ExplicitRetry { k: k as u8 }, t);
                 let mut t = *s;
                 t.failure = Failure::None;
@@ -358,6 +402,22 @@ impl Model {
             s.failure
         };
         let ph = if authoritative { Phase::Idle } else { s.phase };
+        if rules.repair_failure(s, &r) {
+            // The repair retry: the repair's own failure, nothing else owed; the debt stays
+            // bounded and the retry starts the repair again. The loader may still record it
+            // as the lattice does (below).
+            let mut t = *s;
+            t.req[i].st = St::Failed;
+            t.failure = Failure::Own;
+            t.phase = Phase::Idle;
+            emit(
+                Action::Fail {
+                    i: i as u8,
+                    k: None,
+                },
+                t,
+            );
+        }
         if rules.page_failure(s, &r) {
             // The page retry: its own failure, nothing else owed; the retry reads it again.
             // The loader may still record it as the lattice does (below): a stalled cursor,

@@ -38,6 +38,13 @@ pub enum Rules {
     /// finite read); an invalidation since turns it into the lattice's own failure with full
     /// debt, and a retry by a window move reads the full source (`spec/LoaderLedgerPageRetry.tla`).
     UnifiedMinPageRetry,
+    /// `UnifiedMinPageRetry` plus the repair retry: a repair's own failure with nothing else
+    /// owed (its chain current, bounded debt, no failure recorded) records the lattice's own
+    /// failure but keeps the debt bounded, and the retry starts the repair again (a chain at
+    /// `epoch`: the loader resumes it at the failed read, its pages so far current); an
+    /// invalidation since raises the debt to full, and a retry by a window move reads the full
+    /// source (`spec/LoaderLedgerRepairRetry.tla`).
+    UnifiedMinRepairRetry,
     /// A deliberately wrong `UnifiedMinChurn` or `UnifiedMinPageRetry`, to show that a check fails without the part of
     /// its rule the mutant breaks (mutant.rs). Not a variant of the modules: never in
     /// [`Rules::ALL`] nor `--list-rules`, and only in builds with the `testing` feature.
@@ -65,7 +72,7 @@ pub(super) enum Overtaken {
 impl Rules {
     /// Every variant, the module's eight first, in the order the module names them, then this
     /// project's.
-    pub const ALL: [Rules; 11] = [
+    pub const ALL: [Rules; 12] = [
         Rules::Current,
         Rules::Unified,
         Rules::UnifiedNoNorm,
@@ -77,13 +84,17 @@ impl Rules {
         Rules::UnifiedMinRecheck,
         Rules::UnifiedMinChurn,
         Rules::UnifiedMinPageRetry,
+        Rules::UnifiedMinRepairRetry,
     ];
 
     /// The module's own variants (everything but this project's additions).
     pub fn is_seed(self) -> bool {
         !matches!(
             self.base(),
-            Rules::UnifiedMinRecheck | Rules::UnifiedMinChurn | Rules::UnifiedMinPageRetry
+            Rules::UnifiedMinRecheck
+                | Rules::UnifiedMinChurn
+                | Rules::UnifiedMinPageRetry
+                | Rules::UnifiedMinRepairRetry
         )
     }
 
@@ -113,6 +124,7 @@ impl Rules {
             Rules::UnifiedMinRecheck => "unifiedMinRecheck",
             Rules::UnifiedMinChurn => "unifiedMinChurn",
             Rules::UnifiedMinPageRetry => "unifiedMinPageRetry",
+            Rules::UnifiedMinRepairRetry => "unifiedMinRepairRetry",
         }
     }
 
@@ -139,6 +151,7 @@ impl Rules {
                 | Rules::UnifiedMinRecheck
                 | Rules::UnifiedMinChurn
                 | Rules::UnifiedMinPageRetry
+                | Rules::UnifiedMinRepairRetry
         )
     }
 
@@ -153,6 +166,7 @@ impl Rules {
                 | Rules::UnifiedMinRecheck
                 | Rules::UnifiedMinChurn
                 | Rules::UnifiedMinPageRetry
+                | Rules::UnifiedMinRepairRetry
         )
     }
 
@@ -165,6 +179,7 @@ impl Rules {
                 | Rules::UnifiedMinRecheck
                 | Rules::UnifiedMinChurn
                 | Rules::UnifiedMinPageRetry
+                | Rules::UnifiedMinRepairRetry
         )
     }
 
@@ -172,7 +187,10 @@ impl Rules {
     pub(super) fn rechecks_full(self) -> bool {
         matches!(
             self.base(),
-            Rules::UnifiedMinRecheck | Rules::UnifiedMinChurn | Rules::UnifiedMinPageRetry
+            Rules::UnifiedMinRecheck
+                | Rules::UnifiedMinChurn
+                | Rules::UnifiedMinPageRetry
+                | Rules::UnifiedMinRepairRetry
         )
     }
 
@@ -180,13 +198,54 @@ impl Rules {
     pub(super) fn commits_overtaken(self) -> bool {
         matches!(
             self.base(),
-            Rules::UnifiedMinChurn | Rules::UnifiedMinPageRetry
+            Rules::UnifiedMinChurn | Rules::UnifiedMinPageRetry | Rules::UnifiedMinRepairRetry
         )
     }
 
     /// `spec/LoaderLedgerPageRetry.tla`: a finite read's own failure is retried as that page.
     pub(super) fn retries_page(self) -> bool {
-        self.base() == Rules::UnifiedMinPageRetry
+        matches!(
+            self.base(),
+            Rules::UnifiedMinPageRetry | Rules::UnifiedMinRepairRetry
+        )
+    }
+
+    /// `spec/LoaderLedgerRepairRetry.tla`: a repair's own failure is retried as that repair.
+    pub(super) fn retries_repair(self) -> bool {
+        self.base() == Rules::UnifiedMinRepairRetry
+    }
+
+    /// `spec/LoaderLedgerRepairRetry.tla`'s `Fail(i)`: whether request `r`'s failure in `s` is
+    /// recorded as a repair failure (the own failure over bounded debt): the running chain,
+    /// nothing superseded it, of the current epoch and not overtaken, with nothing but its own
+    /// bounded debt owed and no failure recorded.
+    pub(super) fn repair_failure(self, s: &State, r: &Req) -> bool {
+        #[cfg(any(test, feature = "testing"))]
+        if let Rules::Mutant(m) = self {
+            if let Some(v) = m.repair_failure(s, r) {
+                return v;
+            }
+        }
+        self.retries_repair()
+            && r.kind == Kind::Chain
+            && !r.sup
+            && r.ep == s.epoch
+            && s.chain_epoch == s.epoch
+            && s.phase == Phase::Repair
+            && s.debt == Debt::Bounded
+            && s.failure == Failure::None
+    }
+
+    /// `spec/LoaderLedgerRepairRetry.tla`'s `Invalidate`: whether an invalidation after a
+    /// repair failure raises the debt to full (the repair's pages so far may then be stale).
+    pub(super) fn demotes_repair_failure(self) -> bool {
+        #[cfg(any(test, feature = "testing"))]
+        if let Rules::Mutant(m) = self {
+            if !m.demotes_repair_failure() {
+                return false;
+            }
+        }
+        self.retries_repair()
     }
 
     /// `spec/LoaderLedgerPageRetry.tla`'s `Fail(i)`: whether request `r`'s failure in `s` is

@@ -37,6 +37,9 @@ pub enum Call {
         end_of_source: bool,
         /// The items before the page, if the host counted them.
         items_before: Option<u64>,
+        /// What `compare` answered, in the order the loader asked (`settle_ordered`); empty
+        /// when it asked nothing.
+        answers: Vec<Ordering>,
     },
     /// `fail(read_id, code)`.
     Fail(u64, i32),
@@ -192,6 +195,18 @@ fn config(line: &str) -> Result<Config, String> {
     Ok(c)
 }
 
+/// The host's `compare` answers, one character each.
+fn orderings(a: &str) -> Result<Vec<Ordering>, String> {
+    a.chars()
+        .map(|c| match c {
+            '<' => Ok(Ordering::Less),
+            '=' => Ok(Ordering::Equal),
+            '>' => Ok(Ordering::Greater),
+            _ => Err(format!("bad compare answer {c:?}")),
+        })
+        .collect()
+}
+
 fn call(text: &str, last: &mut Vec<u8>) -> Result<(Call, Option<String>), String> {
     // The last " = ": compare answers may be "=", results never hold one.
     let (head, result) = match text.rsplit_once(" = ") {
@@ -223,6 +238,10 @@ fn call(text: &str, last: &mut Vec<u8>) -> Result<(Call, Option<String>), String
                 Some(".") => None,
                 n => Some(num(n)?),
             },
+            answers: match f.next() {
+                None => Vec::new(),
+                Some(a) => orderings(a)?,
+            },
         },
         "f" => Call::Fail(num(f.next())?, num(f.next())?),
         "a" => Call::Abandon(num(f.next())?),
@@ -235,15 +254,7 @@ fn call(text: &str, last: &mut Vec<u8>) -> Result<(Call, Option<String>), String
             },
             answers: match f.next().ok_or("no compare answers")? {
                 "-" => Vec::new(),
-                a => a
-                    .chars()
-                    .map(|c| match c {
-                        '<' => Ok(Ordering::Less),
-                        '=' => Ok(Ordering::Equal),
-                        '>' => Ok(Ordering::Greater),
-                        _ => Err(format!("bad compare answer {c:?}")),
-                    })
-                    .collect::<Result<_, _>>()?,
+                a => orderings(a)?,
             },
         },
         "j" => Call::Jump(cursor(f.next().ok_or("no cursor")?, last)?, num(f.next())?),

@@ -159,35 +159,28 @@ fn run_call(l: &mut Loader, c: &Call) -> Result<Option<String>, String> {
             next_cursor,
             end_of_source,
             items_before,
-        } => out(l.settle_counted(
-            *read_id,
-            *acquisition,
-            *count,
-            next_cursor,
-            *end_of_source,
-            *items_before,
-        )),
+            answers,
+        } => {
+            let mut given = Given::new(answers);
+            let r = l.settle_ordered(
+                *read_id,
+                *acquisition,
+                *count,
+                next_cursor,
+                *end_of_source,
+                *items_before,
+                (!answers.is_empty()).then_some(&mut |_: &[u8], _: &[u8]| given.next()),
+            );
+            given.all_asked()?;
+            out(r)
+        }
         Call::Fail(r, code) => out(l.fail(*r, *code)),
         Call::Abandon(r) => out(l.abandon(*r)),
         Call::Invalidate => out(l.invalidate()),
         Call::Range { from, to, answers } => {
-            let mut given = answers.iter();
-            let mut over = false;
-            let r = l.invalidate_range(from, to.as_deref(), &mut |_: &[u8], _: &[u8]| {
-                given.next().copied().unwrap_or_else(|| {
-                    over = true;
-                    std::cmp::Ordering::Equal
-                })
-            });
-            let left = given.count();
-            if over {
-                return Err("the loader asked compare more often than the log recorded".into());
-            }
-            if left > 0 {
-                return Err(format!(
-                    "the loader asked compare {left} times fewer than the log recorded"
-                ));
-            }
+            let mut given = Given::new(answers);
+            let r = l.invalidate_range(from, to.as_deref(), &mut |_: &[u8], _: &[u8]| given.next());
+            given.all_asked()?;
             out(r)
         }
         Call::Jump(cursor, position) => out(l.jump(cursor, *position)),
@@ -381,4 +374,41 @@ pub fn replay(log: &Log, options: Options) -> Result<Report, Divergence> {
         ));
     }
     Ok(report)
+}
+
+/// The host's recorded `compare` answers, given back in order.
+struct Given<'a> {
+    answers: std::slice::Iter<'a, std::cmp::Ordering>,
+    over: bool,
+}
+
+impl<'a> Given<'a> {
+    fn new(answers: &'a [std::cmp::Ordering]) -> Given<'a> {
+        Given {
+            answers: answers.iter(),
+            over: false,
+        }
+    }
+
+    /// The next answer; asked past the last, `Equal` and remembered.
+    fn next(&mut self) -> std::cmp::Ordering {
+        self.answers.next().copied().unwrap_or_else(|| {
+            self.over = true;
+            std::cmp::Ordering::Equal
+        })
+    }
+
+    /// Whether the loader asked exactly as often as the log recorded.
+    fn all_asked(self) -> Result<(), String> {
+        let left = self.answers.count();
+        if self.over {
+            return Err("the loader asked compare more often than the log recorded".into());
+        }
+        if left > 0 {
+            return Err(format!(
+                "the loader asked compare {left} times fewer than the log recorded"
+            ));
+        }
+        Ok(())
+    }
 }

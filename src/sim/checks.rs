@@ -74,6 +74,9 @@ impl Host {
             )));
         }
         self.check_bound().map_err(at)?;
+        if let Some(gap) = self.loader.staged_gap() {
+            return Err(at(gap));
+        }
         let l = self.loader.ledger();
         if !self.loader.revalidating()
             && l.failure() == crate::ledger::Failure::None

@@ -217,13 +217,13 @@ impl Host {
             Op::WindowLocated { start, len, answer } => {
                 let before = self.loader.stats();
                 let source = &self.source;
-                // The cursor before the visible item at `position`.
+                // The cursor before the visible item at `position` (one pass over the items).
                 let cursor_at = |position: u64| {
                     let at = source
                         .items()
                         .iter()
                         .enumerate()
-                        .filter(|(_, i)| source.visible_from(0).any(|v| v == **i))
+                        .filter(|(_, i)| source.visible(i))
                         .nth(position as usize)
                         .map_or(source.len(), |(at, _)| at);
                     source.cursor_before(at)
@@ -426,13 +426,14 @@ impl Host {
         }
         let acq = self.next_acq;
         self.next_acq += 1;
-        self.loader.settle_counted(
+        self.loader.settle_ordered(
             p.read.read_id,
             acq,
             a.items.len() as u32,
             &a.next_cursor,
             a.end_of_source,
             items_before,
+            Some(&mut Source::compare),
         )?;
         self.accepted += 1;
         if a.items.is_empty()

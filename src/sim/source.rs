@@ -100,7 +100,8 @@ impl Source {
         &self.items
     }
 
-    fn visible(&self, item: &Item) -> bool {
+    /// Whether `item` passes the filter.
+    pub(super) fn visible(&self, item: &Item) -> bool {
         item.0 >= 32 || self.hidden_keys & (1 << item.0) == 0
     }
 

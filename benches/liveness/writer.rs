@@ -1,0 +1,128 @@
+//! Table (d) of `make bench-liveness`: a writer changing items near the window, each change
+//! reported as its exact range, while reads fail at a rate; the reads it costs against the
+//! same run without failures.
+//!
+//! The simulated host of `loader::sim` (which checks every property after every event) holds
+//! a numbered source of 2,000 items; the window is [0, 100) (page 50, prefetch 50). Its
+//! workers take 20 ms a read: every 20 ms every read outstanding is answered, and the writer,
+//! at 200 changes a second, makes four changes meanwhile, alternately an insert (a key among
+//! the window's first items) and a delete (of one of the first 150 items), each reported with
+//! `invalidate_range`. Each answer fails with probability 0 or 5%; with nothing outstanding
+//! the host retries (`retry`) or ticks to the backoff deadline. After `CHANGES` changes it
+//! answers everything, failure-free. It counts the reads issued by kind and the items read,
+//! over `TRIALS` seeded trials.
+
+use crate::common::rng::Rng;
+use loader::sim::{Host, Op, Source};
+use loader::Config;
+
+/// Changes per trial.
+pub const CHANGES: u64 = 1_000;
+/// Changes made while a read is out: 200 changes a second, reads of `5 * CHANGES_PER_READ` ms.
+pub const CHANGES_PER_READ: u64 = 4;
+/// Seeded trials per rate.
+pub const TRIALS: u64 = 10;
+/// Failure rates, in percent of reads.
+pub const RATES: [u64; 2] = [0, 5];
+/// The target (issue 35): at 5% failures, at most this many times the failure-free reads.
+pub const FACTOR: f64 = 1.5;
+
+/// One row: a failure rate and the mean reads by kind.
+pub struct Writer {
+    pub percent: u64,
+    /// Mean reads issued: finite, chain, full.
+    pub issued: [f64; 3],
+    /// Mean items read.
+    pub items: f64,
+}
+
+impl Writer {
+    pub fn reads(&self) -> f64 {
+        self.issued.iter().sum()
+    }
+}
+
+/// Answers every read outstanding (failing each with probability `percent`), or, with none
+/// outstanding, retries or ticks to the next deadline.
+fn step(h: &mut Host, rng: &mut Rng, percent: u64) -> Result<(), String> {
+    if h.pending() > 0 {
+        for _ in 0..h.pending() {
+            let op = if rng.percent(percent) {
+                Op::Fail { index: 0 }
+            } else {
+                Op::Deliver {
+                    index: 0,
+                    fresh: true,
+                }
+            };
+            h.apply(op)?;
+        }
+        return Ok(());
+    }
+    let op = if h.loader.ledger().retry_enabled() {
+        Op::Retry
+    } else if let Some(d) = h.loader.next_deadline() {
+        Op::Tick {
+            ms: d.saturating_sub(h.now).clamp(1, u64::from(u16::MAX)) as u16,
+        }
+    } else {
+        Op::Tick { ms: 5 }
+    };
+    h.apply(op)
+}
+
+fn trial(seed: u64, percent: u64) -> Result<([u64; 3], u64), String> {
+    let config = Config {
+        page_size: 50,
+        prefetch_distance: 50,
+        backoff_initial_ms: 1,
+        backoff_max_ms: 4,
+        ..Config::default()
+    };
+    let mut h = Host::new(config, Source::numbered(2_000));
+    h.apply(Op::Window { start: 0, len: 100 })?;
+    h.settle_down()?;
+    let (before, items) = (h.loader.stats().issued, h.loader.stats().items_read);
+    let mut rng = Rng(seed);
+    for i in 0..CHANGES {
+        let change = if i % 2 == 0 {
+            Op::InsertRanged {
+                key: rng.below(16) as u8,
+            }
+        } else {
+            Op::DeleteRanged {
+                index: rng.below(150) as u16,
+            }
+        };
+        h.apply(change)?;
+        if (i + 1) % CHANGES_PER_READ == 0 {
+            step(&mut h, &mut rng, percent)?;
+        }
+    }
+    h.settle_down()?;
+    let after = h.loader.stats().issued;
+    let items = h.loader.stats().items_read - items;
+    Ok(([0, 1, 2].map(|k| after[k] - before[k]), items))
+}
+
+/// Every rate's row.
+pub fn table() -> Result<Vec<Writer>, String> {
+    RATES
+        .iter()
+        .map(|&percent| {
+            let (mut sum, mut items) = ([0u64; 3], 0);
+            for seed in 0..TRIALS {
+                let (t, n) = trial(0x5eed_0000 + seed, percent)?;
+                for k in 0..3 {
+                    sum[k] += t[k];
+                }
+                items += n;
+            }
+            Ok(Writer {
+                percent,
+                issued: sum.map(|n| n as f64 / TRIALS as f64),
+                items: items as f64 / TRIALS as f64,
+            })
+        })
+        .collect()
+}
