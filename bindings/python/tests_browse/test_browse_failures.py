@@ -289,6 +289,9 @@ def test_the_view_recovers_by_itself_after_a_long_lock(journal_db: Path, lock: L
             await fresh(pilot, app)
             lock.take()
             await type_row(pilot, 3000)
+            # The row number's cursor is read in a worker: it waits for the lock, then says.
+            await until(pilot, lambda: app.message.startswith("going to row"),
+                        what="the lock said")
             await pilot.press("pagedown", "pagedown")
             await until(pilot, lambda: app.feed is not None and app.feed.needs_retry,
                         timeout=10, what="the retries spent")

@@ -4,18 +4,24 @@ The screen's rows are the loader's window: scrolling moves it (``set_window``), 
 (the top, the bottom, a row number, a key) rebuilds the view at a cursor (``jump``), so a
 keypress reads about a window's rows at any depth. Textual runs on asyncio, so the feed is
 :class:`libloader.aio.Feed`: a load that does not wait (a local SQLite query) is answered
-inside the call that needs it, and ``changes()`` hands the app each new view. Every
-``poll_interval`` seconds the app reads ``PRAGMA data_version``; when another connection has
-committed, it invalidates the feed and counts the rows again.
+and ``changes()`` hands the app each new view. No query runs on the UI thread: a load reads
+its page in ``asyncio.to_thread`` on that thread's own connection (the feed answers the read
+when the thread is done, and a key pressed meanwhile is answered at once); a far move's
+cursor, the poll, the count and the rank run in Textual workers whose queries run in threads.
+Every ``poll_interval`` seconds the app reads ``PRAGMA data_version``; when another connection
+has committed, it invalidates the feed and counts the rows again.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
+import threading
 import time
 import unicodedata
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple, TypeVar, Union
 
 from rich.cells import cell_len, set_cell_size
 from rich.style import Style
@@ -36,6 +42,8 @@ from .._enums import Direction, Failure
 from .._feed import FeedSnapshot, LoadResult
 from .._types import Config
 from ._table import MOVE_BUSY_S, NoKeyError, Row, Table, open_readonly, quote_name
+
+R = TypeVar("R")
 
 Load = Callable[[bytes, int, Direction], Union[LoadResult[Row], Awaitable[LoadResult[Row]]]]
 
@@ -470,7 +478,24 @@ class Browser(App[None]):
         self._counting = False
         self._ranking = False
         self._thread_conns: Dict[str, sqlite3.Connection] = {}
-        self._db_path = ""
+        # The file's path, for the worker threads' own connections: read here, before the
+        # app runs (no query runs on the UI thread once it does).
+        self._db_path = str(table.conn.execute("PRAGMA database_list").fetchone()[2])
+        self._local = threading.local()
+        """Per worker thread: its connection and the table on it (:meth:`_db`)."""
+        self._conn_lock = threading.Lock()
+        self._worker_conns: List[sqlite3.Connection] = []
+        self._db_pool = ThreadPoolExecutor(1, thread_name_prefix="libloader-browse-db")
+        """The thread of the workers' queries other than loads, counts and ranks (the poll,
+        a far move's cursor, the schema read again): one at a time, on one connection, so
+        ``PRAGMA data_version`` is always read on the same connection."""
+        self.started = False
+        """The first look at the table (its count and versions) is done."""
+        self._polling = False
+        self._move: Optional[object] = None
+        """While a far move's cursor is read in a worker: its token (a later move replaces
+        it, and the earlier one's answer is dropped)."""
+        self._move_top = 0
         self.counts = 0
         """Full counts the poll made."""
         self.version = -1
@@ -518,32 +543,77 @@ class Browser(App[None]):
         demo wraps :meth:`table_load` with failures and latency."""
         self._inner_load = load
 
-    def table_load(self, cursor: bytes, limit: int, direction: Direction) -> LoadResult[Row]:
-        """A page of the table, counting the rows its query fetched."""
-        result = self.table.load(cursor, limit, direction)
+    async def table_load(self, cursor: bytes, limit: int,
+                         direction: Direction) -> LoadResult[Row]:
+        """A page of the table, read in ``asyncio.to_thread`` (off the UI thread) on that
+        thread's own connection, counting the rows its query fetched."""
+        result = await asyncio.to_thread(self.load_rows, cursor, limit, direction)
         self.fetched += len(result.items) + (
             1 if direction is Direction.BACKWARD and not result.end_of_source else 0)
         return result
 
+    def load_rows(self, cursor: bytes, limit: int, direction: Direction) -> LoadResult[Row]:
+        """A page of the table on the calling thread's own connection (a worker thread)."""
+        return self._db().load(cursor, limit, direction)
+
+    def _db(self) -> Table:
+        """The table on the calling worker thread's own connection (made at its first use,
+        closed when the app ends); after a schema change, the new table on it."""
+        local = self._local
+        table = self.table
+        if getattr(local, "base", None) is not table:
+            conn = getattr(local, "conn", None)
+            if conn is None:
+                conn = open_readonly(self._db_path, check_same_thread=False)
+                with self._conn_lock:
+                    self._worker_conns.append(conn)
+                local.conn = conn
+            local.base = table
+            local.table = table.on(conn)
+        t: Table = local.table
+        return t
+
+    async def _in_db(self, fn: Callable[..., R], *args: Any) -> R:
+        """``fn(*args)`` on the database thread (see ``_db_pool``), awaited: the UI thread
+        goes on answering keys meanwhile."""
+        return await asyncio.get_running_loop().run_in_executor(self._db_pool, fn, *args)
+
     async def on_mount(self) -> None:
-        self.total = self.table.count()
-        self.version = self.table.data_version()
-        self.schema = self.table.schema_version()
-        self._db_path = str(self.table.conn.execute("PRAGMA database_list").fetchone()[2])
         load: Any = self.table_load
         if self._inner_load is not None:
             load = self._inner_load
-        # A far window move (go to row, the bottom) asks the table for the cursor before the
-        # row (an OFFSET query from the nearer end) and starts there, instead of walking.
-        self.feed = aio.Feed(load, config=self.config, locate=self._locate)
+        # A far window move (go to row, the bottom) reads the cursor before the row in a
+        # worker (an OFFSET query from the nearer end) and jumps there, instead of walking.
+        self.feed = aio.Feed(load, config=self.config)
         view = self.query_one(RowsView)
         view.focus()
         if view.size.height > 1:   # else the first layout's resize sets the window
             self.feed.set_window(0, self.height)
         self.run_worker(self._watch(), exclusive=False)
+        self._polling = True
+        self.run_worker(self._poll_work(), group="poll", exit_on_error=False)
         self.set_interval(self.poll_interval, self._poll)
-        if self.start_following and view.size.height > 1:
+        self._show()
+
+    def _first_look(self) -> Tuple[int, int, int]:
+        """The table's rows and the database's versions (on the database thread)."""
+        t = self._db()
+        return t.count(), t.data_version(), t.schema_version()
+
+    async def _start(self) -> None:
+        """The first look at the table, in the poll's worker: its count, the versions the
+        poll compares with; then ``--follow`` goes to the bottom."""
+        try:
+            total, version, schema = await self._in_db(self._first_look)
+        except Exception as e:   # noqa: BLE001 (a lock: the next poll looks again)
+            self.message = failure_message(e, "reading the table", self.table.name)
+            self._show()
+            return
+        self.total, self.version, self.schema = total, version, schema
+        self.started = True
+        if self.start_following and self.query_one(RowsView).size.height > 1:
             self.action_follow()
+        self._keep_full()
         self._show()
 
     async def on_unmount(self) -> None:
@@ -556,7 +626,10 @@ class Browser(App[None]):
                     await worker.wait()
                 except Exception:   # noqa: BLE001 (cancelled or failed: it ended)
                     pass
-        for conn in self._thread_conns.values():
+        # The database thread's query ends within its busy timeout: then its connection
+        # closes with the others.
+        await asyncio.to_thread(self._db_pool.shutdown, True)
+        for conn in [*self._thread_conns.values(), *self._worker_conns]:
             conn.close()
 
     def resized(self) -> None:
@@ -564,7 +637,7 @@ class Browser(App[None]):
         if self.feed is not None:
             self.top = min(self.top, self._last_top())
             self.feed.set_window(self.top, self.height)
-            if self.start_following and not self.feed.following:
+            if self.start_following and self.started and not self.feed.following:
                 self.start_following = False
                 self.action_follow()
             self._show()
@@ -577,11 +650,24 @@ class Browser(App[None]):
             self._keep_full()
             self._show()
 
-    def _locate(self, n: int) -> bytes:
-        """The feed's ``locate``: the cursor before row ``n`` (an OFFSET query from the
-        nearer end), waiting for a lock as a far move does."""
-        with self.table.patient():
-            return self.table.cursor_at(n, self.total)
+    def _cursor_at(self, n: int, total: int) -> bytes:
+        """The cursor before row ``n`` (an OFFSET query from the nearer end), waiting for a
+        lock as a far move does (on the database thread)."""
+        t = self._db()
+        with t.patient():
+            return t.cursor_at(n, total)
+
+    def _locate_key(self, values: Tuple[Any, ...]) -> Tuple[bytes, int]:
+        """The cursor before the first row whose key is at least ``values``, and its number
+        (on the database thread)."""
+        t = self._db()
+        with t.patient():
+            return t.locate_key(values)
+
+    def _versions(self) -> Tuple[int, int]:
+        """``PRAGMA data_version`` and ``schema_version`` (on the database thread)."""
+        t = self._db()
+        return t.data_version(), t.schema_version()
 
     def _keep_full(self) -> None:
         """The table ended before the window's end (it shrank, or a key past the last was
@@ -608,31 +694,54 @@ class Browser(App[None]):
                 self.total = state.covered_end
 
     def _poll(self) -> None:
+        """The poll's timer: a look for other programs' commits, in a worker (one at a
+        time)."""
+        if self.feed is None or self._polling:
+            return
+        self._polling = True
+        self.run_worker(self._poll_work(), group="poll", exit_on_error=False)
+
+    async def _poll_work(self) -> None:
+        try:
+            if not self.started:
+                await self._start()
+            else:
+                await self._look()
+        finally:
+            self._polling = False
+
+    async def _look(self) -> None:
         """Another connection committed: re-read what the view shows, count the rows, rank
         the first shown row again (so the numbers are the table's own), and say a schema
         change. Retries spent (a long lock) are retried by themselves every AUTO_RETRY_S."""
-        if self.feed is None:
-            return
         try:
-            v = self.table.data_version()
-            if v == self.version:
-                if self._rerank:
-                    self._rank_top()
-                if not self.total_exact:
-                    self._count()
-                    self._show()
-                self._auto_retry()
-                return
-            self.version = v
-            if self._schema_changed():
-                return
-            self.total_exact = False
-            self._count()
+            v, schema = await self._in_db(self._versions)
         except sqlite3.Error as e:   # a locked database: the next poll tries again
             self.message = failure_message(e, "a look for other programs' commits",
                                            self.table.name)
             self._show()
             return
+        if self.feed is None:
+            return
+        if v == self.version:
+            if self._rerank:
+                self._rank_top()
+            if not self.total_exact:
+                self._count()
+                self._show()
+            self._auto_retry()
+            return
+        self.version = v
+        try:
+            if await self._schema_changed(schema):
+                return
+        except Exception as e:   # noqa: BLE001 (a lock: said; the next commit looks again)
+            self._failed("reading the table's schema", e)
+            return
+        if self.feed is None:
+            return
+        self.total_exact = False
+        self._count()
         self.invalidations += 1
         if self._invalidated_at is None:
             self._invalidated_at = time.monotonic()
@@ -754,24 +863,36 @@ class Browser(App[None]):
         feed.set_window(n, self.height)
         self._show()
 
-    def _schema_changed(self) -> bool:
-        """Reads the schema's version: on a change, the table is read again (its columns,
-        its key) and the change said; a table dropped or renamed is said and not shown.
-        Returns whether the view cannot go on as it was."""
-        schema = self.table.schema_version()
+    def _reread(self, name: str) -> Optional[Tuple[Table, int]]:
+        """Table ``name`` read again (its columns, its key) and its rows, or None when it is
+        gone (on the database thread)."""
+        t = self._db()
+        if not t.exists():
+            return None
+        table = Table(t.conn, name)
+        return table, table.count()
+
+    async def _schema_changed(self, schema: Optional[int] = None) -> bool:
+        """Compares the schema's version (read again unless given): on a change, the table
+        is read again (its columns, its key) and the change said; a table dropped or renamed
+        is said and not shown. Returns whether the view cannot go on as it was."""
+        if schema is None:
+            schema = (await self._in_db(self._versions))[1]
         if schema == self.schema and self.gone is None:
             return False
         self.schema = schema
-        assert self.feed is not None
         name = self.table.name
-        if not self.table.exists():
-            self._lose(f"table {name} was dropped or renamed by another program: q to quit")
-            return True
         try:
-            table = Table(self.table.conn, name)
+            found = await self._in_db(self._reread, name)
         except NoKeyError as e:
             self._lose(str(e))
             return True
+        if found is None:
+            self._lose(f"table {name} was dropped or renamed by another program: q to quit")
+            return True
+        if self.feed is None:
+            return True
+        table, total = found
         was_gone = self.gone is not None
         self.gone = None
         if table.shape() != self.table.shape() or was_gone:
@@ -780,10 +901,13 @@ class Browser(App[None]):
             self.table = table
             self.message = ("the table is back" if was_gone else
                             "the table's columns changed" + _diff(old, new)) + ": showing it"
-            self.total = table.count()
+            self.total = total
             self.total_exact = True
-            self.top = min(self.top, max(self.total - self.height, 0))
-            cursor = table.cursor_at(self.top, self.total)
+            top = min(self.top, max(self.total - self.height, 0))
+            cursor = await self._in_db(self._cursor_at, top, total)
+            if self.feed is None:
+                return True
+            self.top = top
             self.feed.jump(cursor, self.top)
             self.feed.set_window(self.top, self.height)
             self._show()
@@ -811,7 +935,8 @@ class Browser(App[None]):
         """The view is settled (nothing read, nothing owed) and holds every row of the window
         the table has."""
         snap = self.snap
-        if snap is None or not snap.settled or self.feed is None or self.gone is not None:
+        if snap is None or not snap.settled or self.feed is None or self.gone is not None \
+                or self._move is not None or not self.started:
             return False
         state = self.feed.state
         if state.window_start != self.top:
@@ -1019,12 +1144,7 @@ class Browser(App[None]):
         """The help screen: the keys, then the table's schema, inert."""
         t = self.table
         cols = "\n".join(f"  {c.name} {c.declared}".rstrip() for c in t.columns)
-        try:
-            row = t.conn.execute("SELECT sql FROM sqlite_schema WHERE name = ? COLLATE "
-                                 "NOCASE", (t.name,)).fetchone()
-            sql = row[0] if row and row[0] else ""
-        except sqlite3.Error as e:
-            sql = f"(not read: {e})"
+        sql = t.sql
         text = (f"{HELP}\n\nThe table {t.name}: {len(t.columns)} "
                 f"{_plural(len(t.columns), 'column')}, in the order of its {t.key_label} "
                 f"({', '.join(t.key)})\n{cols}\n\n{sql}")
@@ -1071,44 +1191,121 @@ class Browser(App[None]):
             total = state.covered_end
         return max(total - self.height, 0)
 
-    def _scroll_to(self, top: int) -> None:
+    @property
+    def base_top(self) -> int:
+        """Where a relative move starts: the top, or the one a far move is going to."""
+        return self._move_top if self._move is not None else self.top
+
+    def _near(self, top: int) -> bool:
+        """The window at ``top`` is within a prefetch of the rows held: the loader reads
+        what is missing from the cursors it has."""
+        snap = self.snap
+        if snap is None or not snap.items:
+            return False
+        reach = self.config.prefetch_distance or 0
+        return snap.start - reach <= top and top + self.height <= snap.start + len(
+            snap.items) + reach
+
+    def _scroll_to(self, top: int, what: str = "scrolling",
+                   then: Optional[Callable[[], None]] = None) -> None:
+        """Moves the window to ``top``: near, at once; far, after its cursor is read in a
+        worker (:meth:`_far`)."""
         assert self.feed is not None
         if self.gone is not None:
             return
-        old = self.top
-        self.top = min(max(top, 0), self._last_top())
+        top = min(max(top, 0), self._last_top())
+        if not self._near(top):
+            self._far(top, what, then)
+            return
+        self._move = None
+        self.top = top
         try:
             self.feed.set_window(self.top, self.height)
-        except Exception:
-            # A far move's locate failed (a lock, the table gone): the window goes back.
-            self.top = old
-            self.feed.set_window(old, self.height)
-            raise
         finally:
             self._show()
+        if then is not None:
+            then()
 
-    def go_to(self, n: int) -> None:
-        """Puts row ``n`` (from 0) at the top: a window move. A far one starts at a cursor
-        the loader remembers near the row, or at the one the feed's ``locate`` gives
-        (:meth:`Table.cursor_at`, an OFFSET query from the nearer end), so it reads about
-        the window whatever the distance, and the row numbers stay the table's own."""
+    def _far(self, top: int, what: str, then: Optional[Callable[[], None]] = None) -> None:
+        """A far move: the cursor before row ``top`` is read in a worker (an OFFSET query
+        from the nearer end, on the database thread), then the view is rebuilt there
+        (``jump``), so it reads about the window whatever the distance and the row numbers
+        stay the table's own. Keys are answered meanwhile; a later move supersedes it."""
+        token = object()
+        self._move, self._move_top = token, top
+        self.run_worker(self._far_work(token, top, self.total, what, then), group="move",
+                        exit_on_error=False)
+        self._show()
+
+    async def _far_work(self, token: object, top: int, total: int, what: str,
+                        then: Optional[Callable[[], None]]) -> None:
+        try:
+            cursor = await self._in_db(self._cursor_at, top, total)
+        except Exception as e:   # noqa: BLE001 (every failure is said, none ends the app)
+            if self._move is token:
+                await self._move_failed(what, e)
+            return
+        if self._move is not token:
+            return
+        self._jump(cursor, top)
+        if then is not None:
+            then()
+
+    def _jump(self, cursor: bytes, top: int) -> None:
+        """The far move's cursor is read: the view is rebuilt there."""
+        self._move = None
+        if self.feed is None or self.gone is not None:
+            return
+        self.top = top
+        self.feed.jump(cursor, top)
+        self.feed.set_window(top, self.height)
+        self._show()
+
+    async def _move_failed(self, what: str, e: BaseException) -> None:
+        """A far move's query failed: a table gone is said as such (looked at on the
+        database thread), any other failure as a message."""
+        self._move = None
+        self._pending = None
+        if isinstance(e, sqlite3.Error):
+            try:
+                if not await self._in_db(lambda: self._db().exists()):
+                    self._lose(f"table {self.table.name} was dropped or renamed by another "
+                               "program: q to quit")
+                    return
+            except sqlite3.Error:
+                pass
+        self._failed(what, e)
+
+    def go_to(self, n: int, what: str = "scrolling",
+              then: Optional[Callable[[], None]] = None) -> None:
+        """Puts row ``n`` (from 0) at the top: a window move (see :meth:`_scroll_to`)."""
         assert self.feed is not None
-        self._scroll_to(min(max(n, 0), max(self.total - self.height, 0)))
+        self._scroll_to(min(max(n, 0), max(self.total - self.height, 0)), what, then)
 
     def go_to_key(self, text: str) -> None:
         """Puts the first row whose key is at least ``text`` at the top; past the last row,
-        the last rows."""
+        the last rows. The key is parsed here (a ValueError says why it does not), and
+        looked up in a worker."""
         assert self.feed is not None
         values = self.table.parse_key(text)
-        with self.table.patient():
-            cursor, n = self.table.locate_key(values)
-        if n > max(self.total - self.height, 0):
-            self.go_to(n)
+        token = object()
+        self._move, self._move_top = token, self.top
+        self.run_worker(self._key_work(token, values), group="move", exit_on_error=False)
+
+    async def _key_work(self, token: object, values: Tuple[Any, ...]) -> None:
+        try:
+            cursor, n = await self._in_db(self._locate_key, values)
+        except Exception as e:   # noqa: BLE001 (every failure is said, none ends the app)
+            if self._move is token:
+                await self._move_failed("going to a key", e)
             return
-        self.top = n
-        self.feed.jump(cursor, n)
-        self.feed.set_window(n, self.height)
-        self._show()
+        if self._move is not token:
+            return
+        if n > max(self.total - self.height, 0):
+            self._move = None
+            self.go_to(n, "going to a key")
+            return
+        self._jump(cursor, n)
 
     def _guarded(self, what: str, move: Callable[[], object]) -> None:
         """Runs a move; a failure is a message on the status line (and a notification),
@@ -1120,58 +1317,61 @@ class Browser(App[None]):
             self._failed(what, e)
 
     def _failed(self, what: str, e: BaseException) -> None:
-        if isinstance(e, sqlite3.Error) and self.feed is not None:
-            try:
-                if not self.table.exists():
-                    self._lose(f"table {self.table.name} was dropped or renamed by another "
-                               "program: q to quit")
-                    return
-            except sqlite3.Error:
-                pass
         self.message = failure_message(e, what, self.table.name)
         self.notify(inert(self.message), severity="error", timeout=6)
         self._show()
 
     def action_line(self, delta: int) -> None:
         self._begin("line")
-        self._guarded("scrolling", lambda: self._scroll_to(self.top + delta))
+        self._guarded("scrolling", lambda: self._scroll_to(self.base_top + delta))
 
     def action_page(self, delta: int) -> None:
         self._begin("page")
-        self._guarded("scrolling", lambda: self._scroll_to(self.top + delta * self.height))
+        self._guarded("scrolling",
+                      lambda: self._scroll_to(self.base_top + delta * self.height))
 
     def action_top(self) -> None:
         self._begin("top")
-        self._guarded("going to the top", lambda: self.go_to(0))
+        self._guarded("going to the top", lambda: self.go_to(0, "going to the top"))
 
     def action_bottom(self) -> None:
         self._begin("bottom")
 
         # With the total as last counted: no count(*) of a large table on a keypress.
-        self._guarded("going to the bottom", lambda: self.go_to(self.total))
+        self._guarded("going to the bottom",
+                      lambda: self.go_to(self.total, "going to the bottom"))
 
     def action_follow(self) -> None:
         """``F``, as in ``less``: to the bottom, and stay there as rows are added (the
         loader pins the window to the table's end). Scrolling up stops following; scrolling
         back to the bottom follows again."""
-        if self.feed is None:
+        if self.feed is None or not self.started:
             return
         self._begin("follow")
-        self.go_to(self.total)
-        self.feed.follow()
-        self._follow_top()
-        self._show()
+
+        def pin() -> None:
+            if self.feed is not None:
+                self.feed.follow()
+                self._follow_top()
+                self._show()
+        self._guarded("following", lambda: self.go_to(self.total, "going to the bottom", pin))
 
     def action_retry(self) -> None:
         if self.feed is None:
             return
         if self.gone is not None:
             # The table may be back: read the schema again.
-            self._guarded("reading the table again", self._schema_changed)
+            self.run_worker(self._read_again(), group="poll", exit_on_error=False)
             return
         self.message = ""
         self.feed.retry()
         self._show()
+
+    async def _read_again(self) -> None:
+        try:
+            await self._schema_changed()
+        except Exception as e:   # noqa: BLE001 (every failure is said, none ends the app)
+            self._failed("reading the table again", e)
 
     @property
     def typed(self) -> str:
@@ -1242,7 +1442,8 @@ class Browser(App[None]):
                 self.message = f"not a row number: {text!r}"
                 return
             self._begin("go to row")
-            self._guarded(f"going to row {n:,}", lambda: self.go_to(n - 1))
+            what = f"going to row {n:,}"
+            self._guarded(what, lambda: self.go_to(n - 1, what))
         else:
             self._begin("go to key")
             self._guarded("going to a key", lambda: self.go_to_key(text))

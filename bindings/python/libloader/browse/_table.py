@@ -10,6 +10,7 @@ with neither a rowid nor a primary key, has no such order: :class:`NoKeyError` s
 
 from __future__ import annotations
 
+import copy
 import sqlite3
 import struct
 from contextlib import contextmanager
@@ -110,7 +111,8 @@ class Column:
 class Table:
     """One table of an open database, read in its key order.
 
-    Every method runs a query on ``conn`` on the calling thread: use it from one thread."""
+    Every method runs a query on ``conn`` on the calling thread: use it from one thread
+    (:meth:`on` gives the same table on another thread's connection)."""
 
     def __init__(self, conn: sqlite3.Connection, name: str) -> None:
         self.conn = conn
@@ -122,6 +124,8 @@ class Table:
             listed = ", ".join(tables) if tables else "none"
             raise NoKeyError(f"no table named {name!r} in the database (its tables: {listed})")
         kind, sql = row
+        self.sql: str = sql or ""
+        """The table's CREATE statement, as SQLite keeps it."""
         if kind == "view":
             raise NoKeyError(f"{name!r} is a view: it has no rowid or primary key to keep a "
                              "cursor on. Browse the tables it reads from instead")
@@ -164,6 +168,13 @@ class Table:
         self._desc = ", ".join(f"{q(k)} DESC" for k in self.key)
         self._marks = "(" + ", ".join("?" for _ in self.key) + ")"
         self.nkey = len(self.key)
+
+    def on(self, conn: sqlite3.Connection) -> "Table":
+        """The same table read through ``conn`` (a worker thread's own connection): its
+        queries are made once, here only the connection differs."""
+        other = copy.copy(self)
+        other.conn = conn
+        return other
 
     def shape(self) -> Tuple[Any, ...]:
         """What the browser's queries depend on: the columns and the key."""
