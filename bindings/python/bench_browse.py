@@ -75,6 +75,9 @@ async def drive(db: Path, reps: int, seed: int) -> Dict[str, Any]:
                      ("go to row", ("colon", *str(rng.randrange(1, ROWS)), "enter")),
                      ("top", ("home",)), ("still", ("up",)), ("bottom", ("end",))]
         for kind, keys in plan:
+            if kind == "line":
+                # ↓ moves the cursor row; on the window's last line it scrolls a line.
+                app.cursor = app.height - 1
             before = len(app.samples)
             await pilot.press(*keys)
             await settle()

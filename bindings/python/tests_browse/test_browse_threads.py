@@ -42,7 +42,7 @@ def test_no_query_runs_on_the_ui_thread(small_db: Path, monkeypatch: pytest.Monk
     async def run() -> None:
         async with app.run_test(size=(110, 30)) as pilot:
             await fresh(pilot, app)
-            for key in ("down", "pagedown", "end", "up", "home"):
+            for key in ("ctrl+e", "pagedown", "end", "ctrl+y", "home"):
                 await pilot.press(key)
                 await fresh(pilot, app)
             await type_row(pilot, 12_345)
@@ -74,7 +74,7 @@ def test_no_query_runs_on_the_ui_thread(small_db: Path, monkeypatch: pytest.Monk
 def test_keys_are_answered_while_a_load_is_held_up(small_db: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """Every page load waits until the test lets it go (at most 5 s): meanwhile the help
-    screen opens on ? and Down moves the top, each within half a second; let go, the screen
+    screen opens on ? and ctrl+e moves the top a line, each within half a second; let go, the screen
     is the table's rows."""
     gate = threading.Event()
     real_load = Table.load
@@ -95,7 +95,7 @@ def test_keys_are_answered_while_a_load_is_held_up(small_db: Path,
             assert time.perf_counter() - t0 < 0.5
             await pilot.press("escape")
             t0 = time.perf_counter()
-            await pilot.press("down")
+            await pilot.press("ctrl+e")   # a line down
             await until(pilot, lambda: app.top == 1, timeout=2, what="the top moving")
             assert time.perf_counter() - t0 < 0.5
             assert not gate.is_set() and not app.is_fresh()

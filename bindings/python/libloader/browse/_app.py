@@ -35,13 +35,15 @@ from textual.geometry import Size
 from textual.screen import ModalScreen
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual.widgets import Input, Static
+from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets.option_list import Option
 
 from .. import aio
 from .._enums import Direction, Failure
 from .._feed import FeedSnapshot, LoadResult
 from .._types import Config
-from ._table import MOVE_BUSY_S, NoKeyError, Row, Table, open_readonly, quote_name
+from ._table import (MOVE_BUSY_S, NoKeyError, Row, Table, open_readonly, quote_name,
+                     table_names)
 
 R = TypeVar("R")
 
@@ -223,12 +225,23 @@ class RowsView(ScrollView, can_focus=True, inherit_bindings=False):
     RowsView > .rowsview--blob { color: $text-accent; }
     RowsView > .rowsview--more { color: $text-muted; }
     RowsView > .rowsview--stale { text-style: dim; }
+    RowsView > .rowsview--cursor { background: $boost; text-style: bold; }
+    RowsView > .rowsview--cell { background: $accent 40%; }
     """
     COMPONENT_CLASSES = {"rowsview--header", "rowsview--escape", "rowsview--null",
-                         "rowsview--blob", "rowsview--more", "rowsview--stale"}
+                         "rowsview--blob", "rowsview--more", "rowsview--stale",
+                         "rowsview--cursor", "rowsview--cell"}
     BINDINGS = [
-        Binding("question_mark,f1", "app.help", "help", show=False),
-        Binding("enter", "app.show_row(0)", "the whole row", show=False),
+        Binding("question_mark,f1", "app.help", "help"),
+        Binding("colon", "app.ask('row')", "row #"),
+        Binding("slash", "app.ask('key')", "key"),
+        Binding("enter", "app.show_row", "show row"),
+        Binding("c", "app.copy_cell", "copy cell"),
+        Binding("y", "app.copy_row", "copy row"),
+        Binding("tab", "app.column(1)", "next column", show=False),
+        Binding("shift+tab", "app.column(-1)", "previous column", show=False),
+        Binding("t", "app.tables", "tables"),
+        Binding("s", "app.schema", "schema"),
         Binding("ctrl+c", "app.quit", "quit", show=False),
         Binding("left,h", "scroll_left", "left", show=False),
         Binding("right,l", "scroll_right", "right", show=False),
@@ -249,9 +262,10 @@ class RowsView(ScrollView, can_focus=True, inherit_bindings=False):
             event.prevent_default()
 
     def on_click(self, event: Click) -> None:
-        """A click on a row shows it whole."""
+        """A click on a row puts the cursor there and shows the row whole."""
         if event.y >= 1:
-            self.browser.action_show_row(event.y - 1)
+            self.browser.cursor = event.y - 1
+            self.browser.action_show_row()
 
     def on_mouse_scroll_down(self, event: MouseScrollDown) -> None:
         self.browser.action_line(WHEEL_LINES)
@@ -278,7 +292,8 @@ class RowsView(ScrollView, can_focus=True, inherit_bindings=False):
     def styles_for(self) -> Dict[str, Style]:
         """The rich styles of the component classes, by kind of text."""
         return {k: self.get_component_rich_style(f"rowsview--{k}", partial=True)
-                for k in ("header", "escape", "null", "blob", "more", "stale")}
+                for k in ("header", "escape", "null", "blob", "more", "stale", "cursor",
+                          "cell")}
 
     def follow(self, top: int, rows: int, width: int) -> None:
         """The browser moved: the virtual size is the table's, the offset its ``top``."""
@@ -307,17 +322,23 @@ class RowsView(ScrollView, can_focus=True, inherit_bindings=False):
         if x:
             pin = b.pinned_cells()
             strip = Strip.join([strip.crop(0, pin), strip.crop(pin + x, pin + x + width)])
-        return strip.adjust_cell_length(width, b.header_style if y == 0 else None)
+        fill = b.header_style if y == 0 else b.cursor_style if y - 1 == b.cursor else None
+        return strip.adjust_cell_length(width, fill)
 
 
 HELP = """Keys
-  ↓ j / ↑ k             a line down / up (the mouse wheel: three)
+  ↓ j / ↑ k             the cursor a row down / up (the view scrolls at the edge)
+  ctrl+e / ctrl+y       the view a line down / up (the mouse wheel: three)
   PgDn space / PgUp b   a page down / up
-  Home g / End G        the first / the last rows
+  Home g / End G        the first / the last row
+  Tab / shift+Tab       the column cursor to the next / previous column
   ← h / → l             sideways over wide rows (H / L: leftmost / rightmost)
   :                     go to a row number (1 is the first); paste works
   /                     go to the first row whose key is at least the one typed
-  Enter / a click       the first shown row / the clicked row whole (c copies it)
+  Enter / a click       the cursor row / the clicked row whole (c there copies it)
+  c / y                 copy the cell under the cursor / the cursor row (tab-separated)
+  t                     pick another table (a view is refused, with why)
+  s                     the table's schema
   r                     retry failed reads now (they are retried by themselves too)
   ? F1                  this help (Esc closes it)
   q ctrl+c              quit
@@ -403,6 +424,61 @@ class RowScreen(ModalScreen[None]):
         self.notify("the row is copied (tab-separated)", timeout=3)
 
 
+class TablePicker(ModalScreen[Optional[str]]):
+    """The database's tables and views, to pick one (Enter); Esc keeps the table shown. A
+    view is listed too: picking it says why it cannot be scrolled."""
+
+    DEFAULT_CSS = """
+    TablePicker { align: center middle; }
+    TablePicker > OptionList { width: 60; max-width: 100%; height: auto; max-height: 80%;
+                               border: round $primary; background: $surface; }
+    """
+    BINDINGS = [Binding("escape,q", "app.pop_screen", "close")]
+
+    def __init__(self, names: List[Tuple[str, str]], current: str) -> None:
+        super().__init__()
+        self.names = names
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        options = OptionList(*[Option(Text(inert(name) + (" (view)" if kind == "view" else ""),
+                                           no_wrap=True), id=str(i))
+                               for i, (name, kind) in enumerate(self.names)])
+        options.border_title = "tables and views: Enter opens, Esc closes"
+        yield options
+
+    def on_mount(self) -> None:
+        options = self.query_one(OptionList)
+        at = next((i for i, (n, _) in enumerate(self.names) if n == self.current), 0)
+        options.highlighted = at
+        options.focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(self.names[int(event.option.id or 0)][0])
+
+
+class SchemaScreen(ModalScreen[None]):
+    """The table's schema: its columns with their declared types, the key the rows are
+    ordered by, and its CREATE statement, inert."""
+
+    DEFAULT_CSS = """
+    SchemaScreen { align: center middle; }
+    SchemaScreen > VerticalScroll { width: 96; max-width: 100%; height: auto; max-height: 90%;
+                                    border: round $primary; background: $surface;
+                                    padding: 0 1; }
+    """
+    BINDINGS = [Binding("escape,q,s", "app.pop_screen", "close")]
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll() as v:
+            v.border_title = "schema: Esc closes"
+            yield Static(self.text, markup=False)
+
+
 class HelpScreen(ModalScreen[None]):
     """The keys, what the screen shows, and the table's schema."""
 
@@ -429,8 +505,11 @@ class Browser(App[None]):
     ``load`` replaces the table's own load (the demo wraps it with failures and latency)."""
 
     TITLE = "libloader-browse"
+    ENABLE_COMMAND_PALETTE = False
+    """The footer's room goes to the browser's own keys."""
     CSS = """
     #title { height: 1; background: $primary; color: $text; padding: 0 1; }
+    Footer { height: 1; }
     #status { height: 1; background: $panel; padding: 0 1; }
     #ask { height: 1; background: $panel; padding: 0 1; display: none; }
     #ask-label { width: auto; }
@@ -439,15 +518,17 @@ class Browser(App[None]):
     Screen.asking #status { display: none; }
     """
     BINDINGS = [
-        Binding("down,j", "line(1)", "down", show=False),
-        Binding("up,k", "line(-1)", "up", show=False),
+        Binding("down,j", "cursor(1)", "down", show=False),
+        Binding("up,k", "cursor(-1)", "up", show=False),
+        Binding("ctrl+e", "line(1)", "a line down", show=False),
+        Binding("ctrl+y", "line(-1)", "a line up", show=False),
         Binding("pagedown,space", "page(1)", "page down", show=False),
         Binding("pageup,b", "page(-1)", "page up", show=False),
         Binding("home,g", "top", "top", show=False),
         Binding("end,G", "bottom", "bottom", show=False),
         Binding("r", "retry", "retry", show=False),
-        Binding("F", "follow", "follow", show=False),
-        Binding("q", "quit", "quit", show=False),
+        Binding("F", "follow", "follow"),
+        Binding("q", "quit", "quit"),
     ]
 
     def __init__(self, table: Table, *, load: Optional[Load] = None,
@@ -481,6 +562,7 @@ class Browser(App[None]):
         # The file's path, for the worker threads' own connections: read here, before the
         # app runs (no query runs on the UI thread once it does).
         self._db_path = str(table.conn.execute("PRAGMA database_list").fetchone()[2])
+        self._db_name = self._db_path.rsplit("/", 1)[-1]
         self._local = threading.local()
         """Per worker thread: its connection and the table on it (:meth:`_db`)."""
         self._conn_lock = threading.Lock()
@@ -521,6 +603,13 @@ class Browser(App[None]):
         self.header_style = Style(bold=True, reverse=True)
         self._pin = 0
         self._lines: List[Strip] = []
+        self.cursor = 0
+        """The cursor row: its line in the window (from 0). Enter, c and y act on it."""
+        self.column = 0
+        """The column cursor: the column (from 0, as the header shows them) c copies."""
+        self.cursor_style = Style()
+        self._spans: List[Tuple[int, int]] = []
+        """Each column's first cell and width in a line, past the pinned row numbers."""
 
     # ---- layout ----
 
@@ -532,6 +621,7 @@ class Browser(App[None]):
         with Horizontal(id="ask"):
             yield Static(id="ask-label", markup=False)
             yield Prompt(self)
+        yield Footer()
 
     @property
     def height(self) -> int:
@@ -976,6 +1066,11 @@ class Browser(App[None]):
                 widths = [max(w, min(cell_len("".join(t for t, _ in c)), CELL_WIDTH))
                           for w, c in zip(widths, cs)]
         widths = [min(w, CELL_WIDTH) for w in widths]
+        self._spans = []
+        x = 0
+        for w in widths:
+            self._spans.append((x, w))
+            x += w + len(SEPARATOR)
         nw = self._number_width()
         self._pin = nw + len(SEPARATOR)
         head = [cut(n, w).ljust(w + len(cut(n, w)) - cell_len(cut(n, w)))
@@ -983,6 +1078,7 @@ class Browser(App[None]):
         self._header = "#".rjust(nw) + SEPARATOR + SEPARATOR.join(head)
         styles = self._styles()
         self.header_style = styles["header"]
+        self.cursor_style = styles["cursor"]
         self._header_strip = self._strip(Text(self._header, style=self.header_style, end=""))
         state = self.feed.state if self.feed is not None else None
         stale = (styles["stale"] if self.snap is not None and self.snap.revalidating
@@ -1000,10 +1096,16 @@ class Browser(App[None]):
                 continue
             line = Text(f"{pos + 1:,}".rjust(nw) + SEPARATOR, style=stale, no_wrap=True,
                         end="")
+            on_cursor = i == self.cursor
             for j, (c, w) in enumerate(zip(cs, widths)):
                 if j:
                     line.append(SEPARATOR)
-                line.append_text(cell_text(c, w, styles))
+                text = cell_text(c, w, styles)
+                if on_cursor and j == self.column:
+                    text.stylize(styles["cell"])
+                line.append_text(text)
+            if on_cursor:
+                line.stylize(styles["cursor"])
             lines.append(self._strip(line))
         self._lines = lines
 
@@ -1015,6 +1117,7 @@ class Browser(App[None]):
             styles = dict(self.query_one(RowsView).styles_for())
         except NoMatches:
             styles = {"header": Style(bold=True, reverse=True), "stale": Style(dim=True),
+                      "cursor": Style(reverse=True), "cell": Style(underline=True),
                       **CELL_STYLES}
         styles["text"] = Style()
         return styles
@@ -1115,12 +1218,12 @@ class Browser(App[None]):
                 self._invalidated_at = None
             if self._pending is not None:
                 self._fresh_pending = True
+        self.cursor = min(max(self.cursor, 0), max(self._shown() - 1, 0))
+        self.column = min(max(self.column, 0), max(len(self._columns()) - 1, 0))
         try:
             self.query_one("#title", Static).update(inert(
                 f"{self.label} · {self._total_text()} {_plural(self.total, 'row')} by "
-                f"{self.table.key_label} "
-                f"({', '.join(self.table.key)}) · ↑↓ PgUp PgDn Home End · : row · / key · "
-                "F follow · r retry · q quit"))
+                f"{self.table.key_label} ({', '.join(self.table.key)})"))
             self.query_one("#status", Static).update(inert(self.status_text()))
             self._draw()
             view = self.query_one(RowsView)
@@ -1140,29 +1243,140 @@ class Browser(App[None]):
             self._pending = None
             self._fresh_pending = False
 
+    def schema_text(self) -> str:
+        """The table's schema, inert: its columns with their declared types (the key's
+        marked), the order, and its CREATE statement as SQLite keeps it."""
+        t = self.table
+        cols = "\n".join(f"  {c.name} {c.declared}".rstrip() +
+                         (" (key)" if c.name in t.key else "") for c in t.columns)
+        text = (f"The table {t.name}: {len(t.columns)} "
+                f"{_plural(len(t.columns), 'column')}, in the order of its {t.key_label} "
+                f"({', '.join(t.key)})\n{cols}\n\n{t.sql}")
+        return "\n".join(inert(line) for line in text.splitlines())
+
     def help_text(self) -> str:
         """The help screen: the keys, then the table's schema, inert."""
-        t = self.table
-        cols = "\n".join(f"  {c.name} {c.declared}".rstrip() for c in t.columns)
-        sql = t.sql
-        text = (f"{HELP}\n\nThe table {t.name}: {len(t.columns)} "
-                f"{_plural(len(t.columns), 'column')}, in the order of its {t.key_label} "
-                f"({', '.join(t.key)})\n{cols}\n\n{sql}")
-        return "\n".join(inert(line) for line in text.splitlines())
+        return "\n".join(inert(line) for line in HELP.splitlines()) + "\n\n" + \
+            self.schema_text()
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.help_text()))
 
-    def action_show_row(self, i: int) -> None:
-        """Shows the window's row ``i`` (from 0: Enter shows the first) whole."""
+    def action_schema(self) -> None:
+        self.push_screen(SchemaScreen(self.schema_text()))
+
+    def _row_values(self, i: int) -> Optional[List[Any]]:
+        """The values of the window's row ``i`` as the columns show them, or None when it is
+        not loaded."""
         rows = self.window_rows() if self.gone is None else []
         if not 0 <= i < len(rows) or rows[i] is None:
-            return
+            return None
         row = rows[i]
         assert row is not None
         values = list(row[self.table.nkey:])
         if self.table.key_label == "rowid":
             values = [row[0]] + values
+        return values
+
+    def action_copy_cell(self) -> None:
+        """``c``: the value under the cursor (the cursor row, the column cursor's column)
+        to the clipboard, as it is (a BLOB in hex, NULL as nothing)."""
+        values = self._row_values(self.cursor)
+        if values is None or not 0 <= self.column < len(values):
+            return
+        self.copy_to_clipboard(_copied(values[self.column]))
+        name = self._columns()[self.column]
+        self.notify(inert(f"{name} of row {self.top + self.cursor + 1:,} is copied"),
+                    timeout=3)
+
+    def action_copy_row(self) -> None:
+        """``y``: the cursor row to the clipboard, tab-separated."""
+        values = self._row_values(self.cursor)
+        if values is None:
+            return
+        self.copy_to_clipboard("\t".join(_copied(v) for v in values))
+        self.notify(f"row {self.top + self.cursor + 1:,} is copied (tab-separated)",
+                    timeout=3)
+
+    def action_column(self, delta: int) -> None:
+        """Tab / shift+Tab: the column cursor moves; the view scrolls sideways to show its
+        column."""
+        n = len(self._columns())
+        if not n:
+            return
+        self.column = (self.column + delta) % n
+        self._show()
+        if self.column < len(self._spans):
+            start, width = self._spans[self.column]
+            view = self.query_one(RowsView)
+            room = max(view.size.width - self._pin - 1, 1)
+            x = round(view.scroll_x)
+            if start < x:
+                view.scroll_to(x=start, animate=False)
+            elif start + width > x + room:
+                view.scroll_to(x=min(start + width - room, view.max_scroll_x), animate=False)
+
+    def action_tables(self) -> None:
+        """``t``: the database's tables and views, read in a worker, to pick one."""
+        self.run_worker(self._pick_table(), group="db", exit_on_error=False)
+
+    def _names(self) -> List[Tuple[str, str]]:
+        """The tables and views, with their kind (on the database thread)."""
+        conn = self._db().conn
+        views = [r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_schema WHERE type = 'view' ORDER BY name")]
+        return [(n, "table") for n in table_names(conn)] + [(v, "view") for v in views]
+
+    async def _pick_table(self) -> None:
+        try:
+            names = await self._in_db(self._names)
+        except Exception as e:   # noqa: BLE001 (a lock: said)
+            self._failed("listing the tables", e)
+            return
+        self.push_screen(TablePicker(names, self.table.name), self._picked)
+
+    def _picked(self, name: Optional[str]) -> None:
+        if name is not None and name != self.table.name:
+            self.run_worker(self._open_table(name), group="db", exit_on_error=False)
+
+    def _open(self, name: str) -> Tuple[Table, int]:
+        """Table ``name`` read (its columns, its key) and its rows (on the database
+        thread); NoKeyError says why a view or a keyless table cannot be scrolled."""
+        table = Table(self._db().conn, name)
+        return table, table.count()
+
+    async def _open_table(self, name: str) -> None:
+        """Shows table ``name`` from its first row; a view, or a table without a usable
+        key, is refused with a message saying why, and the table shown stays."""
+        try:
+            table, total = await self._in_db(self._open, name)
+        except NoKeyError as e:
+            self.message = str(e)
+            self.notify(inert(self.message), severity="warning", timeout=8)
+            self._show()
+            return
+        except Exception as e:   # noqa: BLE001 (a lock: said)
+            self._failed(f"opening {name}", e)
+            return
+        if self.feed is None:
+            return
+        self.table = table
+        self.label = f"{self._db_name}: {name}"
+        self.total, self.total_exact = total, True
+        self.gone, self.message = None, ""
+        self._move = None
+        self.top = self.cursor = self.column = 0
+        self.query_one(RowsView).scroll_to(x=0, animate=False)
+        self.feed.jump(b"", 0)
+        self.feed.set_window(0, self.height)
+        self._show()
+
+    def action_show_row(self) -> None:
+        """Shows the cursor row whole."""
+        i = self.cursor
+        values = self._row_values(i)
+        if values is None:
+            return
         styles = self._styles()
         body = Text(end="")
         for name, value in zip(self._columns(), values):
@@ -1170,8 +1384,7 @@ class Browser(App[None]):
             body.append("\n")
             body.append_text(whole_value(value, styles))
             body.append("\n\n")
-        copy = "\t".join("" if v is None else v.hex() if isinstance(v, bytes) else str(v)
-                         for v in values)
+        copy = "\t".join(_copied(v) for v in values)
         self.push_screen(RowScreen(inert(f"row {self.top + i + 1:,} of {self.table.name}: "
                                          "Esc closes, c copies"), body, copy))
 
@@ -1231,6 +1444,11 @@ class Browser(App[None]):
         from the nearer end, on the database thread), then the view is rebuilt there
         (``jump``), so it reads about the window whatever the distance and the row numbers
         stay the table's own. Keys are answered meanwhile; a later move supersedes it."""
+        if top == 0:   # the table's start: its cursor is b"", no query to wait for
+            self._jump(b"", 0)
+            if then is not None:
+                then()
+            return
         token = object()
         self._move, self._move_top = token, top
         self.run_worker(self._far_work(token, top, self.total, what, then), group="move",
@@ -1278,9 +1496,12 @@ class Browser(App[None]):
 
     def go_to(self, n: int, what: str = "scrolling",
               then: Optional[Callable[[], None]] = None) -> None:
-        """Puts row ``n`` (from 0) at the top: a window move (see :meth:`_scroll_to`)."""
+        """Puts row ``n`` (from 0) at the top, the cursor on it (near the end, the last rows
+        and the cursor on row ``n``): a window move (see :meth:`_scroll_to`)."""
         assert self.feed is not None
-        self._scroll_to(min(max(n, 0), max(self.total - self.height, 0)), what, then)
+        top = min(max(n, 0), max(self.total - self.height, 0))
+        self.cursor = max(n, 0) - top
+        self._scroll_to(top, what, then)
 
     def go_to_key(self, text: str) -> None:
         """Puts the first row whose key is at least ``text`` at the top; past the last row,
@@ -1305,6 +1526,7 @@ class Browser(App[None]):
             self._move = None
             self.go_to(n, "going to a key")
             return
+        self.cursor = 0
         self._jump(cursor, n)
 
     def _guarded(self, what: str, move: Callable[[], object]) -> None:
@@ -1321,14 +1543,39 @@ class Browser(App[None]):
         self.notify(inert(self.message), severity="error", timeout=6)
         self._show()
 
+    def action_cursor(self, delta: int) -> None:
+        """↓ / ↑: the cursor a row down / up; past the window's edge the view scrolls a line
+        and the cursor stays on the edge's line."""
+        new = self.cursor + delta
+        if 0 <= new < self._shown():
+            self._begin("cursor")
+            self.cursor = new
+            self._show()
+            return
+        self.action_line(delta)
+
     def action_line(self, delta: int) -> None:
+        """ctrl+e / ctrl+y and the wheel: the view a line down / up (the cursor keeps its
+        line on screen)."""
         self._begin("line")
         self._guarded("scrolling", lambda: self._scroll_to(self.base_top + delta))
 
     def action_page(self, delta: int) -> None:
+        """A page down / up; at the table's end (its start) the cursor goes to the last
+        (the first) row."""
         self._begin("page")
+        if self.base_top == (self._last_top() if delta > 0 else 0):
+            self.cursor = self.height - 1 if delta > 0 else 0
         self._guarded("scrolling",
                       lambda: self._scroll_to(self.base_top + delta * self.height))
+
+    def _shown(self) -> int:
+        """The rows the window shows: fewer than its height at the table's end."""
+        end = self.total
+        state = self.feed.state if self.feed is not None else None
+        if state is not None and state.end_of_source:
+            end = state.covered_end
+        return max(min(self.height, end - self.top), 0)
 
     def action_top(self) -> None:
         self._begin("top")
@@ -1447,6 +1694,11 @@ class Browser(App[None]):
         else:
             self._begin("go to key")
             self._guarded("going to a key", lambda: self.go_to_key(text))
+
+
+def _copied(value: Any) -> str:
+    """A value as copied: as it is, a BLOB in hex, NULL as nothing."""
+    return "" if value is None else value.hex() if isinstance(value, bytes) else str(value)
 
 
 def _plural(n: int, word: str) -> str:
