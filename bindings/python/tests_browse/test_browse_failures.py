@@ -580,3 +580,19 @@ def test_the_demo_writer_leaves_the_numbers_the_tables(small_db: Path) -> None:
             await until(pilot, lambda: numbers_are_the_tables(app, small_db), timeout=5,
                         what="the table's rows and numbers")
     asyncio.run(run())
+
+
+def test_a_message_reaches_the_status_line_by_itself(small_db: Path) -> None:
+    """The message is reactive state: set anywhere, the status line shows it at once (a row
+    number that does not parse set it and nothing redrew the status line)."""
+    async def run() -> None:
+        app = Browser(Table(open_readonly(str(small_db)), DEMO_TABLE), poll_interval=60)
+        async with app.run_test(size=(110, 30)) as pilot:
+            await fresh(pilot, app)
+            await pilot.press("colon", *"abc", "enter")
+            await pilot.pause(0.1)
+            assert "not a row number: 'abc'" in screen_lines(app)[-2]
+            app.message = "said elsewhere"
+            await pilot.pause(0.1)
+            assert screen_lines(app)[-2].lstrip().startswith("said elsewhere ·")
+    asyncio.run(run())

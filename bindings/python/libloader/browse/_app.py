@@ -32,6 +32,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.css.query import NoMatches
 from textual.events import Click, Key, MouseScrollDown, MouseScrollUp
 from textual.geometry import Size
+from textual.reactive import var
 from textual.screen import ModalScreen
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -507,6 +508,10 @@ class Browser(App[None]):
     TITLE = "libloader-browse"
     ENABLE_COMMAND_PALETTE = False
     """The footer's room goes to the browser's own keys."""
+
+    message: "var[str]" = var("")
+    """What the status line says first (a failure, what to do): reactive, so the status
+    line shows it as soon as it is set, wherever."""
     CSS = """
     #title { height: 1; background: $primary; color: $text; padding: 0 1; }
     Footer { height: 1; }
@@ -581,7 +586,6 @@ class Browser(App[None]):
         self.counts = 0
         """Full counts the poll made."""
         self.version = -1
-        self.message = ""
         self.samples: List[KeySample] = []
         self._pending: Optional[tuple[str, float, int, int]] = None
         self._fresh_pending = False
@@ -696,8 +700,7 @@ class Browser(App[None]):
         try:
             total, version, schema = await self._in_db(self._first_look)
         except Exception as e:   # noqa: BLE001 (a lock: the next poll looks again)
-            self.message = failure_message(e, "reading the table", self.table.name)
-            self._show()
+            self._failed("reading the table", e)
             return
         self.total, self.version, self.schema = total, version, schema
         self.started = True
@@ -1230,6 +1233,12 @@ class Browser(App[None]):
             view.follow(self.top, self._last_top() + self.height,
                         cell_len(self._header))
             view.refresh()
+        except NoMatches:   # not composed yet, or being torn down
+            pass
+
+    def watch_message(self) -> None:
+        try:
+            self.query_one("#status", Static).update(inert(self.status_text()))
         except NoMatches:   # not composed yet, or being torn down
             pass
 
