@@ -163,6 +163,16 @@ def test_s_shows_the_schema_and_the_footer_the_keys(small_db: Path) -> None:
             for key in ("? help", ": row #", "/ key", "t tables", "s schema", "c copy cell",
                         "y copy row", "q quit"):
                 assert key in footer, (key, footer)
+            # The prompt has the focus: the footer shows its keys; after Enter, the rows
+            # view's again (rebuilt once the row's screen is painted).
+            await pilot.press("colon")
+            await until(pilot, lambda: "t tables" not in screen_lines(app)[-1],
+                        what="the prompt's footer")
+            await pilot.press("5", "enter")
+            await fresh(pilot, app)
+            await until(pilot, lambda: "t tables" in screen_lines(app)[-1],
+                        what="the rows view's footer again")
+            assert app.top == 4
             await pilot.press("s")
             await until(pilot, lambda: isinstance(app.screen, SchemaScreen))
             text = "\n".join(screen_lines(app))

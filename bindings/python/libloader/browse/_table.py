@@ -27,8 +27,8 @@ Row = Tuple[Any, ...]
 _ROWID_NAMES = ("rowid", "_rowid_", "oid")
 
 LOAD_BUSY_S = 0.1
-"""How long a page load waits for another program's lock: briefly, as it runs on the UI
-thread; a load that fails is retried by the loader's backoff."""
+"""How long a page load waits for another program's lock: briefly (the screen says what it
+waits for meanwhile); a load that fails is retried by the loader's backoff."""
 MOVE_BUSY_S = 1.0
 """How long a far move (a row number, a key, the bottom) waits for another program's lock
 before it gives up with a message: a person pressed a key and waits for it."""
