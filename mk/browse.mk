@@ -14,6 +14,10 @@
 #                           in a fresh venv: the console script and `python -m` run, the app
 #                           shows a table headless, a view is refused in words
 #   make bench-browse       keypress to a fresh screen on a million rows (docs/BENCHMARKS.md)
+#   make bench-browse-idle  the browser's CPU, untouched in tmux, on 10^7 rows with and without
+#                           a writer committing twice a second (BENCH_IDLE_ARGS: --rows,
+#                           --seconds, ...); makes the table once in /tmp (a few minutes).
+#                           Not part of `make test`
 #
 # The venv gets the `browse` extra's requirements (read from pyproject.toml), not the package:
 # the tests import the sources, as py-test does.
@@ -25,7 +29,8 @@ BROWSE_REQS = $(shell sed -n 's/^browse = \[\(.*\)\]/\1/p' $(PY_PKG_DIR)/pyproje
 BROWSE_TEST_REQS = $(shell sed -n 's/^browse-test = \[\(.*\)\]/\1/p' $(PY_PKG_DIR)/pyproject.toml | sed 's/" *, *"/" "/g')
 BROWSE_ARGS ?=
 
-.PHONY: browse browse-test browse-screenshot browse-snapshots browse-wheel-test bench-browse
+.PHONY: browse browse-test browse-screenshot browse-snapshots browse-wheel-test bench-browse \
+        bench-browse-idle
 
 $(BROWSE_STAMP): $(PY_STAMP) $(PY_PKG_DIR)/pyproject.toml
 	test -n '$(BROWSE_REQS)' && test -n '$(BROWSE_TEST_REQS)'
@@ -67,6 +72,11 @@ browse-wheel-test: py-wheel-test
 
 bench-browse: $(BROWSE_STAMP) build
 	$(PY_ENV) $(VENV_PY) $(PY_PKG_DIR)/bench_browse.py
+
+BENCH_IDLE_ARGS ?=
+bench-browse-idle: $(BROWSE_STAMP) build
+	@command -v tmux >/dev/null || { echo "bench-browse-idle: tmux is not installed"; exit 1; }
+	$(PY_ENV) $(VENV_PY) scripts/bench_browse_idle.py $(BENCH_IDLE_ARGS)
 
 # mypy --strict reads the browser too: it needs Textual's types.
 py-mypy: $(BROWSE_STAMP)

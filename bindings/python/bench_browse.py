@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """libloader-browse, measured: keypress to a fresh screen on a table of a million rows.
 
-The app runs headless under Textual's pilot at 120 x 40. For each move (a line, a page, the
-top, the bottom, a row number at random depths) the app itself records the time from the
+The app runs headless under Textual's pilot at 120 x 40. For each move (a line: Down with the
+cursor row on the window's last line, which scrolls a line; a page, the top, the bottom, a row
+number at random depths) the app itself records the time from the
 action's start to the first paint of the rows view with a fresh screen, and the rows the
 loads returned for it. Beside each, in the same run, a baseline: the bare SQL the move needs
 at the least (the keyset query of one window's rows; for a row number and the bottom, also
@@ -75,6 +76,9 @@ async def drive(db: Path, reps: int, seed: int) -> Dict[str, Any]:
                      ("go to row", ("colon", *str(rng.randrange(1, ROWS)), "enter")),
                      ("top", ("home",)), ("still", ("up",)), ("bottom", ("end",))]
         for kind, keys in plan:
+            if kind == "line":
+                # ↓ moves the cursor row; on the window's last line it scrolls a line.
+                app.cursor = app.height - 1
             before = len(app.samples)
             await pilot.press(*keys)
             await settle()

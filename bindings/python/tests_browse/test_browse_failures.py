@@ -289,6 +289,9 @@ def test_the_view_recovers_by_itself_after_a_long_lock(journal_db: Path, lock: L
             await fresh(pilot, app)
             lock.take()
             await type_row(pilot, 3000)
+            # The row number's cursor is read in a worker: it waits for the lock, then says.
+            await until(pilot, lambda: app.message.startswith("going to row"),
+                        what="the lock said")
             await pilot.press("pagedown", "pagedown")
             await until(pilot, lambda: app.feed is not None and app.feed.needs_retry,
                         timeout=10, what="the retries spent")
@@ -309,7 +312,7 @@ def test_an_error_message_is_seen_at_80_columns(small_db: Path) -> None:
             await fresh(pilot, app)
             await pilot.press("slash", *"abc", "enter")
             await pilot.pause(0.1)
-            status = screen_lines(app)[-1]
+            status = screen_lines(app)[-2]   # above the footer
             assert "not a value of that type" in status or "abc" in status, status
     asyncio.run(run())
 
@@ -510,7 +513,7 @@ def test_help_shows_the_keys_and_the_schema_and_ctrl_c_quits(small_db: Path) -> 
 
     async def run() -> None:
         app = browser(small_db)
-        async with app.run_test(size=(110, 40)) as pilot:
+        async with app.run_test(size=(110, 60)) as pilot:
             await fresh(pilot, app)
             await pilot.press("question_mark")
             await pilot.pause()
@@ -538,14 +541,14 @@ def test_the_prompt_is_an_input_that_edits_and_cancels(small_db: Path) -> None:
             await pilot.press("colon")
             await pilot.pause()
             assert isinstance(app.focused, Input)
-            assert "go to row number" in screen_lines(app)[-1]
+            assert "go to row number" in screen_lines(app)[-2]
             await pilot.press(*"12x", "backspace", "left", "3", "enter")   # 132
             await fresh(pilot, app)
             assert app.top == 131
             await pilot.press("slash", *"99", "escape")
             await pilot.pause()
             assert app.top == 131 and not isinstance(app.focused, Input)
-            assert " fresh " in screen_lines(app)[-1]
+            assert " fresh " in screen_lines(app)[-2]
     asyncio.run(run())
 
 
@@ -576,4 +579,20 @@ def test_the_demo_writer_leaves_the_numbers_the_tables(small_db: Path) -> None:
             await until(pilot, done.is_set, timeout=30, what="the writer's 30 commits")
             await until(pilot, lambda: numbers_are_the_tables(app, small_db), timeout=5,
                         what="the table's rows and numbers")
+    asyncio.run(run())
+
+
+def test_a_message_reaches_the_status_line_by_itself(small_db: Path) -> None:
+    """The message is reactive state: set anywhere, the status line shows it at once (a row
+    number that does not parse set it and nothing redrew the status line)."""
+    async def run() -> None:
+        app = Browser(Table(open_readonly(str(small_db)), DEMO_TABLE), poll_interval=60)
+        async with app.run_test(size=(110, 30)) as pilot:
+            await fresh(pilot, app)
+            await pilot.press("colon", *"abc", "enter")
+            await pilot.pause(0.1)
+            assert "not a row number: 'abc'" in screen_lines(app)[-2]
+            app.message = "said elsewhere"
+            await pilot.pause(0.1)
+            assert screen_lines(app)[-2].lstrip().startswith("said elsewhere ·")
     asyncio.run(run())

@@ -37,10 +37,11 @@ def test_keys_scroll_and_jump_to_the_rows_sql_returns(big_db: Path) -> None:
             await fresh(pilot, app)
             h = app.height
             check_screen_at(app, big_db, 0)
-            moves = [("down", 1), ("j", 2), ("pagedown", 2 + h), ("space", 2 + 2 * h),
-                     ("up", 1 + 2 * h), ("pageup", 1 + h), ("b", 1), ("k", 0), ("up", 0),
-                     ("end", BIG_ROWS - h), ("down", BIG_ROWS - h), ("pageup", BIG_ROWS - 2 * h),
-                     ("home", 0), ("G", BIG_ROWS - h), ("g", 0)]
+            # ctrl+e / ctrl+y scroll a line; ↓ ↑ move the cursor, and scroll at the edge.
+            moves = [("ctrl+e", 1), ("ctrl+e", 2), ("pagedown", 2 + h), ("space", 2 + 2 * h),
+                     ("ctrl+y", 1 + 2 * h), ("pageup", 1 + h), ("b", 1), ("ctrl+y", 0),
+                     ("up", 0), ("end", BIG_ROWS - h), ("down", BIG_ROWS - h),
+                     ("pageup", BIG_ROWS - 2 * h), ("home", 0), ("G", BIG_ROWS - h), ("g", 0)]
             for key, top in moves:
                 await pilot.press(key)
                 await fresh(pilot, app)

@@ -1,6 +1,7 @@
 """Each screen of the browser against the SVG snapshot kept in __snapshots__, with
 pytest-textual-snapshot (Textual's own snapshot testing): the rows deep in a million, the
-prompt, the help screen, a table of hostile values. A change of what a screen shows fails
+prompt, the help screen, a table of hostile values, the schema, the table picker, the cursor
+on a cell. A change of what a screen shows fails
 here: look at the report, then `make browse-snapshots` rewrites them (commit them)."""
 
 from __future__ import annotations
@@ -58,3 +59,19 @@ def test_hostile_values(tmp_path: Path, snap_compare: Any) -> None:
     db = hostile_db(tmp_path / "h.db")
     app = Browser(Table(open_readonly(str(db)), f"t{ESC}[31m"), title="hostile.db")
     assert snap_compare(app, terminal_size=(100, 26), run_before=at_row(1))
+
+
+def test_the_schema_screen(big_db: Path, snap_compare: Any) -> None:
+    assert snap_compare(demo(big_db), terminal_size=SIZE, run_before=at_row(1, "s"))
+
+
+def test_the_table_picker(tmp_path: Path, snap_compare: Any) -> None:
+    from test_browse_cursor import picker_db
+    db = picker_db(tmp_path / "p.db")
+    app = Browser(Table(open_readonly(str(db)), "a"), title="p.db: a")
+    assert snap_compare(app, terminal_size=(100, 20), run_before=at_row(1, "t"))
+
+
+def test_the_cursor_on_a_cell(big_db: Path, snap_compare: Any) -> None:
+    assert snap_compare(demo(big_db), terminal_size=SIZE,
+                        run_before=at_row(500_001, "down", "down", "tab", "tab"))

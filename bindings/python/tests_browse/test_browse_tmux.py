@@ -91,9 +91,9 @@ def rows_on(lines: List[str]) -> List[List[str]]:
 
 def fresh_at(row: str) -> Callable[[List[str]], bool]:
     """The status line says the screen from row ``row`` is fresh, and it shows a full window
-    (the pane's lines less the title, the header and the status line) or the table's end."""
+    (the pane's lines less the title, the header, the status line and the footer) or the table's end."""
     return lambda lines: (any(f"rows {row}–" in l and " fresh " in l for l in lines)
-                          and (len(rows_on(lines)) == len(lines) - 3
+                          and (len(rows_on(lines)) == len(lines) - 4
                                or f"{BIG_ROWS:,} │" in "".join(lines)))
 
 
@@ -104,7 +104,7 @@ def test_keys_typed_in_tmux_move_the_screen_to_the_rows_sql_returns(
 
     lines = tmux.wait(fresh_at("1"), "the first rows, fresh")
     rows = rows_on(lines)
-    assert len(rows) == len(lines) - 3 >= 10
+    assert len(rows) == len(lines) - 4 >= 10
     assert [r[1:] for r in rows] == expected_cells(sql_rows_at(big_db, 0, len(rows)))
     h = len(rows)
 

@@ -23,8 +23,10 @@ def _parse(argv: Optional[List[str]]) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="libloader-browse",
         description="Scroll a SQLite table in its key order, live: the view follows other "
-                    "programs' writes. Keys: arrows/j k, PgUp/PgDn/space b, Home/End g G, "
-                    ": go to a row number, / go to a key, F follow the bottom, r retry, q quit.")
+                    "programs' writes. Keys: arrows/j k the cursor, PgUp/PgDn/space b, "
+                    "Home/End g G, Tab a column, : go to a row number, / go to a key, Enter the "
+                    "row, c/y copy a cell/row, t tables, s schema, F follow the bottom, "
+                    "r retry, ? help, q quit.")
     p.add_argument("db", nargs="?", help="the SQLite database file")
     p.add_argument("table", nargs="?", help="the table (default: the first one)")
     p.add_argument("--demo", action="store_true",

@@ -4,18 +4,24 @@ The screen's rows are the loader's window: scrolling moves it (``set_window``), 
 (the top, the bottom, a row number, a key) rebuilds the view at a cursor (``jump``), so a
 keypress reads about a window's rows at any depth. Textual runs on asyncio, so the feed is
 :class:`libloader.aio.Feed`: a load that does not wait (a local SQLite query) is answered
-inside the call that needs it, and ``changes()`` hands the app each new view. Every
-``poll_interval`` seconds the app reads ``PRAGMA data_version``; when another connection has
-committed, it invalidates the feed and counts the rows again.
+and ``changes()`` hands the app each new view. No query runs on the UI thread: a load reads
+its page in ``asyncio.to_thread`` on that thread's own connection (the feed answers the read
+when the thread is done, and a key pressed meanwhile is answered at once); a far move's
+cursor, the poll, the count and the rank run in Textual workers whose queries run in threads.
+Every ``poll_interval`` seconds the app reads ``PRAGMA data_version``; when another connection
+has committed, it invalidates the feed and counts the rows again.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
+import threading
 import time
 import unicodedata
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple, TypeVar, Union
 
 from rich.cells import cell_len, set_cell_size
 from rich.style import Style
@@ -26,16 +32,21 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.css.query import NoMatches
 from textual.events import Click, Key, MouseScrollDown, MouseScrollUp
 from textual.geometry import Size
+from textual.reactive import var
 from textual.screen import ModalScreen
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual.widgets import Input, Static
+from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets.option_list import Option
 
 from .. import aio
 from .._enums import Direction, Failure
 from .._feed import FeedSnapshot, LoadResult
 from .._types import Config
-from ._table import MOVE_BUSY_S, NoKeyError, Row, Table, open_readonly, quote_name
+from ._table import (MOVE_BUSY_S, NoKeyError, Row, Table, open_readonly, quote_name,
+                     table_names)
+
+R = TypeVar("R")
 
 Load = Callable[[bytes, int, Direction], Union[LoadResult[Row], Awaitable[LoadResult[Row]]]]
 
@@ -215,12 +226,23 @@ class RowsView(ScrollView, can_focus=True, inherit_bindings=False):
     RowsView > .rowsview--blob { color: $text-accent; }
     RowsView > .rowsview--more { color: $text-muted; }
     RowsView > .rowsview--stale { text-style: dim; }
+    RowsView > .rowsview--cursor { background: $boost; text-style: bold; }
+    RowsView > .rowsview--cell { background: $accent 40%; }
     """
     COMPONENT_CLASSES = {"rowsview--header", "rowsview--escape", "rowsview--null",
-                         "rowsview--blob", "rowsview--more", "rowsview--stale"}
+                         "rowsview--blob", "rowsview--more", "rowsview--stale",
+                         "rowsview--cursor", "rowsview--cell"}
     BINDINGS = [
-        Binding("question_mark,f1", "app.help", "help", show=False),
-        Binding("enter", "app.show_row(0)", "the whole row", show=False),
+        Binding("question_mark,f1", "app.help", "help"),
+        Binding("colon", "app.ask('row')", "row #"),
+        Binding("slash", "app.ask('key')", "key"),
+        Binding("enter", "app.show_row", "show row"),
+        Binding("c", "app.copy_cell", "copy cell"),
+        Binding("y", "app.copy_row", "copy row"),
+        Binding("tab", "app.column(1)", "next column", show=False),
+        Binding("shift+tab", "app.column(-1)", "previous column", show=False),
+        Binding("t", "app.tables", "tables"),
+        Binding("s", "app.schema", "schema"),
         Binding("ctrl+c", "app.quit", "quit", show=False),
         Binding("left,h", "scroll_left", "left", show=False),
         Binding("right,l", "scroll_right", "right", show=False),
@@ -241,9 +263,10 @@ class RowsView(ScrollView, can_focus=True, inherit_bindings=False):
             event.prevent_default()
 
     def on_click(self, event: Click) -> None:
-        """A click on a row shows it whole."""
+        """A click on a row puts the cursor there and shows the row whole."""
         if event.y >= 1:
-            self.browser.action_show_row(event.y - 1)
+            self.browser.cursor = event.y - 1
+            self.browser.action_show_row()
 
     def on_mouse_scroll_down(self, event: MouseScrollDown) -> None:
         self.browser.action_line(WHEEL_LINES)
@@ -270,7 +293,8 @@ class RowsView(ScrollView, can_focus=True, inherit_bindings=False):
     def styles_for(self) -> Dict[str, Style]:
         """The rich styles of the component classes, by kind of text."""
         return {k: self.get_component_rich_style(f"rowsview--{k}", partial=True)
-                for k in ("header", "escape", "null", "blob", "more", "stale")}
+                for k in ("header", "escape", "null", "blob", "more", "stale", "cursor",
+                          "cell")}
 
     def follow(self, top: int, rows: int, width: int) -> None:
         """The browser moved: the virtual size is the table's, the offset its ``top``."""
@@ -299,17 +323,23 @@ class RowsView(ScrollView, can_focus=True, inherit_bindings=False):
         if x:
             pin = b.pinned_cells()
             strip = Strip.join([strip.crop(0, pin), strip.crop(pin + x, pin + x + width)])
-        return strip.adjust_cell_length(width, b.header_style if y == 0 else None)
+        fill = b.header_style if y == 0 else b.cursor_style if y - 1 == b.cursor else None
+        return strip.adjust_cell_length(width, fill)
 
 
 HELP = """Keys
-  ↓ j / ↑ k             a line down / up (the mouse wheel: three)
+  ↓ j / ↑ k             the cursor a row down / up (the view scrolls at the edge)
+  ctrl+e / ctrl+y       the view a line down / up (the mouse wheel: three)
   PgDn space / PgUp b   a page down / up
-  Home g / End G        the first / the last rows
+  Home g / End G        the first / the last row
+  Tab / shift+Tab       the column cursor to the next / previous column
   ← h / → l             sideways over wide rows (H / L: leftmost / rightmost)
   :                     go to a row number (1 is the first); paste works
   /                     go to the first row whose key is at least the one typed
-  Enter / a click       the first shown row / the clicked row whole (c copies it)
+  Enter / a click       the cursor row / the clicked row whole (c there copies it)
+  c / y                 copy the cell under the cursor / the cursor row (tab-separated)
+  t                     pick another table (a view is refused, with why)
+  s                     the table's schema
   r                     retry failed reads now (they are retried by themselves too)
   ? F1                  this help (Esc closes it)
   q ctrl+c              quit
@@ -395,6 +425,61 @@ class RowScreen(ModalScreen[None]):
         self.notify("the row is copied (tab-separated)", timeout=3)
 
 
+class TablePicker(ModalScreen[Optional[str]]):
+    """The database's tables and views, to pick one (Enter); Esc keeps the table shown. A
+    view is listed too: picking it says why it cannot be scrolled."""
+
+    DEFAULT_CSS = """
+    TablePicker { align: center middle; }
+    TablePicker > OptionList { width: 60; max-width: 100%; height: auto; max-height: 80%;
+                               border: round $primary; background: $surface; }
+    """
+    BINDINGS = [Binding("escape,q", "app.pop_screen", "close")]
+
+    def __init__(self, names: List[Tuple[str, str]], current: str) -> None:
+        super().__init__()
+        self.names = names
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        options = OptionList(*[Option(Text(inert(name) + (" (view)" if kind == "view" else ""),
+                                           no_wrap=True), id=str(i))
+                               for i, (name, kind) in enumerate(self.names)])
+        options.border_title = "tables and views: Enter opens, Esc closes"
+        yield options
+
+    def on_mount(self) -> None:
+        options = self.query_one(OptionList)
+        at = next((i for i, (n, _) in enumerate(self.names) if n == self.current), 0)
+        options.highlighted = at
+        options.focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(self.names[int(event.option.id or 0)][0])
+
+
+class SchemaScreen(ModalScreen[None]):
+    """The table's schema: its columns with their declared types, the key the rows are
+    ordered by, and its CREATE statement, inert."""
+
+    DEFAULT_CSS = """
+    SchemaScreen { align: center middle; }
+    SchemaScreen > VerticalScroll { width: 96; max-width: 100%; height: auto; max-height: 90%;
+                                    border: round $primary; background: $surface;
+                                    padding: 0 1; }
+    """
+    BINDINGS = [Binding("escape,q,s", "app.pop_screen", "close")]
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll() as v:
+            v.border_title = "schema: Esc closes"
+            yield Static(self.text, markup=False)
+
+
 class HelpScreen(ModalScreen[None]):
     """The keys, what the screen shows, and the table's schema."""
 
@@ -415,14 +500,35 @@ class HelpScreen(ModalScreen[None]):
             yield Static(self.text, markup=False)
 
 
+class KeysFooter(Footer):
+    """Textual's Footer, with the keys of what has the focus. It rebuilds its keys when the
+    focus moves (the prompt closing, say): while a keypress waits for its fresh screen, the
+    rebuild waits for that screen's paint, looked at every 50 ms (rebuilt in between, it
+    delayed a row number's screen by about 85 ms)."""
+
+    def bindings_changed(self, screen: Any) -> None:
+        app = self.app
+        if isinstance(app, Browser) and app._pending is not None:
+            self.set_timer(0.05, lambda: self.bindings_changed(screen))
+            return
+        super().bindings_changed(screen)
+
+
 class Browser(App[None]):
     """``Browser(table, load=None, feed_config=None, poll_interval=0.4)``: browses ``table``.
 
     ``load`` replaces the table's own load (the demo wraps it with failures and latency)."""
 
     TITLE = "libloader-browse"
+    ENABLE_COMMAND_PALETTE = False
+    """The footer's room goes to the browser's own keys."""
+
+    message: "var[str]" = var("")
+    """What the status line says first (a failure, what to do): reactive, so the status
+    line shows it as soon as it is set, wherever."""
     CSS = """
     #title { height: 1; background: $primary; color: $text; padding: 0 1; }
+    Footer { height: 1; }
     #status { height: 1; background: $panel; padding: 0 1; }
     #ask { height: 1; background: $panel; padding: 0 1; display: none; }
     #ask-label { width: auto; }
@@ -431,15 +537,17 @@ class Browser(App[None]):
     Screen.asking #status { display: none; }
     """
     BINDINGS = [
-        Binding("down,j", "line(1)", "down", show=False),
-        Binding("up,k", "line(-1)", "up", show=False),
+        Binding("down,j", "cursor(1)", "down", show=False),
+        Binding("up,k", "cursor(-1)", "up", show=False),
+        Binding("ctrl+e", "line(1)", "a line down", show=False),
+        Binding("ctrl+y", "line(-1)", "a line up", show=False),
         Binding("pagedown,space", "page(1)", "page down", show=False),
         Binding("pageup,b", "page(-1)", "page up", show=False),
         Binding("home,g", "top", "top", show=False),
         Binding("end,G", "bottom", "bottom", show=False),
         Binding("r", "retry", "retry", show=False),
-        Binding("F", "follow", "follow", show=False),
-        Binding("q", "quit", "quit", show=False),
+        Binding("F", "follow", "follow"),
+        Binding("q", "quit", "quit"),
     ]
 
     def __init__(self, table: Table, *, load: Optional[Load] = None,
@@ -470,11 +578,28 @@ class Browser(App[None]):
         self._counting = False
         self._ranking = False
         self._thread_conns: Dict[str, sqlite3.Connection] = {}
-        self._db_path = ""
+        # The file's path, for the worker threads' own connections: read here, before the
+        # app runs (no query runs on the UI thread once it does).
+        self._db_path = str(table.conn.execute("PRAGMA database_list").fetchone()[2])
+        self._db_name = self._db_path.rsplit("/", 1)[-1]
+        self._local = threading.local()
+        """Per worker thread: its connection and the table on it (:meth:`_db`)."""
+        self._conn_lock = threading.Lock()
+        self._worker_conns: List[sqlite3.Connection] = []
+        self._db_pool = ThreadPoolExecutor(1, thread_name_prefix="libloader-browse-db")
+        """The thread of the workers' queries other than loads, counts and ranks (the poll,
+        a far move's cursor, the schema read again): one at a time, on one connection, so
+        ``PRAGMA data_version`` is always read on the same connection."""
+        self.started = False
+        """The first look at the table (its count and versions) is done."""
+        self._polling = False
+        self._move: Optional[object] = None
+        """While a far move's cursor is read in a worker: its token (a later move replaces
+        it, and the earlier one's answer is dropped)."""
+        self._move_top = 0
         self.counts = 0
         """Full counts the poll made."""
         self.version = -1
-        self.message = ""
         self.samples: List[KeySample] = []
         self._pending: Optional[tuple[str, float, int, int]] = None
         self._fresh_pending = False
@@ -496,6 +621,13 @@ class Browser(App[None]):
         self.header_style = Style(bold=True, reverse=True)
         self._pin = 0
         self._lines: List[Strip] = []
+        self.cursor = 0
+        """The cursor row: its line in the window (from 0). Enter, c and y act on it."""
+        self.column = 0
+        """The column cursor: the column (from 0, as the header shows them) c copies."""
+        self.cursor_style = Style()
+        self._spans: List[Tuple[int, int]] = []
+        """Each column's first cell and width in a line, past the pinned row numbers."""
 
     # ---- layout ----
 
@@ -507,6 +639,7 @@ class Browser(App[None]):
         with Horizontal(id="ask"):
             yield Static(id="ask-label", markup=False)
             yield Prompt(self)
+        yield KeysFooter()
 
     @property
     def height(self) -> int:
@@ -518,32 +651,76 @@ class Browser(App[None]):
         demo wraps :meth:`table_load` with failures and latency."""
         self._inner_load = load
 
-    def table_load(self, cursor: bytes, limit: int, direction: Direction) -> LoadResult[Row]:
-        """A page of the table, counting the rows its query fetched."""
-        result = self.table.load(cursor, limit, direction)
+    async def table_load(self, cursor: bytes, limit: int,
+                         direction: Direction) -> LoadResult[Row]:
+        """A page of the table, read in ``asyncio.to_thread`` (off the UI thread) on that
+        thread's own connection, counting the rows its query fetched."""
+        result = await asyncio.to_thread(self.load_rows, cursor, limit, direction)
         self.fetched += len(result.items) + (
             1 if direction is Direction.BACKWARD and not result.end_of_source else 0)
         return result
 
+    def load_rows(self, cursor: bytes, limit: int, direction: Direction) -> LoadResult[Row]:
+        """A page of the table on the calling thread's own connection (a worker thread)."""
+        return self._db().load(cursor, limit, direction)
+
+    def _db(self) -> Table:
+        """The table on the calling worker thread's own connection (made at its first use,
+        closed when the app ends); after a schema change, the new table on it."""
+        local = self._local
+        table = self.table
+        if getattr(local, "base", None) is not table:
+            conn = getattr(local, "conn", None)
+            if conn is None:
+                conn = open_readonly(self._db_path, check_same_thread=False)
+                with self._conn_lock:
+                    self._worker_conns.append(conn)
+                local.conn = conn
+            local.base = table
+            local.table = table.on(conn)
+        t: Table = local.table
+        return t
+
+    async def _in_db(self, fn: Callable[..., R], *args: Any) -> R:
+        """``fn(*args)`` on the database thread (see ``_db_pool``), awaited: the UI thread
+        goes on answering keys meanwhile."""
+        return await asyncio.get_running_loop().run_in_executor(self._db_pool, fn, *args)
+
     async def on_mount(self) -> None:
-        self.total = self.table.count()
-        self.version = self.table.data_version()
-        self.schema = self.table.schema_version()
-        self._db_path = str(self.table.conn.execute("PRAGMA database_list").fetchone()[2])
         load: Any = self.table_load
         if self._inner_load is not None:
             load = self._inner_load
-        # A far window move (go to row, the bottom) asks the table for the cursor before the
-        # row (an OFFSET query from the nearer end) and starts there, instead of walking.
-        self.feed = aio.Feed(load, config=self.config, locate=self._locate)
+        # A far window move (go to row, the bottom) reads the cursor before the row in a
+        # worker (an OFFSET query from the nearer end) and jumps there, instead of walking.
+        self.feed = aio.Feed(load, config=self.config)
         view = self.query_one(RowsView)
         view.focus()
         if view.size.height > 1:   # else the first layout's resize sets the window
             self.feed.set_window(0, self.height)
         self.run_worker(self._watch(), exclusive=False)
+        self._polling = True
+        self.run_worker(self._poll_work(), group="poll", exit_on_error=False)
         self.set_interval(self.poll_interval, self._poll)
-        if self.start_following and view.size.height > 1:
+        self._show()
+
+    def _first_look(self) -> Tuple[int, int, int]:
+        """The table's rows and the database's versions (on the database thread)."""
+        t = self._db()
+        return t.count(), t.data_version(), t.schema_version()
+
+    async def _start(self) -> None:
+        """The first look at the table, in the poll's worker: its count, the versions the
+        poll compares with; then ``--follow`` goes to the bottom."""
+        try:
+            total, version, schema = await self._in_db(self._first_look)
+        except Exception as e:   # noqa: BLE001 (a lock: the next poll looks again)
+            self._failed("reading the table", e)
+            return
+        self.total, self.version, self.schema = total, version, schema
+        self.started = True
+        if self.start_following and self.query_one(RowsView).size.height > 1:
             self.action_follow()
+        self._keep_full()
         self._show()
 
     async def on_unmount(self) -> None:
@@ -556,7 +733,10 @@ class Browser(App[None]):
                     await worker.wait()
                 except Exception:   # noqa: BLE001 (cancelled or failed: it ended)
                     pass
-        for conn in self._thread_conns.values():
+        # The database thread's query ends within its busy timeout: then its connection
+        # closes with the others.
+        await asyncio.to_thread(self._db_pool.shutdown, True)
+        for conn in [*self._thread_conns.values(), *self._worker_conns]:
             conn.close()
 
     def resized(self) -> None:
@@ -564,7 +744,7 @@ class Browser(App[None]):
         if self.feed is not None:
             self.top = min(self.top, self._last_top())
             self.feed.set_window(self.top, self.height)
-            if self.start_following and not self.feed.following:
+            if self.start_following and self.started and not self.feed.following:
                 self.start_following = False
                 self.action_follow()
             self._show()
@@ -577,11 +757,24 @@ class Browser(App[None]):
             self._keep_full()
             self._show()
 
-    def _locate(self, n: int) -> bytes:
-        """The feed's ``locate``: the cursor before row ``n`` (an OFFSET query from the
-        nearer end), waiting for a lock as a far move does."""
-        with self.table.patient():
-            return self.table.cursor_at(n, self.total)
+    def _cursor_at(self, n: int, total: int) -> bytes:
+        """The cursor before row ``n`` (an OFFSET query from the nearer end), waiting for a
+        lock as a far move does (on the database thread)."""
+        t = self._db()
+        with t.patient():
+            return t.cursor_at(n, total)
+
+    def _locate_key(self, values: Tuple[Any, ...]) -> Tuple[bytes, int]:
+        """The cursor before the first row whose key is at least ``values``, and its number
+        (on the database thread)."""
+        t = self._db()
+        with t.patient():
+            return t.locate_key(values)
+
+    def _versions(self) -> Tuple[int, int]:
+        """``PRAGMA data_version`` and ``schema_version`` (on the database thread)."""
+        t = self._db()
+        return t.data_version(), t.schema_version()
 
     def _keep_full(self) -> None:
         """The table ended before the window's end (it shrank, or a key past the last was
@@ -608,31 +801,54 @@ class Browser(App[None]):
                 self.total = state.covered_end
 
     def _poll(self) -> None:
+        """The poll's timer: a look for other programs' commits, in a worker (one at a
+        time)."""
+        if self.feed is None or self._polling:
+            return
+        self._polling = True
+        self.run_worker(self._poll_work(), group="poll", exit_on_error=False)
+
+    async def _poll_work(self) -> None:
+        try:
+            if not self.started:
+                await self._start()
+            else:
+                await self._look()
+        finally:
+            self._polling = False
+
+    async def _look(self) -> None:
         """Another connection committed: re-read what the view shows, count the rows, rank
         the first shown row again (so the numbers are the table's own), and say a schema
         change. Retries spent (a long lock) are retried by themselves every AUTO_RETRY_S."""
-        if self.feed is None:
-            return
         try:
-            v = self.table.data_version()
-            if v == self.version:
-                if self._rerank:
-                    self._rank_top()
-                if not self.total_exact:
-                    self._count()
-                    self._show()
-                self._auto_retry()
-                return
-            self.version = v
-            if self._schema_changed():
-                return
-            self.total_exact = False
-            self._count()
+            v, schema = await self._in_db(self._versions)
         except sqlite3.Error as e:   # a locked database: the next poll tries again
             self.message = failure_message(e, "a look for other programs' commits",
                                            self.table.name)
             self._show()
             return
+        if self.feed is None:
+            return
+        if v == self.version:
+            if self._rerank:
+                self._rank_top()
+            if not self.total_exact:
+                self._count()
+                self._show()
+            self._auto_retry()
+            return
+        self.version = v
+        try:
+            if await self._schema_changed(schema):
+                return
+        except Exception as e:   # noqa: BLE001 (a lock: said; the next commit looks again)
+            self._failed("reading the table's schema", e)
+            return
+        if self.feed is None:
+            return
+        self.total_exact = False
+        self._count()
         self.invalidations += 1
         if self._invalidated_at is None:
             self._invalidated_at = time.monotonic()
@@ -754,24 +970,36 @@ class Browser(App[None]):
         feed.set_window(n, self.height)
         self._show()
 
-    def _schema_changed(self) -> bool:
-        """Reads the schema's version: on a change, the table is read again (its columns,
-        its key) and the change said; a table dropped or renamed is said and not shown.
-        Returns whether the view cannot go on as it was."""
-        schema = self.table.schema_version()
+    def _reread(self, name: str) -> Optional[Tuple[Table, int]]:
+        """Table ``name`` read again (its columns, its key) and its rows, or None when it is
+        gone (on the database thread)."""
+        t = self._db()
+        if not t.exists():
+            return None
+        table = Table(t.conn, name)
+        return table, table.count()
+
+    async def _schema_changed(self, schema: Optional[int] = None) -> bool:
+        """Compares the schema's version (read again unless given): on a change, the table
+        is read again (its columns, its key) and the change said; a table dropped or renamed
+        is said and not shown. Returns whether the view cannot go on as it was."""
+        if schema is None:
+            schema = (await self._in_db(self._versions))[1]
         if schema == self.schema and self.gone is None:
             return False
         self.schema = schema
-        assert self.feed is not None
         name = self.table.name
-        if not self.table.exists():
-            self._lose(f"table {name} was dropped or renamed by another program: q to quit")
-            return True
         try:
-            table = Table(self.table.conn, name)
+            found = await self._in_db(self._reread, name)
         except NoKeyError as e:
             self._lose(str(e))
             return True
+        if found is None:
+            self._lose(f"table {name} was dropped or renamed by another program: q to quit")
+            return True
+        if self.feed is None:
+            return True
+        table, total = found
         was_gone = self.gone is not None
         self.gone = None
         if table.shape() != self.table.shape() or was_gone:
@@ -780,10 +1008,13 @@ class Browser(App[None]):
             self.table = table
             self.message = ("the table is back" if was_gone else
                             "the table's columns changed" + _diff(old, new)) + ": showing it"
-            self.total = table.count()
+            self.total = total
             self.total_exact = True
-            self.top = min(self.top, max(self.total - self.height, 0))
-            cursor = table.cursor_at(self.top, self.total)
+            top = min(self.top, max(self.total - self.height, 0))
+            cursor = await self._in_db(self._cursor_at, top, total)
+            if self.feed is None:
+                return True
+            self.top = top
             self.feed.jump(cursor, self.top)
             self.feed.set_window(self.top, self.height)
             self._show()
@@ -811,7 +1042,8 @@ class Browser(App[None]):
         """The view is settled (nothing read, nothing owed) and holds every row of the window
         the table has."""
         snap = self.snap
-        if snap is None or not snap.settled or self.feed is None or self.gone is not None:
+        if snap is None or not snap.settled or self.feed is None or self.gone is not None \
+                or self._move is not None or not self.started:
             return False
         state = self.feed.state
         if state.window_start != self.top:
@@ -851,6 +1083,11 @@ class Browser(App[None]):
                 widths = [max(w, min(cell_len("".join(t for t, _ in c)), CELL_WIDTH))
                           for w, c in zip(widths, cs)]
         widths = [min(w, CELL_WIDTH) for w in widths]
+        self._spans = []
+        x = 0
+        for w in widths:
+            self._spans.append((x, w))
+            x += w + len(SEPARATOR)
         nw = self._number_width()
         self._pin = nw + len(SEPARATOR)
         head = [cut(n, w).ljust(w + len(cut(n, w)) - cell_len(cut(n, w)))
@@ -858,6 +1095,7 @@ class Browser(App[None]):
         self._header = "#".rjust(nw) + SEPARATOR + SEPARATOR.join(head)
         styles = self._styles()
         self.header_style = styles["header"]
+        self.cursor_style = styles["cursor"]
         self._header_strip = self._strip(Text(self._header, style=self.header_style, end=""))
         state = self.feed.state if self.feed is not None else None
         stale = (styles["stale"] if self.snap is not None and self.snap.revalidating
@@ -875,10 +1113,16 @@ class Browser(App[None]):
                 continue
             line = Text(f"{pos + 1:,}".rjust(nw) + SEPARATOR, style=stale, no_wrap=True,
                         end="")
+            on_cursor = i == self.cursor
             for j, (c, w) in enumerate(zip(cs, widths)):
                 if j:
                     line.append(SEPARATOR)
-                line.append_text(cell_text(c, w, styles))
+                text = cell_text(c, w, styles)
+                if on_cursor and j == self.column:
+                    text.stylize(styles["cell"])
+                line.append_text(text)
+            if on_cursor:
+                line.stylize(styles["cursor"])
             lines.append(self._strip(line))
         self._lines = lines
 
@@ -890,6 +1134,7 @@ class Browser(App[None]):
             styles = dict(self.query_one(RowsView).styles_for())
         except NoMatches:
             styles = {"header": Style(bold=True, reverse=True), "stale": Style(dim=True),
+                      "cursor": Style(reverse=True), "cell": Style(underline=True),
                       **CELL_STYLES}
         styles["text"] = Style()
         return styles
@@ -990,18 +1235,24 @@ class Browser(App[None]):
                 self._invalidated_at = None
             if self._pending is not None:
                 self._fresh_pending = True
+        self.cursor = min(max(self.cursor, 0), max(self._shown() - 1, 0))
+        self.column = min(max(self.column, 0), max(len(self._columns()) - 1, 0))
         try:
             self.query_one("#title", Static).update(inert(
                 f"{self.label} · {self._total_text()} {_plural(self.total, 'row')} by "
-                f"{self.table.key_label} "
-                f"({', '.join(self.table.key)}) · ↑↓ PgUp PgDn Home End · : row · / key · "
-                "F follow · r retry · q quit"))
+                f"{self.table.key_label} ({', '.join(self.table.key)})"))
             self.query_one("#status", Static).update(inert(self.status_text()))
             self._draw()
             view = self.query_one(RowsView)
             view.follow(self.top, self._last_top() + self.height,
                         cell_len(self._header))
             view.refresh()
+        except NoMatches:   # not composed yet, or being torn down
+            pass
+
+    def watch_message(self) -> None:
+        try:
+            self.query_one("#status", Static).update(inert(self.status_text()))
         except NoMatches:   # not composed yet, or being torn down
             pass
 
@@ -1015,34 +1266,140 @@ class Browser(App[None]):
             self._pending = None
             self._fresh_pending = False
 
+    def schema_text(self) -> str:
+        """The table's schema, inert: its columns with their declared types (the key's
+        marked), the order, and its CREATE statement as SQLite keeps it."""
+        t = self.table
+        cols = "\n".join(f"  {c.name} {c.declared}".rstrip() +
+                         (" (key)" if c.name in t.key else "") for c in t.columns)
+        text = (f"The table {t.name}: {len(t.columns)} "
+                f"{_plural(len(t.columns), 'column')}, in the order of its {t.key_label} "
+                f"({', '.join(t.key)})\n{cols}\n\n{t.sql}")
+        return "\n".join(inert(line) for line in text.splitlines())
+
     def help_text(self) -> str:
         """The help screen: the keys, then the table's schema, inert."""
-        t = self.table
-        cols = "\n".join(f"  {c.name} {c.declared}".rstrip() for c in t.columns)
-        try:
-            row = t.conn.execute("SELECT sql FROM sqlite_schema WHERE name = ? COLLATE "
-                                 "NOCASE", (t.name,)).fetchone()
-            sql = row[0] if row and row[0] else ""
-        except sqlite3.Error as e:
-            sql = f"(not read: {e})"
-        text = (f"{HELP}\n\nThe table {t.name}: {len(t.columns)} "
-                f"{_plural(len(t.columns), 'column')}, in the order of its {t.key_label} "
-                f"({', '.join(t.key)})\n{cols}\n\n{sql}")
-        return "\n".join(inert(line) for line in text.splitlines())
+        return "\n".join(inert(line) for line in HELP.splitlines()) + "\n\n" + \
+            self.schema_text()
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.help_text()))
 
-    def action_show_row(self, i: int) -> None:
-        """Shows the window's row ``i`` (from 0: Enter shows the first) whole."""
+    def action_schema(self) -> None:
+        self.push_screen(SchemaScreen(self.schema_text()))
+
+    def _row_values(self, i: int) -> Optional[List[Any]]:
+        """The values of the window's row ``i`` as the columns show them, or None when it is
+        not loaded."""
         rows = self.window_rows() if self.gone is None else []
         if not 0 <= i < len(rows) or rows[i] is None:
-            return
+            return None
         row = rows[i]
         assert row is not None
         values = list(row[self.table.nkey:])
         if self.table.key_label == "rowid":
             values = [row[0]] + values
+        return values
+
+    def action_copy_cell(self) -> None:
+        """``c``: the value under the cursor (the cursor row, the column cursor's column)
+        to the clipboard, as it is (a BLOB in hex, NULL as nothing)."""
+        values = self._row_values(self.cursor)
+        if values is None or not 0 <= self.column < len(values):
+            return
+        self.copy_to_clipboard(_copied(values[self.column]))
+        name = self._columns()[self.column]
+        self.notify(inert(f"{name} of row {self.top + self.cursor + 1:,} is copied"),
+                    timeout=3)
+
+    def action_copy_row(self) -> None:
+        """``y``: the cursor row to the clipboard, tab-separated."""
+        values = self._row_values(self.cursor)
+        if values is None:
+            return
+        self.copy_to_clipboard("\t".join(_copied(v) for v in values))
+        self.notify(f"row {self.top + self.cursor + 1:,} is copied (tab-separated)",
+                    timeout=3)
+
+    def action_column(self, delta: int) -> None:
+        """Tab / shift+Tab: the column cursor moves; the view scrolls sideways to show its
+        column."""
+        n = len(self._columns())
+        if not n:
+            return
+        self.column = (self.column + delta) % n
+        self._show()
+        if self.column < len(self._spans):
+            start, width = self._spans[self.column]
+            view = self.query_one(RowsView)
+            room = max(view.size.width - self._pin - 1, 1)
+            x = round(view.scroll_x)
+            if start < x:
+                view.scroll_to(x=start, animate=False)
+            elif start + width > x + room:
+                view.scroll_to(x=min(start + width - room, view.max_scroll_x), animate=False)
+
+    def action_tables(self) -> None:
+        """``t``: the database's tables and views, read in a worker, to pick one."""
+        self.run_worker(self._pick_table(), group="db", exit_on_error=False)
+
+    def _names(self) -> List[Tuple[str, str]]:
+        """The tables and views, with their kind (on the database thread)."""
+        conn = self._db().conn
+        views = [r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_schema WHERE type = 'view' ORDER BY name")]
+        return [(n, "table") for n in table_names(conn)] + [(v, "view") for v in views]
+
+    async def _pick_table(self) -> None:
+        try:
+            names = await self._in_db(self._names)
+        except Exception as e:   # noqa: BLE001 (a lock: said)
+            self._failed("listing the tables", e)
+            return
+        self.push_screen(TablePicker(names, self.table.name), self._picked)
+
+    def _picked(self, name: Optional[str]) -> None:
+        if name is not None and name != self.table.name:
+            self.run_worker(self._open_table(name), group="db", exit_on_error=False)
+
+    def _open(self, name: str) -> Tuple[Table, int]:
+        """Table ``name`` read (its columns, its key) and its rows (on the database
+        thread); NoKeyError says why a view or a keyless table cannot be scrolled."""
+        table = Table(self._db().conn, name)
+        return table, table.count()
+
+    async def _open_table(self, name: str) -> None:
+        """Shows table ``name`` from its first row; a view, or a table without a usable
+        key, is refused with a message saying why, and the table shown stays."""
+        try:
+            table, total = await self._in_db(self._open, name)
+        except NoKeyError as e:
+            self.message = str(e)
+            self.notify(inert(self.message), severity="warning", timeout=8)
+            self._show()
+            return
+        except Exception as e:   # noqa: BLE001 (a lock: said)
+            self._failed(f"opening {name}", e)
+            return
+        if self.feed is None:
+            return
+        self.table = table
+        self.label = f"{self._db_name}: {name}"
+        self.total, self.total_exact = total, True
+        self.gone, self.message = None, ""
+        self._move = None
+        self.top = self.cursor = self.column = 0
+        self.query_one(RowsView).scroll_to(x=0, animate=False)
+        self.feed.jump(b"", 0)
+        self.feed.set_window(0, self.height)
+        self._show()
+
+    def action_show_row(self) -> None:
+        """Shows the cursor row whole."""
+        i = self.cursor
+        values = self._row_values(i)
+        if values is None:
+            return
         styles = self._styles()
         body = Text(end="")
         for name, value in zip(self._columns(), values):
@@ -1050,8 +1407,7 @@ class Browser(App[None]):
             body.append("\n")
             body.append_text(whole_value(value, styles))
             body.append("\n\n")
-        copy = "\t".join("" if v is None else v.hex() if isinstance(v, bytes) else str(v)
-                         for v in values)
+        copy = "\t".join(_copied(v) for v in values)
         self.push_screen(RowScreen(inert(f"row {self.top + i + 1:,} of {self.table.name}: "
                                          "Esc closes, c copies"), body, copy))
 
@@ -1071,44 +1427,130 @@ class Browser(App[None]):
             total = state.covered_end
         return max(total - self.height, 0)
 
-    def _scroll_to(self, top: int) -> None:
+    @property
+    def base_top(self) -> int:
+        """Where a relative move starts: the top, or the one a far move is going to."""
+        return self._move_top if self._move is not None else self.top
+
+    def _near(self, top: int) -> bool:
+        """The window at ``top`` is within a prefetch of the rows held: the loader reads
+        what is missing from the cursors it has."""
+        snap = self.snap
+        if snap is None or not snap.items:
+            return False
+        reach = self.config.prefetch_distance or 0
+        return snap.start - reach <= top and top + self.height <= snap.start + len(
+            snap.items) + reach
+
+    def _scroll_to(self, top: int, what: str = "scrolling",
+                   then: Optional[Callable[[], None]] = None) -> None:
+        """Moves the window to ``top``: near, at once; far, after its cursor is read in a
+        worker (:meth:`_far`)."""
         assert self.feed is not None
         if self.gone is not None:
             return
-        old = self.top
-        self.top = min(max(top, 0), self._last_top())
+        top = min(max(top, 0), self._last_top())
+        if not self._near(top):
+            self._far(top, what, then)
+            return
+        self._move = None
+        self.top = top
         try:
             self.feed.set_window(self.top, self.height)
-        except Exception:
-            # A far move's locate failed (a lock, the table gone): the window goes back.
-            self.top = old
-            self.feed.set_window(old, self.height)
-            raise
         finally:
             self._show()
+        if then is not None:
+            then()
 
-    def go_to(self, n: int) -> None:
-        """Puts row ``n`` (from 0) at the top: a window move. A far one starts at a cursor
-        the loader remembers near the row, or at the one the feed's ``locate`` gives
-        (:meth:`Table.cursor_at`, an OFFSET query from the nearer end), so it reads about
-        the window whatever the distance, and the row numbers stay the table's own."""
+    def _far(self, top: int, what: str, then: Optional[Callable[[], None]] = None) -> None:
+        """A far move: the cursor before row ``top`` is read in a worker (an OFFSET query
+        from the nearer end, on the database thread), then the view is rebuilt there
+        (``jump``), so it reads about the window whatever the distance and the row numbers
+        stay the table's own. Keys are answered meanwhile; a later move supersedes it."""
+        if top == 0:   # the table's start: its cursor is b"", no query to wait for
+            self._jump(b"", 0)
+            if then is not None:
+                then()
+            return
+        token = object()
+        self._move, self._move_top = token, top
+        self.run_worker(self._far_work(token, top, self.total, what, then), group="move",
+                        exit_on_error=False)
+        self._show()
+
+    async def _far_work(self, token: object, top: int, total: int, what: str,
+                        then: Optional[Callable[[], None]]) -> None:
+        try:
+            cursor = await self._in_db(self._cursor_at, top, total)
+        except Exception as e:   # noqa: BLE001 (every failure is said, none ends the app)
+            if self._move is token:
+                await self._move_failed(what, e)
+            return
+        if self._move is not token:
+            return
+        self._jump(cursor, top)
+        if then is not None:
+            then()
+
+    def _jump(self, cursor: bytes, top: int) -> None:
+        """The far move's cursor is read: the view is rebuilt there."""
+        self._move = None
+        if self.feed is None or self.gone is not None:
+            return
+        self.top = top
+        self.feed.jump(cursor, top)
+        self.feed.set_window(top, self.height)
+        self._show()
+
+    async def _move_failed(self, what: str, e: BaseException) -> None:
+        """A far move's query failed: a table gone is said as such (looked at on the
+        database thread), any other failure as a message."""
+        self._move = None
+        self._pending = None
+        if isinstance(e, sqlite3.Error):
+            try:
+                if not await self._in_db(lambda: self._db().exists()):
+                    self._lose(f"table {self.table.name} was dropped or renamed by another "
+                               "program: q to quit")
+                    return
+            except sqlite3.Error:
+                pass
+        self._failed(what, e)
+
+    def go_to(self, n: int, what: str = "scrolling",
+              then: Optional[Callable[[], None]] = None) -> None:
+        """Puts row ``n`` (from 0) at the top, the cursor on it (near the end, the last rows
+        and the cursor on row ``n``): a window move (see :meth:`_scroll_to`)."""
         assert self.feed is not None
-        self._scroll_to(min(max(n, 0), max(self.total - self.height, 0)))
+        top = min(max(n, 0), max(self.total - self.height, 0))
+        self.cursor = max(n, 0) - top
+        self._scroll_to(top, what, then)
 
     def go_to_key(self, text: str) -> None:
         """Puts the first row whose key is at least ``text`` at the top; past the last row,
-        the last rows."""
+        the last rows. The key is parsed here (a ValueError says why it does not), and
+        looked up in a worker."""
         assert self.feed is not None
         values = self.table.parse_key(text)
-        with self.table.patient():
-            cursor, n = self.table.locate_key(values)
-        if n > max(self.total - self.height, 0):
-            self.go_to(n)
+        token = object()
+        self._move, self._move_top = token, self.top
+        self.run_worker(self._key_work(token, values), group="move", exit_on_error=False)
+
+    async def _key_work(self, token: object, values: Tuple[Any, ...]) -> None:
+        try:
+            cursor, n = await self._in_db(self._locate_key, values)
+        except Exception as e:   # noqa: BLE001 (every failure is said, none ends the app)
+            if self._move is token:
+                await self._move_failed("going to a key", e)
             return
-        self.top = n
-        self.feed.jump(cursor, n)
-        self.feed.set_window(n, self.height)
-        self._show()
+        if self._move is not token:
+            return
+        if n > max(self.total - self.height, 0):
+            self._move = None
+            self.go_to(n, "going to a key")
+            return
+        self.cursor = 0
+        self._jump(cursor, n)
 
     def _guarded(self, what: str, move: Callable[[], object]) -> None:
         """Runs a move; a failure is a message on the status line (and a notification),
@@ -1120,58 +1562,86 @@ class Browser(App[None]):
             self._failed(what, e)
 
     def _failed(self, what: str, e: BaseException) -> None:
-        if isinstance(e, sqlite3.Error) and self.feed is not None:
-            try:
-                if not self.table.exists():
-                    self._lose(f"table {self.table.name} was dropped or renamed by another "
-                               "program: q to quit")
-                    return
-            except sqlite3.Error:
-                pass
         self.message = failure_message(e, what, self.table.name)
         self.notify(inert(self.message), severity="error", timeout=6)
         self._show()
 
+    def action_cursor(self, delta: int) -> None:
+        """↓ / ↑: the cursor a row down / up; past the window's edge the view scrolls a line
+        and the cursor stays on the edge's line."""
+        new = self.cursor + delta
+        if 0 <= new < self._shown():
+            self._begin("cursor")
+            self.cursor = new
+            self._show()
+            return
+        self.action_line(delta)
+
     def action_line(self, delta: int) -> None:
+        """ctrl+e / ctrl+y and the wheel: the view a line down / up (the cursor keeps its
+        line on screen)."""
         self._begin("line")
-        self._guarded("scrolling", lambda: self._scroll_to(self.top + delta))
+        self._guarded("scrolling", lambda: self._scroll_to(self.base_top + delta))
 
     def action_page(self, delta: int) -> None:
+        """A page down / up; at the table's end (its start) the cursor goes to the last
+        (the first) row."""
         self._begin("page")
-        self._guarded("scrolling", lambda: self._scroll_to(self.top + delta * self.height))
+        if self.base_top == (self._last_top() if delta > 0 else 0):
+            self.cursor = self.height - 1 if delta > 0 else 0
+        self._guarded("scrolling",
+                      lambda: self._scroll_to(self.base_top + delta * self.height))
+
+    def _shown(self) -> int:
+        """The rows the window shows: fewer than its height at the table's end."""
+        end = self.total
+        state = self.feed.state if self.feed is not None else None
+        if state is not None and state.end_of_source:
+            end = state.covered_end
+        return max(min(self.height, end - self.top), 0)
 
     def action_top(self) -> None:
         self._begin("top")
-        self._guarded("going to the top", lambda: self.go_to(0))
+        self._guarded("going to the top", lambda: self.go_to(0, "going to the top"))
 
     def action_bottom(self) -> None:
         self._begin("bottom")
 
         # With the total as last counted: no count(*) of a large table on a keypress.
-        self._guarded("going to the bottom", lambda: self.go_to(self.total))
+        self._guarded("going to the bottom",
+                      lambda: self.go_to(self.total, "going to the bottom"))
 
     def action_follow(self) -> None:
         """``F``, as in ``less``: to the bottom, and stay there as rows are added (the
         loader pins the window to the table's end). Scrolling up stops following; scrolling
         back to the bottom follows again."""
-        if self.feed is None:
+        if self.feed is None or not self.started:
             return
         self._begin("follow")
-        self.go_to(self.total)
-        self.feed.follow()
-        self._follow_top()
-        self._show()
+
+        def pin() -> None:
+            if self.feed is not None:
+                self.feed.follow()
+                self._follow_top()
+                self._show()
+        self._guarded("following", lambda: self.go_to(self.total, "going to the bottom", pin))
 
     def action_retry(self) -> None:
         if self.feed is None:
             return
         if self.gone is not None:
             # The table may be back: read the schema again.
-            self._guarded("reading the table again", self._schema_changed)
+            self.run_worker(self._read_again(), group="poll", exit_on_error=False)
             return
         self.message = ""
         self.feed.retry()
         self._show()
+
+    async def _read_again(self) -> None:
+        try:
+            await self._schema_changed()
+        except Exception as e:   # noqa: BLE001 (every failure is said, none ends the app)
+            self._failed("reading the table again", e)
 
     @property
     def typed(self) -> str:
@@ -1242,10 +1712,16 @@ class Browser(App[None]):
                 self.message = f"not a row number: {text!r}"
                 return
             self._begin("go to row")
-            self._guarded(f"going to row {n:,}", lambda: self.go_to(n - 1))
+            what = f"going to row {n:,}"
+            self._guarded(what, lambda: self.go_to(n - 1, what))
         else:
             self._begin("go to key")
             self._guarded("going to a key", lambda: self.go_to_key(text))
+
+
+def _copied(value: Any) -> str:
+    """A value as copied: as it is, a BLOB in hex, NULL as nothing."""
+    return "" if value is None else value.hex() if isinstance(value, bytes) else str(value)
 
 
 def _plural(n: int, word: str) -> str:

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import random
 import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, List, Optional
+from typing import Awaitable, Callable, List, Optional, Union
 
 from .._enums import Direction
 from .._feed import LoadResult
@@ -103,7 +104,8 @@ class Faults:
     backoff retries) and delays it by up to ``latency`` seconds, so reads are seen in
     flight."""
 
-    def __init__(self, load: Callable[[bytes, int, Direction], LoadResult[Row]],
+    def __init__(self, load: Callable[[bytes, int, Direction],
+                                      Union[LoadResult[Row], Awaitable[LoadResult[Row]]]],
                  fail_rate: float, latency: float, seed: int = 1) -> None:
         self.inner = load
         self.fail_rate = fail_rate
@@ -118,7 +120,10 @@ class Faults:
         if self.rng.random() < self.fail_rate:
             self.injected += 1
             raise OSError("injected failure (--demo)")
-        return self.inner(cursor, limit, direction)
+        result = self.inner(cursor, limit, direction)
+        if inspect.isawaitable(result):   # the app's load, which reads in a thread
+            return await result
+        return result
 
 
 def _main(argv: Optional[List[str]] = None) -> int:

@@ -10,6 +10,7 @@ with neither a rowid nor a primary key, has no such order: :class:`NoKeyError` s
 
 from __future__ import annotations
 
+import copy
 import sqlite3
 import struct
 from contextlib import contextmanager
@@ -26,8 +27,8 @@ Row = Tuple[Any, ...]
 _ROWID_NAMES = ("rowid", "_rowid_", "oid")
 
 LOAD_BUSY_S = 0.1
-"""How long a page load waits for another program's lock: briefly, as it runs on the UI
-thread; a load that fails is retried by the loader's backoff."""
+"""How long a page load waits for another program's lock: briefly (the screen says what it
+waits for meanwhile); a load that fails is retried by the loader's backoff."""
 MOVE_BUSY_S = 1.0
 """How long a far move (a row number, a key, the bottom) waits for another program's lock
 before it gives up with a message: a person pressed a key and waits for it."""
@@ -110,7 +111,8 @@ class Column:
 class Table:
     """One table of an open database, read in its key order.
 
-    Every method runs a query on ``conn`` on the calling thread: use it from one thread."""
+    Every method runs a query on ``conn`` on the calling thread: use it from one thread
+    (:meth:`on` gives the same table on another thread's connection)."""
 
     def __init__(self, conn: sqlite3.Connection, name: str) -> None:
         self.conn = conn
@@ -122,6 +124,8 @@ class Table:
             listed = ", ".join(tables) if tables else "none"
             raise NoKeyError(f"no table named {name!r} in the database (its tables: {listed})")
         kind, sql = row
+        self.sql: str = sql or ""
+        """The table's CREATE statement, as SQLite keeps it."""
         if kind == "view":
             raise NoKeyError(f"{name!r} is a view: it has no rowid or primary key to keep a "
                              "cursor on. Browse the tables it reads from instead")
@@ -164,6 +168,13 @@ class Table:
         self._desc = ", ".join(f"{q(k)} DESC" for k in self.key)
         self._marks = "(" + ", ".join("?" for _ in self.key) + ")"
         self.nkey = len(self.key)
+
+    def on(self, conn: sqlite3.Connection) -> "Table":
+        """The same table read through ``conn`` (a worker thread's own connection): its
+        queries are made once, here only the connection differs."""
+        other = copy.copy(self)
+        other.conn = conn
+        return other
 
     def shape(self) -> Tuple[Any, ...]:
         """What the browser's queries depend on: the columns and the key."""
