@@ -67,6 +67,13 @@ fn a_failed_repair_read_is_read_again_not_the_whole_window() {
     let l = h.loader.ledger();
     assert_eq!((l.failure(), l.debt()), (Failure::Own, Debt::Bounded));
     assert!(l.repair_failed());
+    let why = h.loader.explain();
+    assert!(
+        why.contains(
+            "a repair failure awaits its retry, which resumes the repair at its failed read"
+        ) && !why.contains("an invalidation is owed"),
+        "{why}"
+    );
     retry(&mut h);
     assert_eq!(
         h.issued.last(),
