@@ -687,7 +687,13 @@ typedef enum loader_failure {
    * `loader_retry` reads that page again: a finite read with the same cursor, direction and
    * `until`. An invalidation since the failure, a window move that retries, a page read
    * whose cursor stalled (`LOADER_ANSWER_CURSOR_STALLED`), or the page read again failing
-   * again retries with a full read (`LOADER_KIND_FULL`) instead.
+   * again retries with a full read (`LOADER_KIND_FULL`) instead. Likewise, when the read
+   * that failed was a repair's (`LOADER_KIND_CHAIN`) and nothing else was owed (the repair
+   * not overtaken by an invalidation; `loader_snapshot.debt` stays
+   * `LOADER_DEBT_BOUNDED`), the retry by the timer or `loader_retry` resumes the repair at
+   * that read (see `loader_retry`); an invalidation since (the debt rises to
+   * `LOADER_DEBT_FULL`), a window move that retries, or that read failing again retries
+   * with a full read.
    */
   LOADER_FAILURE_OWN = 1,
   /**
@@ -1391,7 +1397,8 @@ typedef struct loader_counts {
   uint64_t jumps;
   /**
    * Retries that resumed a failed repair or full read at its failed read, keeping the
-   * reads that succeeded at the same epoch.
+   * reads that succeeded at the same epoch: a full read's retry, or a repair failure's,
+   * which reads on as the repair (see `loader_retry`).
    */
   uint64_t resumed;
   /**
@@ -2008,8 +2015,17 @@ enum loader_result loader_fail(loader_handle handle,
  * (`loader_counts.resumed`), whether or not invalidations came since. If one did, those
  * pages may predate it: the retry still resumes (every read that succeeded counts), and
  * when it commits the loader invalidates once more, so a repair follows at once. With
- * `recheck_full` and `commit_overtaken` on (the defaults; with either off there is no page
- * failure), a failed page read (`LOADER_KIND_FINITE`) that failed while nothing else was owed, with no
+ * `recheck_full` and `commit_overtaken` on (the defaults), a repair's read
+ * (`LOADER_KIND_CHAIN`, a ranged repair's too) that failed while nothing else was owed (the
+ * repair running was not overtaken by an invalidation since it started), with no
+ * invalidation or window move since, is retried as that repair: a chain read
+ * (`LOADER_KIND_CHAIN`) at the read that failed, keeping the pages its earlier reads got
+ * (`loader_counts.resumed`), so that one failed read costs that read again, not the window.
+ * An invalidation since the failure, a window move that retries, a repair read whose cursor
+ * stalled, or that read again failing again, retries with a full read from the anchor
+ * instead (a ranged repair's pages are then let go; a whole repair's are resumed as above,
+ * except after that read failed again). With `recheck_full` and `commit_overtaken` on
+ * (the defaults; with either off there is no page failure), a failed page read (`LOADER_KIND_FINITE`) that failed while nothing else was owed, with no
  * invalidation or window move since, is retried by reading that page again: one finite read
  * with the failed read's cursor, direction and `until`, and the same backoff and
  * `max_auto_retries` budget (`loader_counts.retries_page`; the backoff timer's retry reads

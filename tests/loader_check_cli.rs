@@ -158,7 +158,7 @@ fn impl_checks_both_settings() {
     assert_eq!(
         rules,
         [
-            "unifiedMinPageRetry",
+            "unifiedMinRepairRetry",
             "unifiedMinRecheck",
             "unifiedMin",
             "unifiedMin"

@@ -23,7 +23,7 @@ fn refines(max_epoch: u8, ids: usize, recheck_full: bool, commit_overtaken: bool
 }
 
 #[test]
-fn ledger_with_both_fixes_refines_unified_min_churn() {
+fn ledger_with_both_fixes_refines_unified_min_repair_retry() {
     refines(2, 4, true, true);
     refines(3, 5, true, true);
 }

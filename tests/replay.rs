@@ -213,7 +213,7 @@ fn the_run_exports_as_itf() {
         .expect("a hostile run");
     let log = replay::parse(&text).unwrap();
     let r = replay::replay(&log, Options::default()).unwrap();
-    let itf = replay::itf(&name(&p), "unifiedMinPageRetry", &r.states);
+    let itf = replay::itf(&name(&p), "unifiedMinRepairRetry", &r.states);
     let v: serde_json::Value = serde_json::from_str(&itf).expect("ITF is JSON");
     assert_eq!(v["#meta"]["format"], "ITF");
     let vars: Vec<&str> = v["vars"]

@@ -11,6 +11,12 @@
 //! the host retries (`retry`) or ticks to the backoff deadline. After `CHANGES` changes it
 //! answers everything, failure-free. It counts the reads issued by kind and the items read,
 //! over `TRIALS` seeded trials.
+//!
+//! So every retry comes after the writer's next changes, and a repair failure's retry is a
+//! full read (an invalidation since the failure raises the debt to full,
+//! `unifiedMinRepairRetry`). The last row is the same run with a host that retries at once,
+//! as soon as an answer leaves a failure to retry, before the writer's next change: there the
+//! repair retry resumes the failed repair.
 
 use crate::common::rng::Rng;
 use loader::sim::{Host, Op, Source};
@@ -30,10 +36,14 @@ pub const FACTOR: f64 = 1.5;
 /// One row: a failure rate and the mean reads by kind.
 pub struct Writer {
     pub percent: u64,
+    /// The host retries at once, before the writer's next change.
+    pub prompt: bool,
     /// Mean reads issued: finite, chain, full.
     pub issued: [f64; 3],
     /// Mean items read.
     pub items: f64,
+    /// Mean retries that resumed a failed repair or full read (`Stats::resumed`).
+    pub resumed: f64,
 }
 
 impl Writer {
@@ -43,8 +53,9 @@ impl Writer {
 }
 
 /// Answers every read outstanding (failing each with probability `percent`), or, with none
-/// outstanding, retries or ticks to the next deadline.
-fn step(h: &mut Host, rng: &mut Rng, percent: u64) -> Result<(), String> {
+/// outstanding, retries or ticks to the next deadline. A `prompt` host retries as soon as an
+/// answer leaves a failure to retry.
+fn step(h: &mut Host, rng: &mut Rng, percent: u64, prompt: bool) -> Result<(), String> {
     if h.pending() > 0 {
         for _ in 0..h.pending() {
             let op = if rng.percent(percent) {
@@ -56,6 +67,9 @@ fn step(h: &mut Host, rng: &mut Rng, percent: u64) -> Result<(), String> {
                 }
             };
             h.apply(op)?;
+            if prompt && h.pending() == 0 && h.loader.ledger().retry_enabled() {
+                h.apply(Op::Retry)?;
+            }
         }
         return Ok(());
     }
@@ -71,7 +85,7 @@ fn step(h: &mut Host, rng: &mut Rng, percent: u64) -> Result<(), String> {
     h.apply(op)
 }
 
-fn trial(seed: u64, percent: u64) -> Result<([u64; 3], u64), String> {
+fn trial(seed: u64, percent: u64, prompt: bool) -> Result<([u64; 3], u64, u64), String> {
     let config = Config {
         page_size: 50,
         prefetch_distance: 50,
@@ -83,6 +97,7 @@ fn trial(seed: u64, percent: u64) -> Result<([u64; 3], u64), String> {
     h.apply(Op::Window { start: 0, len: 100 })?;
     h.settle_down()?;
     let (before, items) = (h.loader.stats().issued, h.loader.stats().items_read);
+    let resumed = h.loader.stats().resumed;
     let mut rng = Rng(seed);
     for i in 0..CHANGES {
         let change = if i % 2 == 0 {
@@ -96,32 +111,39 @@ fn trial(seed: u64, percent: u64) -> Result<([u64; 3], u64), String> {
         };
         h.apply(change)?;
         if (i + 1) % CHANGES_PER_READ == 0 {
-            step(&mut h, &mut rng, percent)?;
+            step(&mut h, &mut rng, percent, prompt)?;
         }
     }
     h.settle_down()?;
     let after = h.loader.stats().issued;
     let items = h.loader.stats().items_read - items;
-    Ok(([0, 1, 2].map(|k| after[k] - before[k]), items))
+    let resumed = h.loader.stats().resumed - resumed;
+    Ok(([0, 1, 2].map(|k| after[k] - before[k]), items, resumed))
 }
 
-/// Every rate's row.
+/// Every rate's row, then the last rate's with a host that retries at once.
 pub fn table() -> Result<Vec<Writer>, String> {
+    let last = RATES[RATES.len() - 1];
     RATES
         .iter()
-        .map(|&percent| {
-            let (mut sum, mut items) = ([0u64; 3], 0);
+        .map(|&percent| (percent, false))
+        .chain([(last, true)])
+        .map(|(percent, prompt)| {
+            let (mut sum, mut items, mut resumed) = ([0u64; 3], 0, 0);
             for seed in 0..TRIALS {
-                let (t, n) = trial(0x5eed_0000 + seed, percent)?;
+                let (t, n, r) = trial(0x5eed_0000 + seed, percent, prompt)?;
                 for k in 0..3 {
                     sum[k] += t[k];
                 }
                 items += n;
+                resumed += r;
             }
             Ok(Writer {
                 percent,
+                prompt,
                 issued: sum.map(|n| n as f64 / TRIALS as f64),
                 items: items as f64 / TRIALS as f64,
+                resumed: resumed as f64 / TRIALS as f64,
             })
         })
         .collect()

@@ -23,8 +23,8 @@ const USAGE: &str =
                     [--progress [--progress-bound B] [--spare-ids S]]
 
   --rules NAME        rule variant (default unifiedMin; see --list-rules), or a mutant of
-                      unifiedMinChurn or unifiedMinPageRetry (mutantChurn..., mutantPage...;
-                      see --list-mutants)
+                      unifiedMinChurn, unifiedMinPageRetry or unifiedMinRepairRetry
+                      (mutantChurn..., mutantPage..., mutantRepair...; see --list-mutants)
   --max-epoch N       the module's MaxEpoch (default 2)
   --ids N             the number of request ids (default 4)
   --no-model-bounds   drop the coverage # \"full\" guards on IssueFinite and Invalidate
@@ -202,12 +202,12 @@ fn run_impl(args: &Args) -> ExitCode {
     // (recheck_full, commit_overtaken): every combination the loader accepts.
     let settings: Vec<(bool, bool)> = match args.rules {
         None => vec![(true, true), (true, false), (false, true), (false, false)],
-        Some(Rules::UnifiedMinPageRetry) => vec![(true, true)],
+        Some(Rules::UnifiedMinRepairRetry) => vec![(true, true)],
         Some(Rules::UnifiedMinRecheck) => vec![(true, false)],
         Some(Rules::UnifiedMin) => vec![(false, true), (false, false)],
         Some(r) => {
             eprintln!(
-                "loader-check: --impl checks the ledger against unifiedMinPageRetry (both fixes on), unifiedMinRecheck (commit_overtaken off) or unifiedMin (recheck_full off), not {r}"
+                "loader-check: --impl checks the ledger against unifiedMinRepairRetry (both fixes on), unifiedMinRecheck (commit_overtaken off) or unifiedMin (recheck_full off), not {r}"
             );
             return ExitCode::from(2);
         }

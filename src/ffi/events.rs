@@ -324,8 +324,17 @@ pub unsafe extern "C-unwind" fn loader_fail(
 /// (`loader_counts.resumed`), whether or not invalidations came since. If one did, those
 /// pages may predate it: the retry still resumes (every read that succeeded counts), and
 /// when it commits the loader invalidates once more, so a repair follows at once. With
-/// `recheck_full` and `commit_overtaken` on (the defaults; with either off there is no page
-/// failure), a failed page read (`LOADER_KIND_FINITE`) that failed while nothing else was owed, with no
+/// `recheck_full` and `commit_overtaken` on (the defaults), a repair's read
+/// (`LOADER_KIND_CHAIN`, a ranged repair's too) that failed while nothing else was owed (the
+/// repair running was not overtaken by an invalidation since it started), with no
+/// invalidation or window move since, is retried as that repair: a chain read
+/// (`LOADER_KIND_CHAIN`) at the read that failed, keeping the pages its earlier reads got
+/// (`loader_counts.resumed`), so that one failed read costs that read again, not the window.
+/// An invalidation since the failure, a window move that retries, a repair read whose cursor
+/// stalled, or that read again failing again, retries with a full read from the anchor
+/// instead (a ranged repair's pages are then let go; a whole repair's are resumed as above,
+/// except after that read failed again). With `recheck_full` and `commit_overtaken` on
+/// (the defaults; with either off there is no page failure), a failed page read (`LOADER_KIND_FINITE`) that failed while nothing else was owed, with no
 /// invalidation or window move since, is retried by reading that page again: one finite read
 /// with the failed read's cursor, direction and `until`, and the same backoff and
 /// `max_auto_retries` budget (`loader_counts.retries_page`; the backoff timer's retry reads

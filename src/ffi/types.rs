@@ -138,7 +138,13 @@ pub enum loader_failure {
     /// `loader_retry` reads that page again: a finite read with the same cursor, direction and
     /// `until`. An invalidation since the failure, a window move that retries, a page read
     /// whose cursor stalled (`LOADER_ANSWER_CURSOR_STALLED`), or the page read again failing
-    /// again retries with a full read (`LOADER_KIND_FULL`) instead.
+    /// again retries with a full read (`LOADER_KIND_FULL`) instead. Likewise, when the read
+    /// that failed was a repair's (`LOADER_KIND_CHAIN`) and nothing else was owed (the repair
+    /// not overtaken by an invalidation; `loader_snapshot.debt` stays
+    /// `LOADER_DEBT_BOUNDED`), the retry by the timer or `loader_retry` resumes the repair at
+    /// that read (see `loader_retry`); an invalidation since (the debt rises to
+    /// `LOADER_DEBT_FULL`), a window move that retries, or that read failing again retries
+    /// with a full read.
     Own = 1,
     /// A superseded read failed; it only raised the debt.
     Superseded = 2,
@@ -764,7 +770,8 @@ pub struct loader_counts {
     /// Calls to `loader_jump` that succeeded (an `initial_cursor` start counts as one).
     pub jumps: u64,
     /// Retries that resumed a failed repair or full read at its failed read, keeping the
-    /// reads that succeeded at the same epoch.
+    /// reads that succeeded at the same epoch: a full read's retry, or a repair failure's,
+    /// which reads on as the repair (see `loader_retry`).
     pub resumed: u64,
     /// Reads the loader no longer needed that were let go of at no cost: a superseded read
     /// passed to `loader_abandon`, failed with `loader_fail` after its `cancel` hint, timed out

@@ -34,8 +34,9 @@ impl Ledger {
             Debt::None => Debt::Full,
             d => d,
         };
-        if self.failure == Failure::Page {
-            // The source changed since the page failed: the retry owes a full read.
+        if self.failure == Failure::Page || self.repair_failed() {
+            // The source changed since the page or the repair failed: the retry owes a full
+            // read.
             self.failure = Failure::Own;
             self.debt = Debt::Full;
         }
@@ -84,7 +85,8 @@ impl Ledger {
     }
 
     /// `ExplicitRetry`, when enabled: a recorded failure is retried with a full-source read,
-    /// a page failure by reading the page again (a finite read). Returns the new request, or
+    /// a page failure by reading the page again (a finite read), a repair failure by starting
+    /// the repair again (a chain read at the current epoch). Returns the new request, or
     /// `None` when there is nothing to retry yet.
     pub fn explicit_retry(&mut self, out: &mut Vec<Effect>) -> Result<Option<u64>, LedgerError> {
         if !self.retry_enabled() {
@@ -99,12 +101,25 @@ impl Ledger {
             self.after_event();
             return Ok(Some(id));
         }
+        if self.repair_failed() {
+            // Nothing changed since the repair failed: it starts again at this epoch, and
+            // the caller may resume it where it failed.
+            self.release_failed(out);
+            self.failure = Failure::None;
+            self.supersede(out);
+            let id = self.new_request(Kind::Chain, out)?;
+            self.phase = Phase::Repair;
+            self.chain_epoch = self.epoch;
+            self.after_event();
+            return Ok(Some(id));
+        }
         self.retry_full(out)
     }
 
-    /// `ExplicitRetry` by a window move: as [`Ledger::explicit_retry`], but a page failure is
-    /// retried as the lattice retries an own failure, with full debt and a full-source read
-    /// (the page that failed may no longer be the one the window needs).
+    /// `ExplicitRetry` by a window move: as [`Ledger::explicit_retry`], but a page or repair
+    /// failure is retried as the lattice retries an own failure, with full debt and a
+    /// full-source read (the page that failed, or the pages the repair re-reads, may no longer
+    /// be the ones the window needs).
     pub fn explicit_retry_moved(
         &mut self,
         out: &mut Vec<Effect>,
@@ -119,10 +134,7 @@ impl Ledger {
 
     /// `ExplicitRetry`'s full read: releases the failed requests and starts it.
     fn retry_full(&mut self, out: &mut Vec<Effect>) -> Result<Option<u64>, LedgerError> {
-        for id in self.failed.drain(..) {
-            self.live.remove(&id);
-            out.push(Effect::Release { id });
-        }
+        self.release_failed(out);
         self.failure = Failure::None;
         self.supersede(out);
         let id = self.new_request(Kind::Full, out)?;
@@ -131,12 +143,23 @@ impl Ledger {
         Ok(Some(id))
     }
 
+    /// `ExplicitRetry`'s release of the failed requests.
+    fn release_failed(&mut self, out: &mut Vec<Effect>) {
+        for id in self.failed.drain(..) {
+            self.live.remove(&id);
+            out.push(Effect::Release { id });
+        }
+    }
+
     /// Whether [`Ledger::explicit_retry`] would start a read now.
     pub fn retry_enabled(&self) -> bool {
         if self.failure == Failure::Page {
             return self.phase == Phase::Idle
                 && self.debt == Debt::None
                 && self.inflight_finite.is_none();
+        }
+        if self.repair_failed() {
+            return self.phase == Phase::Idle && self.inflight_chain + self.inflight_full == 0;
         }
         self.failure != Failure::None
             && self.phase == Phase::Idle
@@ -154,6 +177,21 @@ impl Ledger {
             && r.ep == self.epoch
             && self.phase == Phase::Idle
             && self.debt == Debt::None
+            && self.failure == Failure::None
+    }
+
+    /// Whether a failure of request `r` now is a repair failure
+    /// (`spec/LoaderLedgerRepairRetry.tla`'s `RepairFailure(i)`): under the churn rules, the
+    /// running repair's chain, of the current epoch and not overtaken, with nothing but its
+    /// own bounded debt owed and no failure recorded.
+    fn repair_failure(&self, r: &Request) -> bool {
+        self.config.churn_rules()
+            && r.kind == Kind::Chain
+            && !r.sup
+            && r.ep == self.epoch
+            && self.chain_epoch == self.epoch
+            && self.phase == Phase::Repair
+            && self.debt == Debt::Bounded
             && self.failure == Failure::None
     }
 
@@ -258,13 +296,16 @@ impl Ledger {
 
     /// An in-flight request failed: `Fail`. Under the churn rules a finite read's own failure
     /// with nothing else owed is a page failure (`Failure::Page`), retried by reading the page
-    /// again.
+    /// again; the running repair's own failure with nothing else owed is a repair failure
+    /// (the own failure over bounded debt, [`Ledger::repair_failed`]), retried by starting
+    /// the repair again.
     pub fn fail(&mut self, id: u64, out: &mut Vec<Effect>) -> Result<Failed, LedgerError> {
         self.fail_as(id, true, out)
     }
 
     /// An in-flight request failed in a way that reading it again would repeat (a cursor that
-    /// did not move): `Fail`, never a page failure, so its retry reads the full source.
+    /// did not move, or a read that failed again when read again): `Fail`, never a page or
+    /// repair failure, so its retry reads the full source.
     pub fn fail_stalled(&mut self, id: u64, out: &mut Vec<Effect>) -> Result<Failed, LedgerError> {
         self.fail_as(id, false, out)
     }
@@ -272,16 +313,23 @@ impl Ledger {
     fn fail_as(
         &mut self,
         id: u64,
-        page_retry: bool,
+        again: bool,
         out: &mut Vec<Effect>,
     ) -> Result<Failed, LedgerError> {
         let r = self.inflight_request(id)?;
         self.check_id_room()?;
-        let page = page_retry && self.page_failure(&r);
+        let page = again && self.page_failure(&r);
+        let repair = again && self.repair_failure(&r);
         self.leave_inflight(id, r.kind);
         let outcome = if page {
             // Nothing else is owed: the retry reads this page again.
             self.failure = Failure::Page;
+            Failed::Own
+        } else if repair {
+            // Nothing else is owed: the debt stays bounded, and the retry starts the repair
+            // again.
+            self.failure = Failure::Own;
+            self.phase = Phase::Idle;
             Failed::Own
         } else if r.kind == Kind::Finite && r.sup {
             // Unified: a superseded request's failure blocks nothing; it only raises debt.

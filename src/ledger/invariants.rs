@@ -32,6 +32,13 @@ impl Ledger {
         if self.failure == Failure::Page && !(quiet && self.cover_epoch == self.epoch) {
             return Err(Invariant::PageFailureQuiet.name());
         }
+        if self.repair_failed()
+            && !(self.phase == Phase::Idle
+                && self.chain_epoch == self.epoch
+                && self.inflight_chain + self.inflight_full == 0)
+        {
+            return Err(Invariant::RepairFailureQuiet.name());
+        }
         Ok(())
     }
 

@@ -13,7 +13,10 @@
 //!   overtook commits at its own epoch and a new repair starts at once, so the view keeps
 //!   committing under any rate of invalidations (the model's `unifiedMinChurn`); and under
 //!   the same two settings a finite read's own failure with nothing else owed is a page
-//!   failure, retried by reading that page again (the model's `unifiedMinPageRetry`).
+//!   failure, retried by reading that page again (the model's `unifiedMinPageRetry`), and
+//!   the running repair's own failure with nothing else owed is a repair failure, which
+//!   keeps the debt bounded and is retried by starting the repair again (the model's
+//!   `unifiedMinRepairRetry`).
 //!
 //! It owns no pages, cursors, clocks or I/O. Events go in; [`Effect`]s come out into a buffer
 //! the caller owns. Each event costs O(1) amortised plus O(k) for the k requests it retires:
@@ -177,7 +180,9 @@ pub struct Config {
 impl Config {
     /// Whether the model's `unifiedMinChurn` rules are in force: `commit_overtaken` on top of
     /// `recheck_full`. With them the page retry is in force too (`unifiedMinPageRetry`): a
-    /// finite read's own failure with nothing else owed is retried by reading that page again.
+    /// finite read's own failure with nothing else owed is retried by reading that page again;
+    /// and the repair retry (`unifiedMinRepairRetry`): the running repair's own failure with
+    /// nothing else owed is retried by starting the repair again.
     pub fn churn_rules(&self) -> bool {
         self.recheck_full && self.commit_overtaken
     }
@@ -339,6 +344,13 @@ impl Ledger {
     /// The failed chain and full requests awaiting `ExplicitRetry`, oldest first.
     pub fn failed(&self) -> &[u64] {
         &self.failed
+    }
+
+    /// A repair failure is recorded (`spec/LoaderLedgerRepairRetry.tla`'s `RepairFailed`):
+    /// the own failure over bounded debt, which only the running repair's failure with nothing
+    /// else owed records. Its retry ([`Ledger::explicit_retry`]) starts the repair again.
+    pub fn repair_failed(&self) -> bool {
+        self.failure == Failure::Own && self.debt == Debt::Bounded
     }
 
     /// Idle, no debt, nothing in flight.

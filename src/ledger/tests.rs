@@ -131,6 +131,75 @@ fn own_failure_waits_for_retry_which_releases_the_failed_request() {
     assert!(l.is_quiescent());
 }
 
+/// The repair retry (`unifiedMinRepairRetry`): the running repair's own failure with nothing
+/// else owed keeps the debt bounded and its retry is a chain again; an invalidation since, a
+/// retry by a window move, a stalled repair or the rules off go through the lattice.
+#[test]
+fn a_repair_failure_is_retried_by_the_repair_unless_something_changed() {
+    // A repair failure, retried: a chain at the same epoch, the failed one released.
+    let (mut l, mut out) = one_page();
+    l.invalidate(&mut out).unwrap();
+    let (chain, kind) = *starts(&out).last().unwrap();
+    assert_eq!(kind, Kind::Chain);
+    assert_eq!(l.fail(chain, &mut out).unwrap(), Failed::Own);
+    assert!(l.repair_failed());
+    assert_eq!((l.failure(), l.debt()), (Failure::Own, Debt::Bounded));
+    assert_eq!(l.phase(), Phase::Idle);
+    assert_eq!(l.issue_finite(&mut out).unwrap(), None, "it waits");
+    out.clear();
+    let again = l.explicit_retry(&mut out).unwrap().unwrap();
+    assert_eq!(releases(&out), vec![chain]);
+    assert_eq!(starts(&out), vec![(again, Kind::Chain)]);
+    assert_eq!(l.phase(), Phase::Repair);
+    assert_eq!(l.settle(again, &mut out).unwrap(), Settled::ChainCommitted);
+    assert!(l.is_quiescent());
+
+    // An invalidation since: the debt rises to full, and the retry is a full read.
+    let (mut l, mut out) = one_page();
+    l.invalidate(&mut out).unwrap();
+    let (chain, _) = *starts(&out).last().unwrap();
+    l.fail(chain, &mut out).unwrap();
+    out.clear();
+    l.invalidate(&mut out).unwrap();
+    assert!(out.is_empty(), "a failure blocks scheduling");
+    assert!(!l.repair_failed());
+    assert_eq!((l.failure(), l.debt()), (Failure::Own, Debt::Full));
+    l.explicit_retry(&mut out).unwrap().unwrap();
+    assert_eq!(starts(&out)[0].1, Kind::Full);
+
+    // A retry by a window move, and a stalled repair: full reads.
+    for stalled in [false, true] {
+        let (mut l, mut out) = one_page();
+        l.invalidate(&mut out).unwrap();
+        let (chain, _) = *starts(&out).last().unwrap();
+        if stalled {
+            l.fail_stalled(chain, &mut out).unwrap();
+            assert_eq!(l.debt(), Debt::Full);
+            out.clear();
+            l.explicit_retry(&mut out).unwrap().unwrap();
+        } else {
+            l.fail(chain, &mut out).unwrap();
+            out.clear();
+            l.explicit_retry_moved(&mut out).unwrap().unwrap();
+        }
+        assert_eq!(starts(&out)[0].1, Kind::Full, "stalled {stalled}");
+        assert_eq!(l.debt(), Debt::Full);
+    }
+
+    // With commit_overtaken off (unifiedMinRecheck) there is no repair failure.
+    let mut l = Ledger::new(Config {
+        recheck_full: true,
+        commit_overtaken: false,
+    });
+    let mut out = Vec::new();
+    let id = l.issue_finite(&mut out).unwrap().unwrap();
+    l.settle(id, &mut out).unwrap();
+    l.invalidate(&mut out).unwrap();
+    let (chain, _) = *starts(&out).last().unwrap();
+    l.fail(chain, &mut out).unwrap();
+    assert_eq!((l.failure(), l.debt()), (Failure::Own, Debt::Full));
+}
+
 #[test]
 fn refused_answers_change_nothing() {
     let (mut l, _) = one_page();

@@ -56,6 +56,9 @@ impl Loader {
             self.requests.live(read.request).read = None;
             self.ledger.settle(read.request, &mut self.scratch)?;
         } else {
+            if self.repair_retried == Some(read_id) {
+                self.repair_retried = None;
+            }
             self.fail_request(read.request, true)?;
         }
         self.out.stats.abandoned += 1;

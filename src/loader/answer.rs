@@ -370,26 +370,32 @@ impl Loader {
 
     /// Fails a request in the ledger and does the loader's part: a failed finite request is
     /// forgotten by the ledger, so its acquisitions are released here; an own failure arms
-    /// the backoff timer. With `page_retry` off (a stalled cursor), a finite read's failure is
-    /// never a page failure: its retry reads the full source.
+    /// the backoff timer. With `again` off (a stalled cursor, or a read retried in place
+    /// that failed again), the failure is never a page or repair failure: its retry reads the
+    /// full source.
     pub(super) fn fail_request(
         &mut self,
         request: u64,
-        page_retry: bool,
+        again: bool,
     ) -> Result<Failed, LoaderError> {
-        let failed = if page_retry {
+        let failed = if again {
             self.ledger.fail(request, &mut self.scratch)?
         } else {
             self.ledger.fail_stalled(request, &mut self.scratch)?
         };
+        let repair_failed = self.ledger.repair_failed();
         let w = self.requests.live(request);
         if w.kind == Kind::Finite {
             let w = self.requests.remove(request).expect("live");
             self.out.release_all(&w.acqs);
             self.pools.recycle_work(w);
-        } else if w.resume_at.is_none() {
-            // Nothing will resume it (a ranged repair, or a stalled cursor): the retry reads
-            // afresh, so its pages go back now.
+        } else if w.resume_at.is_none() || (w.ranged.is_some() && !repair_failed) {
+            // Nothing will resume it (a stalled cursor, a read retried that failed again, or
+            // a ranged repair whose retry is a full read, which replaces every page): the
+            // retry reads afresh, so its pages go back now.
+            if let Some(c) = w.resume_at.take() {
+                self.pools.cursors.recycle(c);
+            }
             w.discard(&mut self.pools.cursors, &mut self.out);
         }
         match failed {

@@ -176,6 +176,9 @@ impl Loader {
         }
         let what = match failure {
             Failure::Page => "a page failure awaits its retry, which reads that page again",
+            _ if self.ledger.repair_failed() => {
+                "a repair failure awaits its retry, which resumes the repair at its failed read"
+            }
             _ => "a failure awaits its retry, a full read of the source",
         };
         let max = self.config.max_auto_retries;
@@ -223,7 +226,7 @@ impl Loader {
         match l.debt() {
             Debt::None => {}
             _ if running => {}
-            Debt::Bounded => lines.push(
+            Debt::Bounded if l.failure() == Failure::None => lines.push(
                 "an invalidation is owed: a repair starts once the page read in flight is answered"
                     .into(),
             ),
@@ -231,7 +234,7 @@ impl Loader {
                 "a full read of the source is owed: it starts once the page read in flight is answered"
                     .into(),
             ),
-            Debt::Full => {}
+            Debt::Bounded | Debt::Full => {}
         }
     }
 

@@ -168,6 +168,7 @@ impl Loader {
             .filter(|(_, o)| o.kind != Kind::Finite)
             .map(|(id, _)| id)
             .collect();
+        self.repair_retried = None;
         for read_id in repairs {
             self.reads.cancel(read_id, self.now, &mut self.out);
             let at = self.reads.find(read_id)?;

@@ -155,6 +155,11 @@ pub struct Loader {
     /// full read, with fresh cursors), since reading that page a third time may never work
     /// (a cursor whose item is gone for good).
     page_retried: Option<(Cursor, Direction)>,
+    /// The read a repair failure's retry resumed at (its id), until it is answered: if it
+    /// fails again, the failure goes through the debt lattice (a full read, with fresh
+    /// cursors), since resuming there a third time may never work (a cursor whose item is
+    /// gone for good), as for `page_retried`.
+    repair_retried: Option<u64>,
     /// Reads let go of (abandoned, or timed out), newest last: a late answer to one is stale
     /// and its acquisition goes back at once. Bounded: the oldest are forgotten (an answer
     /// to a forgotten one is refused as already answered).
@@ -207,6 +212,7 @@ impl Loader {
             resume: None,
             page_failed: None,
             page_retried: None,
+            repair_retried: None,
             abandoned: std::collections::VecDeque::new(),
             locate_buf: Vec::new(),
             closed: false,
@@ -300,6 +306,7 @@ impl crate::check::canon::Canon for Loader {
             resume,
             page_failed,
             page_retried,
+            repair_retried,
             abandoned,
             locate_buf: _,
             closed,
@@ -322,6 +329,7 @@ impl crate::check::canon::Canon for Loader {
         resume.canon(e);
         page_failed.canon(e);
         page_retried.canon(e);
+        e.opt(repair_retried, |e, r| e.id(Class::Read, *r));
         e.seq(abandoned, |e, (read, count)| {
             e.id(Class::Read, *read);
             count.canon(e);

@@ -6,7 +6,11 @@
 //! same page again, unless the retry is a window move that moved the window, or the read the
 //! window needs is no longer the failed one (the window moved, or a jump came, between its
 //! issue and the retry): then it reads the full source as for an own failure. So
-//! `retries_page` counts only true re-reads of the failed read.
+//! `retries_page` counts only true re-reads of the failed read. A repair failure (a repair's
+//! own failure while nothing else was owed, under the churn rules) is retried as the repair
+//! again, which resumes at the failed read with the pages staged so far (`schedule`'s
+//! `resume_into`), unless the retry is a window move that moved the window, or an
+//! invalidation came since: then the full source is read.
 
 use super::record::Call;
 use super::{Direction, Kind, LedgerError, Loader, LoaderError, Locate, Window};
@@ -14,7 +18,8 @@ use crate::ledger::Failure;
 
 impl Loader {
     /// Retries a recorded own failure now (a full-source read; for a page failure, the page
-    /// again). Returns whether a read started; `false` when there is nothing to retry yet.
+    /// again; for a repair failure, the repair again, resumed at its failed read). Returns
+    /// whether a read started; `false` when there is nothing to retry yet.
     pub fn retry(&mut self) -> Result<bool, LoaderError> {
         let r = self.retry_unrecorded();
         self.note(Call::Retry, &r);

@@ -143,7 +143,9 @@ impl Loader {
     #[inline]
     fn start(&mut self, id: u64, kind: Kind, epoch: u64, want: &Want) {
         if let Some(w) = self.resume.take() {
-            if kind != Kind::Finite {
+            // A ranged repair resumes only as the repair again (a repair failure's retry):
+            // a full read replaces every page, not its run.
+            if kind == Kind::Chain || (kind == Kind::Full && w.ranged.is_none()) {
                 self.resume_into(id, kind, epoch, w);
                 return;
             }
@@ -188,12 +190,15 @@ impl Loader {
     }
 
     /// Request `id` (at `epoch`) adopts the failed request `w`: its staged pages and
-    /// acquisitions, its targets and anchor, and the read that failed, which it issues again.
-    /// In the model's terms the new full request is fresh; only the loader's pages carry
-    /// over. Read at the same epoch, they are as current as a re-read. Read at an older one
-    /// (invalidations came between the failure and the retry), they may miss those changes:
-    /// the request still resumes, so that every read that succeeded counts, but when it
-    /// commits the loader invalidates once more, and a repair follows at once.
+    /// acquisitions, its targets and anchor (a ranged repair's run and bound too), and the
+    /// read that failed, which it issues again. In the model's terms the new chain or full
+    /// request is fresh; only the loader's pages carry over. Read at the same epoch, they are
+    /// as current as a re-read: a repair failure's retry (a chain, `unifiedMinRepairRetry`)
+    /// is always at the same epoch. Read at an older one (invalidations came between the
+    /// failure and a full read's retry), they may miss those changes: the request still
+    /// resumes, so that every read that succeeded counts, but when it commits the loader
+    /// invalidates once more, and a repair follows at once. A repair failure's retry that
+    /// fails again at the read it resumed goes through the debt lattice (`repair_retried`).
     fn resume_into(&mut self, id: u64, kind: Kind, epoch: u64, mut w: requests::Work) {
         let from = w.resume_at.take().expect("a resumable record");
         w.resumed_stale |= w.epoch != epoch;
@@ -209,6 +214,9 @@ impl Loader {
         let limit = self.config.page_size;
         self.reads
             .issue(id, w, from, limit, self.now, &mut self.out);
+        if kind == Kind::Chain {
+            self.repair_retried = w.read;
+        }
     }
 
     /// The ledger retired a request: hand back everything it acquired. A chain or full read

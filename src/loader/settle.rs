@@ -278,7 +278,12 @@ impl Loader {
         };
         let answer = match kind {
             Kind::Finite => self.settle_finite(&a)?,
-            Kind::Chain | Kind::Full => self.settle_step(&a)?,
+            Kind::Chain | Kind::Full => {
+                if self.repair_retried == Some(read_id) {
+                    self.repair_retried = None;
+                }
+                self.settle_step(&a)?
+            }
         };
         if count == 0 {
             // An empty page enters no view and nothing reads it: its acquisition goes back
@@ -357,17 +362,21 @@ impl Loader {
             if let Some((c, _)) = old {
                 self.pools.cursors.recycle(c);
             }
+        } else if self.repair_retried == Some(read_id) {
+            // The read a repair failure's retry resumed at failed again: through the lattice,
+            // and the full read that follows reads from the anchor, with fresh cursors.
+            self.pools.cursors.recycle(read.cursor);
         } else {
-            // The retry resumes here, with the steps that succeeded. Not a ranged repair's:
-            // the retry is a full read, which replaces every page.
+            // The retry resumes here, with the steps that succeeded: a repair failure's retry
+            // (a ranged repair's too) or a full read's (a ranged repair's is not resumed by a
+            // full read, which replaces every page: see `fail_request`).
             let w = self.requests.live(read.request);
-            if w.ranged.is_some() {
-                self.pools.cursors.recycle(read.cursor);
-            } else if let Some(old) = w.resume_at.replace(read.cursor) {
+            if let Some(old) = w.resume_at.replace(read.cursor) {
                 self.pools.cursors.recycle(old);
             }
         }
-        let failed = self.fail_request(read.request, !escalate)?;
+        let again = self.repair_retried.take() == Some(read_id);
+        let failed = self.fail_request(read.request, !(escalate || again))?;
         if failed == ledger::Failed::Own {
             self.backoff.cause = Some(Cause::Failed { read_id });
         }

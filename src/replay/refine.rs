@@ -26,7 +26,7 @@ const MAX_EPOCH: u8 = 200;
 /// The model rules a loader with these ledger settings is checked against.
 pub fn rules_for(recheck_full: bool, commit_overtaken: bool) -> Rules {
     match (recheck_full, commit_overtaken) {
-        (true, true) => Rules::UnifiedMinPageRetry,
+        (true, true) => Rules::UnifiedMinRepairRetry,
         (true, false) => Rules::UnifiedMinRecheck,
         (false, _) => Rules::UnifiedMin,
     }
@@ -239,7 +239,7 @@ mod tests {
 
     #[test]
     fn a_finite_read_settled_is_the_models_path() {
-        let m = model(Rules::UnifiedMinPageRetry);
+        let m = model(Rules::UnifiedMinRepairRetry);
         let mut l = ledger();
         let mut out = Vec::new();
         let before = l.clone();
@@ -260,7 +260,7 @@ mod tests {
     fn a_change_no_model_path_makes_is_refused() {
         // The epoch and the coverage's stamp at 5 with nothing read: invalidations raise the
         // epoch, but only a commit raises the stamp, and nothing committed.
-        let m = model(Rules::UnifiedMinPageRetry);
+        let m = model(Rules::UnifiedMinRepairRetry);
         let jumped = Ledger::with_counters(ledger().config(), 5, 1);
         let e = check_call(&m, &ledger(), &jumped).unwrap_err();
         assert!(e.contains("no path"), "{e}");
@@ -268,7 +268,7 @@ mod tests {
 
     #[test]
     fn settled_requests_alike_are_one_slot() {
-        let m = model(Rules::UnifiedMinPageRetry);
+        let m = model(Rules::UnifiedMinRepairRetry);
         let mut l = ledger();
         let mut out = Vec::new();
         for _ in 0..20 {
