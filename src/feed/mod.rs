@@ -344,8 +344,14 @@ impl<S: Source> Feed<S> {
                 return Err(Problem::Closed);
             }
             if s.quiescent && !s.revalidating {
-                self.state().early_cancels.clear();
-                return Ok(());
+                // Quiescent once the answers being given are given (their loads counted
+                // ended): an answer that made the loader quiescent is still on its way out
+                // of the worker. One this thread is giving cannot be waited for.
+                let mut st = self.state();
+                if st.answering <= work::own_answer(self) {
+                    st.early_cancels.clear();
+                    return Ok(());
+                }
             }
             if let Some(p) = self.state().problem {
                 return Err(p);

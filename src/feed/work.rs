@@ -37,6 +37,12 @@ pub(super) fn own_share<S: Source>(feed: &Feed<S>) -> usize {
     usize::from(IN_LOAD.with(|c| c.get()) == me || ANSWERING.with(|c| c.get()) == me)
 }
 
+/// Whether the calling thread is giving one of `feed`'s answers (0 or 1): a wait for
+/// quiescence made from inside one does not wait for it.
+pub(super) fn own_answer<S: Source>(feed: &Feed<S>) -> usize {
+    usize::from(ANSWERING.with(|c| c.get()) == feed as *const Feed<S> as usize)
+}
+
 /// Keeps read `id`, just issued on this thread, for this worker if it is answering one of
 /// `feed`'s reads and keeps none yet; false otherwise (it goes to the queue).
 pub(super) fn chain<S: Source>(feed: &Feed<S>, id: u64) -> bool {
@@ -277,13 +283,16 @@ impl<S: Source> Feed<S> {
             set_busy(&mut st, me, false);
         }
         let closing = st.closing;
-        if urgent {
-            st.wake = true;
+        // A waiter for quiescence may be waiting for the last answer to be given.
+        let settled = st.answering == 0 && st.settle_waiters > 0;
+        if urgent || settled {
+            st.wake |= urgent;
             st.generation += 1;
         }
         drop(st);
-        // Waiters for quiescence hear the loader's `changed`; a closer and the clock hear this.
-        if urgent || closing {
+        // Waiters for quiescence hear the loader's `changed` and the last answer given; a
+        // closer and the clock hear this.
+        if urgent || closing || settled {
             self.changed.notify_all();
         }
         if urgent {

@@ -905,6 +905,10 @@ pub unsafe extern "C-unwind" fn loader_feed_retry(
 /// retries are spent). The first two kinds are bugs in the load: the feed does not retry
 /// them until the host moves the window, jumps, invalidates or calls `loader_feed_retry`.
 /// Any thread may wait, several at once; from inside `load` it waits for that load too.
+/// `LOADER_RESULT_OK` comes after the answers that made the loader quiescent are given: the
+/// loads `loader_feed_counts` then counts running are only ones whose reads were let go (a
+/// jump, a far move, `read_timeout_ms`). From inside `release` or `changed` during an
+/// answer, that answer is not waited for.
 #[no_mangle]
 pub extern "C" fn loader_feed_wait_quiescent(
     feed: loader_feed_handle,
