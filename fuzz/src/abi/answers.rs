@@ -108,6 +108,9 @@ impl World {
         // and neither claimed the source's end nor answered a read the host was told to
         // let go.
         let hinted = host.books.borrow().cancels.contains_key(&id);
+        // A host without `cancel` is never told which reads the loader let go of (a far
+        // start, a jump): any of its reads may be one, and a late answer needs no id.
+        let may_be_let_go = hinted || !host.has_cancel;
         let stalled = sent == read_cursor.as_slice() && (count > 0 || !(eos || hinted));
 
         let want = if clen > LOADER_MAX_CURSOR_LEN {
@@ -120,9 +123,9 @@ impl World {
                     c
                 } else if count > limit {
                     vec![R::CountOverLimit]
-                } else if o.ids_spent() && hinted {
-                    // A hinted read the loader let go of (a far start, a jump) takes a late
-                    // answer as stale, which needs no id.
+                } else if o.ids_spent() && may_be_let_go {
+                    // A read the loader let go of (a far start, a jump; hinted, or any read of
+                    // a host without `cancel`) takes a late answer as stale, which needs no id.
                     vec![R::IdOverflow, R::Ok]
                 } else if o.ids_spent() {
                     vec![R::IdOverflow]
@@ -198,12 +201,14 @@ impl World {
         let code = input.u32() as i32;
         let want_out = input.bool();
         let hinted = self.host(b).books.borrow().cancels.contains_key(&id);
+        // As for settle: a host without `cancel` is not told which reads were let go.
+        let may_be_let_go = hinted || !self.host(b).has_cancel;
         let want = self.want(t, &before, |o| {
             if let Some(c) = self.read_code(b, id, &read) {
                 c
-            } else if o.ids_spent() && hinted {
-                // A hinted read the loader let go of (a far start, a jump): a late failure is
-                // stale, and needs no id.
+            } else if o.ids_spent() && may_be_let_go {
+                // A read the loader let go of (a far start, a jump): a late failure is stale,
+                // and needs no id.
                 vec![R::IdOverflow, R::Ok]
             } else if o.ids_spent() {
                 vec![R::IdOverflow]

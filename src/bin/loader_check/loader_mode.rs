@@ -7,7 +7,7 @@ use std::time::Instant;
 pub(crate) const USAGE: &str = "
        loader-check --loader [--deep] [--stop-at-first] [--json] [--only N]
                             [--canon fields|as-text|text] [--mutant NAME] [--part main|bound|far]
-                            [--max-depth N]
+                            [--max-depth N] [--budget N --depth N]
 
   --loader            explore the production Loader exhaustively: every host event
                       interleaving from the small configurations of loader::check::grid,
@@ -23,6 +23,10 @@ pub(crate) const USAGE: &str = "
                       for the cost of far moves (far), or the others (main)
   --max-depth N       explore no configuration deeper than N events (with --part main and
                       7: the quick grid as it was before the structural canonical form)
+  --budget N          every configuration may make N source changes, N window moves and N
+                      faults (the grids allow 1 to 2); for runs outside CI
+  --depth N           explore every configuration to N events (raises or lowers the grid's
+                      depth; --max-depth only lowers it)
   --canon FORM        how states are deduplicated: fields (the default: the structural
                       canonical form), as-text (the structural form restricted to what the
                       text form saw) or text (the Debug-text form it replaced, slower)";
@@ -37,6 +41,8 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
     let mut dedup = Dedup::Fields;
     let mut part: Option<String> = None;
     let mut max_depth = u32::MAX;
+    let mut budget: Option<u8> = None;
+    let mut depth: Option<u32> = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -65,6 +71,20 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
                 Some(n) => max_depth = n,
                 None => {
                     eprintln!("loader-check: --max-depth takes a number of events");
+                    return ExitCode::from(2);
+                }
+            },
+            "--budget" => match it.next().and_then(|v| v.parse::<u8>().ok()) {
+                Some(n) => budget = Some(n),
+                None => {
+                    eprintln!("loader-check: --budget takes a number of each kind of event");
+                    return ExitCode::from(2);
+                }
+            },
+            "--depth" => match it.next().and_then(|v| v.parse::<u32>().ok()) {
+                Some(n) => depth = Some(n),
+                None => {
+                    eprintln!("loader-check: --depth takes a number of events");
                     return ExitCode::from(2);
                 }
             },
@@ -103,7 +123,10 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
         None => grid(deep),
     };
     for s in &mut settings {
-        s.depth = s.depth.min(max_depth);
+        if let Some(n) = budget {
+            (s.changes, s.moves, s.faults) = (n, n, n);
+        }
+        s.depth = depth.unwrap_or(s.depth).min(max_depth);
     }
     if let Some(n) = only {
         match settings.get(n) {
