@@ -91,7 +91,7 @@ fn trial(seed: u64, percent: u64) -> Result<([u64; 3], u64), String> {
             }
         } else {
             Op::DeleteRanged {
-                index: rng.below(150) as u16,
+                index: rng.below(150) as u32,
             }
         };
         h.apply(change)?;
