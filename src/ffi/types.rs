@@ -138,7 +138,8 @@ pub enum loader_failure {
     /// `loader_retry` reads that page again: a finite read with the same cursor, direction and
     /// `until`. An invalidation since the failure, a window move that retries, a page read
     /// whose cursor stalled (`LOADER_ANSWER_CURSOR_STALLED`), or the page read again failing
-    /// again retries with a full read (`LOADER_KIND_FULL`) instead.
+    /// again retries with a full read (`LOADER_KIND_FULL`) instead. So a failed page costs
+    /// one page read: its retry issues that read and nothing else.
     Own = 1,
     /// A superseded read failed; it only raised the debt.
     Superseded = 2,

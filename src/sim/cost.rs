@@ -20,14 +20,15 @@
 //! past the window, a failed page retried by a full read) overspends the sum.
 //!
 //! Two budgets run side by side: one in items (opened by a move with a known cursor, a
-//! ranged change or an append on a fresh view) and one in reads (opened by a ranged change or
-//! an append on a fresh view, while the source filters nothing out: over a filtered stretch a
-//! read scans up to its limit and may return nothing short of the end, which the header
-//! counts as a read per `limit` rows scanned). A move with a known cursor opens the items budget afresh and
-//! closes the reads budget: it lets go of whatever was in flight, and its own promise
-//! ("whatever was in flight when it was made") counts a page for each read still out. An
-//! event the header promises no cost for (a move with no known cursor, a whole invalidation,
-//! a filter change, a host bug, a failure that is not a page read's, a stalled cursor) closes
+//! ranged change or an append on a fresh view) and one in reads (opened by a ranged change
+//! or an append on a fresh view). Reads are not counted while the source filters items out:
+//! over a filtered stretch a read scans up to its limit and may return nothing short of the
+//! end, which the header counts as a read per `limit` rows scanned. A move with a known
+//! cursor opens the items budget afresh and closes the reads budget: it lets go of whatever
+//! was in flight, and its own promise ("whatever was in flight when it was made") counts a
+//! page for each read still out. An event the header promises no cost for (a move that
+//! walks, a whole invalidation, a filter change, a host bug, a lie and the stale view it
+//! leaves, a failure that is not a page read's, a stalled cursor, a read timed out) closes
 //! both unjudged: what follows is not the budgeted events' alone.
 
 use crate::check::props::{self, Property};
