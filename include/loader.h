@@ -1863,8 +1863,9 @@ enum loader_result loader_invalidate(loader_handle handle);
  * scrolling forward costs the scroll nothing either.
  * The promise, in numbers: a change reported on a view that is fresh (nothing in flight,
  * owed or failed) issues at most the held pages it touches within the window plus prefetch,
- * plus one read, before the view is fresh again; made while reads are out, one that a held
- * page or a read still needed may contain adds those pages plus one, each read then in
+ * plus one read, before the view is fresh again; made while reads are out (and no failure
+ * is recorded: after one, the retry is a full read, see `LOADER_FAILURE_OWN`), one that a
+ * held page or a read still needed may contain adds those pages plus one, each read then in
  * flight, and a running repair's pages (at most
  * ceil((window + 2·prefetch) / `page_size`) + 2) to what they cost. A filtered stretch
  * costs its reads on top (one per `limit` rows scanned).

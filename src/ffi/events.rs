@@ -57,8 +57,9 @@ pub extern "C-unwind" fn loader_invalidate(handle: loader_handle) -> loader_resu
 /// scrolling forward costs the scroll nothing either.
 /// The promise, in numbers: a change reported on a view that is fresh (nothing in flight,
 /// owed or failed) issues at most the held pages it touches within the window plus prefetch,
-/// plus one read, before the view is fresh again; made while reads are out, one that a held
-/// page or a read still needed may contain adds those pages plus one, each read then in
+/// plus one read, before the view is fresh again; made while reads are out (and no failure
+/// is recorded: after one, the retry is a full read, see `LOADER_FAILURE_OWN`), one that a
+/// held page or a read still needed may contain adds those pages plus one, each read then in
 /// flight, and a running repair's pages (at most
 /// ceil((window + 2·prefetch) / `page_size`) + 2) to what they cost. A filtered stretch
 /// costs its reads on top (one per `limit` rows scanned).

@@ -28,8 +28,9 @@
 //! was in flight, and its own promise ("whatever was in flight when it was made") counts a
 //! page for each read still out. An event the header promises no cost for (a move that
 //! walks, a whole invalidation, a filter change, a host bug, a lie and the stale view it
-//! leaves, a failure that is not a page read's, a stalled cursor, a read timed out) closes
-//! both unjudged: what follows is not the budgeted events' alone.
+//! leaves, a failure that is not a page read's, a stalled cursor, a read timed out, a ranged
+//! change while a failure is recorded, whose retry is then a full read) closes both
+//! unjudged: what follows is not the budgeted events' alone.
 
 use crate::check::props::{self, Property};
 use crate::loader::Loader;
@@ -121,6 +122,8 @@ pub struct Costs {
     /// Budgets opened while reads were in flight (a move with a known cursor), or added to
     /// while open (a change, a failure or an append during another's reads).
     pub overlapped: u64,
+    /// Retries of a recorded page failure that `page_failure_cost` judged on its own.
+    pub page_retries_judged: u64,
     /// The highest read id issued so far, and the highest issued before the last event that
     /// was not an answer, a failure, time or a retry: a read issued before a move, a change
     /// or an append may no longer be the one the window needs, and the retry of its failure

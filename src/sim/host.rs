@@ -180,7 +180,8 @@ impl Host {
         let before = self.loader.stats();
         let filtered = self.source.hidden_keys != 0 || matches!(op, Op::Hide { .. });
         let cost_before = super::cost::Before::of(&self.loader, self.pending.len(), filtered);
-        let page_failed_before = self.loader.ledger().failure() == crate::ledger::Failure::Page;
+        let failure_before = self.loader.ledger().failure();
+        let page_failed_before = failure_before == crate::ledger::Failure::Page;
         let mut cost = Cost::Spend;
         let r = match op {
             Op::Deliver { index, fresh } => self.deliver(index as usize, fresh, Shape::AsRead),
@@ -407,6 +408,11 @@ impl Host {
         self.collect()?;
         self.check_retries_and_far_starts(&before)?;
         self.check()?;
+        // A change while a failure is recorded makes its retry a full read (the header's
+        // `LOADER_FAILURE_OWN`): no cost is promised for it.
+        if failure_before != crate::ledger::Failure::None && matches!(cost, Cost::Ranged { .. }) {
+            cost = Cost::Unpromised;
+        }
         self.check_costs(op, cost, cost_before, &before)?;
         if matches!(op, Op::Tick { .. } | Op::Retry) && page_failed_before {
             self.check_page_retry_cost(&before)?;
@@ -501,8 +507,8 @@ impl Host {
     /// answers, failures, time and retries came since the failed read was issued (after a
     /// move, a jump, a change or an append it may no longer be the read the window needs,
     /// and the header says the retry then reads from the anchor).
-    fn check_page_retry_cost(&self, before: &crate::loader::Stats) -> Result<(), Violation> {
-        let (Some(c), Some(f)) = (self.costs.as_ref(), self.page_failed.as_ref()) else {
+    fn check_page_retry_cost(&mut self, before: &crate::loader::Stats) -> Result<(), Violation> {
+        let (Some(c), Some(f)) = (self.costs.as_mut(), self.page_failed.as_ref()) else {
             return Ok(());
         };
         if f.read_id <= c.last_read_before_change {
@@ -512,6 +518,7 @@ impl Host {
         let retried = after.retries_auto + after.retries_explicit
             > before.retries_auto + before.retries_explicit;
         let page_again = after.retries_page > before.retries_page;
+        c.page_retries_judged += u64::from(retried);
         if retried && (!page_again || self.issued_now.len() != 1) {
             return Err(format!(
                 "step {}: {}: a retry of a failed page issued {:?} (read the page again: {page_again})",
