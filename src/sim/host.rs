@@ -408,12 +408,7 @@ impl Host {
         self.collect()?;
         self.check_retries_and_far_starts(&before)?;
         self.check()?;
-        // A change while a failure is recorded makes its retry a full read (the header's
-        // `LOADER_FAILURE_OWN`): no cost is promised for it.
-        if failure_before != crate::ledger::Failure::None && matches!(cost, Cost::Ranged { .. }) {
-            cost = Cost::Unpromised;
-        }
-        self.check_costs(op, cost, cost_before, &before)?;
+        self.check_costs(op, cost, cost_before, &before, failure_before)?;
         if matches!(op, Op::Tick { .. } | Op::Retry) && page_failed_before {
             self.check_page_retry_cost(&before)?;
         }
@@ -446,21 +441,26 @@ impl Host {
         Cost::Ranged { touched }
     }
 
-    /// The cost properties after op `cost`: a failure that is not a page read's, a stalled
-    /// cursor, a read timed out or a view a lie left stale makes it an event with no cost
-    /// promised, and a page read's
-    /// own failure (recorded as the page failure) adds a page read. Then the budgets judge it
-    /// (`sim::cost`), and a retry counted in `retries_page` must have issued that one read.
+    /// The cost properties after op `cost`, made with the stats `before` and the failure
+    /// `failure_before` recorded: a failure that is not a page read's, a stalled cursor, a
+    /// read timed out, a view a lie left stale, or a ranged change made while a failure is
+    /// recorded (its retry is then a full read, as the header's `LOADER_FAILURE_OWN` says)
+    /// makes it an event with no cost promised; a page read's own failure (recorded as the
+    /// page failure) adds a page read. Then the budgets judge it (`sim::cost`).
     fn check_costs(
         &mut self,
         op: Op,
         mut cost: Cost,
         cost_before: super::cost::Before,
         before: &crate::loader::Stats,
+        failure_before: crate::ledger::Failure,
     ) -> Result<(), Violation> {
         let Some(costs) = self.costs.as_mut() else {
             return Ok(());
         };
+        if failure_before != crate::ledger::Failure::None && matches!(cost, Cost::Ranged { .. }) {
+            cost = Cost::Unpromised;
+        }
         let after = self.loader.stats();
         if after.failed_own > before.failed_own {
             let page = self.loader.ledger().failure() == crate::ledger::Failure::Page;
