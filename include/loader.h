@@ -693,7 +693,8 @@ typedef enum loader_failure {
    * `LOADER_DEBT_BOUNDED`), the retry by the timer or `loader_retry` resumes the repair at
    * that read (see `loader_retry`); an invalidation since (the debt rises to
    * `LOADER_DEBT_FULL`), a window move that retries, or that read failing again retries
-   * with a full read.
+   * with a full read. So a failed page costs one page read: its retry issues that read and
+   * nothing else.
    */
   LOADER_FAILURE_OWN = 1,
   /**
@@ -1867,6 +1868,14 @@ enum loader_result loader_invalidate(loader_handle handle);
  * change and is taken as any answer; otherwise the change supersedes it then (the answer is
  * `LOADER_ANSWER_STALE`, and the page is read again). So a writer far ahead of a view
  * scrolling forward costs the scroll nothing either.
+ * The promise, in numbers: a change reported on a view that is fresh (nothing in flight,
+ * owed or failed) issues at most the held pages it touches within the window plus prefetch,
+ * plus one read, before the view is fresh again; made while reads are out (and no failure
+ * is recorded: after one, the retry is a full read, see `LOADER_FAILURE_OWN`), one that a
+ * held page or a read still needed may contain adds those pages plus one, each read then in
+ * flight, and a running repair's pages (at most
+ * ceil((window + 2·prefetch) / `page_size`) + 2) to what they cost. A filtered stretch
+ * costs its reads on top (one per `limit` rows scanned).
  * Several ranged invalidations before a commit merge;
  * `loader_invalidate` subsumes them.
  *
@@ -2065,8 +2074,11 @@ enum loader_result loader_retry(loader_handle handle,
  * when it is made: the reads of an earlier far move, a jump, a repair or a retry still out
  * are let go (`cancel` hints), a failed repair is not resumed, and a recorded failure is
  * retried from the new cursor, so two far moves in quick succession read around the second
- * target only (at most the window + 2·prefetch + 2·`page_size` items after it, besides the
- * answers to reads already out). With none known nearer than the held pages,
+ * target only. The promise, in numbers: a far move that starts at the window (at `locate`'s
+ * cursor, or at one the loader read within a page of it), like a jump, reads at most
+ * window + 2·prefetch + 2·`page_size` items before the view is fresh again (nothing in
+ * flight, owed or failed), plus a page for each read already out when it was made, whatever
+ * was in flight then. With none known nearer than the held pages,
  * the loader walks: it reads page by page from the nearest held page toward the window, so
  * the reads grow with the distance; the pages it passes are released as `max_pages` says,
  * and a repair or retry that lands meanwhile holds only the window's share (see
@@ -2092,7 +2104,9 @@ enum loader_result loader_set_window(loader_handle handle, uint64_t start, uint6
  * failure is retried from `cursor` at once (`loader_counts.retries_explicit`), so nothing
  * walks from an older anchor. Either way the loader reads
  * about the window plus prefetch on each side around `cursor` (forward first, then
- * backward), whatever the distance from the old view. Positions are the host's from then on
+ * backward), whatever the distance from the old view: at most window + 2·prefetch +
+ * 2·`page_size` items before the view is fresh again, plus a page for each read already out
+ * when it was made, as for a far move. Positions are the host's from then on
  * (anchored; see `loader_page.start`): read `window_start` back after `changed`, as a
  * backward read that reaches the source's start renumbers them to the source's own.
  *
@@ -2206,8 +2220,10 @@ enum loader_result loader_next_deadline(loader_handle handle,
  * returns just the new items. A read in flight across the append keeps its items; if its
  * answer says `end_of_source`, the loader does not believe it (the host may have looked
  * before the new items were written) and reads forward once more, which costs an empty
- * read at most. Call it after the new items are visible to new reads; calling it more often
- * than items arrive is harmless (an empty read).
+ * read at most. So an append of n items after a view that holds the source's end, with
+ * nothing else in flight or owed, reads only the new items: n items, in ceil(n / `page_size`)
+ * reads and the one that finds the end. Call it after the new items are visible to new
+ * reads; calling it more often than items arrive is harmless (an empty read).
  *
  * Anything else (an item updated, inserted before the end, or removed, the oldest included)
  * is `loader_invalidate_range` (or `loader_invalidate`). Do NOT report an append as

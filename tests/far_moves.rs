@@ -37,7 +37,7 @@ fn go(h: &mut Host, start: u16, answer: Option<u8>) -> u64 {
     let op = match answer {
         None => Op::Window { start, len: 10 },
         Some(answer) => Op::WindowLocated {
-            start,
+            start: start.into(),
             len: 10,
             answer,
         },

@@ -51,7 +51,7 @@ fn scroll(change: impl Fn(u64) -> bool) -> (Host, u64) {
             answers += 1;
             if change(answers) {
                 far -= 1;
-                h.apply(Op::DeleteRanged { index: far }).unwrap();
+                h.apply(Op::DeleteRanged { index: far.into() }).unwrap();
             }
         }
     }

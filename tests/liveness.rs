@@ -131,7 +131,7 @@ impl Run {
         let mut h = Host::new(cfg, source);
         if depth > 0 {
             h.apply(Op::Jump {
-                index: depth as u16,
+                index: depth as u32,
             })?;
         }
         h.apply(Op::Window {

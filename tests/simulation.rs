@@ -47,16 +47,22 @@ fn op(failures: bool, stalls: bool) -> impl Strategy<Value = Op> {
         3 => prop_oneof![
             any::<u8>().prop_map(|key| Op::Insert { key }),
             any::<u8>().prop_map(|key| Op::InsertRanged { key }),
+            // Items after the last, reported with `appended`.
+            (0u8..4).prop_map(|items| Op::Append { items }),
         ],
         2 => prop_oneof![
             any::<u16>().prop_map(|index| Op::Delete { index }),
-            any::<u16>().prop_map(|index| Op::DeleteRanged { index }),
+            any::<u16>().prop_map(|index| Op::DeleteRanged { index: index.into() }),
             any::<u16>().prop_map(|index| Op::DeleteLying { index }),
         ],
         3 => prop_oneof![
             2 => (0u16..100, 1u16..50).prop_map(|(start, len)| Op::Window { start, len }),
             1 => (0u16..100, 1u16..20, any::<u8>())
-                .prop_map(|(start, len, answer)| Op::WindowLocated { start, len, answer }),
+                .prop_map(|(start, len, answer)| Op::WindowLocated {
+                    start: start.into(),
+                    len,
+                    answer
+                }),
         ],
         1 => (0u16..3000).prop_map(|ms| Op::Tick { ms }),
         2 => prop_oneof![
@@ -66,7 +72,7 @@ fn op(failures: bool, stalls: bool) -> impl Strategy<Value = Op> {
         ],
         2 => prop_oneof![
             Just(Op::Invalidate),
-            any::<u16>().prop_map(|index| Op::Jump { index }),
+            any::<u16>().prop_map(|index| Op::Jump { index: index.into() }),
             // A host that drops reads it was told to cancel: only the timeout lets them go.
             any::<u16>().prop_map(|index| Op::Drop { index }),
         ],

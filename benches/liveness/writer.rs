@@ -106,7 +106,7 @@ fn trial(seed: u64, percent: u64, prompt: bool) -> Result<([u64; 3], u64, u64), 
             }
         } else {
             Op::DeleteRanged {
-                index: rng.below(150) as u16,
+                index: rng.below(150) as u32,
             }
         };
         h.apply(change)?;

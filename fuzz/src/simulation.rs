@@ -14,6 +14,16 @@
 //! then answers everything (`settle_down`: the loader must reach quiescence with the window
 //! covered) and closes (every acquisition released exactly once). Any violation panics.
 //!
+//! `sim::run` checks the cost properties too (`loader::sim::cost`): what a jump or a far move
+//! with `locate` answering right, a ranged change, a failed page and an append may read, each
+//! a budget checked after every op. Far moves with `locate` and appends are decoded when bit
+//! 4 of the memory byte is set (tags 12 and 30 then mean them, not a lying delete and a bare
+//! invalidation); no committed seed or regression sets it, so each decodes as it did.
+//!
+//! `LOADER_FUZZ_MUTANT=<name>` turns on one of the loader's test mutants (`loader::mutant`)
+//! for the whole run, to show that the checks find the defect it makes (docs/DESIGN.md
+//! records the executions each took).
+//!
 //! `recheck_full` stays on: with it off the harness finds the lost invalidation docs/DESIGN.md
 //! describes, by design.
 
@@ -31,6 +41,7 @@ pub fn decode(data: &[u8]) -> (Config, Source, Vec<Op>) {
     // One byte for both memory knobs: its low bits pick `drop_margin`, its high bits
     // `max_pages`, so that small bytes (the committed seeds) keep the bound off.
     let memory = input.byte();
+    let costs = memory & 0x10 != 0;
     let config = Config {
         page_size,
         prefetch_distance,
@@ -45,7 +56,7 @@ pub fn decode(data: &[u8]) -> (Config, Source, Vec<Op>) {
     let source = Source::with_items(input.below(48), 1 + input.below(6) as u32);
     let mut ops = Vec::new();
     while !input.is_empty() && ops.len() < MAX_OPS {
-        ops.push(op(&mut input));
+        ops.push(op(&mut input, costs));
     }
     (config, source, ops)
 }
@@ -53,8 +64,16 @@ pub fn decode(data: &[u8]) -> (Config, Source, Vec<Op>) {
 /// Tags added after seeds were committed take values those seeds never use as tags (they
 /// deliver with 0, insert with 18 and delete with 21), so every committed seed decodes as it
 /// did: `Jump` took 13 from the deliveries, the ranged ops take 12, 19 and 22.
-fn op(input: &mut Input) -> Op {
+fn op(input: &mut Input, costs: bool) -> Op {
     match input.byte() % 32 {
+        12 if costs => Op::WindowLocated {
+            start: u32::from(input.byte()),
+            len: 1 + u16::from(input.byte() % 60),
+            answer: input.byte(),
+        },
+        30 if costs => Op::Append {
+            items: input.byte() % 4,
+        },
         0..=11 => Op::Deliver {
             index: u16::from(input.byte()),
             fresh: input.bool(),
@@ -63,7 +82,7 @@ fn op(input: &mut Input) -> Op {
             index: u16::from(input.byte()),
         },
         13 => Op::Jump {
-            index: u16::from(input.byte()),
+            index: u32::from(input.byte()),
         },
         14..=16 => Op::Fail {
             index: u16::from(input.byte()),
@@ -82,7 +101,7 @@ fn op(input: &mut Input) -> Op {
             index: u16::from(input.byte()),
         },
         22 => Op::DeleteRanged {
-            index: u16::from(input.byte()),
+            index: u32::from(input.byte()),
         },
         23..=25 => Op::Window {
             start: u16::from(input.byte() % 100),
@@ -101,7 +120,20 @@ fn op(input: &mut Input) -> Op {
     }
 }
 
+/// The mutant `LOADER_FUZZ_MUTANT` names, on for the whole process, set on the first run.
+fn mutant_from_env() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if let Ok(name) = std::env::var("LOADER_FUZZ_MUTANT") {
+            let m = loader::loader::mutant::Mutant::from_name(&name)
+                .unwrap_or_else(|| panic!("no mutant named {name}"));
+            loader::loader::mutant::set(Some(m));
+        }
+    });
+}
+
 pub fn run(data: &[u8]) {
+    mutant_from_env();
     let (config, source, ops) = decode(data);
     if let Err(violation) = sim::run(config, source.clone(), &ops) {
         panic!(
@@ -180,6 +212,44 @@ mod tests {
         let stats = ended.loader.stats();
         assert_eq!(stats.ranged_invalidations, 3, "{stats:?}");
         assert!(stats.ranged_repairs > 0, "{stats:?}");
+    }
+
+    #[test]
+    fn far_moves_with_locate_and_appends_decode_with_the_cost_bit() {
+        // page 3, prefetch 1, the cost bit (0x10), 47 items of 5 keys; the first window read;
+        // a far move with `locate` answering right to item 40, answered; two items
+        // appended after a jump to the end, answered. Without the bit, tag 12 is a lying
+        // delete (and tag 30 a bare invalidation), as every committed input decodes.
+        let d = [0u8, 0, 0];
+        let mut data = vec![2, 1, 0x10, 0, 0, 0, 47, 4];
+        data.extend(d.repeat(10));
+        data.extend([12, 40, 2, 0]);
+        data.extend(d.repeat(10));
+        data.extend([13, 46]);
+        data.extend(d.repeat(10));
+        data.extend([30, 2]);
+        data.extend(d.repeat(6));
+        let (config, source, ops) = decode(&data);
+        assert!(ops.contains(&Op::WindowLocated {
+            start: 40,
+            len: 3,
+            answer: 0
+        }));
+        assert!(ops.contains(&Op::Append { items: 2 }));
+        let ended = sim::run(config, source, &ops).unwrap_or_else(|v| panic!("{v}"));
+        assert_eq!(ended.far_jumps, 1);
+        let costs = ended.costs().expect("sim::run checks the costs");
+        assert!(
+            costs.met.get("far_move_cost").is_some_and(|&n| n >= 2),
+            "{costs:?}"
+        );
+        assert!(
+            costs.met.contains_key(loader::sim::APPEND_COST),
+            "{costs:?}"
+        );
+        data[2] = 0;
+        let (_, _, plain) = decode(&data);
+        assert!(plain.contains(&Op::DeleteLying { index: 40 }));
     }
 
     #[test]

@@ -194,7 +194,7 @@ pub(super) fn apply_unjudged(
     let items_before = h.loader.stats().items_read;
     let reads_before = props::issued(&h.loader);
     let in_flight = h.pending_ids().count();
-    let quiet_before = fresh(&h.loader);
+    let quiet_before = props::fresh(&h.loader);
     let mut touched = None;
     let view_err = |m: String| (Property::from_message(&m), m);
     match e {
@@ -243,7 +243,7 @@ pub(super) fn apply_unjudged(
                     .map_err(view_err)?
             } else if ranged {
                 let item = h.source.insert(key);
-                touched = Some(pages_touching(&h.loader, &encode_cursor(item)));
+                touched = Some(props::pages_touching(&h.loader, &encode_cursor(item)));
                 ranged_change(st, encode_cursor(item))?;
             } else {
                 h.source.insert(key);
@@ -254,7 +254,7 @@ pub(super) fn apply_unjudged(
             st.changes += 1;
             let item = h.source.delete(index).expect("an item");
             if ranged {
-                touched = Some(pages_touching(&h.loader, &encode_cursor(item)));
+                touched = Some(props::pages_touching(&h.loader, &encode_cursor(item)));
                 ranged_change(st, encode_cursor(item))?;
             } else {
                 call(h, |l| l.invalidate())?;
@@ -271,7 +271,7 @@ pub(super) fn apply_unjudged(
         Event::WindowLocated { start, len, answer } => {
             st.moves += 1;
             h.apply(Op::WindowLocated {
-                start: start as u16,
+                start: start as u32,
                 len: len as u16,
                 answer,
             })
@@ -281,7 +281,7 @@ pub(super) fn apply_unjudged(
             st.moves += 1;
             st.jumps += 1;
             h.apply(Op::Jump {
-                index: index as u16,
+                index: index as u32,
             })
             .map_err(view_err)?
         }
@@ -293,7 +293,12 @@ pub(super) fn apply_unjudged(
         Event::Touch => {
             st.changes += 1;
             let last = *h.source.items().last().expect("an item");
-            touched = Some(h.loader.pages().filter(|p| wanted(&h.loader, p)).count() as u64);
+            touched = Some(
+                h.loader
+                    .pages()
+                    .filter(|p| props::wanted(&h.loader, p))
+                    .count() as u64,
+            );
             h.lied = false;
             h.loader
                 .invalidate_range(&[], Some(&encode_cursor(last)), &mut Source::compare)
@@ -334,7 +339,7 @@ pub(super) fn apply_unjudged(
         Event::Insert { ranged: true, .. } | Event::Delete { ranged: true, .. } | Event::Touch
             if quiet_before && touched.is_some() =>
         {
-            let budget = touched.unwrap_or(0) + 1;
+            let budget = props::ranged_budget(touched.unwrap_or(0));
             if issued > budget {
                 return Err((
                     Property::RangedCost,
@@ -354,48 +359,11 @@ pub(super) fn apply_unjudged(
         },
         _ => None,
     };
-    if fresh(&st.host.loader) {
+    if props::fresh(&st.host.loader) {
         st.far = None;
         st.ranged = None;
     }
     Ok(st.host.loader.stats().answered_current > current_before)
-}
-
-/// The view is fresh: nothing in flight, owed or failed.
-fn fresh(l: &crate::loader::Loader) -> bool {
-    l.ledger().is_quiescent()
-        && !l.revalidating()
-        && l.outstanding_reads() == 0
-        && l.ledger().snapshot().failure == crate::ledger::Failure::None
-}
-
-/// The held pages of `l` a change at cursor `at` may lie in (after a page's start cursor, at
-/// or before its end cursor).
-fn pages_touching(l: &crate::loader::Loader, at: &[u8]) -> u64 {
-    let lt = |a: &[u8], b: &[u8]| match (a.is_empty(), b.is_empty()) {
-        (true, b_empty) => !b_empty,
-        (false, true) => false,
-        (false, false) => Source::compare(a, b) == std::cmp::Ordering::Less,
-    };
-    let mut start = l.base_cursor().to_vec();
-    let mut n = 0;
-    for p in l.pages() {
-        if lt(&start, at) && !lt(p.end_cursor(), at) && wanted(l, p) {
-            n += 1;
-        }
-        start = p.end_cursor().to_vec();
-    }
-    n
-}
-
-/// Whether held page `p` meets the window plus prefetch: a ranged repair re-reads only such
-/// pages, and lets go of the changed pages wholly outside it (6a2cf4a).
-fn wanted(l: &crate::loader::Loader, p: &crate::loader::Page) -> bool {
-    let (start, len) = l.window();
-    let prefetch = l.config().prefetch_distance;
-    let lo = start.saturating_sub(prefetch);
-    let hi = start.saturating_add(len).saturating_add(prefetch);
-    p.start < hi && p.start + u64::from(p.count) > lo
 }
 
 /// A loader call the sim's ops do not cover, then the host's effects and checks.

@@ -82,24 +82,17 @@ impl Settings {
         [0, 1, n + 2]
     }
 
+    /// What a move or jump with a known cursor may read before the view is fresh again
+    /// ([`props::far_move_budget`], with the settings' window and a walk up to
+    /// `jump_threshold` allowed: a move that near is not a far one).
+    fn far_move_budget(&self, in_flight: usize) -> u64 {
+        let walk = props::walk_allowance(&self.config, self.window);
+        props::far_move_budget(&self.config, self.window, walk, in_flight)
+    }
+
     /// Honest answers within which progress must reach quiescence: twice the pages from the
     /// source's start to the far end of the farthest window plus prefetch, plus two for the
     /// partial pages at each end, per direction.
-    /// What a move or jump with a known cursor may read before the view is fresh again, in
-    /// items: the window, twice the prefetch and two pages (the partial pages at its ends),
-    /// plus a walk up to `jump_threshold` (a move that near is not a far one), plus a page
-    /// for each read in flight when it was made (`in_flight`), whose answer may still come.
-    fn far_move_budget(&self, in_flight: usize) -> u64 {
-        let c = &self.config;
-        let page = u64::from(c.page_size);
-        let walk = if c.jump_threshold == crate::loader::JUMP_THRESHOLD_AUTO {
-            self.window + 2 * c.prefetch_distance
-        } else {
-            c.jump_threshold
-        };
-        self.window + 2 * c.prefetch_distance + 2 * page + walk + page * in_flight as u64
-    }
-
     fn progress_bound(&self) -> usize {
         let page = u64::from(self.config.page_size);
         let span = self.source as u64 + 3 + self.window + 2 * self.config.prefetch_distance;

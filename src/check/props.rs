@@ -528,7 +528,7 @@ pub(super) fn progress(
 }
 
 /// The reads `l` has issued.
-pub(super) fn issued(l: &Loader) -> u64 {
+pub(crate) fn issued(l: &Loader) -> u64 {
     l.stats().issued.iter().sum()
 }
 
@@ -558,6 +558,79 @@ pub(super) fn far_cost(st: &State, items: u64) -> Result<(), (Property, String)>
         )),
         _ => Ok(()),
     }
+}
+
+/// The view is fresh: nothing in flight, owed or failed. A cost budget (the checker's and the
+/// simulation's) closes here: what is read after it is not the budgeted event's.
+pub(crate) fn fresh(l: &Loader) -> bool {
+    l.ledger().is_quiescent()
+        && !l.revalidating()
+        && l.outstanding_reads() == 0
+        && l.ledger().snapshot().failure == crate::ledger::Failure::None
+}
+
+/// [`Property::FarMoveCost`]'s budget, in items: what a move or jump with a known cursor may
+/// read before the view is fresh again. The window (`window`, its length after the move),
+/// twice the prefetch and two pages (the partial pages at its ends); plus `walk`, the items
+/// between where it started and the window (0 for a start at the target: `locate`'s answer,
+/// a jump's cursor); plus a page for each read in flight when it was made (`in_flight`),
+/// whose answer may still come.
+pub(crate) fn far_move_budget(
+    c: &crate::loader::Config,
+    window: u64,
+    walk: u64,
+    in_flight: usize,
+) -> u64 {
+    let page = u64::from(c.page_size);
+    window
+        .saturating_add(2 * c.prefetch_distance)
+        .saturating_add(2 * page)
+        .saturating_add(walk)
+        .saturating_add(page * in_flight as u64)
+}
+
+/// The walk a move that may not have been a far one may make before [`far_move_budget`]'s
+/// window: up to `jump_threshold` (by default the window plus twice the prefetch).
+pub(crate) fn walk_allowance(c: &crate::loader::Config, window: u64) -> u64 {
+    match c.jump_threshold {
+        crate::loader::JUMP_THRESHOLD_AUTO => window.saturating_add(2 * c.prefetch_distance),
+        t => t,
+    }
+}
+
+/// [`Property::RangedCost`]'s budget, in reads: the pages a ranged change touches plus one.
+pub(crate) fn ranged_budget(touched: u64) -> u64 {
+    touched + 1
+}
+
+/// The held pages of `l` a change at cursor `at` may lie in (after a page's start cursor, at
+/// or before its end cursor) that meet the window plus prefetch ([`wanted`]): the pages a
+/// ranged change touches, by [`Property::RangedCost`]'s count.
+pub(crate) fn pages_touching(l: &Loader, at: &[u8]) -> u64 {
+    let lt = |a: &[u8], b: &[u8]| match (a.is_empty(), b.is_empty()) {
+        (true, b_empty) => !b_empty,
+        (false, true) => false,
+        (false, false) => crate::sim::Source::compare(a, b) == std::cmp::Ordering::Less,
+    };
+    let mut start = l.base_cursor().to_vec();
+    let mut n = 0;
+    for p in l.pages() {
+        if lt(&start, at) && !lt(p.end_cursor(), at) && wanted(l, p) {
+            n += 1;
+        }
+        start = p.end_cursor().to_vec();
+    }
+    n
+}
+
+/// Whether held page `p` meets the window plus prefetch: a ranged repair re-reads only such
+/// pages, and lets go of the changed pages wholly outside it (6a2cf4a).
+pub(crate) fn wanted(l: &Loader, p: &crate::loader::Page) -> bool {
+    let (start, len) = l.window();
+    let prefetch = l.config().prefetch_distance;
+    let lo = start.saturating_sub(prefetch);
+    let hi = start.saturating_add(len).saturating_add(prefetch);
+    p.start < hi && p.start + u64::from(p.count) > lo
 }
 
 #[cfg(test)]

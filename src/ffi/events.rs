@@ -55,6 +55,14 @@ pub extern "C-unwind" fn loader_invalidate(handle: loader_handle) -> loader_resu
 /// change and is taken as any answer; otherwise the change supersedes it then (the answer is
 /// `LOADER_ANSWER_STALE`, and the page is read again). So a writer far ahead of a view
 /// scrolling forward costs the scroll nothing either.
+/// The promise, in numbers: a change reported on a view that is fresh (nothing in flight,
+/// owed or failed) issues at most the held pages it touches within the window plus prefetch,
+/// plus one read, before the view is fresh again; made while reads are out (and no failure
+/// is recorded: after one, the retry is a full read, see `LOADER_FAILURE_OWN`), one that a
+/// held page or a read still needed may contain adds those pages plus one, each read then in
+/// flight, and a running repair's pages (at most
+/// ceil((window + 2·prefetch) / `page_size`) + 2) to what they cost. A filtered stretch
+/// costs its reads on top (one per `limit` rows scanned).
 /// Several ranged invalidations before a commit merge;
 /// `loader_invalidate` subsumes them.
 ///
@@ -379,8 +387,11 @@ pub unsafe extern "C-unwind" fn loader_retry(
 /// when it is made: the reads of an earlier far move, a jump, a repair or a retry still out
 /// are let go (`cancel` hints), a failed repair is not resumed, and a recorded failure is
 /// retried from the new cursor, so two far moves in quick succession read around the second
-/// target only (at most the window + 2·prefetch + 2·`page_size` items after it, besides the
-/// answers to reads already out). With none known nearer than the held pages,
+/// target only. The promise, in numbers: a far move that starts at the window (at `locate`'s
+/// cursor, or at one the loader read within a page of it), like a jump, reads at most
+/// window + 2·prefetch + 2·`page_size` items before the view is fresh again (nothing in
+/// flight, owed or failed), plus a page for each read already out when it was made, whatever
+/// was in flight then. With none known nearer than the held pages,
 /// the loader walks: it reads page by page from the nearest held page toward the window, so
 /// the reads grow with the distance; the pages it passes are released as `max_pages` says,
 /// and a repair or retry that lands meanwhile holds only the window's share (see
@@ -439,7 +450,9 @@ pub extern "C-unwind" fn loader_set_window(
 /// failure is retried from `cursor` at once (`loader_counts.retries_explicit`), so nothing
 /// walks from an older anchor. Either way the loader reads
 /// about the window plus prefetch on each side around `cursor` (forward first, then
-/// backward), whatever the distance from the old view. Positions are the host's from then on
+/// backward), whatever the distance from the old view: at most window + 2·prefetch +
+/// 2·`page_size` items before the view is fresh again, plus a page for each read already out
+/// when it was made, as for a far move. Positions are the host's from then on
 /// (anchored; see `loader_page.start`): read `window_start` back after `changed`, as a
 /// backward read that reaches the source's start renumbers them to the source's own.
 ///

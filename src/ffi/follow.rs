@@ -16,8 +16,10 @@ use super::result::{code, loader_result};
 /// returns just the new items. A read in flight across the append keeps its items; if its
 /// answer says `end_of_source`, the loader does not believe it (the host may have looked
 /// before the new items were written) and reads forward once more, which costs an empty
-/// read at most. Call it after the new items are visible to new reads; calling it more often
-/// than items arrive is harmless (an empty read).
+/// read at most. So an append of n items after a view that holds the source's end, with
+/// nothing else in flight or owed, reads only the new items: n items, in ceil(n / `page_size`)
+/// reads and the one that finds the end. Call it after the new items are visible to new
+/// reads; calling it more often than items arrive is harmless (an empty read).
 ///
 /// Anything else (an item updated, inserted before the end, or removed, the oldest included)
 /// is `loader_invalidate_range` (or `loader_invalidate`). Do NOT report an append as

@@ -144,7 +144,8 @@ pub enum loader_failure {
     /// `LOADER_DEBT_BOUNDED`), the retry by the timer or `loader_retry` resumes the repair at
     /// that read (see `loader_retry`); an invalidation since (the debt rises to
     /// `LOADER_DEBT_FULL`), a window move that retries, or that read failing again retries
-    /// with a full read.
+    /// with a full read. So a failed page costs one page read: its retry issues that read and
+    /// nothing else.
     Own = 1,
     /// A superseded read failed; it only raised the debt.
     Superseded = 2,

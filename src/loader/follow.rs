@@ -57,6 +57,9 @@ impl Loader {
     }
 
     fn appended_unrecorded(&mut self) -> Result<(), LoaderError> {
+        if super::mutant::on(super::mutant::Mutant::AppendedInvalidates) {
+            return self.invalidate();
+        }
         self.open()?;
         self.follow.reads_before = self.reads.next_id();
         self.follow.grown |= self.view.end_of_source();

@@ -78,6 +78,9 @@ impl Loader {
         to: Option<&[u8]>,
         cmp: &mut dyn FnMut(&[u8], &[u8]) -> std::cmp::Ordering,
     ) -> Result<(), LoaderError> {
+        if super::mutant::on(super::mutant::Mutant::RangedAsWhole) {
+            return self.invalidate_unrecorded();
+        }
         self.open()?;
         let longest = from.len().max(to.map_or(0, <[u8]>::len));
         if longest > MAX_CURSOR_LEN {

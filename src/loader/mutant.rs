@@ -1,8 +1,10 @@
 //! Test-only mutants of the loader: each undoes one fix (five that `fuzz_loader` found, the
 //! far-start rule, and the forward rule's check of a change ahead), so that the
 //! loader checker (`loader-check --loader --mutant NAME`) can show it finds the defect the fix
-//! removed. Built with the `testing` feature only; without it no mutant can be active and
-//! every switch is the constant `false`.
+//! removed; or breaks one cost the header promises (a ranged change, an append, a failed
+//! page), so that the simulation's cost properties (`sim::cost`, tests/cost_mutants.rs) can
+//! show they fail. Built with the `testing` feature only; without it no mutant can be active
+//! and every switch is the constant `false`.
 #![cfg_attr(not(feature = "testing"), allow(dead_code))]
 
 /// A fix undone.
@@ -30,11 +32,20 @@ pub enum Mutant {
     /// taken as current whatever it reached, although a ranged change reported while it was
     /// out lies at or before its `next_cursor`.
     AheadNeverReached = 7,
+    /// A cost broken (issue 35): a ranged invalidation is taken as a whole one, so its repair
+    /// reads the window plus prefetch whatever it touched (`ranged_cost` fails).
+    RangedAsWhole = 8,
+    /// A cost broken (issue 35): an append is taken as a whole invalidation, so the view is
+    /// read again, not only the new items (`append_cost` fails).
+    AppendedInvalidates = 9,
+    /// A cost broken (issue 35): a page failure is retried from the anchor, as a window move's
+    /// retry is, instead of reading the failed page again (`page_failure_cost` fails).
+    PageRetryFull = 10,
 }
 
 impl Mutant {
     /// Every mutant.
-    pub const ALL: [Mutant; 7] = [
+    pub const ALL: [Mutant; 10] = [
         Mutant::RangedRereadsOutside,
         Mutant::RangedReadsPast,
         Mutant::RangedKeepsBefore,
@@ -42,6 +53,9 @@ impl Mutant {
         Mutant::RepairShiftsKept,
         Mutant::FarStartKeepsRepair,
         Mutant::AheadNeverReached,
+        Mutant::RangedAsWhole,
+        Mutant::AppendedInvalidates,
+        Mutant::PageRetryFull,
     ];
 
     /// Its name on the command line.
@@ -54,10 +68,13 @@ impl Mutant {
             Mutant::RepairShiftsKept => "repairShiftsKept",
             Mutant::FarStartKeepsRepair => "farStartKeepsRepair",
             Mutant::AheadNeverReached => "aheadNeverReached",
+            Mutant::RangedAsWhole => "rangedAsWhole",
+            Mutant::AppendedInvalidates => "appendedInvalidates",
+            Mutant::PageRetryFull => "pageRetryFull",
         }
     }
 
-    /// The commit whose fix it undoes.
+    /// The commit whose fix it undoes (for a cost broken, the issue that made it a property).
     pub fn commit(self) -> &'static str {
         match self {
             Mutant::RangedRereadsOutside => "6a2cf4a",
@@ -67,6 +84,9 @@ impl Mutant {
             Mutant::RepairShiftsKept => "27daac2",
             Mutant::FarStartKeepsRepair => "4b3ae5f",
             Mutant::AheadNeverReached => "i35f",
+            Mutant::RangedAsWhole | Mutant::AppendedInvalidates | Mutant::PageRetryFull => {
+                "issue 35"
+            }
         }
     }
 

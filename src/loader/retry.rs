@@ -48,7 +48,8 @@ impl Loader {
             return Ok(None);
         }
         let page = self.ledger.failure() == Failure::Page;
-        let started = if page && !self.page_still_wanted() {
+        let full = super::mutant::on(super::mutant::Mutant::PageRetryFull);
+        let started = if page && (!self.page_still_wanted() || full) {
             self.ledger
                 .explicit_retry_moved(&mut self.scratch)?
                 .map(|_| false)

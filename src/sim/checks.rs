@@ -201,15 +201,7 @@ impl Host {
     /// Whether a change at cursor `at` lies outside the held pages (and what the view knows past
     /// them: the source's end, empty pages skipped) and outside every read in flight.
     pub fn untouched(&self, at: &[u8]) -> bool {
-        use crate::loader::{Direction, Effect, Kind};
-        use std::cmp::Ordering::Less;
         let l = &self.loader;
-        let lt = |a: &[u8], b: &[u8]| match (a.is_empty(), b.is_empty()) {
-            (true, b_empty) => !b_empty,
-            (false, true) => false,
-            (false, false) => super::source::Source::compare(a, b) == Less,
-        };
-        let le = |a: &[u8], b: &[u8]| !lt(b, a);
         if l.page_count() > 0 {
             let base = l.base_cursor();
             let end = l.pages().last().map(|p| p.end_cursor()).unwrap_or(base);
@@ -222,21 +214,44 @@ impl Host {
         } else if l.end_of_source() || l.tail_known() {
             return false;
         }
-        // A running repair may have staged pages the change hits: it counts as touching. Reads
-        // still queued for the host (a starting point's) are in flight too.
+        self.reads_touching(at) == 0
+    }
+
+    /// How many reads in flight (the host's, and those still queued for it: a starting
+    /// point's) may hold a change at cursor `at`: a finite read forward reads what follows its
+    /// cursor (up to its `until`), backward what precedes it; a chain or full read (a running
+    /// repair, which may have staged pages the change hits) always may.
+    pub(crate) fn reads_touching(&self, at: &[u8]) -> u64 {
+        use crate::loader::{Direction, Effect, Kind};
         let mut reads = self.pending_reads();
-        reads.extend(l.queued_effects().iter().filter_map(|e| match e {
+        reads.extend(self.loader.queued_effects().iter().filter_map(|e| match e {
             Effect::Issue(r) => Some(r.clone()),
             _ => None,
         }));
-        if reads.iter().any(|r| r.kind != Kind::Finite) {
-            return false;
-        }
-        reads.iter().all(|r| match r.direction {
-            Direction::Forward => {
-                !(lt(&r.cursor, at) && r.until.as_deref().is_none_or(|u| le(at, u)))
-            }
-            Direction::Backward => !le(at, &r.cursor),
-        })
+        reads
+            .iter()
+            .filter(|r| {
+                r.kind != Kind::Finite
+                    || match r.direction {
+                        Direction::Forward => {
+                            lt(&r.cursor, at) && r.until.as_deref().is_none_or(|u| le(at, u))
+                        }
+                        Direction::Backward => le(at, &r.cursor),
+                    }
+            })
+            .count() as u64
     }
+}
+
+/// Cursor order, with the empty cursor the source's start.
+fn lt(a: &[u8], b: &[u8]) -> bool {
+    match (a.is_empty(), b.is_empty()) {
+        (true, b_empty) => !b_empty,
+        (false, true) => false,
+        (false, false) => super::source::Source::compare(a, b) == std::cmp::Ordering::Less,
+    }
+}
+
+fn le(a: &[u8], b: &[u8]) -> bool {
+    !lt(b, a)
 }

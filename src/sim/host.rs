@@ -3,6 +3,7 @@
 //! It holds the loader under test, the source, the reads it was asked for and the
 //! acquisitions it handed over.
 
+use super::cost::Cost;
 use super::source::{encode_cursor, Answer, Item, Source};
 use super::Op;
 use crate::loader::{Config, Effect, Loader, LoaderError, Read};
@@ -84,6 +85,8 @@ pub struct Host {
     page_failed: Option<Read>,
     /// The cursor `locate` gave during the op being applied, if it gave one.
     located_now: Option<Vec<u8>>,
+    /// The cost properties' budgets, when checked ([`Host::with_costs`]).
+    costs: Option<super::cost::Costs>,
 }
 
 /// What a run found wrong.
@@ -116,7 +119,20 @@ impl Host {
             issued_now: Vec::new(),
             page_failed: None,
             located_now: None,
+            costs: None,
         }
+    }
+
+    /// This host, checking the cost properties after every op too (`sim::cost`): the
+    /// budgets of moves with a known cursor, ranged changes, failed pages and appends.
+    pub fn with_costs(mut self) -> Host {
+        self.costs = Some(Default::default());
+        self
+    }
+
+    /// The cost properties' record, when they are checked: the budgets met, by property.
+    pub fn costs(&self) -> Option<&super::cost::Costs> {
+        self.costs.as_ref()
     }
 
     /// How many reads are pending.
@@ -162,13 +178,28 @@ impl Host {
         self.issued_now.clear();
         self.located_now = None;
         let before = self.loader.stats();
+        let filtered = self.source.hidden_keys != 0 || matches!(op, Op::Hide { .. });
+        let cost_before = super::cost::Before::of(&self.loader, self.pending.len(), filtered);
+        let failure_before = self.loader.ledger().failure();
+        let page_failed_before = failure_before == crate::ledger::Failure::Page;
+        let mut cost = Cost::Spend;
         let r = match op {
             Op::Deliver { index, fresh } => self.deliver(index as usize, fresh, Shape::AsRead),
             Op::DeliverCounted { index } => self.deliver(index as usize, true, Shape::Counted),
-            Op::Stall { index } => self.deliver(index as usize, false, Shape::Stall),
-            Op::StallEmpty { index } => self.deliver(index as usize, false, Shape::StallEmpty),
-            Op::MisreadBackward { index } => self.deliver(index as usize, true, Shape::Misread),
+            Op::Stall { index } => {
+                cost = Cost::Unpromised;
+                self.deliver(index as usize, false, Shape::Stall)
+            }
+            Op::StallEmpty { index } => {
+                cost = Cost::Unpromised;
+                self.deliver(index as usize, false, Shape::StallEmpty)
+            }
+            Op::MisreadBackward { index } => {
+                cost = Cost::Unpromised;
+                self.deliver(index as usize, true, Shape::Misread)
+            }
             Op::InsertSilently { key } => {
+                cost = Cost::Unpromised;
                 self.source.insert(key as u32 % 16);
                 Ok(())
             }
@@ -195,11 +226,13 @@ impl Host {
                 }
             }
             Op::Insert { key } => {
+                cost = Cost::Unpromised;
                 self.source.insert(key as u32 % 16);
                 self.lied = false;
                 self.loader.invalidate()
             }
             Op::Delete { index } => {
+                cost = Cost::Unpromised;
                 self.source.delete(index as usize);
                 self.lied = false;
                 self.loader.invalidate()
@@ -212,6 +245,10 @@ impl Host {
                 if start + far <= from || start >= to + far {
                     self.long_moves += 1;
                 }
+                // Far from the held pages it starts at the memo's nearest cursor, which may
+                // lie far from the window (it walks the rest), or walks: the cost budget is
+                // for a start at the target (`WindowLocated`, `Jump`).
+                cost = Cost::Unpromised;
                 self.loader.set_window(start, len as u64)
             }
             Op::WindowLocated { start, len, answer } => {
@@ -250,6 +287,20 @@ impl Host {
                     self.located_now = given;
                 }
                 self.far_jumps += after.far_jumps - before.far_jumps;
+                // A far start with `locate` answering right starts at the target: at
+                // `locate`'s cursor, or at the memo's when it lies within a page of it. A move
+                // that was not far walks from the held pages, and repairs what is owed on the
+                // way: the header promises it the pages missing, not this budget; and after
+                // `locate`'s unknown or wrong answer the start is the memo's nearest, or wrong.
+                let far_start = after.far_jumps > before.far_jumps;
+                cost = if far_start && answer % 3 == 0 {
+                    Cost::KnownMove {
+                        window: len as u64,
+                        walk: u64::from(self.loader.config().page_size),
+                    }
+                } else {
+                    Cost::Unpromised
+                };
                 self.located +=
                     after.located + after.locate_unknown - before.located - before.locate_unknown;
                 r
@@ -260,10 +311,12 @@ impl Host {
             }
             Op::Retry => self.loader.retry().map(|_| ()),
             Op::Invalidate => {
+                cost = Cost::Unpromised;
                 self.lied = false;
                 self.loader.invalidate()
             }
             Op::Hide { mask } => {
+                cost = Cost::Unpromised;
                 self.lied = false;
                 self.source.hidden_keys = u32::from(mask);
                 self.loader.invalidate()
@@ -272,6 +325,7 @@ impl Host {
                 let item = self.source.insert(key as u32 % 16);
                 let at = encode_cursor(item);
                 self.count_far_change(&at);
+                cost = self.ranged_cost(&at);
                 self.loader
                     .invalidate_range(&at, Some(&at), &mut Source::compare)
             }
@@ -279,6 +333,7 @@ impl Host {
                 Some(item) => {
                     let at = encode_cursor(item);
                     self.count_far_change(&at);
+                    cost = self.ranged_cost(&at);
                     self.loader
                         .invalidate_range(&at, Some(&at), &mut Source::compare)
                 }
@@ -290,6 +345,7 @@ impl Host {
             }
             Op::DeleteLying { index } => match self.source.delete(index as usize) {
                 Some(item) => {
+                    cost = Cost::Unpromised;
                     // The range names the item after the deleted one: too narrow.
                     self.lied = true;
                     let next = (item.0, item.1.wrapping_add(1_000_000));
@@ -330,13 +386,148 @@ impl Host {
                     self.source.visible_from(0).count() - self.source.visible_from(at).count();
                 let cursor = self.source.cursor_before(at);
                 self.lied = false;
-                self.loader.jump(&cursor, position as u64)
+                let r = self.loader.jump(&cursor, position as u64);
+                cost = Cost::KnownMove {
+                    window: self.loader.window().1,
+                    walk: 0,
+                };
+                r
+            }
+            Op::Append { items } => {
+                cost = Cost::Append {
+                    items: u64::from(items),
+                    at_end: self.loader.end_of_source(),
+                };
+                for _ in 0..items {
+                    self.source.append();
+                }
+                self.loader.appended()
             }
         };
         r.map_err(|e| format!("step {}: {op:?} refused: {e}", self.steps))?;
         self.collect()?;
         self.check_retries_and_far_starts(&before)?;
-        self.check()
+        self.check()?;
+        self.check_costs(op, cost, cost_before, &before, failure_before)?;
+        if matches!(op, Op::Tick { .. } | Op::Retry) && page_failed_before {
+            self.check_page_retry_cost(&before)?;
+        }
+        Ok(())
+    }
+
+    /// What a ranged change at `at` costs, by the checker's count of the pages it touches
+    /// (`props::pages_touching`, made before it is reported). On a view that is not fresh, a
+    /// change that touches anything (`untouched`: a held page or a read in flight may hold
+    /// it) also touches what may have to be read again: each read in flight (the change
+    /// takes an epoch, and a read in flight may be superseded and issued again), and a
+    /// running repair (a chain or full read, which always counts as touching) every page it
+    /// stages, before the change and after: at most its share of the memory bound,
+    /// ceil((window + 2·prefetch) / page) + 2.
+    fn ranged_cost(&self, at: &[u8]) -> Cost {
+        let mut touched = crate::check::props::pages_touching(&self.loader, at);
+        if !crate::check::props::fresh(&self.loader) && !self.untouched(at) {
+            touched += self.pending.len() as u64;
+            let repair = !self.loader.staged_spans().is_empty()
+                || self
+                    .pending
+                    .iter()
+                    .any(|p| p.read.kind != crate::loader::Kind::Finite);
+            if repair {
+                let c = self.loader.config();
+                let span = self.loader.window().1 + 2 * c.prefetch_distance;
+                touched += span.div_ceil(u64::from(c.page_size)) + 2;
+            }
+        }
+        Cost::Ranged { touched }
+    }
+
+    /// The cost properties after op `cost`, made with the stats `before` and the failure
+    /// `failure_before` recorded: a failure that is not a page read's, a stalled cursor, a
+    /// read timed out, a view a lie left stale, or a ranged change made while a failure is
+    /// recorded (its retry is then a full read, as the header's `LOADER_FAILURE_OWN` says)
+    /// makes it an event with no cost promised; a page read's own failure (recorded as the
+    /// page failure) adds a page read. Then the budgets judge it (`sim::cost`).
+    fn check_costs(
+        &mut self,
+        op: Op,
+        mut cost: Cost,
+        cost_before: super::cost::Before,
+        before: &crate::loader::Stats,
+        failure_before: crate::ledger::Failure,
+    ) -> Result<(), Violation> {
+        let Some(costs) = self.costs.as_mut() else {
+            return Ok(());
+        };
+        if failure_before != crate::ledger::Failure::None && matches!(cost, Cost::Ranged { .. }) {
+            cost = Cost::Unpromised;
+        }
+        let after = self.loader.stats();
+        if after.failed_own > before.failed_own {
+            let page = self.loader.ledger().failure() == crate::ledger::Failure::Page;
+            cost = match cost {
+                Cost::Spend if page => Cost::PageFailure,
+                _ => Cost::Unpromised,
+            };
+        }
+        // After a lie (a range that missed its change) the view may be stale until a whole
+        // invalidation, and a repair over it may read what the lie hid: no cost is promised.
+        if after.cursor_stalls > before.cursor_stalls
+            || after.timed_out > before.timed_out
+            || self.lied
+        {
+            cost = Cost::Unpromised;
+        }
+        // Anything but answers, failures, time and retries may change the read the window
+        // needs: a move, a jump, a change, an append, a host bug.
+        let answering = matches!(
+            op,
+            Op::Deliver { .. }
+                | Op::DeliverCounted { .. }
+                | Op::Fail { .. }
+                | Op::Abandon { .. }
+                | Op::Drop { .. }
+                | Op::Tick { .. }
+                | Op::Retry
+        );
+        if !answering {
+            costs.last_read_before_change = costs.last_read;
+        }
+        for r in &self.issued_now {
+            costs.last_read = costs.last_read.max(r.read_id);
+        }
+        let steps = self.steps;
+        costs
+            .after(cost, cost_before, &self.loader)
+            .map_err(|m| format!("step {steps}: {m}"))?;
+        Ok(())
+    }
+
+    /// [`super::cost::PAGE_FAILURE_COST`], on its own: a retry (the timer's, or `retry`) made
+    /// while a page failure is recorded reads that page again, and only it, when nothing but
+    /// answers, failures, time and retries came since the failed read was issued (after a
+    /// move, a jump, a change or an append it may no longer be the read the window needs,
+    /// and the header says the retry then reads from the anchor).
+    fn check_page_retry_cost(&mut self, before: &crate::loader::Stats) -> Result<(), Violation> {
+        let (Some(c), Some(f)) = (self.costs.as_mut(), self.page_failed.as_ref()) else {
+            return Ok(());
+        };
+        if f.read_id <= c.last_read_before_change {
+            return Ok(());
+        }
+        let after = self.loader.stats();
+        let retried = after.retries_auto + after.retries_explicit
+            > before.retries_auto + before.retries_explicit;
+        let page_again = after.retries_page > before.retries_page;
+        c.page_retries_judged += u64::from(retried);
+        if retried && (!page_again || self.issued_now.len() != 1) {
+            return Err(format!(
+                "step {}: {}: a retry of a failed page issued {:?} (read the page again: {page_again})",
+                self.steps,
+                super::cost::PAGE_FAILURE_COST,
+                self.issued_now
+            ));
+        }
+        Ok(())
     }
 
     /// Remembers `read` as the page read that failed, if its failure (the call made with
@@ -562,6 +753,9 @@ impl crate::check::canon::Canon for Host {
             issued_now: _,
             located_now: _,
             page_failed,
+            // The checker keeps its own budgets (`check::State`), and its hosts leave these
+            // off.
+            costs: _,
         } = self;
         loader.canon(e);
         source.canon(e);

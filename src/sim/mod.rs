@@ -15,16 +15,19 @@
 //!
 //! The parts: `source` (the simulated ordered source and its cursors), `op` (the steps a run
 //! is made of), `host` (the host that applies them and carries out the loader's effects),
-//! `checks` (the properties checked after every step, at quiescence and at close) and `run`
-//! (a seeded op list, and a whole run).
+//! `checks` (the properties checked after every step, at quiescence and at close), `cost`
+//! (the cost properties' budgets, checked after every step) and `run` (seeded op lists, and
+//! a whole run).
 
 mod checks;
+mod cost;
 mod host;
 mod op;
 mod run;
 mod source;
 
+pub use cost::{Costs, APPEND_COST, PAGE_FAILURE_COST};
 pub use host::{Host, Violation};
 pub use op::Op;
-pub use run::{random_ops, run};
+pub use run::{cost_ops, random_ops, run};
 pub use source::{encode_cursor, Answer, Bounded, Item, Source};

@@ -48,7 +48,7 @@ pub enum Op {
     /// positions on).
     WindowLocated {
         /// The window's first item.
-        start: u16,
+        start: u32,
         /// How many items it shows.
         len: u16,
         /// How `locate` answers.
@@ -88,7 +88,7 @@ pub enum Op {
     /// Delete an item, then invalidate exactly the range it changed.
     DeleteRanged {
         /// Which item.
-        index: u16,
+        index: u32,
     },
     /// A host that lies: delete an item, then invalidate a range that misses it.
     DeleteLying {
@@ -109,7 +109,7 @@ pub enum Op {
     /// its own position among the visible items, so positions stay the source's.
     Jump {
         /// Which item.
-        index: u16,
+        index: u32,
     },
     /// Answer a pending read, a backward one with the items after its cursor, as if it were
     /// forward: a host bug (the checker's faulty host).
@@ -124,5 +124,11 @@ pub enum Op {
     InsertSilently {
         /// The new item's key (modulo 16).
         key: u8,
+    },
+    /// Append `items` items after the source's last one (its key, newer ids), then report
+    /// them with `Loader::appended`.
+    Append {
+        /// How many items.
+        items: u8,
     },
 }

@@ -1,9 +1,22 @@
-//! The simulation's runner: a seeded op list, and a run from a fresh host to its close.
+//! The simulation's runner: seeded op lists (the general mix, and one for the cost
+//! properties on long sources), and a run from a fresh host to its close.
 
 use super::host::{Host, Violation};
 use super::source::Source;
 use super::Op;
 use crate::loader::Config;
+
+/// SplitMix64 from `seed`: the op lists' random numbers.
+fn splitmix(seed: u64) -> impl FnMut() -> u64 {
+    let mut rng = seed;
+    move || {
+        rng = rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
 
 /// A seeded op list: the same seed gives the same run. It includes filter changes
 /// ([`Op::Hide`]), answers with the host's count ([`Op::DeliverCounted`]) and, with
@@ -11,14 +24,7 @@ use crate::loader::Config;
 /// their read's cursor ([`Op::StallEmpty`]) and `issue` callbacks that throw
 /// ([`Op::IssueThrows`]).
 pub fn random_ops(seed: u64, n: usize, failures: bool) -> Vec<Op> {
-    let mut rng = seed;
-    let mut next = move || {
-        rng = rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = rng;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    };
+    let mut next = splitmix(seed);
     (0..n)
         .map(|_| {
             let r = next();
@@ -45,14 +51,14 @@ pub fn random_ops(seed: u64, n: usize, failures: bool) -> Vec<Op> {
                 50..=57 if failures => Op::Fail { index: a },
                 50..=61 => Op::InsertRanged { key: a as u8 },
                 62..=64 => Op::Insert { key: a as u8 },
-                65..=70 => Op::DeleteRanged { index: a },
+                65..=70 => Op::DeleteRanged { index: a.into() },
                 71..=74 => Op::Delete { index: a },
                 75..=82 => Op::Window {
                     start: a % 120,
                     len: 1 + b % 60,
                 },
                 83..=86 => Op::WindowLocated {
-                    start: a % 120,
+                    start: (a % 120).into(),
                     len: 1 + b % 20,
                     answer: b as u8,
                 },
@@ -60,15 +66,85 @@ pub fn random_ops(seed: u64, n: usize, failures: bool) -> Vec<Op> {
                 94..=96 => Op::Retry,
                 97 => Op::Invalidate,
                 98 => Op::DeleteLying { index: a },
-                _ => Op::Jump { index: a },
+                _ => Op::Jump { index: a.into() },
             }
         })
         .collect()
 }
 
-/// Runs `ops`, then settles down and closes, checking every property on the way.
+/// A seeded op list for the cost properties (`sim::cost`) over a source of `len` items: far
+/// moves with `locate` answering right and jumps (to anywhere, and near the source's end so
+/// that appends follow a view that holds it), near moves with `locate`, ranged deletes near
+/// the last target and ranged inserts, failures, abandons, drops, ticks, retries and appends,
+/// interleaved with answers in any order, so that most events come with reads in flight.
+/// No whole invalidation, filter or host bug: those promise no cost and would close the
+/// budgets. Moves with `locate` answering wrong are one in a hundred.
+pub fn cost_ops(seed: u64, n: usize, len: u32) -> Vec<Op> {
+    let mut next = splitmix(seed ^ 0x5851_f42d_4c95_7f2d);
+    let len = len.max(1);
+    let mut target = 0u32;
+    (0..n)
+        .map(|_| {
+            let r = next();
+            let a = (r >> 8) as u16;
+            let b = (r >> 24) as u16;
+            let far = (r >> 32) as u32 % len;
+            let near = |t: u32| t.saturating_add(u32::from(b % 200)).saturating_sub(100) % len;
+            match r % 100 {
+                0..=54 | 93..=99 => Op::Deliver {
+                    index: a,
+                    fresh: b.is_multiple_of(2),
+                },
+                55..=59 => {
+                    target = far;
+                    Op::WindowLocated {
+                        start: far,
+                        len: 10 + a % 50,
+                        answer: 0,
+                    }
+                }
+                60..=62 => {
+                    target = far;
+                    Op::Jump { index: far }
+                }
+                63..=65 => {
+                    target = near(target);
+                    Op::WindowLocated {
+                        start: target,
+                        len: 10 + a % 50,
+                        answer: 0,
+                    }
+                }
+                66 => Op::WindowLocated {
+                    start: far,
+                    len: 10 + a % 50,
+                    answer: 2,
+                },
+                67..=70 => Op::DeleteRanged {
+                    index: near(target),
+                },
+                71 => Op::InsertRanged { key: a as u8 },
+                72..=76 => Op::Fail { index: a },
+                77 => Op::Abandon { index: a },
+                78..=79 => Op::Drop { index: a },
+                80..=86 => Op::Tick { ms: a % 3000 },
+                87..=88 => Op::Retry,
+                89..=90 => Op::Append {
+                    items: 1 + (b % 3) as u8,
+                },
+                _ => {
+                    target = len.saturating_sub(u32::from(b % 40));
+                    Op::Jump { index: target }
+                }
+            }
+        })
+        .collect()
+}
+
+/// Runs `ops`, then settles down and closes, checking every property on the way, the cost
+/// properties (`sim::cost`) among them.
 pub fn run(config: Config, source: Source, ops: &[Op]) -> Result<Host, Violation> {
-    let mut h = Host::new(config, source);
+    let mut h = Host::new(config, source).with_costs();
     h.apply(Op::Window { start: 0, len: 20 })?;
     for &op in ops {
         h.apply(op)?;

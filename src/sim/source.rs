@@ -40,6 +40,9 @@ pub fn encode_cursor(item: Item) -> Vec<u8> {
     c
 }
 
+/// The keys of appended items start here, above every other key the simulation makes.
+const APPENDED: u32 = 1 << 30;
+
 fn decode_cursor(c: &[u8]) -> Option<Item> {
     if c.len() != 8 {
         return None;
@@ -129,6 +132,16 @@ impl Source {
         self.next_id += 1;
         let at = self.items.partition_point(|&x| x < item);
         self.items.insert(at, item);
+        item
+    }
+
+    /// Appends an item after every item there is or was (a key above all others, growing
+    /// with each append, as a log's sequence number does: no cursor the host gave out, a
+    /// deleted item's included, lies after it); returns it. Its key is past the filter's.
+    pub fn append(&mut self) -> Item {
+        let item = (APPENDED + self.next_id, self.next_id);
+        self.next_id += 1;
+        self.items.push(item);
         item
     }
 
