@@ -118,14 +118,21 @@ impl Loader {
     }
 
     /// The positions of the pages each chain or full read has staged (`None`: the failed one
-    /// kept for its retry), as `(request, start, count)`: forward pages from the anchor on,
+    /// kept for its retry, retired or not yet), as `(request, start, count)`: forward pages from the anchor on,
     /// backward pages before it.
     pub fn staged_spans(&self) -> Vec<(Option<u64>, u64, u32)> {
         let mut out = Vec::new();
+        // Keyed as `holders` keys their acquisitions: a failed one not retired yet, kept for
+        // its retry, is the resume's (`None`) already.
         let works = self
             .requests
             .iter()
-            .map(|(id, w)| (Some(id), w))
+            .map(|(id, w)| {
+                let st = self.ledger.request(id).map(|r| r.st);
+                let kept =
+                    w.kind != Kind::Finite && st != Some(St::Inflight) && w.resume_at.is_some();
+                (if kept { None } else { Some(id) }, w)
+            })
             .chain(self.resume.iter().map(|w| (None, w)));
         for (id, w) in works {
             for p in &w.staged {
