@@ -78,6 +78,7 @@ import functools
 import inspect
 import logging
 import numbers
+import os
 import threading
 import time
 import warnings
@@ -85,7 +86,7 @@ import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import (Any, Callable, Dict, Generic, Iterator, List, Optional, Sequence, Set,
-                    Tuple, TypeVar)
+                    Tuple, TypeVar, Union)
 
 from . import _workers
 from ._enums import Answer, Direction, Failure
@@ -402,7 +403,8 @@ class _FeedCore(Generic[T]):
                  on_release: Optional[Callable[[LoadResult[T]], Any]],
                  compare: Optional[Callable[[bytes, bytes], int]] = None, *,
                  threaded: bool = True, hear_changes: bool = False,
-                 locate: Optional[Callable[[int], Optional[bytes]]] = None) -> None:
+                 locate: Optional[Callable[[int], Optional[bytes]]] = None,
+                 record: Optional[Union[str, "os.PathLike[str]"]] = None) -> None:
         self._closing = True   # until the loader exists: __del__ then has nothing to do
         self._name = "Feed" if threaded else "aio.Feed"
         what = f"{self._name}()"
@@ -481,7 +483,7 @@ class _FeedCore(Generic[T]):
             _weak(self._on_issue), _weak(self._on_release),
             on_change=_weak0(self._on_change) if hear_changes else None,
             on_cancel=_weak(self._on_cancel), config=config, compare=compare,
-            locate=locate)
+            locate=locate, record=record)
         # The feed closes it: when the feed is collected unclosed, its finalizer does, and
         # the loader's own (which may run first, in a cycle) leaves it.
         self._loader._owned = True
@@ -1281,6 +1283,10 @@ class Feed(_FeedCore[T]):
     for 0), or None when unknown: a far :meth:`set_window` then starts there instead of
     walking (see :class:`~libloader.Loader`). It runs on the thread calling
     :meth:`set_window`, inside it.
+
+    ``record=path`` records the feed's loader's run to that file, as
+    ``Loader(record=path)`` does, for ``loader-check --replay``: a path that cannot be
+    created raises :class:`~libloader.RecordFailedError` and makes no feed.
     """
 
     def __init__(self, load: Callable[..., LoadResult[T]], *,
@@ -1290,7 +1296,8 @@ class Feed(_FeedCore[T]):
                  on_release: Optional[Callable[[LoadResult[T]], Any]] = None,
                  on_change: Optional[Callable[[], Any]] = None,
                  compare: Optional[Callable[[bytes, bytes], int]] = None,
-                 locate: Optional[Callable[[int], Optional[bytes]]] = None) -> None:
+                 locate: Optional[Callable[[int], Optional[bytes]]] = None,
+                 record: Optional[Union[str, "os.PathLike[str]"]] = None) -> None:
         self._closing = True
         if on_change is not None and not callable(on_change):
             raise TypeError("on_change must be callable or None")
@@ -1315,7 +1322,7 @@ class Feed(_FeedCore[T]):
         self._timer = _Timer(self._t0)
         self._driver: Optional[threading.Thread] = None
         super().__init__(load, config, on_release, compare, threaded=True,
-                         hear_changes=on_change is not None, locate=locate)
+                         hear_changes=on_change is not None, locate=locate, record=record)
         self._lets_go = not self._inline
         if not self._inline:
             self._timer_cond = threading.Condition(self._lock)

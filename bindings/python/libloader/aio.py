@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import os
 import warnings
 from typing import (Any, AsyncIterator, Awaitable, Callable, Coroutine, Generator, Optional,
                     Union)
@@ -170,13 +171,16 @@ class Feed(_FeedCore[T]):
     ``locate(position)`` (or a ``locate`` attribute of the load function; a plain function,
     not a coroutine: it runs inside :meth:`set_window`) returns the cursor whose next item
     is at ``position``, or None: a far move then starts there instead of walking.
+
+    ``record=path`` records the feed's loader's run, as :class:`~libloader.Feed` does.
     """
 
     def __init__(self, load: AsyncLoad[T], *,
                  config: Optional[Config] = None,
                  on_release: Optional[Callable[[LoadResult[T]], Any]] = None,
                  compare: Optional[Callable[[bytes, bytes], int]] = None,
-                 locate: Optional[Callable[[int], Optional[bytes]]] = None) -> None:
+                 locate: Optional[Callable[[int], Optional[bytes]]] = None,
+                 record: Optional[Union[str, "os.PathLike[str]"]] = None) -> None:
         self._closing = True
         self._loop = asyncio.get_running_loop()
         self._t0 = self._loop.time()
@@ -184,7 +188,8 @@ class Feed(_FeedCore[T]):
         self._timer: Optional[asyncio.TimerHandle] = None
         self._timer_at: Optional[int] = None
         self._rearm_pending = False
-        super().__init__(load, config, on_release, compare, threaded=False, locate=locate)
+        super().__init__(load, config, on_release, compare, threaded=False, locate=locate,
+                         record=record)
 
     async def __aenter__(self) -> "Feed[T]":
         return self

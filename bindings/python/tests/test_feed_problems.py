@@ -596,3 +596,54 @@ def test_ctrl_c_ends_a_run_with_one_press() -> None:
         child.communicate()
         pytest.fail("one Ctrl-C did not end the run")
     assert "KeyboardInterrupt" in err and child.returncode != 0, err
+
+
+# ---- record= (issue 34 #7: Feed had no record=) ----
+
+def _replays(log: "os.PathLike[str]") -> None:
+    """The log is a loader's run, and replays clean when the checker is built."""
+    lines = open(log).read().splitlines()
+    assert lines[0] == "loader-log 1", lines[:2]
+    assert any(x.startswith("s ") for x in lines), "no answer recorded"
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))))
+    checker = os.path.join(repo, "target", "testing", "release", "loader-check")
+    if os.path.exists(checker):
+        out = subprocess.run([checker, "--replay", str(log)], capture_output=True, text=True)
+        assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_a_feed_records_its_loader(tmp_path: Any) -> None:
+    src = Source(100)
+    log = tmp_path / "feed.log"
+    with Feed(src.load, config=config(), on_release=src.on_release, record=log) as feed:
+        feed.set_window(0, 30)
+        assert feed.settled(5)
+    assert src.released_exactly_once()
+    _replays(log)
+
+
+def test_an_aio_feed_records_its_loader(tmp_path: Any) -> None:
+    src = Source(60)
+    log = tmp_path / "aio.log"
+
+    async def main() -> None:
+        async def aload(cursor: bytes, limit: int, direction: Direction) -> LoadResult[str]:
+            return src.load(cursor, limit, direction)
+
+        feed = aio.Feed(aload, config=config(), on_release=src.on_release, record=str(log))
+        feed.set_window(0, 30)
+        assert await feed.settled(5)
+        await feed.close()
+
+    asyncio.run(main())
+    assert src.released_exactly_once()
+    _replays(log)
+
+
+def test_a_feed_whose_record_path_cannot_be_created_is_refused(tmp_path: Any) -> None:
+    src = Source(10)
+    with pytest.raises(libloader.RecordFailedError):
+        Feed(src.load, config=config(), on_release=src.on_release,
+             record=tmp_path / "no such directory" / "feed.log")
+    assert not (tmp_path / "no such directory").exists()
