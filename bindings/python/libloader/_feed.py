@@ -89,6 +89,8 @@ from typing import (Any, Callable, Dict, Generic, Iterator, List, Optional, Sequ
                     Tuple, TypeVar, Union)
 
 from . import _workers
+from ._errors import CursorTooLongError
+from ._ffi import MAX_CURSOR_LEN
 from ._enums import Answer, Direction, Failure
 from ._loader import Loader
 from ._types import Config, Counts, Read, Snapshot
@@ -169,7 +171,8 @@ class FeedProblem:
 
     reason: str
     """``"bad_load_result"``: a load returned something that is not a valid
-    :class:`LoadResult`, or raised TypeError (the feed does not retry it);
+    :class:`LoadResult` (a ``next_cursor`` longer than ``MAX_CURSOR_LEN`` included), or
+    raised TypeError (the feed does not retry it);
     ``"cursor_stalled"``: a load answered with the cursor it was given, so the feed cannot
     move past it; ``"retries_spent"``: loads kept failing and the automatic retries
     (``Config.max_auto_retries``) are spent."""
@@ -436,7 +439,7 @@ class _FeedCore(Generic[T]):
         self._closed = threading.Event()
         self._inside = _Inside()
         self._generation = 0
-        self._bad_result: Optional[TypeError] = None
+        self._bad_result: Optional[Exception] = None
         self._stall: Optional[str] = None
         self._failures = 0
         self._final_stats: Optional[Counts] = None
@@ -772,7 +775,7 @@ class _FeedCore(Generic[T]):
                 self._discard(result)   # its read was answered when it was cancelled
                 return False
             read = slot.read
-            bad: Optional[TypeError] = None
+            bad: Optional[Exception] = None
             if error is None:
                 # A LoadResult of at most `limit` items checked inline: the common case.
                 bad = (None if type(result) is LoadResult and len(result.items) <= read.limit
@@ -794,7 +797,15 @@ class _FeedCore(Generic[T]):
                         self._discard(result)
                         if self._closing:
                             return False   # closed under this answer: nothing to fail
-                        error = e
+                        if isinstance(e, CursorTooLongError):
+                            # The load's bug, as a result over its limit: not retried.
+                            bad = ValueError(
+                                f"the load function {self._load_name} returned a next_cursor "
+                                f"of {len(result.next_cursor)} bytes for {_describe(read)}, "
+                                f"longer than MAX_CURSOR_LEN ({MAX_CURSOR_LEN})")
+                            bad.__cause__ = e
+                        else:
+                            error = e
                     else:
                         if answer is Answer.CURSOR_STALLED:
                             # It records a failure, with its backoff deadline.
@@ -1218,7 +1229,7 @@ class _FeedCore(Generic[T]):
         if problem is None:
             return False
         if problem.reason == "bad_load_result":
-            assert isinstance(problem.error, TypeError)
+            assert isinstance(problem.error, (TypeError, ValueError))
             raise problem.error
         raise FeedStalledError(problem)
 
@@ -1488,12 +1499,12 @@ class Feed(_FeedCore[T]):
         failure); False if ``timeout`` seconds passed first.
 
         Raises what keeps the feed from settling until its user acts (:attr:`problem`): the
-        TypeError of a load result that is not valid (naming the load function), or
-        :class:`FeedStalledError` for a stalled cursor or spent automatic retries. Raises the
-        ``KeyboardInterrupt``, ``SystemExit`` or ``GeneratorExit`` a load raised on a worker
-        thread (once; its read was failed and is retried). With ``max_workers=0`` it also
-        serves the backoff retries (their loads run here, and an interrupt in one is raised
-        at once)."""
+        TypeError of a load result that is not valid (naming the load function; a ValueError
+        for a ``next_cursor`` over ``MAX_CURSOR_LEN``), or :class:`FeedStalledError` for a
+        stalled cursor or spent automatic retries. Raises the ``KeyboardInterrupt``,
+        ``SystemExit`` or ``GeneratorExit`` a load raised on a worker thread (once; its read
+        was failed and is retried). With ``max_workers=0`` it also serves the backoff
+        retries (their loads run here, and an interrupt in one is raised at once)."""
         wait = _seconds("settled", timeout)
         end = None if wait is None else time.monotonic() + wait
         while True:

@@ -337,8 +337,9 @@ class Feed(_FeedCore[T]):
         failure); False if ``timeout`` seconds passed first.
 
         Raises what keeps the feed from settling until its user acts (:attr:`problem`): the
-        TypeError of a load result that is not valid (naming the load function), or
-        :class:`FeedStalledError` for a stalled cursor or spent automatic retries. Raises the
+        TypeError of a load result that is not valid (naming the load function; a ValueError
+        for a ``next_cursor`` over ``MAX_CURSOR_LEN``), or :class:`FeedStalledError` for a
+        stalled cursor or spent automatic retries. Raises the
         ``GeneratorExit`` (or ``KeyboardInterrupt``, ``SystemExit``) a load's task or the
         backoff timer's load raised (once; its read was failed and is retried); asyncio
         itself raises a task's ``KeyboardInterrupt`` and ``SystemExit`` out of the loop."""

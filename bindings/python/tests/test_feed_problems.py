@@ -647,3 +647,43 @@ def test_a_feed_whose_record_path_cannot_be_created_is_refused(tmp_path: Any) ->
         Feed(src.load, config=config(), on_release=src.on_release,
              record=tmp_path / "no such directory" / "feed.log")
     assert not (tmp_path / "no such directory").exists()
+
+
+# ---- a next_cursor over MAX_CURSOR_LEN (issue 34 #7: retried for about 3 s) ----
+
+def _too_long(cursor: bytes, limit: int, direction: Direction) -> LoadResult[str]:
+    _too_long.calls += 1  # type: ignore[attr-defined]
+    return LoadResult(["x"], b"k" * (libloader.MAX_CURSOR_LEN + 1))
+
+
+def test_a_cursor_over_the_maximum_is_the_loads_bug_not_retried() -> None:
+    _too_long.calls = 0  # type: ignore[attr-defined]
+    with Feed(_too_long, config=config()) as feed:
+        feed.set_window(0, 5)
+        with pytest.raises(ValueError, match="longer than MAX_CURSOR_LEN"):
+            feed.settled(5)
+        problem = feed.problem
+        assert problem is not None and problem.reason == "bad_load_result", problem
+        assert isinstance(problem.error, ValueError)
+        assert isinstance(problem.error.__cause__, libloader.CursorTooLongError)
+        time.sleep(0.3)   # past the first backoff: a retry would have run by now
+        assert _too_long.calls == 1  # type: ignore[attr-defined]
+
+
+def test_an_aio_feed_takes_a_cursor_over_the_maximum_as_the_loads_bug() -> None:
+    calls = []
+
+    async def main() -> None:
+        async def aload(cursor: bytes, limit: int, direction: Direction) -> LoadResult[str]:
+            calls.append(cursor)
+            return LoadResult(["x"], b"k" * (libloader.MAX_CURSOR_LEN + 1))
+
+        feed = aio.Feed(aload, config=config())
+        feed.set_window(0, 5)
+        with pytest.raises(ValueError, match="longer than MAX_CURSOR_LEN"):
+            await feed.settled(5)
+        await asyncio.sleep(0.3)
+        assert len(calls) == 1
+        await feed.close()
+
+    asyncio.run(main())
