@@ -4,6 +4,8 @@
 //! kept for its retry holds 8 staged pages, over the bound 7"), where the same pages were
 //! within the bound a step before, while the repair ran.
 
+#![cfg(feature = "testing")]
+
 use loader::sim::Op::*;
 use loader::sim::{Host, Op, Source};
 use loader::Config;
