@@ -75,12 +75,13 @@ pub(super) struct Before {
 }
 
 impl Before {
-    pub(super) fn of(l: &Loader, in_flight: usize, filtered: bool) -> Before {
+    pub(super) fn of(h: &super::Host, in_flight: usize, filtered: bool) -> Before {
+        let l = &h.loader;
         Before {
             items: l.stats().items_read,
             reads: props::issued(l),
             in_flight,
-            fresh: props::fresh(l),
+            fresh: props::fresh_view(h),
             filtered,
         }
     }
