@@ -1875,7 +1875,10 @@ enum loader_result loader_invalidate(loader_handle handle);
  * held page or a read still needed may contain adds those pages plus one, each read then in
  * flight, and a running repair's pages (at most
  * ceil((window + 2·prefetch) / `page_size`) + 2) to what they cost. A filtered stretch
- * costs its reads on top (one per `limit` rows scanned).
+ * costs its reads on top (one per `limit` rows scanned). With `recheck_full` zero, a view
+ * an invalidation was lost on (one that overtook a full read) is not fresh, though nothing
+ * is in flight: it is stale until a change covers what the lost one changed, and a change
+ * made then reads that too.
  * Several ranged invalidations before a commit merge;
  * `loader_invalidate` subsumes them.
  *

@@ -190,6 +190,39 @@ fn a_change_nothing_reads_supersedes_nothing() {
     );
 }
 
+/// With `recheck_full` off, an invalidation that overtook a full read is lost (as the header
+/// says): the full read's answer left the view quiet but stale (empty, claiming the source's
+/// end, over a source of one item). A ranged change then reads the item the lost change
+/// added as well as its own, one read over "the pages it touches plus one"; the budget opens
+/// only on a view that is what the source is, so `ranged_cost` does not judge it. Found by
+/// `loader-check --loader --deep --budget 2 --depth 6` (configuration 1).
+#[test]
+fn a_change_after_a_lost_invalidation_opens_no_ranged_budget() {
+    let mut s = settings(0, 1, 1, 0);
+    s.config.recheck_full = false;
+    s.config.commit_overtaken = false;
+    (s.changes, s.moves, s.faults, s.depth) = (2, 2, 2, 6);
+    use Event::*;
+    let trace = [
+        Fail { read: 1 },
+        Window { start: 1, len: 1 },
+        Insert {
+            key: 0,
+            ranged: false,
+        },
+        Repeat { read: 2 },
+        Insert {
+            key: 0,
+            ranged: true,
+        },
+    ];
+    holds(&s, &trace);
+    // With the fix on, nothing is lost and the same events stay within the budget.
+    s.config.recheck_full = true;
+    s.config.commit_overtaken = true;
+    holds(&s, &trace);
+}
+
 /// A step of a retry's full read succeeded, and the automatic retry count stayed
 /// (`retry_reset`).
 #[test]

@@ -194,7 +194,7 @@ pub(super) fn apply_unjudged(
     let items_before = h.loader.stats().items_read;
     let reads_before = props::issued(&h.loader);
     let in_flight = h.pending_ids().count();
-    let quiet_before = props::fresh(&h.loader);
+    let quiet_before = props::fresh_view(h);
     let mut touched = None;
     let view_err = |m: String| (Property::from_message(&m), m);
     match e {

@@ -569,6 +569,16 @@ pub(crate) fn fresh(l: &Loader) -> bool {
         && l.ledger().snapshot().failure == crate::ledger::Failure::None
 }
 
+/// A cost budget opens on a fresh view ([`fresh`]) that is also what the source is: after a
+/// lie, or with `recheck_full` off after an invalidation that overtook a full read was lost
+/// (as the header documents), the loader's books may be quiet while the view is stale, and a
+/// change made then reads again what the lost one changed too. The checker's and the
+/// simulation's budgets open here, so the two exempt the same views.
+pub(crate) fn fresh_view(h: &crate::sim::Host) -> bool {
+    fresh(&h.loader)
+        && (!(h.lied || h.lossy) || h.view_items().is_ok_and(|v| h.view_agrees(&v).is_ok()))
+}
+
 /// [`Property::FarMoveCost`]'s budget, in items: what a move or jump with a known cursor may
 /// read before the view is fresh again. The window (`window`, its length after the move),
 /// twice the prefetch and two pages (the partial pages at its ends); plus `walk`, the items

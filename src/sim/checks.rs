@@ -83,35 +83,40 @@ impl Host {
             && !self.lied
             && !self.lossy
         {
-            // Quiet: the view is the source's content for the covered range, from the first
-            // held page's start cursor.
-            let from = self.source.position(self.loader.base_cursor());
-            let (start, end) = self.loader.covered();
-            let n = (end - start) as usize;
-            let truth: Vec<Item> = self.source.visible_from(from).take(n + 1).collect();
-            let follows = truth.len() > n;
-            let truth = &truth[..truth.len().min(n)];
-            if view != truth {
-                return Err(at(format!(
-                    "quiet view differs from the source: view {view:?}, source {truth:?}"
-                )));
-            }
-            if self.loader.end_of_source() && follows {
-                return Err(at(
-                    "view claims the end of the source but items follow".into()
-                ));
-            }
-            // At the source's start the positions are the source's own.
-            if self.loader.start_of_source() && start != 0 {
-                return Err(at(format!(
-                    "the view starts at the source's start but its first position is {start}"
-                )));
-            }
-            if self.loader.start_of_source() && from != 0 {
-                return Err(at(format!(
-                    "the view claims the source's start but starts at item {from}"
-                )));
-            }
+            self.view_agrees(&view).map_err(at)?;
+        }
+        Ok(())
+    }
+
+    /// Whether `view` (the items the view holds, [`Host::view_items`]) is the source's content
+    /// for the covered range, from the first held page's start cursor, with the source's
+    /// start and end claimed only where they are: what a quiet view shows, unless a lie or an
+    /// invalidation `recheck_full` off lost left it stale.
+    pub(crate) fn view_agrees(&self, view: &[Item]) -> Result<(), String> {
+        let from = self.source.position(self.loader.base_cursor());
+        let (start, end) = self.loader.covered();
+        let n = (end - start) as usize;
+        let truth: Vec<Item> = self.source.visible_from(from).take(n + 1).collect();
+        let follows = truth.len() > n;
+        let truth = &truth[..truth.len().min(n)];
+        if view != truth {
+            return Err(format!(
+                "quiet view differs from the source: view {view:?}, source {truth:?}"
+            ));
+        }
+        if self.loader.end_of_source() && follows {
+            return Err("view claims the end of the source but items follow".into());
+        }
+        // At the source's start the positions are the source's own.
+        if self.loader.start_of_source() && start != 0 {
+            return Err(format!(
+                "the view starts at the source's start but its first position is {start}"
+            ));
+        }
+        if self.loader.start_of_source() && from != 0 {
+            return Err(format!(
+                "the view claims the source's start but starts at item {from}"
+            ));
         }
         Ok(())
     }

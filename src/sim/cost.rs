@@ -21,7 +21,9 @@
 //!
 //! Two budgets run side by side: one in items (opened by a move with a known cursor, a
 //! ranged change or an append on a fresh view) and one in reads (opened by a ranged change
-//! or an append on a fresh view). Reads are not counted while the source filters items out:
+//! or an append on a fresh view). A fresh view, for opening, is also what the source is
+//! ([`crate::check::props::fresh_view`]): not one a lie, or an invalidation `recheck_full`
+//! off lost, left stale. Reads are not counted while the source filters items out:
 //! over a filtered stretch a read scans up to its limit and may return nothing short of the
 //! end, which the header counts as a read per `limit` rows scanned. A move with a known
 //! cursor opens the items budget afresh and closes the reads budget: it lets go of whatever
@@ -75,12 +77,13 @@ pub(super) struct Before {
 }
 
 impl Before {
-    pub(super) fn of(l: &Loader, in_flight: usize, filtered: bool) -> Before {
+    pub(super) fn of(h: &super::Host, in_flight: usize, filtered: bool) -> Before {
+        let l = &h.loader;
         Before {
             items: l.stats().items_read,
             reads: props::issued(l),
             in_flight,
-            fresh: props::fresh(l),
+            fresh: props::fresh_view(h),
             filtered,
         }
     }

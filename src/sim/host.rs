@@ -179,7 +179,7 @@ impl Host {
         self.located_now = None;
         let before = self.loader.stats();
         let filtered = self.source.hidden_keys != 0 || matches!(op, Op::Hide { .. });
-        let cost_before = super::cost::Before::of(&self.loader, self.pending.len(), filtered);
+        let cost_before = super::cost::Before::of(self, self.pending.len(), filtered);
         let failure_before = self.loader.ledger().failure();
         let page_failed_before = failure_before == crate::ledger::Failure::Page;
         let mut cost = Cost::Spend;
