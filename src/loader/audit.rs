@@ -46,7 +46,7 @@ impl Loader {
                     Holder::View
                 } else if w.kind != Kind::Finite && st == Some(St::Inflight) {
                     Holder::Repair { request: id }
-                } else if w.kind != Kind::Finite && w.resume_at.is_some() {
+                } else if self.kept_for_retry(id, w) {
                     Holder::Resume
                 } else {
                     Holder::Idle {
@@ -117,22 +117,25 @@ impl Loader {
         None
     }
 
+    /// Whether request `id`'s record `w` is a chain or full read that failed, not retired yet,
+    /// kept for its retry to resume: its pages count as the resume's (`holders`,
+    /// `staged_spans`).
+    fn kept_for_retry(&self, id: u64, w: &super::requests::Work) -> bool {
+        w.kind != Kind::Finite
+            && w.resume_at.is_some()
+            && self.ledger.request(id).map(|r| r.st) != Some(St::Inflight)
+    }
+
     /// The positions of the pages each chain or full read has staged (`None`: the failed one
-    /// kept for its retry, retired or not yet), as `(request, start, count)`: forward pages from the anchor on,
-    /// backward pages before it.
+    /// kept for its retry, retired or not yet), as `(request, start, count)`: forward pages
+    /// from the anchor on, backward pages before it.
     pub fn staged_spans(&self) -> Vec<(Option<u64>, u64, u32)> {
         let mut out = Vec::new();
-        // Keyed as `holders` keys their acquisitions: a failed one not retired yet, kept for
-        // its retry, is the resume's (`None`) already.
+        // Keyed as `holders` keys their acquisitions (`kept_for_retry`).
         let works = self
             .requests
             .iter()
-            .map(|(id, w)| {
-                let st = self.ledger.request(id).map(|r| r.st);
-                let kept =
-                    w.kind != Kind::Finite && st != Some(St::Inflight) && w.resume_at.is_some();
-                (if kept { None } else { Some(id) }, w)
-            })
+            .map(|(id, w)| ((!self.kept_for_retry(id, w)).then_some(id), w))
             .chain(self.resume.iter().map(|w| (None, w)));
         for (id, w) in works {
             for p in &w.staged {
