@@ -150,13 +150,17 @@ impl Obs {
                 .any(|r| r.kind == k && r.state == loader_request_state::Inflight)
         };
         // A page failure (shown as an own failure with no debt) is retried by reading that
-        // page again, once no finite read is in flight; any other, by a full read over full
-        // debt.
+        // page again, once no finite read is in flight; a repair's failure (an own failure
+        // over bounded debt) by resuming the repair, once no chain or full read is in flight;
+        // any other, by a full read over full debt.
         let page = s.debt == loader_debt::None;
+        let repair = s.failure == loader_failure::Own && s.debt == loader_debt::Bounded;
         s.failure != loader_failure::None
             && s.phase == loader_phase::Idle
             && if page {
                 !inflight(loader_kind::Finite)
+            } else if repair {
+                !inflight(loader_kind::Chain) && !inflight(loader_kind::Full)
             } else {
                 s.debt == loader_debt::Full && !inflight(loader_kind::Full)
             }
