@@ -487,8 +487,10 @@ typedef enum loader_result {
    * The request or read id space is exhausted. It is for good: every later event that could
    * start a request, or commit one (which may start the next), returns it, so a request may
    * stay in flight with no read outstanding (a repair that needed no read, whose commit the
-   * exhausted space refuses). Free the loader. Only `loader_new_with_counters` reaches it
-   * in practice (2^64 requests otherwise).
+   * exhausted space refuses). With one id left, an answer that decides a ranged change
+   * ahead of its read (`loader_invalidate_range`) returns it too, changing nothing: taking
+   * the change may start one request and the answer another. Free the loader. Only
+   * `loader_new_with_counters` reaches it in practice (2^64 requests otherwise).
    */
   LOADER_RESULT_ID_OVERFLOW = 14,
   /**

@@ -193,7 +193,15 @@ impl Loader {
             le.as_mut().map(|l| l as Le<'_>),
         ) && !super::mutant::on(super::mutant::Mutant::AheadNeverReached);
         if current && reached {
-            // On an error nothing changed, the mark included.
+            // The invalidation takes an epoch and may start a request, and the answer after it
+            // may start another: refuse now, before anything changed (the mark included), if
+            // there is no room for both.
+            if self.ledger.epoch() == u64::MAX {
+                return Err(LedgerError::EpochOverflow.into());
+            }
+            if self.ledger.next_id() >= u64::MAX - 1 {
+                return Err(LedgerError::IdOverflow.into());
+            }
             self.ledger.invalidate(&mut self.scratch)?;
         }
         if let Some(ahead) = self.reads.take_ahead(read_id) {

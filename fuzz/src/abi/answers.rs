@@ -129,6 +129,10 @@ impl World {
                     vec![R::IdOverflow, R::Ok]
                 } else if o.ids_spent() {
                     vec![R::IdOverflow]
+                } else if o.one_id_left() || o.epochs_spent() {
+                    // An answer that decides a ranged change ahead of its read (unseen here)
+                    // takes an epoch and may start two requests: refused, changing nothing.
+                    vec![R::Ok, R::IdOverflow, R::EpochOverflow]
                 } else {
                     vec![R::Ok]
                 }

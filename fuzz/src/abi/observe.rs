@@ -141,6 +141,18 @@ impl Obs {
         self.snap.next_request_id == u64::MAX
     }
 
+    /// One request id is left: an answer that decides a ranged change ahead of its read
+    /// (which may start two requests) returns `ID_OVERFLOW`.
+    pub(super) fn one_id_left(&self) -> bool {
+        self.snap.next_request_id == u64::MAX - 1
+    }
+
+    /// The epoch counter is spent: an answer that decides a ranged change ahead of its read
+    /// (which takes an epoch) returns `EPOCH_OVERFLOW`.
+    pub(super) fn epochs_spent(&self) -> bool {
+        self.snap.epoch == u64::MAX
+    }
+
     /// `ExplicitRetry`'s guard, as the ABI shows it.
     pub(super) fn retry_enabled(&self) -> bool {
         let s = &self.snap;
