@@ -1298,9 +1298,14 @@ class Feed(_FeedCore[T]):
     ``record=path`` records the feed's loader's run to that file, as
     ``Loader(record=path)`` does, for ``loader-check --replay``: a path that cannot be
     created raises :class:`~libloader.RecordFailedError` and makes no feed.
+
+    ``load`` is typed ``Callable[[bytes, int, Direction], LoadResult[T]]``, so a type
+    checker rejects a load of other parameters or result. A load that takes ``until``
+    declares it with a default, ``until: Optional[bytes] = None``, as above: one that
+    requires it runs (the feed reads the signature and passes it), but the type rejects it.
     """
 
-    def __init__(self, load: Callable[..., LoadResult[T]], *,
+    def __init__(self, load: Callable[[bytes, int, Direction], LoadResult[T]], *,
                  config: Optional[Config] = None,
                  executor: Optional[concurrent.futures.Executor] = None,
                  max_workers: int = 4,

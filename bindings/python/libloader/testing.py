@@ -304,7 +304,9 @@ class FakeSource(Generic[T]):
 
 # ---- the tester ----
 
-Load = Callable[..., Union[LoadResult[Any], Awaitable[LoadResult[Any]]]]
+Load = Callable[[bytes, int, Direction], Union[LoadResult[Any], Awaitable[LoadResult[Any]]]]
+"""A load function as a feed takes it: ``load(cursor, limit, direction)``, or with
+``until=None`` as well; a plain function or an ``async def``."""
 Reference = Union[Sequence[Hashable], Callable[[], Sequence[Hashable]]]
 
 _PER_KIND = 3
@@ -315,7 +317,8 @@ class _Tester:
     def __init__(self, load: Load, reference: Reference, key: Callable[[Any], Hashable],
                  delete: Optional[Callable[[Hashable], None]], limits: Sequence[int],
                  locate: Optional[Callable[[int], Optional[bytes]]] = None) -> None:
-        self.load = load
+        # Called with until= only once its signature shows it takes it (self.until).
+        self.load: Callable[..., Any] = load
         self.locate = locate
         self.reference = reference
         self.key = key
