@@ -41,7 +41,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Generic, List, Optional, Sequence, Tuple, Union
 
-from . import _ffi
+from . import _ffi, _record_env
 from ._enums import Answer, Result
 from ._errors import error_for
 from ._types import (
@@ -416,7 +416,9 @@ class Loader(Generic[T]):
         ``record=path`` records the loader's run to that file (``loader_record``): every call
         and callback, for ``loader-check --replay`` and for a bug report; it raises
         RecordFailedError when the file cannot be created or ``LOADER_RECORD`` already
-        records the loader."""
+        records the loader. ``LOADER_RECORD`` naming a file that cannot be created records
+        nothing and warns (RuntimeWarning), not raises: the variable is for a program whose
+        code does not change, which is not to fail for it."""
         self._closed = True
         self._handle = 0
         self._owned = False
@@ -469,6 +471,7 @@ class Loader(Generic[T]):
             name = "loader_new_with_counters"
         if rc != Result.OK:
             raise error_for(rc, result_message, name)
+        _record_env.warn_if_unrecordable(stacklevel=2)
         if record is not None:
             rc = lib.loader_record(out.value, os.fsencode(record))
             if rc != Result.OK:
