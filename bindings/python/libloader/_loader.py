@@ -99,17 +99,25 @@ def version() -> str:
 
 @dataclass(frozen=True)
 class CallbackContext:
-    """Attached to an exception a callback raised, when a call re-raises it."""
+    """Attached to an exception a callback raised, when a call re-raises it.
+
+    Fields:
+
+    callback
+        The callback that raised it, with its arguments.
+    call
+        The C function whose call delivered the callback and re-raised the exception.
+    result
+        What that call returned: ``Result.OK`` means it completed (a ``settle``'s acquisition
+        passed to the loader).
+    others
+        Exceptions later callbacks of the same call raised.
+    """
 
     callback: str
-    """The callback that raised it, with its arguments."""
     call: str
-    """The C function whose call delivered the callback and re-raised the exception."""
     result: Union[Result, int]
-    """What that call returned: ``Result.OK`` means it completed (a ``settle``'s acquisition
-    passed to the loader)."""
     others: Tuple[BaseException, ...]
-    """Exceptions later callbacks of the same call raised."""
 
 
 def callback_context(exc: BaseException) -> Optional[CallbackContext]:
