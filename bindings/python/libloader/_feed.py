@@ -1045,7 +1045,7 @@ class _FeedCore(Generic[T]):
         if bad is not None:
             return FeedProblem("bad_load_result",
                                f"{bad}. The feed does not retry a bug in the load: fix it, "
-                               "then call retry() or move the window", bad)
+                               f"then call {self._name}.retry() or move the window", bad)
         if look is None:
             look = self._look(loader)
             if look is None:
@@ -1065,8 +1065,8 @@ class _FeedCore(Generic[T]):
                 "retries_spent",
                 f"{self._failures} loads failed in a row and the automatic retries "
                 f"(Config.max_auto_retries = {self._max_auto_retries}) are spent{cause}. "
-                "Nothing loads until the feed is told to: fix the cause, then call retry() "
-                "or move the window", last)
+                "Nothing loads until the feed is told to: fix the cause, then call "
+                f"{self._name}.retry() or move the window", last)
         return None
 
     @property
