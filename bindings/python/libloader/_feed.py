@@ -205,6 +205,9 @@ class FeedStalledError(RuntimeError):
     """Raised by ``settled()`` when the feed cannot settle on its own: a stalled cursor, or
     the automatic retries spent. :attr:`problem` says which; the message says what to do."""
 
+    problem = _attribute.Documented[FeedProblem](
+        """The :class:`FeedProblem`: its ``reason``, its message, and what the loader said.""")
+
     def __init__(self, problem: FeedProblem) -> None:
         said = "".join(f"\n  {line}" for line in problem.explanation.splitlines())
         super().__init__(f"{problem.message}. The loader says:{said}" if said

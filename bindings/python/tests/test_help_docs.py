@@ -1,6 +1,6 @@
 """``help()`` shows every public attribute's doc: each field of the public dataclasses, each
-public instance attribute of :class:`Loader`, both feeds and ``FakeSource``, and each
-documented enum member appears in ``pydoc.render_doc`` on a line of its own with its
+public instance attribute of :class:`Loader`, both feeds, the exceptions and ``FakeSource``,
+and each documented enum member appears in ``pydoc.render_doc`` on a line of its own with its
 description under it. And no attribute docstring is left where pydoc does not look (a string
 under a field or under a ``self.x = ...`` in ``__init__``)."""
 
@@ -91,7 +91,8 @@ def public_instance_attributes(obj: Any) -> List[str]:
     return sorted(n for n in vars(obj) if not n.startswith("_"))
 
 
-def test_help_shows_every_public_attribute_of_the_loader_the_feeds_and_fakesource() -> None:
+def test_help_shows_every_public_attribute_of_the_loader_the_feeds_the_errors_and_fakesource(
+        ) -> None:
     source: FakeSource[str] = FakeSource(3)
     objects: List[Any] = [source]
     loader = L.Loader(lambda r: None, lambda a: None)
@@ -104,6 +105,9 @@ def test_help_shows_every_public_attribute_of_the_loader_the_feeds_and_fakesourc
         await afeed.close()
 
     asyncio.run(make_aio())
+    objects += [L.InvalidPageSizeError(L.Result.INVALID_PAGE_SIZE, "page_size is 0",
+                                       "loader_new"),
+                L.FeedStalledError(L.FeedProblem("cursor_stalled", "the cursor stalled"))]
     try:
         for obj in objects:
             cls = type(obj)
