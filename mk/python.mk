@@ -86,6 +86,7 @@ demo: py-demo
 # installed here rather than with the venv, so `make venv` needs only pytest; the library
 # is not needed (mypy only reads the sources).
 PY_MYPY_PATHS := $(PY_PKG_DIR)/libloader $(PY_PKG_DIR)/tests/test_typed_acquisitions.py \
+	$(PY_PKG_DIR)/tests/test_typed_loads.py $(PY_PKG_DIR)/tests/typing_cases/loads_accepted.py \
 	$(PY_PKG_DIR)/tests/test_typed_feeds.py \
 	$(if $(shell find examples -name '*.py' 2>/dev/null),examples)
 

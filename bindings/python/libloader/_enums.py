@@ -56,16 +56,22 @@ class Kind(IntEnum):
 
 class Direction(IntEnum):
     """``loader_direction``: which way a read goes from its cursor. Cursors are positions
-    *between* items; ``b""`` is the source's start."""
+    *between* items; ``b""`` is the source's start.
+
+    Members:
+
+    FORWARD
+        Up to ``limit`` items just after the cursor, in source order. The next cursor is the
+        position after the last one; ``end_of_source`` says the source's end was reached.
+    BACKWARD
+        Up to ``limit`` items just before the cursor, in source order. The next cursor is the
+        position before the first one (a forward read from it returns these items first);
+        ``end_of_source`` says the source's *start* was reached (the next cursor is then
+        ``b""``).
+    """
 
     FORWARD = 0
-    """Up to ``limit`` items just after the cursor, in source order. The next cursor is the
-    position after the last one; ``end_of_source`` says the source's end was reached."""
     BACKWARD = 1
-    """Up to ``limit`` items just before the cursor, in source order. The next cursor is the
-    position before the first one (a forward read from it returns these items first);
-    ``end_of_source`` says the source's *start* was reached (the next cursor is then
-    ``b""``)."""
 
 
 class Answer(IntEnum):

@@ -16,15 +16,20 @@ from __future__ import annotations
 
 from typing import Callable, Dict, Optional, Type, Union
 
+from . import _attribute
 from ._enums import Result
 
 
 class LoaderError(Exception):
     """A libloader call returned an error code. Nothing changed; nothing changed hands."""
 
-    code: Union[Result, int]
-    message: str
-    function: Optional[str]
+    code = _attribute.Documented[Union[Result, int]](
+        """The result code: a :class:`~libloader.Result` (a plain int for a code this
+        version does not know).""")
+    message = _attribute.Documented[str](
+        """The library's own text for the code (``loader_result_str``).""")
+    function = _attribute.Documented[Optional[str]](
+        """The C function whose call returned the code, or None.""")
 
     def __init__(self, code: Union[Result, int], message: str,
                  function: Optional[str] = None) -> None:

@@ -88,7 +88,7 @@ from dataclasses import dataclass
 from typing import (Any, Callable, Dict, Generic, Iterator, List, Optional, Sequence, Set,
                     Tuple, TypeVar, Union)
 
-from . import _workers
+from . import _attribute, _workers
 from ._errors import CursorTooLongError
 from ._ffi import MAX_CURSOR_LEN
 from ._enums import Answer, Direction, Failure
@@ -135,17 +135,23 @@ class LoadResult(Generic[T]):
     tuple, a range; not a str, bytes or a generator), ``next_cursor`` bytes-like (bytes,
     bytearray, memoryview; not a str), ``end_of_source`` a bool (not ``"no"`` or 0). A
     wrong one raises TypeError naming the field; raised inside a load, it is reported as a
-    bug in the load (see :class:`libloader.Feed`)."""
+    bug in the load (see :class:`libloader.Feed`).
+
+    Fields:
+
+    items
+        At most ``limit`` items, in source order: right after the cursor for a forward load,
+        right before it for a backward one.
+    next_cursor
+        Forward: the cursor after the last item. Backward: the cursor before the first item
+        (``b""`` at the source's start). Where the next load that way starts.
+    end_of_source
+        Forward: no item follows these. Backward: no item precedes them (the source's start).
+    """
 
     items: Sequence[T]
-    """At most ``limit`` items, in source order: right after the cursor for a forward load,
-    right before it for a backward one."""
     next_cursor: bytes
-    """Forward: the cursor after the last item. Backward: the cursor before the first item
-    (``b""`` at the source's start). Where the next load that way starts."""
     end_of_source: bool = False
-    """Forward: no item follows these. Backward: no item precedes them (the source's
-    start)."""
 
     def __post_init__(self) -> None:
         items: object = self.items
@@ -167,30 +173,40 @@ class LoadResult(Generic[T]):
 
 @dataclass(frozen=True)
 class FeedProblem:
-    """Why a feed cannot settle until its user acts."""
+    """Why a feed cannot settle until its user acts.
+
+    Fields:
+
+    reason
+        ``"bad_load_result"``: a load returned something that is not a valid :class:`LoadResult`
+        (a ``next_cursor`` longer than ``MAX_CURSOR_LEN`` included), or raised TypeError (the
+        feed does not retry it); ``"cursor_stalled"``: a load answered with the cursor it was
+        given, so the feed cannot move past it; ``"retries_spent"``: loads kept failing and the
+        automatic retries (``Config.max_auto_retries``) are spent.
+    message
+        A sentence saying what happened and what to do about it.
+    error
+        The exception behind it: the TypeError of a bad result, or the last error a load raised;
+        None for a stalled cursor.
+    explanation
+        What the loader said it waits for when the problem was seen (:meth:`Loader.explain
+        <libloader.Loader.explain>`): its sentences, one a line. Not compared: two sightings of
+        one problem are equal though time passed between them. :class:`FeedStalledError`'s
+        message ends with it.
+    """
 
     reason: str
-    """``"bad_load_result"``: a load returned something that is not a valid
-    :class:`LoadResult` (a ``next_cursor`` longer than ``MAX_CURSOR_LEN`` included), or
-    raised TypeError (the feed does not retry it);
-    ``"cursor_stalled"``: a load answered with the cursor it was given, so the feed cannot
-    move past it; ``"retries_spent"``: loads kept failing and the automatic retries
-    (``Config.max_auto_retries``) are spent."""
     message: str
-    """A sentence saying what happened and what to do about it."""
     error: Optional[BaseException] = None
-    """The exception behind it: the TypeError of a bad result, or the last error a load
-    raised; None for a stalled cursor."""
     explanation: str = dataclasses.field(default="", compare=False)
-    """What the loader said it waits for when the problem was seen (:meth:`Loader.explain
-    <libloader.Loader.explain>`): its sentences, one a line. Not compared: two sightings of
-    one problem are equal though time passed between them. :class:`FeedStalledError`'s
-    message ends with it."""
 
 
 class FeedStalledError(RuntimeError):
     """Raised by ``settled()`` when the feed cannot settle on its own: a stalled cursor, or
     the automatic retries spent. :attr:`problem` says which; the message says what to do."""
+
+    problem = _attribute.Documented[FeedProblem](
+        """The :class:`FeedProblem`: its ``reason``, its message, and what the loader said.""")
 
     def __init__(self, problem: FeedProblem) -> None:
         said = "".join(f"\n  {line}" for line in problem.explanation.splitlines())
@@ -201,37 +217,55 @@ class FeedStalledError(RuntimeError):
 
 @dataclass(frozen=True)
 class FeedPage(Generic[T]):
-    """One page of the view."""
+    """One page of the view.
+
+    Fields:
+
+    start
+        The offset of the page's first item, counted from where the view's numbering began.
+    cursor
+        The cursor just before the page's first item: where the forward load that produced it
+        started, or where the backward one ended (its ``next_cursor``).
+    result
+        What the load returned.
+    """
 
     start: int
-    """The offset of the page's first item, counted from where the view's numbering began."""
     cursor: bytes
-    """The cursor just before the page's first item: where the forward load that produced it
-    started, or where the backward one ended (its ``next_cursor``)."""
     result: LoadResult[T]
-    """What the load returned."""
 
 
 @dataclass(frozen=True)
 class FeedSnapshot(Generic[T]):
-    """The view and the loader's state, from one moment."""
+    """The view and the loader's state, from one moment.
+
+    Fields:
+
+    items
+        The view's items, in source order.
+    start
+        The offset of ``items[0]``.
+    revalidating
+        The source changed and the items shown are the old ones, until a re-read commits.
+    reads_in_flight
+        Reads issued and not yet answered.
+    failed
+        An own failure is recorded: a retry (by the backoff timer or :meth:`Feed.retry`) is
+        needed.
+    settled
+        Quiescent: no read outstanding, not revalidating, no failure.
+    problem
+        Why the feed cannot settle until its user acts (a bad load result, a stalled cursor, the
+        automatic retries spent), or None.
+    """
 
     items: List[T]
-    """The view's items, in source order."""
     start: int
-    """The offset of ``items[0]``."""
     revalidating: bool
-    """The source changed and the items shown are the old ones, until a re-read commits."""
     reads_in_flight: int
-    """Reads issued and not yet answered."""
     failed: bool
-    """An own failure is recorded: a retry (by the backoff timer or :meth:`Feed.retry`) is
-    needed."""
     settled: bool
-    """Quiescent: no read outstanding, not revalidating, no failure."""
     problem: Optional[FeedProblem] = None
-    """Why the feed cannot settle until its user acts (a bad load result, a stalled cursor,
-    the automatic retries spent), or None."""
 
 
 class _Acquisition:
@@ -402,6 +436,14 @@ class _FeedCore(Generic[T]):
     answer can race the close; anything that arrives later is discarded (and its result
     released to the user)."""
 
+    errors = _attribute.Documented[List[BaseException]](
+        """Exceptions the user's callbacks (``on_release``, ``on_change``) raised, and the
+        feed's own loader calls that failed (the backoff timer's ``tick``, say): each is also
+        logged to the ``libloader.feed`` logger. Empty in a correct host.""")
+    last_error = _attribute.Documented[Optional[BaseException]](
+        """The exception that failed the latest failed read: what a load raised, or the
+        TypeError of a result that is not a valid :class:`LoadResult`; None before any.""")
+
     def __init__(self, load: Callable[..., Any], config: Optional[Config],
                  on_release: Optional[Callable[[LoadResult[T]], Any]],
                  compare: Optional[Callable[[bytes, bytes], int]] = None, *,
@@ -470,13 +512,8 @@ class _FeedCore(Generic[T]):
         self._let_go: Dict[int, float] = {}
         """The loads let go of at the read timeout that have not returned: when each
         started, by read id."""
-        self.errors: List[BaseException] = []
-        """Exceptions the user's callbacks (``on_release``, ``on_change``) raised, and the
-        feed's own loader calls that failed (the backoff timer's ``tick``, say): each is also
-        logged to the ``libloader.feed`` logger. Empty in a correct host."""
-        self.last_error: Optional[BaseException] = None
-        """The exception that failed the latest failed read: what a load raised, or the
-        TypeError of a result that is not a valid :class:`LoadResult`."""
+        self.errors = []
+        self.last_error = None
         self._bump = not hear_changes
         """The loader's ``changed`` callback is not registered (nobody needs it called at each
         change: it costs a crossing into Python per answer): the feed counts a change after
@@ -1011,7 +1048,7 @@ class _FeedCore(Generic[T]):
         if bad is not None:
             return FeedProblem("bad_load_result",
                                f"{bad}. The feed does not retry a bug in the load: fix it, "
-                               "then call retry() or move the window", bad)
+                               f"then call {self._name}.retry() or move the window", bad)
         if look is None:
             look = self._look(loader)
             if look is None:
@@ -1031,8 +1068,8 @@ class _FeedCore(Generic[T]):
                 "retries_spent",
                 f"{self._failures} loads failed in a row and the automatic retries "
                 f"(Config.max_auto_retries = {self._max_auto_retries}) are spent{cause}. "
-                "Nothing loads until the feed is told to: fix the cause, then call retry() "
-                "or move the window", last)
+                "Nothing loads until the feed is told to: fix the cause, then call "
+                f"{self._name}.retry() or move the window", last)
         return None
 
     @property
@@ -1298,9 +1335,14 @@ class Feed(_FeedCore[T]):
     ``record=path`` records the feed's loader's run to that file, as
     ``Loader(record=path)`` does, for ``loader-check --replay``: a path that cannot be
     created raises :class:`~libloader.RecordFailedError` and makes no feed.
+
+    ``load`` is typed ``Callable[[bytes, int, Direction], LoadResult[T]]``, so a type
+    checker rejects a load of other parameters or result. A load that takes ``until``
+    declares it with a default, ``until: Optional[bytes] = None``, as above: one that
+    requires it runs (the feed reads the signature and passes it), but the type rejects it.
     """
 
-    def __init__(self, load: Callable[..., LoadResult[T]], *,
+    def __init__(self, load: Callable[[bytes, int, Direction], LoadResult[T]], *,
                  config: Optional[Config] = None,
                  executor: Optional[concurrent.futures.Executor] = None,
                  max_workers: int = 4,

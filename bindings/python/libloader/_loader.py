@@ -41,7 +41,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Generic, List, Optional, Sequence, Tuple, Union
 
-from . import _ffi
+from . import _ffi, _record_env
 from ._enums import Answer, Result
 from ._errors import error_for
 from ._types import (
@@ -99,17 +99,25 @@ def version() -> str:
 
 @dataclass(frozen=True)
 class CallbackContext:
-    """Attached to an exception a callback raised, when a call re-raises it."""
+    """Attached to an exception a callback raised, when a call re-raises it.
+
+    Fields:
+
+    callback
+        The callback that raised it, with its arguments.
+    call
+        The C function whose call delivered the callback and re-raised the exception.
+    result
+        What that call returned: ``Result.OK`` means it completed (a ``settle``'s acquisition
+        passed to the loader).
+    others
+        Exceptions later callbacks of the same call raised.
+    """
 
     callback: str
-    """The callback that raised it, with its arguments."""
     call: str
-    """The C function whose call delivered the callback and re-raised the exception."""
     result: Union[Result, int]
-    """What that call returned: ``Result.OK`` means it completed (a ``settle``'s acquisition
-    passed to the loader)."""
     others: Tuple[BaseException, ...]
-    """Exceptions later callbacks of the same call raised."""
 
 
 def callback_context(exc: BaseException) -> Optional[CallbackContext]:
@@ -416,7 +424,9 @@ class Loader(Generic[T]):
         ``record=path`` records the loader's run to that file (``loader_record``): every call
         and callback, for ``loader-check --replay`` and for a bug report; it raises
         RecordFailedError when the file cannot be created or ``LOADER_RECORD`` already
-        records the loader."""
+        records the loader. ``LOADER_RECORD`` naming a file that cannot be created records
+        nothing and warns (RuntimeWarning), not raises: the variable is for a program whose
+        code does not change, which is not to fail for it."""
         self._closed = True
         self._handle = 0
         self._owned = False
@@ -469,6 +479,7 @@ class Loader(Generic[T]):
             name = "loader_new_with_counters"
         if rc != Result.OK:
             raise error_for(rc, result_message, name)
+        _record_env.warn_if_unrecordable(stacklevel=2)
         if record is not None:
             rc = lib.loader_record(out.value, os.fsencode(record))
             if rc != Result.OK:

@@ -231,38 +231,52 @@ class Read:
     """A read the loader asks the host to perform (``loader_read``, copied).
 
     A read names the loader that issued it (``loader_key``): answering it to another loader
-    raises ValueError instead of answering whichever read of that loader has the same id."""
+    raises ValueError instead of answering whichever read of that loader has the same id.
+
+    Fields:
+
+    read_id
+        Names the read in :meth:`Loader.settle` / :meth:`Loader.fail`. Never reused.
+    request_id
+        The request the read belongs to.
+    kind
+        The kind of that request.
+    epoch
+        The epoch the request was stamped with.
+    step
+        0 for a request's first read; chain and full reads count up.
+    cursor
+        Where to start: a ``next_cursor`` the host gave earlier; ``b""`` is the source's start.
+    limit
+        At most this many items.
+    direction
+        Which way from ``cursor``: the items just after it (forward) or just before it
+        (backward). Either way the answer lists its items in source order; a backward answer's
+        ``next_cursor`` is the position before its first item, and its ``end_of_source`` says
+        the source's start was reached.
+    until
+        A bounded read's last cursor (``None``: unbounded). Answer with the items after
+        ``cursor`` and at or before ``until`` (in key terms ``cursor < key <= until``), at most
+        ``limit``: fewer than ``limit`` says ``until`` or the source's end was reached, so a
+        filtering host keeps scanning past filtered rows until it has ``limit`` or reaches
+        ``until``. An empty page whose ``next_cursor`` moved short of ``until`` is not the
+        bound: the repair reads on from it. Only the repair after
+        :meth:`Loader.invalidate_range` reads bounded, always forward.
+    loader_key
+        The issuing loader's key (unique in the process, never reused). 0 for a read made by
+        hand, which any loader takes as its bare ``read_id``.
+    """
 
     read_id: int
-    """Names the read in :meth:`Loader.settle` / :meth:`Loader.fail`. Never reused."""
     request_id: int
-    """The request the read belongs to."""
     kind: Kind
-    """The kind of that request."""
     epoch: int
-    """The epoch the request was stamped with."""
     step: int
-    """0 for a request's first read; chain and full reads count up."""
     cursor: bytes
-    """Where to start: a ``next_cursor`` the host gave earlier; ``b""`` is the source's start."""
     limit: int
-    """At most this many items."""
     direction: Direction = Direction.FORWARD
-    """Which way from ``cursor``: the items just after it (forward) or just before it
-    (backward). Either way the answer lists its items in source order; a backward answer's
-    ``next_cursor`` is the position before its first item, and its ``end_of_source`` says
-    the source's start was reached."""
     until: Optional[bytes] = None
-    """A bounded read's last cursor (``None``: unbounded). Answer with the items after
-    ``cursor`` and at or before ``until`` (in key terms ``cursor < key <= until``), at most
-    ``limit``: fewer than ``limit`` says ``until`` or the source's end was reached, so a
-    filtering host keeps scanning past filtered rows until it has ``limit`` or reaches
-    ``until``. An empty page whose ``next_cursor`` moved short of ``until`` is not the bound:
-    the repair reads on from it. Only the repair after :meth:`Loader.invalidate_range` reads
-    bounded, always forward."""
     loader_key: int = field(default=0, repr=False)
-    """The issuing loader's key (unique in the process, never reused). 0 for a read made by
-    hand, which any loader takes as its bare ``read_id``."""
 
     @classmethod
     def from_c(cls, r: _ffi.loader_read, loader_key: int = 0) -> "Read":
@@ -342,65 +356,93 @@ class Snapshot:
     """``loader_snapshot``: what the loader is doing. The fields a host acts on come last in
     this class (``quiescent``, the window, what the view covers); the first are the ledger's
     state under the model's names, for diagnostics and tests (include/loader.h describes
-    each)."""
+    each).
+
+    Fields:
+
+    epoch
+        How many invalidations the loader has seen: each bumps it. The model's ``epoch``.
+    debt
+        The work the view owes the source since the last invalidation: nothing, a bounded
+        repair, or a full read. The model's ``debt``.
+    phase
+        The repair running: none (idle), a bounded repair, or a full read. The model's
+        ``phase``.
+    chain_epoch
+        The epoch the running repair was started at. The model's ``chainEpoch``.
+    failure
+        Whether a read failed and what it costs: nothing, the loader's own read (it waits for a
+        retry), or a superseded one. The model's ``failure``.
+    coverage
+        What the view was last made current by: nothing yet, pages, a repair or a full read. The
+        model's ``coverage``.
+    settled_once
+        A current answer has committed at least once (an invalidation then owes a bounded
+        repair, not a full read). The model's ``settledOnce``.
+    cover_epoch
+        The epoch of the request that last made the view current: the view reflects every change
+        before it. The model's ``coverEpoch``.
+    inflight
+        Live requests in flight.
+    settled
+        Live settled requests (their acquisitions are held).
+    failed
+        Live failed requests, waiting for a retry to release them.
+    next_request_id
+        The id the next request will get.
+    pages
+        Pages in the view.
+    outstanding_reads
+        Reads issued and not yet answered.
+    revalidating
+        A repair or full read is pending or running; the view shown is the old one.
+    end_of_source
+        The view reaches the source's end.
+    covered_start
+        The first item the view covers.
+    covered_end
+        The view covers items ``[covered_start, covered_end)``.
+    window_start
+        The window's first item.
+    window_len
+        The window's length, in items.
+    accepted
+        Acquisitions accepted so far.
+    released
+        Acquisitions the loader let go of so far.
+    quiescent
+        Nothing left to do until the host calls again: no read outstanding, not revalidating, no
+        failure recorded, the ledger idle with no debt and nothing in flight. Read from the
+        library (``loader_snapshot.quiescent``); a Snapshot built by hand defaults to False.
+    start_of_source
+        The first held page starts at the source's start: positions are the source's own
+        (``loader_snapshot.start_of_source``).
+    """
 
     epoch: int
-    """How many invalidations the loader has seen: each bumps it. The model's ``epoch``."""
     debt: Debt
-    """The work the view owes the source since the last invalidation: nothing, a bounded
-    repair, or a full read. The model's ``debt``."""
     phase: Phase
-    """The repair running: none (idle), a bounded repair, or a full read. The model's
-    ``phase``."""
     chain_epoch: int
-    """The epoch the running repair was started at. The model's ``chainEpoch``."""
     failure: Failure
-    """Whether a read failed and what it costs: nothing, the loader's own read (it waits for
-    a retry), or a superseded one. The model's ``failure``."""
     coverage: Coverage
-    """What the view was last made current by: nothing yet, pages, a repair or a full read.
-    The model's ``coverage``."""
     settled_once: bool
-    """A current answer has committed at least once (an invalidation then owes a bounded
-    repair, not a full read). The model's ``settledOnce``."""
     cover_epoch: int
-    """The epoch of the request that last made the view current: the view reflects every
-    change before it. The model's ``coverEpoch``."""
     inflight: int
-    """Live requests in flight."""
     settled: int
-    """Live settled requests (their acquisitions are held)."""
     failed: int
-    """Live failed requests, waiting for a retry to release them."""
     next_request_id: int
-    """The id the next request will get."""
     pages: int
-    """Pages in the view."""
     outstanding_reads: int
-    """Reads issued and not yet answered."""
     revalidating: bool
-    """A repair or full read is pending or running; the view shown is the old one."""
     end_of_source: bool
-    """The view reaches the source's end."""
     covered_start: int
-    """The first item the view covers."""
     covered_end: int
-    """The view covers items ``[covered_start, covered_end)``."""
     window_start: int
-    """The window's first item."""
     window_len: int
-    """The window's length, in items."""
     accepted: int
-    """Acquisitions accepted so far."""
     released: int
-    """Acquisitions the loader let go of so far."""
     quiescent: bool = False
-    """Nothing left to do until the host calls again: no read outstanding, not revalidating,
-    no failure recorded, the ledger idle with no debt and nothing in flight. Read from the
-    library (``loader_snapshot.quiescent``); a Snapshot built by hand defaults to False."""
     start_of_source: bool = False
-    """The first held page starts at the source's start: positions are the source's own
-    (``loader_snapshot.start_of_source``)."""
 
     @classmethod
     def from_c(cls, s: _ffi.loader_snapshot) -> "Snapshot":
@@ -415,72 +457,103 @@ class Snapshot:
 
 @dataclass(frozen=True)
 class Counts:
-    """``loader_counts``: the loader's counters since it was created."""
+    """``loader_counts``: the loader's counters since it was created.
+
+    Fields:
+
+    issued_finite
+        Finite reads issued (pages past the covered end).
+    issued_chain
+        Repair chain steps issued.
+    issued_full
+        Full read steps issued.
+    answered_current
+        Answers classified current.
+    answered_stale
+        Answers classified stale.
+    cursor_stalls
+        Accepted answers classified :attr:`Answer.CURSOR_STALLED`.
+    failed_own
+        Own failures: each waited for a retry.
+    failed_stale
+        Failures of superseded reads: they only raised the debt.
+    retries_auto
+        Retries the backoff timer started.
+    retries_explicit
+        Retries the host started (:meth:`Loader.retry`, a window move).
+    accepted
+        Acquisitions accepted.
+    released
+        Acquisitions released.
+    cancels
+        Cancellation hints sent (at most one per read).
+    issued_backward
+        Reads issued backward (also counted by kind).
+    items_read
+        Items in the answers accepted for reads still outstanding (current, stale and stalled
+        alike): what the loader made the host read. A late answer (``late_answers``) is not
+        counted here, though its acquisition is in ``accepted``.
+    renumbered
+        Times the view's positions were renumbered, the window moving with them.
+    jumps
+        Jumps (:meth:`Loader.jump`, or a starting point in the config).
+    resumed
+        Retries that resumed a failed repair at its failed read.
+    abandoned
+        Reads the loader no longer needed, let go of at no cost: a superseded read passed to
+        :meth:`Loader.abandon`, failed after its cancel hint, timed out (``read_timeout_ms``),
+        or whose ``on_issue`` raised. A read still needed that is abandoned (or whose
+        ``on_issue`` raised) is a failure instead, counted in ``failed_own``.
+    timed_out
+        Of those, the ones ``read_timeout_ms`` let go of.
+    late_answers
+        Answers (settle or fail) to reads already let go of, whether counted in ``abandoned`` or
+        in ``failed_own``: stale; a settle's acquisition is accepted and released at once, its
+        items not in ``items_read``.
+    ranged_invalidations
+        Ranged invalidations (:meth:`Loader.invalidate_range`) accepted.
+    ranged_repairs
+        Repairs that re-read only the pages a ranged invalidation marked (none, for a change
+        outside the held pages) and rejoined the pages kept.
+    retries_page
+        Of the retries, those that read a failed page again (one finite read) instead of the
+        full source.
+    far_jumps
+        Window moves far from the held pages that started at a known cursor (a page read before,
+        the source's start, or ``locate``) instead of walking.
+    located
+        ``locate`` calls that gave a cursor.
+    locate_unknown
+        ``locate`` calls that answered unknown (None), or a cursor too long.
+    """
 
     issued_finite: int
-    """Finite reads issued (pages past the covered end)."""
     issued_chain: int
-    """Repair chain steps issued."""
     issued_full: int
-    """Full read steps issued."""
     answered_current: int
-    """Answers classified current."""
     answered_stale: int
-    """Answers classified stale."""
     cursor_stalls: int
-    """Accepted answers classified :attr:`Answer.CURSOR_STALLED`."""
     failed_own: int
-    """Own failures: each waited for a retry."""
     failed_stale: int
-    """Failures of superseded reads: they only raised the debt."""
     retries_auto: int
-    """Retries the backoff timer started."""
     retries_explicit: int
-    """Retries the host started (:meth:`Loader.retry`, a window move)."""
     accepted: int
-    """Acquisitions accepted."""
     released: int
-    """Acquisitions released."""
     cancels: int
-    """Cancellation hints sent (at most one per read)."""
     issued_backward: int = 0
-    """Reads issued backward (also counted by kind)."""
     items_read: int = 0
-    """Items in the answers accepted for reads still outstanding (current, stale and stalled
-    alike): what the loader made the host read. A late answer (``late_answers``) is not
-    counted here, though its acquisition is in ``accepted``."""
     renumbered: int = 0
-    """Times the view's positions were renumbered, the window moving with them."""
     jumps: int = 0
-    """Jumps (:meth:`Loader.jump`, or a starting point in the config)."""
     resumed: int = 0
-    """Retries that resumed a failed repair at its failed read."""
     abandoned: int = 0
-    """Reads the loader no longer needed, let go of at no cost: a superseded read passed to
-    :meth:`Loader.abandon`, failed after its cancel hint, timed out (``read_timeout_ms``), or
-    whose ``on_issue`` raised. A read still needed that is abandoned (or whose ``on_issue``
-    raised) is a failure instead, counted in ``failed_own``."""
     timed_out: int = 0
-    """Of those, the ones ``read_timeout_ms`` let go of."""
     late_answers: int = 0
-    """Answers (settle or fail) to reads already let go of, whether counted in ``abandoned``
-    or in ``failed_own``: stale; a settle's acquisition is accepted and released at once, its
-    items not in ``items_read``."""
     ranged_invalidations: int = 0
-    """Ranged invalidations (:meth:`Loader.invalidate_range`) accepted."""
     ranged_repairs: int = 0
-    """Repairs that re-read only the pages a ranged invalidation marked (none, for a change
-    outside the held pages) and rejoined the pages kept."""
     retries_page: int = 0
-    """Of the retries, those that read a failed page again (one finite read) instead of the
-    full source."""
     far_jumps: int = 0
-    """Window moves far from the held pages that started at a known cursor (a page read
-    before, the source's start, or ``locate``) instead of walking."""
     located: int = 0
-    """``locate`` calls that gave a cursor."""
     locate_unknown: int = 0
-    """``locate`` calls that answered unknown (None), or a cursor too long."""
 
     @classmethod
     def from_c(cls, c: _ffi.loader_counts) -> "Counts":
@@ -490,18 +563,27 @@ class Counts:
 
 @dataclass(frozen=True)
 class RequestInfo:
-    """``loader_request_info``: one live request."""
+    """``loader_request_info``: one live request.
+
+    Fields:
+
+    id
+        The request's id.
+    kind
+        Finite, chain or full.
+    epoch
+        The epoch it was stamped with.
+    state
+        In flight, settled or failed.
+    superseded
+        Authoritative work superseded it while in flight.
+    """
 
     id: int
-    """The request's id."""
     kind: Kind
-    """Finite, chain or full."""
     epoch: int
-    """The epoch it was stamped with."""
     state: RequestState
-    """In flight, settled or failed."""
     superseded: bool
-    """Authoritative work superseded it while in flight."""
 
     @classmethod
     def from_c(cls, r: _ffi.loader_request_info) -> "RequestInfo":
@@ -512,29 +594,44 @@ class RequestInfo:
 
 @dataclass(frozen=True)
 class Page(Generic[T]):
-    """One page of the view (``loader_page``)."""
+    """One page of the view (``loader_page``).
+
+    Fields:
+
+    acquisition
+        The object the host passed to :meth:`Loader.settle` for this page, still owned by the
+        loader when the view was taken.
+    token
+        The integer token the bindings passed for it across the ABI.
+    count
+        Items in the page.
+    epoch
+        The epoch of the request whose answer made the page.
+    start
+        The offset of the page's first item in the source.
+    """
 
     acquisition: T
-    """The object the host passed to :meth:`Loader.settle` for this page, still owned by the
-    loader when the view was taken."""
     token: int
-    """The integer token the bindings passed for it across the ABI."""
     count: int
-    """Items in the page."""
     epoch: int
-    """The epoch of the request whose answer made the page."""
     start: int
-    """The offset of the page's first item in the source."""
 
 
 @dataclass(frozen=True)
 class View(Generic[T]):
-    """The view: the pages that make up the current authoritative data, in source order."""
+    """The view: the pages that make up the current authoritative data, in source order.
+
+    Fields:
+
+    pages
+        The pages, in source order.
+    revalidating
+        True while a repair or full read is pending: the pages shown are the old view.
+    """
 
     pages: Tuple[Page[T], ...]
-    """The pages, in source order."""
     revalidating: bool
-    """True while a repair or full read is pending: the pages shown are the old view."""
 
     @property
     def count(self) -> int:

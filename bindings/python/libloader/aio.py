@@ -40,9 +40,11 @@ from ._types import Config, Read
 __all__ = ["Feed", "Direction", "FeedPage", "FeedProblem", "FeedSnapshot", "FeedStalledError",
            "LoadResult"]
 
-AsyncLoad = Callable[..., Union[Awaitable[LoadResult[T]], LoadResult[T]]]
-"""What :class:`Feed` runs: ``async def load(cursor, limit, direction)`` returning a
-:class:`LoadResult` (a plain function returning one works too, but blocks the loop)."""
+AsyncLoad = Callable[[bytes, int, Direction], Union[Awaitable[LoadResult[T]], LoadResult[T]]]
+"""What :class:`Feed` runs: ``async def load(cursor: bytes, limit: int, direction:
+Direction)`` returning a :class:`LoadResult` (a plain function returning one works too, but
+blocks the loop), with ``until: Optional[bytes] = None`` after them if it takes ``until``: a
+type checker rejects a load of other parameters."""
 
 
 _DONE = object()

@@ -66,7 +66,35 @@ class FakeSource(Generic[T]):
     What it records: :attr:`calls` (the start index of every forward load, in order),
     :attr:`backward` (the cursor index of every backward load), every result it made, and
     every release (:meth:`on_release`, for the feed's ``on_release``):
-    :meth:`released_exactly_once`. Thread-safe: loads may run on any threads."""
+    :meth:`released_exactly_once`. Thread-safe: loads may run on any threads.
+
+    Attributes:
+
+    cursor_width
+        The length of every cursor, in bytes (the constructor's ``cursor_width``).
+    lock
+        The ``threading.RLock`` every change and load takes: hold it to read several
+        attributes from one moment.
+    started
+        A ``threading.Condition`` over :attr:`lock`, notified when a load starts
+        (:meth:`wait_started` waits on it).
+    hold
+        Index to ``threading.Event``: a forward load starting there waits for it first, once.
+    parked
+        The same with an ``asyncio.Event``, for :meth:`aload`.
+    made
+        Every result a load made, by ``id``.
+    released
+        How many times each result (by ``id``) was released.
+    strays
+        Releases of something this source never made.
+    calls
+        The start index of every forward load, in the order they started.
+    backward
+        The cursor index of every backward load, in the order they started.
+    bounded
+        The start index and ``until`` index of every bounded load.
+    """
 
     def __init__(self, items: Union[int, Iterable[T]] = 0, *,
                  item: Optional[Callable[[int], T]] = None, cursor_width: int = 8) -> None:
@@ -82,17 +110,11 @@ class FakeSource(Generic[T]):
         self._values: List[T] = values
         self.lock = threading.RLock()
         self.made: Dict[int, LoadResult[T]] = {}
-        """Every result a load made, by ``id``."""
         self.released: Counter[int] = Counter()
-        """How many times each result (by ``id``) was released."""
         self.strays: List[object] = []
-        """Releases of something this source never made."""
         self.calls: List[int] = []
-        """The start index of every forward load, in the order they started."""
         self.backward: List[int] = []
-        """The cursor index of every backward load, in the order they started."""
         self.bounded: List[Tuple[int, int]] = []
-        """The start index and ``until`` index of every bounded load."""
         self.fail: Callable[[int, int], bool] = lambda start, attempt: False
         self.latency: Callable[[], float] = lambda: 0.0
         self.hold: Dict[int, threading.Event] = {}
@@ -304,7 +326,9 @@ class FakeSource(Generic[T]):
 
 # ---- the tester ----
 
-Load = Callable[..., Union[LoadResult[Any], Awaitable[LoadResult[Any]]]]
+Load = Callable[[bytes, int, Direction], Union[LoadResult[Any], Awaitable[LoadResult[Any]]]]
+"""A load function as a feed takes it: ``load(cursor, limit, direction)``, or with
+``until=None`` as well; a plain function or an ``async def``."""
 Reference = Union[Sequence[Hashable], Callable[[], Sequence[Hashable]]]
 
 _PER_KIND = 3
@@ -315,7 +339,8 @@ class _Tester:
     def __init__(self, load: Load, reference: Reference, key: Callable[[Any], Hashable],
                  delete: Optional[Callable[[Hashable], None]], limits: Sequence[int],
                  locate: Optional[Callable[[int], Optional[bytes]]] = None) -> None:
-        self.load = load
+        # Called with until= only once its signature shows it takes it (self.until).
+        self.load: Callable[..., Any] = load
         self.locate = locate
         self.reference = reference
         self.key = key

@@ -141,3 +141,57 @@ def test_the_feeds_explain_counts_down_to_the_retry() -> None:
         time.sleep(0.4)
         second = ms_in(feed.explain(), r"\(([0-9.]+ m?s) from now\)")
         assert second <= first - 300, (first, second)
+
+
+def test_a_loader_with_retries_off_names_its_python_method(make_host) -> None:  # type: ignore[no-untyped-def]
+    """The library's sentence names ``loader_retry``; the Python loader's names its method."""
+    h = make_host(4, 20, max_auto_retries=0)
+    h.loader.set_window(0, 8)
+    h.loader.fail(h.take())
+    said = h.loader.explain()
+    assert "automatic retries are off (max_auto_retries 0): call Loader.retry() or move the " \
+        "window" in said, said
+    assert "loader_" not in said
+
+
+def test_every_feed_problem_names_the_feeds_own_retry() -> None:
+    """Issue 34: a feed's problem said "call retry()"; it names the feed's method, as the
+    loader's sentences above it do (``Feed.retry()``, ``aio.Feed.retry()``)."""
+    src = Source(30)
+
+    def bad(cursor: bytes, limit: int, direction: Direction) -> LoadResult[str]:
+        return [src.load(cursor, limit, direction)]  # type: ignore[return-value]
+
+    with Feed(bad, config=config(max_auto_retries=0), max_workers=0) as feed:
+        feed.set_window(0, 20)
+        with pytest.raises(TypeError):
+            feed.settled(5)
+        said = feed.explain()
+        assert "fix it, then call Feed.retry() or move the window" in said, said
+        assert "loader_" not in said
+    src.fail = lambda start, attempt: True
+    with Feed(src.load, config=config(max_auto_retries=0), max_workers=0) as feed:
+        feed.set_window(0, 20)
+        with pytest.raises(FeedStalledError) as e:
+            feed.settled(5)
+        assert "fix the cause, then call Feed.retry() or move the window" in \
+            e.value.problem.message
+        said = feed.explain()
+        assert "automatic retries are off (max_auto_retries 0): call Feed.retry()" in said, said
+        assert "loader_" not in said
+
+    async def main() -> None:
+        async def aload(cursor: bytes, limit: int, direction: Direction) -> LoadResult[str]:
+            raise OSError("the source is down")
+
+        async with aio.Feed(aload, config=config(max_auto_retries=0)) as afeed:
+            afeed.set_window(0, 20)
+            with pytest.raises(FeedStalledError) as e:
+                await afeed.settled(5)
+            assert "then call aio.Feed.retry() or move the window" in e.value.problem.message
+            said = afeed.explain()
+            assert "automatic retries are off (max_auto_retries 0): call aio.Feed.retry()" \
+                in said, said
+            assert "loader_" not in said
+
+    asyncio.run(asyncio.wait_for(main(), 30))

@@ -6,12 +6,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
 
 import libloader as L
 from hosts import CountingHost
+from libloader.testing import FakeSource
 
 
 def recorded_host(path: Path) -> CountingHost:
@@ -90,15 +92,46 @@ def test_the_environment_records_every_loader(tmp_path: Path) -> None:
     assert out.returncode != 0 and "RecordFailedError" in out.stderr
 
 
-def test_an_unwritable_environment_path_records_nothing(tmp_path: Path) -> None:
-    # A host that cannot change its code must not fail because the log cannot be written.
+def test_an_unwritable_environment_path_records_nothing_and_warns(tmp_path: Path) -> None:
+    # A host that cannot change its code must not fail because the log cannot be written,
+    # but it is told, once per place that makes loaders (the warnings module's default).
     script = ("import libloader as L\n"
-              "ld = L.Loader(lambda r: None, lambda a: None)\n"
-              "ld.set_window(0, 10)\n"
-              "ld.close()\n"
+              "for _ in range(3):\n"
+              "    ld = L.Loader(lambda r: None, lambda a: None)\n"
+              "    ld.set_window(0, 10)\n"
+              "    ld.close()\n"
               "print('ran')\n")
-    env = {**os.environ, "LOADER_RECORD": str(tmp_path / "missing" / "run.log")}
+    missing = tmp_path / "missing"
+    env = {**os.environ, "LOADER_RECORD": str(missing / "run.log")}
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                          text=True, check=True)
     assert out.stdout.strip() == "ran"
-    assert not (tmp_path / "missing").exists()
+    assert not missing.exists()
+    assert out.stderr.count("RuntimeWarning") == 1, out.stderr
+    assert f"LOADER_RECORD={str(missing / 'run.log')!r} cannot be created (the directory " \
+        f"{str(missing)!r} does not exist): the loader is not recorded" in out.stderr, out.stderr
+    assert "<string>:3" in out.stderr, out.stderr   # the line that made the loader
+
+
+@pytest.mark.parametrize("where", ["missing directory", "a directory"])
+def test_every_loader_and_feed_warns_when_the_environment_path_cannot_be_created(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    path = tmp_path / "missing" / "run.log" if where == "missing directory" else tmp_path
+    monkeypatch.setenv("LOADER_RECORD", str(path))
+    with pytest.warns(RuntimeWarning, match="LOADER_RECORD=.* cannot be created .*not recorded"):
+        L.Loader(lambda r: None, lambda a: None).close()
+    with pytest.warns(RuntimeWarning, match="LOADER_RECORD=.* cannot be created"):
+        L.Feed(FakeSource(5).load, max_workers=0).close()
+
+
+def test_a_writable_environment_path_does_not_warn(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    for path in (tmp_path / "run.log", tmp_path / "run.log"):   # created, then truncated
+        monkeypatch.setenv("LOADER_RECORD", str(path))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            L.Loader(lambda r: None, lambda a: None).close()
+    monkeypatch.setenv("LOADER_RECORD", "")   # empty: off, as in the library
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        L.Loader(lambda r: None, lambda a: None).close()
