@@ -146,6 +146,9 @@ check: test-lib | $(OUT)
 	# The forward rule (a change ahead of a forward read decided by its answer) without its
 	# check: an answer that reached the change (here, claimed the source's end) taken as current.
 	$(call loader_violates,--mutant aheadNeverReached --stop-at-first,quiet_view)
+	# The pump's shortcut misapplied (an answer that settles current skipping the pump as one
+	# that reads on does): the guard that checks each skip against a pump run on a copy panics.
+	$(call loader_violates,--mutant settledSkipsPump --stop-at-first,no_panic)
 
 # The loader checker's longer run (not in CI): the deep grid, to depth 9.
 check-deep: test-lib

@@ -19,6 +19,19 @@ pub enum Answer {
     CursorStalled,
 }
 
+/// What a chain's or full read's step came to.
+pub(super) enum Step {
+    /// It read on: its page was staged (or let go) and its request's next read issued, and
+    /// nothing the pump reads changed: no ledger call, the view, the window and follow mode
+    /// untouched, and a chain or full read still the one in flight. The answer is
+    /// [`Answer::Current`]; the pump, which ran to its end after the last call, would find
+    /// nothing to do, and `settle` skips it (an answer that changes nothing about what is
+    /// held walks neither the view nor the repairs).
+    ReadOn,
+    /// It settled, or was classified so: the pump follows.
+    Settled(Answer),
+}
+
 /// An answer `settle` accepted, on its way to the rule for its request's kind.
 pub(super) struct Accepted<'a> {
     pub(super) request: u64,
@@ -116,7 +129,7 @@ impl Loader {
 
     /// A chain's or full read's step: staged, then either the next step is issued or the
     /// request settles, committing its staged pages if the ledger finds it current.
-    pub(super) fn settle_step(&mut self, a: &Accepted<'_>) -> Result<Answer, LoaderError> {
+    pub(super) fn settle_step(&mut self, a: &Accepted<'_>) -> Result<Step, LoaderError> {
         let &Accepted {
             request,
             acquisition,
@@ -144,7 +157,7 @@ impl Loader {
             if kind == Kind::Chain && self.ledger.explicit_retry(&mut self.scratch)?.is_some() {
                 self.backoff.deadline = None;
             }
-            return Ok(Answer::CursorStalled);
+            return Ok(Step::Settled(Answer::CursorStalled));
         }
         if overtaken {
             // Abandoned: nothing it read will be shown, so every page goes back now.
@@ -152,7 +165,7 @@ impl Loader {
             self.requests
                 .live(request)
                 .discard(&mut self.pools.cursors, &mut self.out);
-            return Ok(Answer::Stale);
+            return Ok(Step::Settled(Answer::Stale));
         }
         let limit = self.config.page_size;
         if w.ranged.is_some() {
@@ -160,7 +173,7 @@ impl Loader {
                 // The window moved while this read was out, and the repair was cut short
                 // before it: its page goes back, and the repair commits what it kept.
                 w.release_slot(slot, &mut self.out);
-                return self.settle_ranged(request, false);
+                return self.settle_ranged(request, false).map(Step::Settled);
             }
             // A ranged repair reads forward until its bound: a short page with items, the
             // bound itself, or the source's end. An empty page whose cursor moved is progress
@@ -182,16 +195,18 @@ impl Loader {
                 // It would read on past the window plus prefetch: it stops there instead.
                 w.keep_run_within(&want, &mut self.pools.cursors, &mut self.out);
                 self.pools.cursors.recycle(next);
-                return self.settle_ranged(request, false);
+                return self.settle_ranged(request, false).map(Step::Settled);
             }
             if !(end_of_source || short || at_bound) {
                 w.step += 1;
                 self.reads
                     .issue(request, w, next, limit, self.now, &mut self.out);
-                return Ok(Answer::Current);
+                return Ok(Step::ReadOn);
             }
             self.pools.cursors.recycle(next);
-            return self.settle_ranged(request, end_of_source);
+            return self
+                .settle_ranged(request, end_of_source)
+                .map(Step::Settled);
         }
         let next = self.pools.cursors.make(next_cursor);
         if let (Some(n), true) = (items_before, count > 0) {
@@ -229,7 +244,7 @@ impl Loader {
                 w.step += 1;
                 self.reads
                     .issue(request, w, next, limit, self.now, &mut self.out);
-                return Ok(Answer::Current);
+                return Ok(Step::ReadOn);
             }
             // The window's end plus prefetch is covered: then the prefetch before the anchor.
             w.reached_end = end_of_source;
@@ -241,7 +256,7 @@ impl Loader {
                 let from = w.back_cursor.clone();
                 self.reads
                     .issue(request, w, from, limit, self.now, &mut self.out);
-                return Ok(Answer::Current);
+                return Ok(Step::ReadOn);
             }
         } else if std::mem::take(&mut w.overshot) {
             // Pages before the window were let go while this read was out: its page lies
@@ -261,7 +276,7 @@ impl Loader {
                 let from = w.back_cursor.clone();
                 self.reads
                     .issue(request, w, from, limit, self.now, &mut self.out);
-                return Ok(Answer::Current);
+                return Ok(Step::ReadOn);
             }
         }
         let tail = std::mem::take(&mut w.tail);
@@ -308,7 +323,7 @@ impl Loader {
             }
         };
         self.pools.cursors.recycle(tail);
-        Ok(answer)
+        Ok(Step::Settled(answer))
     }
 
     /// A ranged repair read up to its bound (or has nothing to read): settles it, and if the

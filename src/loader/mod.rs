@@ -81,6 +81,8 @@ mod error;
 mod explain;
 mod far;
 mod follow;
+#[cfg(any(test, feature = "testing"))]
+pub mod guard;
 mod inspect;
 mod invalidate;
 #[cfg(any(test, feature = "testing"))]

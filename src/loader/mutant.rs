@@ -3,8 +3,9 @@
 //! loader checker (`loader-check --loader --mutant NAME`) can show it finds the defect the fix
 //! removed; or breaks one cost the header promises (a ranged change, an append, a failed
 //! page), so that the simulation's cost properties (`sim::cost`, tests/cost_mutants.rs) can
-//! show they fail. Built with the `testing` feature only; without it no mutant can be active
-//! and every switch is the constant `false`.
+//! show they fail; or misapplies a shortcut, so that its guard (`guard`) can show it fails.
+//! Built with the `testing` feature only; without it no mutant can be active and every switch
+//! is the constant `false`.
 #![cfg_attr(not(feature = "testing"), allow(dead_code))]
 
 /// A fix undone.
@@ -41,11 +42,15 @@ pub enum Mutant {
     /// A cost broken (issue 35): a page failure is retried from the anchor, as a window move's
     /// retry is, instead of reading the failed page again (`page_failure_cost` fails).
     PageRetryFull = 10,
+    /// The pump's shortcut misapplied (issue 33): a chain's or full read's step that settles
+    /// current skips the pump as one that reads on does, although its commit changed the
+    /// view and the ledger (the guard, `guard`, fails: `no_panic`).
+    SettledSkipsPump = 11,
 }
 
 impl Mutant {
     /// Every mutant.
-    pub const ALL: [Mutant; 10] = [
+    pub const ALL: [Mutant; 11] = [
         Mutant::RangedRereadsOutside,
         Mutant::RangedReadsPast,
         Mutant::RangedKeepsBefore,
@@ -56,6 +61,7 @@ impl Mutant {
         Mutant::RangedAsWhole,
         Mutant::AppendedInvalidates,
         Mutant::PageRetryFull,
+        Mutant::SettledSkipsPump,
     ];
 
     /// Its name on the command line.
@@ -71,6 +77,7 @@ impl Mutant {
             Mutant::RangedAsWhole => "rangedAsWhole",
             Mutant::AppendedInvalidates => "appendedInvalidates",
             Mutant::PageRetryFull => "pageRetryFull",
+            Mutant::SettledSkipsPump => "settledSkipsPump",
         }
     }
 
@@ -87,6 +94,7 @@ impl Mutant {
             Mutant::RangedAsWhole | Mutant::AppendedInvalidates | Mutant::PageRetryFull => {
                 "issue 35"
             }
+            Mutant::SettledSkipsPump => "issue 33",
         }
     }
 

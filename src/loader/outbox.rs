@@ -97,6 +97,9 @@ pub(super) struct Outbox {
     pub(super) stats: Stats,
     /// The ledger's change count when `Changed` was last announced.
     announced: u64,
+    /// Whether a `Changed` is among the queued effects: an announcement looks for it in the
+    /// queue only then, not on every one.
+    changed_queued: bool,
 }
 
 impl Outbox {
@@ -145,10 +148,13 @@ impl Outbox {
     /// call hold at most one `Changed`, after the others: one still queued from an earlier
     /// call (a starting point's, queued before the host had a handle) moves to the end.
     pub(super) fn changed(&mut self) {
-        if let Some(at) = self.effects.iter().position(|e| *e == Effect::Changed) {
-            self.effects.remove(at);
+        if self.changed_queued {
+            if let Some(at) = self.effects.iter().position(|e| *e == Effect::Changed) {
+                self.effects.remove(at);
+            }
         }
         self.effects.push(Effect::Changed);
+        self.changed_queued = true;
     }
 
     /// The queued effects, still queued.
@@ -158,12 +164,14 @@ impl Outbox {
 
     /// The queued effects, handed over.
     pub(super) fn take(&mut self) -> Vec<Effect> {
+        self.changed_queued = false;
         std::mem::take(&mut self.effects)
     }
 
     /// Moves the queued effects into `out`; see [`Loader::drain_effects_into`](super::Loader::drain_effects_into).
     #[inline]
     pub(super) fn drain_into(&mut self, out: &mut Vec<Effect>) {
+        self.changed_queued = false;
         if out.is_empty() {
             std::mem::swap(out, &mut self.effects);
         } else {
@@ -174,7 +182,8 @@ impl Outbox {
 
 /// The checker's canonical form: nothing but how many effects are queued (between calls the
 /// host has taken them all, but a starting point's wait for the first call). The counters
-/// and the change count last announced only report.
+/// and the change count last announced only report; whether a `Changed` is queued follows
+/// from the effects.
 #[cfg(any(test, feature = "testing"))]
 impl crate::check::canon::Canon for Outbox {
     fn canon(&self, e: &mut crate::check::canon::Enc) {
@@ -182,6 +191,7 @@ impl crate::check::canon::Canon for Outbox {
             effects,
             stats: _,
             announced: _,
+            changed_queued: _,
         } = self;
         if e.form() == crate::check::canon::Form::Fields {
             e.num(effects.len() as u64);

@@ -3,6 +3,7 @@
 //! Each is checked against the read it answers, then handed to the answer rules of its kind
 //! (`answer`).
 
+use super::answer::Step;
 use super::backoff::Cause;
 use super::cursor::{cursor_le, Le, Order};
 use super::reads::Reads;
@@ -210,8 +211,10 @@ impl Loader {
         Ok(())
     }
 
+    // Always inlined into `settle_counted` (the answer path's one frame): a call of its own
+    // cost a frame and the forwarding of seven arguments on every answer.
     #[allow(clippy::too_many_arguments)]
-    #[inline]
+    #[inline(always)]
     fn settle_unrecorded(
         &mut self,
         read_id: u64,
@@ -284,13 +287,22 @@ impl Loader {
             advanced,
             items_before,
         };
-        let answer = match kind {
-            Kind::Finite => self.settle_finite(&a)?,
+        let (answer, read_on) = match kind {
+            Kind::Finite => (self.settle_finite(&a)?, false),
             Kind::Chain | Kind::Full => {
                 if self.repair_retried == Some(read_id) {
                     self.repair_retried = None;
                 }
-                self.settle_step(&a)?
+                match self.settle_step(&a)? {
+                    // No ledger effect waits either (a change ahead decided on this answer
+                    // would have left one).
+                    Step::ReadOn => (Answer::Current, self.scratch.is_empty()),
+                    Step::Settled(answer) => (
+                        answer,
+                        answer == Answer::Current
+                            && super::mutant::on(super::mutant::Mutant::SettledSkipsPump),
+                    ),
+                }
             }
         };
         if count == 0 {
@@ -315,7 +327,15 @@ impl Loader {
                 self.backoff.stalled(read_id, count);
             }
         }
-        self.pump();
+        if read_on {
+            // The step read on and changed nothing the pump reads: it would do nothing.
+            #[cfg(any(test, feature = "testing"))]
+            if super::guard::on() {
+                self.assert_pumped();
+            }
+        } else {
+            self.pump();
+        }
         Ok(answer)
     }
 
