@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+mod hosted;
 mod jobs;
 
 const ITEMS: u64 = 500;
@@ -182,6 +183,16 @@ fn feed_over(
     workers: u32,
     load_timeout: Option<Duration>,
 ) -> (Arc<Feed<Src>>, Arc<Fake>, Arc<Items>) {
+    feed_built(items, workers, load_timeout, false)
+}
+
+/// A started feed over `items`; in hosted mode when `hosted` (`tests/hosted.rs`).
+fn feed_built(
+    items: Arc<Items>,
+    workers: u32,
+    load_timeout: Option<Duration>,
+    hosted: bool,
+) -> (Arc<Feed<Src>>, Arc<Fake>, Arc<Items>) {
     let config = Config {
         page_size: 10,
         prefetch_distance: 0,
@@ -192,7 +203,8 @@ fn feed_over(
         feed: Mutex::new(Weak::new()),
         items: Arc::clone(&items),
     });
-    let f = Feed::new(
+    let make = if hosted { Feed::new_hosted } else { Feed::new };
+    let f = make(
         Src(Arc::clone(&items)),
         Box::new(StdSpawn),
         workers,

@@ -55,6 +55,17 @@ pub(super) fn chain<S: Source>(feed: &Feed<S>, id: u64) -> bool {
     })
 }
 
+/// Opens this thread's chain for an answer to one of `feed`'s reads: the first read that
+/// answer issues is kept for this thread ([`chain`]).
+pub(super) fn open_chain<S: Source>(feed: &Feed<S>) {
+    CHAIN.with(|c| c.set((feed as *const Feed<S> as usize, None)));
+}
+
+/// Closes this thread's chain: the read kept for it, if any.
+pub(super) fn close_chain() -> Option<u64> {
+    CHAIN.with(|c| c.replace((0, None))).1
+}
+
 /// Armed while a load runs: dropped armed, the load ended its thread (a forced unwind runs
 /// this on its way out) and the read must be answered by someone else.
 struct InLoad<'a, S: Source> {
@@ -116,20 +127,17 @@ impl<S: Source> Feed<S> {
             IN_LOAD.with(|c| c.set(self as *const Feed<S> as usize));
             let loaded = self.source.load(&read);
             IN_LOAD.with(|c| c.set(0));
-            match loaded {
-                Outcome::Page(_) | Outcome::Refused { .. } => self.tally.handed_out(),
-                Outcome::Failed => self.tally.failed(),
-            }
+            self.count_outcome(&loaded);
             guard.armed = false;
             drop(guard);
-            CHAIN.with(|c| c.set((self as *const Feed<S> as usize, None)));
+            open_chain(self);
             self.answer(&read, loaded);
         }
     }
 
     /// The next read to load, or `None` once the feed closes (the worker is then done).
     fn next_read(&self, me: u64) -> Option<S::Read> {
-        let chained = CHAIN.with(|c| c.replace((0, None))).1;
+        let chained = close_chain();
         let mut st = self.state();
         set_busy(&mut st, me, false);
         if let Some(id) = chained {
@@ -187,9 +195,17 @@ impl<S: Source> Feed<S> {
         }
     }
 
+    /// Counts what a load returned: a page handed out, or a failure.
+    pub(super) fn count_outcome(&self, loaded: &Outcome) {
+        match loaded {
+            Outcome::Page(_) | Outcome::Refused { .. } => self.tally.handed_out(),
+            Outcome::Failed => self.tally.failed(),
+        }
+    }
+
     /// Answers `read` with what its load returned, unless a cancel hint answered it first
     /// (then the page goes back to the host).
-    fn answer(&self, read: &S::Read, loaded: Outcome) {
+    pub(super) fn answer(&self, read: &S::Read, loaded: Outcome) {
         let id = read.read_id();
         let mine = {
             let mut st = self.state();
