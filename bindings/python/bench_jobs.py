@@ -54,37 +54,41 @@ class JobFeed:
         for t in self.threads:
             t.start()
 
+    def _load(self, r: _ffi.loader_read, out: _ffi.loader_load_result) -> tuple:
+        """Runs the load for read `r` and fills `out`: the job's status (0, or 1 for a load
+        that raised) and the cursor's buffer, to keep alive until the job is answered."""
+        cursor = ctypes.string_at(r.cursor, r.cursor_len) if r.cursor_len else b""
+        try:
+            result = self.load(cursor, r.limit,
+                               Direction.FORWARD if r.direction == 0 else Direction.BACKWARD)
+        except Exception:
+            return 1, None
+        with self.lock:
+            acq = self.next_acq
+            self.next_acq += 1
+        self.pages[acq] = result
+        nc = result.next_cursor
+        buf = (ctypes.c_uint8 * len(nc)).from_buffer_copy(nc) if nc else None
+        out.acquisition = acq
+        out.count = len(result.items)
+        out.next_cursor = ctypes.cast(buf, ctypes.POINTER(ctypes.c_uint8)) if buf else None
+        out.next_cursor_len = len(nc)
+        out.end_of_source = result.end_of_source
+        return 0, buf
+
     def _run(self) -> None:
         lib, h = self.lib, self.handle.value
         job = _ffi.loader_feed_job()
         out = _ffi.loader_load_result()
-        fwd = Direction.FORWARD
         while True:
             rc = lib.loader_feed_next_job(h, 200, ctypes.byref(job))
             if rc == TIMED_OUT:
                 continue
             if rc != OK:
                 return
-            r = job.read
-            cursor = ctypes.string_at(r.cursor, r.cursor_len) if r.cursor_len else b""
-            try:
-                result = self.load(cursor, r.limit,
-                                   fwd if r.direction == 0 else Direction.BACKWARD)
-            except Exception:
-                lib.loader_feed_complete_job(job.token, 1, None)
-                continue
-            with self.lock:
-                acq = self.next_acq
-                self.next_acq += 1
-            self.pages[acq] = result
-            nc = result.next_cursor
-            buf = (ctypes.c_uint8 * len(nc)).from_buffer_copy(nc) if nc else None
-            out.acquisition = acq
-            out.count = len(result.items)
-            out.next_cursor = ctypes.cast(buf, ctypes.POINTER(ctypes.c_uint8)) if buf else None
-            out.next_cursor_len = len(nc)
-            out.end_of_source = result.end_of_source
-            lib.loader_feed_complete_job(job.token, 0, ctypes.byref(out))
+            status, _buf = self._load(job.read, out)
+            lib.loader_feed_complete_job(job.token, status, ctypes.byref(out) if status == 0
+                                         else None)
 
     def _run_hosted(self) -> None:
         """Hosted mode: this thread is the feed's worker; each answer hands out the next job
@@ -92,7 +96,6 @@ class JobFeed:
         lib, h = self.lib, self.handle.value
         job = _ffi.loader_feed_job()
         out = _ffi.loader_load_result()
-        fwd = Direction.FORWARD
         complete_next = lib.loader_feed_complete_next_job
         rc = lib.loader_feed_next_job(h, 200, ctypes.byref(job))
         while True:
@@ -101,26 +104,9 @@ class JobFeed:
                 continue
             if rc != OK or job.token == 0:
                 return
-            r = job.read
-            cursor = ctypes.string_at(r.cursor, r.cursor_len) if r.cursor_len else b""
-            try:
-                result = self.load(cursor, r.limit,
-                                   fwd if r.direction == 0 else Direction.BACKWARD)
-            except Exception:
-                rc = complete_next(job.token, 1, None, 200, ctypes.byref(job))
-                continue
-            with self.lock:
-                acq = self.next_acq
-                self.next_acq += 1
-            self.pages[acq] = result
-            nc = result.next_cursor
-            buf = (ctypes.c_uint8 * len(nc)).from_buffer_copy(nc) if nc else None
-            out.acquisition = acq
-            out.count = len(result.items)
-            out.next_cursor = ctypes.cast(buf, ctypes.POINTER(ctypes.c_uint8)) if buf else None
-            out.next_cursor_len = len(nc)
-            out.end_of_source = result.end_of_source
-            rc = complete_next(job.token, 0, ctypes.byref(out), 200, ctypes.byref(job))
+            status, _buf = self._load(job.read, out)
+            rc = complete_next(job.token, status, ctypes.byref(out) if status == 0 else None,
+                               200, ctypes.byref(job))
 
     def issued(self) -> int:
         l = _ffi.loader_handle(0)
