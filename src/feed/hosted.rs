@@ -136,8 +136,8 @@ impl<S: Source> Feed<S> {
     /// Answers `read` on this thread; the first read the answer issued, kept for this thread.
     fn give_here(&self, read: &S::Read, loaded: Outcome) -> Option<u64> {
         self.count_outcome(&loaded);
-        work::open_chain(self);
+        let outer = work::open_chain(self);
         self.answer(read, loaded);
-        work::close_chain()
+        work::close_chain(outer)
     }
 }

@@ -38,6 +38,8 @@ struct Items {
     unblock: std::sync::atomic::AtomicBool,
     /// Job mode: loads are queued here for the test's own threads (`tests/jobs.rs`).
     hub: std::sync::OnceLock<Arc<super::Hub<Read>>>,
+    /// Run by the next `release`, on its thread (`tests/hosted.rs`).
+    on_release: Mutex<Option<Box<dyn FnOnce() + Send>>>,
 }
 
 struct Src(Arc<Items>);
@@ -61,6 +63,10 @@ impl Source for Src {
     }
     fn release(&self, _: u64) {
         self.0.released.fetch_add(1, Ordering::Relaxed);
+        let hook = self.0.on_release.lock().unwrap().take();
+        if let Some(hook) = hook {
+            hook();
+        }
     }
 }
 

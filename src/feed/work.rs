@@ -55,15 +55,22 @@ pub(super) fn chain<S: Source>(feed: &Feed<S>, id: u64) -> bool {
     })
 }
 
+/// This thread's chain, as [`open_chain`] found it: [`close_chain`] puts it back.
+pub(super) type Chain = (usize, Option<u64>);
+
+/// No chain open.
+pub(super) const NO_CHAIN: Chain = (0, None);
+
 /// Opens this thread's chain for an answer to one of `feed`'s reads: the first read that
-/// answer issues is kept for this thread ([`chain`]).
-pub(super) fn open_chain<S: Source>(feed: &Feed<S>) {
-    CHAIN.with(|c| c.set((feed as *const Feed<S> as usize, None)));
+/// answer issues is kept for this thread ([`chain`]). Returns the chain it replaces (another
+/// feed's answer this one is nested in: a hosted-mode answer given from inside a callback).
+pub(super) fn open_chain<S: Source>(feed: &Feed<S>) -> Chain {
+    CHAIN.with(|c| c.replace((feed as *const Feed<S> as usize, None)))
 }
 
-/// Closes this thread's chain: the read kept for it, if any.
-pub(super) fn close_chain() -> Option<u64> {
-    CHAIN.with(|c| c.replace((0, None))).1
+/// Closes this thread's chain, putting `outer` back: the read kept for it, if any.
+pub(super) fn close_chain(outer: Chain) -> Option<u64> {
+    CHAIN.with(|c| c.replace(outer)).1
 }
 
 /// Armed while a load runs: dropped armed, the load ended its thread (a forced unwind runs
@@ -137,7 +144,7 @@ impl<S: Source> Feed<S> {
 
     /// The next read to load, or `None` once the feed closes (the worker is then done).
     fn next_read(&self, me: u64) -> Option<S::Read> {
-        let chained = close_chain();
+        let chained = close_chain(NO_CHAIN);
         let mut st = self.state();
         set_busy(&mut st, me, false);
         if let Some(id) = chained {
@@ -215,9 +222,11 @@ impl<S: Source> Feed<S> {
             // Counted until the answer is given, or the page handed back (the host's
             // `release` runs in both): a close waits for it, whether or not the read was mine.
             st.answering += 1;
-            ANSWERING.with(|c| c.set(self as *const Feed<S> as usize));
             mine
         };
+        // Another feed's answer this one is nested in (a hosted-mode answer given from inside
+        // a callback) is that feed's again once this one is given.
+        let outer = ANSWERING.with(|c| c.replace(self as *const Feed<S> as usize));
         let urgent = match (mine, self.ledger()) {
             (true, Some(ledger)) => match loaded {
                 Outcome::Refused { acquisition, code } => {
@@ -288,7 +297,7 @@ impl<S: Source> Feed<S> {
                 false
             }
         };
-        ANSWERING.with(|c| c.set(0));
+        ANSWERING.with(|c| c.set(outer));
         // Counted running until its page is accounted for (accepted or given back), and
         // before a close waiting for this answer can return.
         self.tally.load_ended();

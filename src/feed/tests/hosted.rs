@@ -244,3 +244,47 @@ fn at_most_workers_reads_are_held_at_once() {
     f.give(&next, Outcome::Failed);
     close(&f, &fake);
 }
+
+#[test]
+fn an_answer_given_inside_another_feeds_answer_leaves_that_answer_its_own() {
+    // A host thread answering feed A's read runs A's `release` (the page over its limit), and
+    // from there answers feed B's read, then closes A: the close does not wait for the answer
+    // this very thread is giving to A (B's answer, nested, must not make A's answer look like
+    // another thread's).
+    let (fa, fake_a, items_a) = hosted(1, None);
+    let (fb, fake_b, items_b) = hosted(1, None);
+    fake_a.call(|l| l.set_window(0, 10)).unwrap();
+    fake_b.call(|l| l.set_window(0, 10)).unwrap();
+    let ra = fa.take(Some(Duration::from_secs(10))).unwrap();
+    let rb = fb.take(Some(Duration::from_secs(10))).unwrap();
+    let closed = Arc::new(Mutex::new(None));
+    {
+        let (fa, fb, items_b, closed) = (
+            Arc::clone(&fa),
+            Arc::clone(&fb),
+            Arc::clone(&items_b),
+            Arc::clone(&closed),
+        );
+        *items_a.on_release.lock().unwrap() = Some(Box::new(move || {
+            fb.give(&rb, page(&items_b, &rb.0));
+            let t = Instant::now();
+            let left = fa.close(Some(Duration::from_secs(3)));
+            *closed.lock().unwrap() = Some((left, t.elapsed()));
+        }));
+    }
+    let Outcome::Page(mut over) = page(&items_a, &ra.0) else {
+        unreachable!()
+    };
+    over.count = ra.0.limit + 1;
+    fa.give(&ra, Outcome::Page(over));
+    let (left, took) = closed
+        .lock()
+        .unwrap()
+        .take()
+        .expect("closed inside release");
+    assert_eq!(left, 0);
+    assert!(took < Duration::from_secs(1), "the close waited {took:?}");
+    fake_a.call(|l| l.close());
+    close(&fb, &fake_b);
+    assert_eq!(items_b.released.load(Ordering::SeqCst), 1);
+}
