@@ -84,6 +84,9 @@
  *   loader_feed_new_jobs      a feed whose loads the host's own threads run, as jobs:
  *   loader_feed_next_job        take the next one (waiting up to a timeout)
  *   loader_feed_complete_job    answer it with the load's page or failure
+ *   loader_feed_new_hosted    a feed whose workers are the host's own threads (hosted mode)
+ *   loader_feed_complete_next_job  answer a job and take the next: in hosted mode the read
+ *                               the answer issued, at once
  * The test ABI (THE TEST ABI)
  *   loader_new_with_counters  loader_new with the epoch and request ids starting high
  *   loader_floor              an event that does nothing: the ABI's cost floor
