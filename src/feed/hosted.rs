@@ -10,7 +10,7 @@
 //! for, or lets go of, the reads the host's threads hold. This file owns only taking and giving.
 
 use super::sync::{mutant, Instant, Mutant};
-use super::{work, Feed, NoJob, Outcome, Source, Spawn, StartError, State, POLL};
+use super::{poll_wait, wait_on, work, Feed, NoJob, Outcome, Source, Spawn, StartError, State};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -75,21 +75,10 @@ impl<S: Source> Feed<S> {
                 }
             }
             // Bounded: a read let go of at its timeout frees a place without a notification.
-            let wait = match end {
-                None => POLL,
-                Some(end) => {
-                    let now = Instant::now();
-                    if now >= end {
-                        return Err(NoJob::TimedOut);
-                    }
-                    (end - now).min(POLL)
-                }
+            let Some(wait) = poll_wait(end) else {
+                return Err(NoJob::TimedOut);
             };
-            st = self
-                .work
-                .wait_timeout(st, wait)
-                .map(|(g, _)| g)
-                .unwrap_or_else(|e| e.into_inner().0);
+            st = wait_on(&self.work, st, wait);
         }
     }
 

@@ -457,21 +457,8 @@ impl<S: Source> Feed<S> {
         let answers = !mutant(Mutant::NoAnsweringWait);
         let mut st = self.state();
         while st.running + if answers { st.answering } else { 0 } > own {
-            let wait = match end {
-                None => POLL,
-                Some(end) => {
-                    let now = Instant::now();
-                    if now >= end {
-                        break;
-                    }
-                    (end - now).min(POLL)
-                }
-            };
-            st = self
-                .changed
-                .wait_timeout(st, wait)
-                .map(|(g, _)| g)
-                .unwrap_or_else(|e| e.into_inner().0);
+            let Some(wait) = poll_wait(end) else { break };
+            st = wait_on(&self.changed, st, wait);
         }
         let left = st.running;
         let workers = std::mem::take(&mut st.workers);
@@ -498,6 +485,29 @@ impl<S: Source> Feed<S> {
         }
         left
     }
+}
+
+/// How long a waiter polling until `end` (`None`: no end) waits next: at most [`POLL`], and
+/// `None` once `end` has passed.
+fn poll_wait(end: Option<Instant>) -> Option<Duration> {
+    match end {
+        None => Some(POLL),
+        Some(end) => {
+            let now = Instant::now();
+            (now < end).then(|| (end - now).min(POLL))
+        }
+    }
+}
+
+/// Waits on `cv` with `st` for up to `wait`, through a poisoning.
+fn wait_on<'a, R>(
+    cv: &Condvar,
+    st: MutexGuard<'a, State<R>>,
+    wait: Duration,
+) -> MutexGuard<'a, State<R>> {
+    cv.wait_timeout(st, wait)
+        .map(|(g, _)| g)
+        .unwrap_or_else(|e| e.into_inner().0)
 }
 
 /// Locks `m`, through a poisoning (the feed's state stays consistent: no code panics while
