@@ -1,11 +1,14 @@
-/* The feed in job mode (loader_feed_new_jobs): the same source and checks as c-tests/feed.c
- * (included, its own tests not run: `make c-test-feed` runs them), with the loads on threads this host owns, each looping
- * loader_feed_next_job -> load -> loader_feed_complete_job. Checks: bad input gets its code;
+/* The feed in job mode (loader_feed_new_jobs), and in hosted mode (loader_feed_new_hosted)
+ * when built with LOADER_TEST_HOSTED (c-tests/feed_hosted.c): the same source and checks as
+ * c-tests/feed.c (included, its own tests not run: `make c-test-feed` runs them), with the
+ * loads on threads this host owns, each looping loader_feed_next_job -> load ->
+ * loader_feed_complete_job (hosted mode: loader_feed_complete_next_job, which answers and
+ * takes the next job in one call). Checks: bad input gets its code;
  * the view equals the source after failures, window moves, invalidations and jumps with
  * cancel hints; every page is released exactly once (a page released twice is a double free
  * under ASan/valgrind, one never released a leak), late ones included: a job held past the
  * read timeout, a job answered after free; free withdraws the jobs nobody took and does not
- * wait for a job its own thread holds; `ready` is called for each job queued. */
+ * wait for a job its own thread holds; `ready` is called for each job queued (job mode). */
 #define main feed_tests_main
 #pragma GCC diagnostic ignored "-Wunused-function"
 #include "feed.c"
@@ -22,19 +25,33 @@ typedef struct {
 
 static void *executor(void *arg) {
     pool *p = arg;
+    loader_feed_job job;
+    int rc = loader_feed_next_job(p->feed, -1, &job);
     for (;;) {
-        loader_feed_job job;
-        int rc = loader_feed_next_job(p->feed, -1, &job);
         if (rc == LOADER_RESULT_STALE_HANDLE) return NULL; /* the feed was freed */
         CHECK_CODE(rc, LOADER_RESULT_OK);
         if (rc != LOADER_RESULT_OK) return NULL;
+#ifdef LOADER_TEST_HOSTED
+        if (job.token == 0) return NULL; /* answered, and the feed was freed */
+#endif
         loader_load_result out;
         memset(&out, 0, sizeof out);
         int32_t status = load(p->s, &job.read, &out);
+#ifdef LOADER_TEST_HOSTED
+        rc = loader_feed_complete_next_job(job.token, status, &out, -1, &job);
+#else
         CHECK_CODE(loader_feed_complete_job(job.token, status, &out), LOADER_RESULT_OK);
+        rc = loader_feed_next_job(p->feed, -1, &job);
+#endif
         atomic_fetch_add(&p->loaded, 1);
     }
 }
+
+#ifdef LOADER_TEST_HOSTED
+#define NEW_FEED(fc, ready, out) loader_feed_new_hosted(fc, out)
+#else
+#define NEW_FEED(fc, ready, out) loader_feed_new_jobs(fc, ready, out)
+#endif
 
 static atomic_int readies;
 static void ready(void *ud) {
@@ -50,7 +67,7 @@ static void start(pool *p, source *s, loader_config *lc, uint32_t workers, int t
     p->n = threads;
     p->feed = 0;
     atomic_store(&p->loaded, 0);
-    CHECK_CODE(loader_feed_new_jobs(&fc, ready, &p->feed), LOADER_RESULT_OK);
+    CHECK_CODE(NEW_FEED(&fc, ready, &p->feed), LOADER_RESULT_OK);
     for (int i = 0; i < threads; i++) pthread_create(&p->threads[i], NULL, executor, p);
 }
 
@@ -62,13 +79,13 @@ static void job_bad_input_gets_its_code(void) {
     source s = {.items = 100};
     loader_feed_handle f = 0;
     loader_feed_config fc = {.struct_size = sizeof fc, .workers = 1, .userdata = &s};
-    CHECK_CODE(loader_feed_new_jobs(&fc, NULL, &f), LOADER_RESULT_MISSING_CALLBACK);
+    CHECK_CODE(NEW_FEED(&fc, NULL, &f), LOADER_RESULT_MISSING_CALLBACK);
     fc.release = release;
-    CHECK_CODE(loader_feed_new_jobs(&fc, NULL, NULL), LOADER_RESULT_NULL_POINTER);
+    CHECK_CODE(NEW_FEED(&fc, NULL, NULL), LOADER_RESULT_NULL_POINTER);
     fc.workers = 0;
-    CHECK_CODE(loader_feed_new_jobs(&fc, NULL, &f), LOADER_RESULT_INVALID_WORKERS);
+    CHECK_CODE(NEW_FEED(&fc, NULL, &f), LOADER_RESULT_INVALID_WORKERS);
     fc.workers = 1;
-    CHECK_CODE(loader_feed_new_jobs(&fc, NULL, &f), LOADER_RESULT_OK); /* no `load` needed */
+    CHECK_CODE(NEW_FEED(&fc, NULL, &f), LOADER_RESULT_OK); /* no `load` needed */
     loader_feed_job job;
     CHECK_CODE(loader_feed_next_job(f, 0, NULL), LOADER_RESULT_NULL_POINTER);
     CHECK_CODE(loader_feed_next_job(f, 0, &job), LOADER_RESULT_TIMED_OUT); /* no window yet */
@@ -83,6 +100,26 @@ static void job_bad_input_gets_its_code(void) {
     CHECK_CODE(loader_feed_complete_job(job.token, load(&s, &job.read, &out), &out), LOADER_RESULT_OK);
     /* Answered once: a second answer is refused, and its page stays the host's. */
     CHECK_CODE(loader_feed_complete_job(job.token, 1, NULL), LOADER_RESULT_STALE_HANDLE);
+#ifdef LOADER_TEST_HOSTED
+    CHECK_CODE(loader_feed_complete_next_job(job.token, 1, NULL, 0, &job), LOADER_RESULT_STALE_HANDLE);
+    CHECK_CODE(loader_feed_complete_next_job(0, 1, NULL, 0, &job), LOADER_RESULT_INVALID_HANDLE);
+    /* The next read, answered with the one after it taken in the same call. */
+    CHECK_CODE(loader_feed_next_job(f, 10000, &job), LOADER_RESULT_OK);
+    CHECK_CODE(loader_feed_complete_next_job(job.token, 0, NULL, 0, &job), LOADER_RESULT_NULL_POINTER);
+    CHECK_CODE(loader_feed_complete_next_job(job.token, 1, NULL, 0, NULL), LOADER_RESULT_NULL_POINTER);
+    memset(&out, 0, sizeof out);
+    {
+        loader_feed_job_token t = job.token;
+        int rc = loader_feed_complete_next_job(t, load(&s, &job.read, &out), &out, 0, &job);
+        CHECK(rc == LOADER_RESULT_OK || rc == LOADER_RESULT_TIMED_OUT);
+        CHECK_CODE(loader_feed_complete_job(t, 1, NULL), LOADER_RESULT_STALE_HANDLE);
+        if (rc == LOADER_RESULT_OK) {
+            CHECK(job.token != 0 && job.token != t);
+            memset(&out, 0, sizeof out);
+            CHECK_CODE(loader_feed_complete_job(job.token, load(&s, &job.read, &out), &out), LOADER_RESULT_OK);
+        }
+    }
+#endif
     /* The rest of the window and its prefetch, answered on this thread. */
     for (int i = 0; i < 1000 && loader_feed_wait_quiescent(f, 0) != LOADER_RESULT_OK; i++) {
         if (loader_feed_next_job(f, 50, &job) != LOADER_RESULT_OK) continue;
@@ -125,7 +162,9 @@ static void jobs_under_failures_moves_and_jumps(void) {
     CHECK_CODE(loader_feed_wait_quiescent(p.feed, 20000), LOADER_RESULT_OK);
     check_view(p.feed, 3000, 40);
     CHECK(atomic_load(&s.failed_loads) > 0);
+#ifndef LOADER_TEST_HOSTED
     CHECK(atomic_load(&readies) >= atomic_load(&p.loaded));
+#endif
     finish(p.feed, &s);
     join(&p);
     CHECK(atomic_load(&p.loaded) == atomic_load(&s.loads));
@@ -195,16 +234,52 @@ static void free_from_inside_a_job(void) {
     sleep_ms(20);
 }
 
+#ifdef LOADER_TEST_HOSTED
+static void hosted_free_from_inside_release(int timeout_ms) {
+    /* Hosted mode: `release` runs on the host's thread answering a job; free called from
+     * there does not wait for that thread's answer (with -1 it returns; with a timeout it
+     * returns at once), and the thread then sees the feed gone. */
+    source s = {.items = 1000};
+    loader_config lc = loader_cfg();
+    pool p;
+    start(&p, &s, &lc, 2, 2);
+    CHECK_CODE(loader_feed_set_window(p.feed, 0, 40), LOADER_RESULT_OK);
+    CHECK_CODE(loader_feed_wait_quiescent(p.feed, 20000), LOADER_RESULT_OK);
+    atomic_store(&s.free_timeout_ms, timeout_ms);
+    atomic_store(&s.free_in_release, p.feed);
+    double t0 = now_ms();
+    /* The repair's commit, on the host thread answering its last read, releases old pages. */
+    CHECK_CODE(loader_feed_invalidate(p.feed), LOADER_RESULT_OK);
+    for (int i = 0; i < 10000 && atomic_load(&s.freed_left) == 0; i++) sleep_ms(1);
+    double took = now_ms() - t0;
+    CHECK(atomic_load(&s.freed_left) == 1); /* returned OK, no load left running */
+    CHECK(took < 2000 && (timeout_ms < 0 || took < timeout_ms));
+    join(&p);
+    CHECK(atomic_load(&s.made) == atomic_load(&s.released));
+    CHECK_CODE(loader_feed_set_window(p.feed, 0, 20), LOADER_RESULT_STALE_HANDLE);
+}
+#endif
+
+#ifdef LOADER_TEST_HOSTED
+#define NAME "feed_hosted"
+#else
+#define NAME "feed_jobs"
+#endif
+
 int main(void) {
     job_bad_input_gets_its_code();
     jobs_under_failures_moves_and_jumps();
     a_job_held_past_the_read_timeout_is_let_go();
     free_withdraws_untaken_jobs_and_lets_held_ones_go();
     free_from_inside_a_job();
+#ifdef LOADER_TEST_HOSTED
+    hosted_free_from_inside_release(-1);
+    hosted_free_from_inside_release(5000);
+#endif
     if (failed) {
-        fprintf(stderr, "feed_jobs: FAILED\n");
+        fprintf(stderr, NAME ": FAILED\n");
         return 1;
     }
-    printf("feed_jobs: all checks passed\n");
+    printf(NAME ": all checks passed\n");
     return 0;
 }

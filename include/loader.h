@@ -84,6 +84,9 @@
  *   loader_feed_new_jobs      a feed whose loads the host's own threads run, as jobs:
  *   loader_feed_next_job        take the next one (waiting up to a timeout)
  *   loader_feed_complete_job    answer it with the load's page or failure
+ *   loader_feed_new_hosted    a feed whose workers are the host's own threads (hosted mode)
+ *   loader_feed_complete_next_job  answer a job and take the next: in hosted mode the read
+ *                               the answer issued, at once
  * The test ABI (THE TEST ABI)
  *   loader_new_with_counters  loader_new with the epoch and request ids starting high
  *   loader_floor              an event that does nothing: the ABI's cost floor
@@ -2621,8 +2624,8 @@ enum loader_result loader_feed_new_jobs(const struct loader_feed_config *config,
                                         loader_feed_handle *out);
 
 /**
- * Takes the next job of a feed made by `loader_feed_new_jobs`, waiting up to `timeout_ms`
- * for one (0: only one already queued; negative: as long as it takes). Any number of threads
+ * Takes the next job of a feed made by `loader_feed_new_jobs` or `loader_feed_new_hosted`,
+ * waiting up to `timeout_ms` for one (0: only one already queued; negative: as long as it takes). Any number of threads
  * may wait at once; each job goes to one. Run its load, then answer it with
  * `loader_feed_complete_job`.
  *
@@ -2641,9 +2644,10 @@ enum loader_result loader_feed_next_job(loader_feed_handle feed,
 /**
  * Answers a job: `status` 0 with `*result` the page (as a `loader_load_fn` fills it), or any
  * other `status` for a failed load (the loader's backoff retries it; `result` is then not
- * read and may be NULL). The feed takes it on its own thread: a page the loader cannot use
- * (its read was let go of, by a cancel hint or a read timeout, or the feed was freed) goes to
- * `release` there, exactly once. Works after `loader_feed_free` too, for jobs it left
+ * read and may be NULL). In job mode the feed takes it on its own thread; in hosted mode on
+ * the calling thread, before this returns (`release` and `changed` may run there). A page
+ * the loader cannot use (its read was let go of, by a cancel hint or a read timeout, or the
+ * feed was freed) goes to `release` there, exactly once. Works after `loader_feed_free` too, for jobs it left
  * running; until every such job is answered, `userdata` and `release` must stay valid.
  *
  * Returns `LOADER_RESULT_OK`; `LOADER_RESULT_STALE_HANDLE` (answered already),
@@ -2658,6 +2662,56 @@ enum loader_result loader_feed_next_job(loader_feed_handle feed,
 enum loader_result loader_feed_complete_job(loader_feed_job_token token,
                                             int32_t status,
                                             const struct loader_load_result *result);
+
+/**
+ * Creates a feed in hosted mode: as `loader_feed_new_jobs`, but the host's threads are the
+ * feed's workers. The feed starts no worker (only its clock thread, for retries and read
+ * timeouts); a host thread that takes a job (`loader_feed_next_job`) is the worker loading
+ * it, and answers it on its own thread (`loader_feed_complete_job`): the loader takes the
+ * page there, and the host's `release` and `changed` run there. The read that answer issues
+ * goes to the same thread with `loader_feed_complete_next_job`, which answers a job and hands
+ * out the next in one call: a steady stream of reads costs one call per load and no thread
+ * switch.
+ *
+ * `config->load` is not called (it may be NULL). `config->workers` (1 to
+ * `LOADER_FEED_MAX_WORKERS`) is how many jobs may be held at once: run that many host
+ * threads, or fewer. A job held past the loader's `read_timeout_ms` is let go of, as a stuck
+ * load is: its read fails (when still needed), it no longer counts as held, and the read
+ * issued in its place goes to another host thread; when it is answered at last, its page
+ * goes to `release`. A job whose read a cancel hint let go of no longer counts as held
+ * either. There is no `ready` callback: the host's threads wait in `loader_feed_next_job`.
+ * A host thread that ends while holding a job (`pthread_exit`) leaves that job to the read
+ * timeout.
+ *
+ * Errors: those of `loader_feed_new`, except that only `release` is a required callback.
+ *
+ * # Safety
+ * As `loader_feed_new`.
+ */
+enum loader_result loader_feed_new_hosted(const struct loader_feed_config *config,
+                                          loader_feed_handle *out);
+
+/**
+ * Answers a job, as `loader_feed_complete_job`, then takes the next job as
+ * `loader_feed_next_job` would on the job's feed, waiting up to `timeout_ms` for one. In
+ * hosted mode the next job is, at once, the first read this answer issued (the loader issues
+ * most reads one after another, each from the answer before it); else the next queued.
+ *
+ * Returns, with the job answered: `LOADER_RESULT_OK` with `*out` the next job, or with
+ * `out->token` 0 when the feed was freed (no job will come: the host's thread is done);
+ * `LOADER_RESULT_TIMED_OUT` (no job came). With nothing answered (the page is still the
+ * host's): `LOADER_RESULT_NULL_POINTER` (`out` NULL, or `status` 0 and `result` NULL),
+ * `LOADER_RESULT_STALE_HANDLE` (answered already), `LOADER_RESULT_INVALID_HANDLE` (never a
+ * job's token).
+ *
+ * # Safety
+ * As `loader_feed_complete_job`; `out` is NULL or valid for a write.
+ */
+enum loader_result loader_feed_complete_next_job(loader_feed_job_token token,
+                                                 int32_t status,
+                                                 const struct loader_load_result *result,
+                                                 int64_t timeout_ms,
+                                                 struct loader_feed_job *out);
 
 /**
  * Records this loader's run to the file at `path` (a NUL-terminated path, created or

@@ -109,3 +109,9 @@ py-exit-versions: $(TEST_LIB)
 	    $(PY_TEST_ENV) "$$py" $(PY_PKG_DIR)/tests/test_thread_exit.py || exit 1; \
 	    ran=$$((ran + 1)); \
 	done; echo "py-exit-versions: passed on $$ran interpreters"; test $$ran -ge 1
+
+# The engine's job and hosted modes from Python (bindings/python/bench_jobs.py), beside the
+# bare loop calling the same load and today's threaded Feed, in one run (docs/BENCHMARKS.md).
+.PHONY: bench-py-jobs
+bench-py-jobs: venv $(TEST_LIB)
+	$(PY_TEST_ENV) $(VENV_PY) $(PY_PKG_DIR)/bench_jobs.py

@@ -6,6 +6,10 @@
 //! `FEED_EXPLORE_ITERATIONS` sets the executions per configuration and scheduler (default
 //! 500, as `make feed-explore` in `make test`); `make feed-explore-long` runs 10,000.
 //!
+//! Hosted mode ([`Feed::new_hosted`]) is explored by the plans with `hosts`: the run's own
+//! threads are the workers, each looping take -> load -> give_and_take, with the same five
+//! properties (property 2 then counts the supervisor, the only feed thread).
+//!
 //! Time is the facade's virtual clock (`sync.rs`): it moves only when every thread waits, so a
 //! load is late only by hanging, on a gate the execution opens after the host's close.
 
@@ -46,6 +50,8 @@ struct Plan {
     /// The host closes without waiting for quiescence first: loads may be running and
     /// answers being given when the close starts.
     close_at_once: bool,
+    /// Hosted mode with this many host threads as the workers (0: the feed's own workers).
+    hosts: u32,
 }
 
 /// What the host's load and release did, shared by the run's threads.
@@ -270,7 +276,12 @@ fn run(plan: Plan) {
         gate: Arc::clone(&gate),
         plan,
     };
-    let feed = Feed::new(
+    let make = if plan.hosts > 0 {
+        Feed::new_hosted
+    } else {
+        Feed::new
+    };
+    let feed = make(
         src,
         Box::new(ShuttleSpawn(Arc::clone(&host.alive))),
         plan.workers,
@@ -293,6 +304,19 @@ fn run(plan: Plan) {
     });
     feed.attach(Box::new(L(Arc::clone(&fake))));
     feed.start().unwrap();
+    // Hosted mode: the host's threads, each the worker loading what it takes, until the close.
+    let hosts: Vec<_> = (0..plan.hosts)
+        .map(|_| {
+            let feed = Arc::clone(&feed);
+            spawn(move || {
+                let mut next = feed.take(None);
+                while let Ok(read) = next {
+                    let loaded = feed.source().load(&read);
+                    next = feed.give_and_take(&read, loaded, None);
+                }
+            })
+        })
+        .collect();
     fake.call(|l| l.set_window(0, 20)).unwrap();
     let mover = plan.mover.then(|| {
         let (fake, feed) = (Arc::clone(&fake), Arc::clone(&feed));
@@ -377,6 +401,9 @@ fn run(plan: Plan) {
     if let Some(m) = mover {
         blocking(|| m.join()).unwrap();
     }
+    for h in hosts {
+        blocking(|| h.join()).unwrap();
+    }
     blocking(|| {
         while host.alive.load(Ordering::SeqCst) > 0 {
             shuttle::thread::yield_now();
@@ -413,6 +440,7 @@ fn plans() -> Vec<(&'static str, Plan)> {
         close_in_release: None,
         close_timeout: Some(Duration::from_millis(100)),
         close_at_once: false,
+        hosts: 0,
     };
     let ms = Duration::from_millis;
     vec![
@@ -495,6 +523,44 @@ fn plans() -> Vec<(&'static str, Plan)> {
                 ..base
             },
         ),
+        (
+            "hosted: two host threads, a jump, closed at once",
+            Plan {
+                workers: 2,
+                hosts: 2,
+                mover: true,
+                close_at_once: true,
+                ..base
+            },
+        ),
+        (
+            "hosted: failures, retried",
+            Plan {
+                fails: 2,
+                hosts: 1,
+                ..base
+            },
+        ),
+        (
+            "hosted: a hung load, let go of at its timeout, another host thread takes over",
+            Plan {
+                hang: Some(0),
+                load_timeout: Some(ms(100)),
+                mover: true,
+                hosts: 2,
+                ..base
+            },
+        ),
+        (
+            "hosted: close with timeout inside release, a hung load",
+            Plan {
+                workers: 2,
+                hosts: 2,
+                hang: Some(1),
+                close_in_release: Some(Some(ms(100))),
+                ..base
+            },
+        ),
     ]
 }
 
@@ -571,6 +637,11 @@ fn every_property_fails_on_its_mutant() {
             "a hung load, let go of at its timeout",
             "property 1",
         ),
+        (
+            Mutant::DropLatePage,
+            "hosted: a hung load, let go of at its timeout, another host thread takes over",
+            "property 1",
+        ),
         (Mutant::DetachIdle, "two workers, a jump", "property 2"),
         (
             Mutant::NoAnsweringWait,
@@ -589,6 +660,11 @@ fn every_property_fails_on_its_mutant() {
         ),
         (Mutant::SpentWhileArmed, "failures, retried", "property 4"),
         (Mutant::NoTick, "failures, retried", NEVER_RETURNS),
+        (
+            Mutant::HeldCountsLetGo,
+            "hosted: a hung load, let go of at its timeout, another host thread takes over",
+            NEVER_RETURNS,
+        ),
     ];
     let n = iterations();
     let mut found = Vec::new();
@@ -632,6 +708,7 @@ fn replay_a_schedule() {
         Mutant::WaitForOwnThread,
         Mutant::SpentWhileArmed,
         Mutant::NoTick,
+        Mutant::HeldCountsLetGo,
     ]
     .into_iter()
     .find(|m| format!("{m:?}") == mutant)

@@ -23,13 +23,15 @@
 //!
 //! One file per concept: `port` (what the feed is plugged into), `work` (a worker: a load and
 //! its answer), `hints` (issue and cancel from the loader), `supervise` (the clock, and
-//! workers lost mid-load), `jobs` (job mode: the load handed to a thread the host owns), this
-//! file (the shared state, waiting, closing).
+//! workers lost mid-load), `jobs` (job mode: the load handed to a thread the host owns),
+//! `hosted` (hosted mode: the host's threads are the workers), this file (the shared state,
+//! waiting, closing).
 
 mod counts;
 #[cfg(all(test, feature = "shuttle"))]
 mod explore;
 mod hints;
+mod hosted;
 mod jobs;
 mod port;
 mod supervise;
@@ -169,6 +171,9 @@ pub struct Feed<S: Source> {
     stalled: AtomicBool,
     /// The counters: shared, so that they outlive the feed.
     tally: Arc<Tally>,
+    /// Hosted mode ([`Feed::new_hosted`]): the feed starts no worker; the host's threads take
+    /// its reads ([`Feed::take`]) and answer them ([`Feed::give`]).
+    hosted: bool,
 }
 
 /// How long a waiter sleeps before it looks at the loader again, woken or not.
@@ -184,6 +189,18 @@ impl<S: Source> Feed<S> {
         spawner: Box<dyn Spawn>,
         workers: u32,
         load_timeout: Option<Duration>,
+    ) -> Result<Arc<Self>, StartError> {
+        Self::make(source, spawner, workers, load_timeout, false)
+    }
+
+    /// A feed of `workers` threads, or in hosted mode (`hosted`) of at most `workers` reads
+    /// taken at once by the host's threads.
+    fn make(
+        source: S,
+        spawner: Box<dyn Spawn>,
+        workers: u32,
+        load_timeout: Option<Duration>,
+        hosted: bool,
     ) -> Result<Arc<Self>, StartError> {
         if workers == 0 || workers > MAX_WORKERS {
             return Err(StartError::Workers);
@@ -218,6 +235,7 @@ impl<S: Source> Feed<S> {
             supervisor: Mutex::new(None),
             stalled: AtomicBool::new(false),
             tally: Arc::default(),
+            hosted,
         }))
     }
 
@@ -227,9 +245,11 @@ impl<S: Source> Feed<S> {
         let _ = self.ledger.set(ledger);
     }
 
-    /// Starts the workers and the supervisor. On an error the threads started are stopped.
+    /// Starts the workers and the supervisor (in hosted mode, the supervisor only). On an error
+    /// the threads started are stopped.
     pub fn start(self: &Arc<Self>) -> Result<(), StartError> {
-        for _ in 0..self.workers {
+        let own = if self.hosted { 0 } else { self.workers };
+        for _ in 0..own {
             if !self.spawn_worker() {
                 self.close(Some(Duration::ZERO));
                 return Err(StartError::Thread);
@@ -437,21 +457,8 @@ impl<S: Source> Feed<S> {
         let answers = !mutant(Mutant::NoAnsweringWait);
         let mut st = self.state();
         while st.running + if answers { st.answering } else { 0 } > own {
-            let wait = match end {
-                None => POLL,
-                Some(end) => {
-                    let now = Instant::now();
-                    if now >= end {
-                        break;
-                    }
-                    (end - now).min(POLL)
-                }
-            };
-            st = self
-                .changed
-                .wait_timeout(st, wait)
-                .map(|(g, _)| g)
-                .unwrap_or_else(|e| e.into_inner().0);
+            let Some(wait) = poll_wait(end) else { break };
+            st = wait_on(&self.changed, st, wait);
         }
         let left = st.running;
         let workers = std::mem::take(&mut st.workers);
@@ -478,6 +485,29 @@ impl<S: Source> Feed<S> {
         }
         left
     }
+}
+
+/// How long a waiter polling until `end` (`None`: no end) waits next: at most [`POLL`], and
+/// `None` once `end` has passed.
+fn poll_wait(end: Option<Instant>) -> Option<Duration> {
+    match end {
+        None => Some(POLL),
+        Some(end) => {
+            let now = Instant::now();
+            (now < end).then(|| (end - now).min(POLL))
+        }
+    }
+}
+
+/// Waits on `cv` with `st` for up to `wait`, through a poisoning.
+fn wait_on<'a, R>(
+    cv: &Condvar,
+    st: MutexGuard<'a, State<R>>,
+    wait: Duration,
+) -> MutexGuard<'a, State<R>> {
+    cv.wait_timeout(st, wait)
+        .map(|(g, _)| g)
+        .unwrap_or_else(|e| e.into_inner().0)
 }
 
 /// Locks `m`, through a poisoning (the feed's state stays consistent: no code panics while

@@ -55,7 +55,10 @@ impl<S: Source> Feed<S> {
                     }
                     for &(id, worker) in &overdue {
                         st.slots.remove(&id);
-                        st.surplus.insert(worker);
+                        // Hosted mode: the stuck thread is the host's; no worker replaces it.
+                        if !self.hosted {
+                            st.surplus.insert(worker);
+                        }
                     }
                     // Hinted loads past their timeout: let go of already, their workers are
                     // replaced the same way.
@@ -70,7 +73,9 @@ impl<S: Source> Feed<S> {
                     }
                     for &(id, worker) in &stuck {
                         st.hinted.remove(&id);
-                        st.surplus.insert(worker);
+                        if !self.hosted {
+                            st.surplus.insert(worker);
+                        }
                     }
                     hinted_stuck = stuck.len();
                 }
@@ -82,7 +87,8 @@ impl<S: Source> Feed<S> {
             let Some(ledger) = self.ledger() else { return };
             self.tally.timed_out(overdue.len() + hinted_stuck);
             let replace = gone.iter().filter(|g| g.replace).count() + overdue.len() + hinted_stuck;
-            for _ in 0..replace {
+            // Hosted mode: the reads issued in the stuck ones' place go to another host thread.
+            for _ in 0..if self.hosted { 0 } else { replace } {
                 // Without a thread, the feed runs on with fewer workers.
                 let _ = self.spawn_worker();
             }

@@ -53,6 +53,9 @@ pub(super) enum Mutant {
     SpentWhileArmed,
     /// (5) The supervisor does not tick the loader when its deadline is due.
     NoTick,
+    /// (5) Hosted mode: a read let go of (at its timeout) still counts against `workers`, so
+    /// the read issued in its place waits for the stuck one.
+    HeldCountsLetGo,
 }
 
 /// Whether mutant `m` is switched on: never, in a normal build.

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+mod hosted;
 mod jobs;
 
 const ITEMS: u64 = 500;
@@ -37,6 +38,8 @@ struct Items {
     unblock: std::sync::atomic::AtomicBool,
     /// Job mode: loads are queued here for the test's own threads (`tests/jobs.rs`).
     hub: std::sync::OnceLock<Arc<super::Hub<Read>>>,
+    /// Run by the next `release`, on its thread (`tests/hosted.rs`).
+    on_release: Mutex<Option<Box<dyn FnOnce() + Send>>>,
 }
 
 struct Src(Arc<Items>);
@@ -60,6 +63,10 @@ impl Source for Src {
     }
     fn release(&self, _: u64) {
         self.0.released.fetch_add(1, Ordering::Relaxed);
+        let hook = self.0.on_release.lock().unwrap().take();
+        if let Some(hook) = hook {
+            hook();
+        }
     }
 }
 
@@ -182,6 +189,16 @@ fn feed_over(
     workers: u32,
     load_timeout: Option<Duration>,
 ) -> (Arc<Feed<Src>>, Arc<Fake>, Arc<Items>) {
+    feed_built(items, workers, load_timeout, false)
+}
+
+/// A started feed over `items`; in hosted mode when `hosted` (`tests/hosted.rs`).
+fn feed_built(
+    items: Arc<Items>,
+    workers: u32,
+    load_timeout: Option<Duration>,
+    hosted: bool,
+) -> (Arc<Feed<Src>>, Arc<Fake>, Arc<Items>) {
     let config = Config {
         page_size: 10,
         prefetch_distance: 0,
@@ -192,7 +209,8 @@ fn feed_over(
         feed: Mutex::new(Weak::new()),
         items: Arc::clone(&items),
     });
-    let f = Feed::new(
+    let make = if hosted { Feed::new_hosted } else { Feed::new };
+    let f = make(
         Src(Arc::clone(&items)),
         Box::new(StdSpawn),
         workers,

@@ -55,6 +55,24 @@ pub(super) fn chain<S: Source>(feed: &Feed<S>, id: u64) -> bool {
     })
 }
 
+/// This thread's chain, as [`open_chain`] found it: [`close_chain`] puts it back.
+pub(super) type Chain = (usize, Option<u64>);
+
+/// No chain open.
+pub(super) const NO_CHAIN: Chain = (0, None);
+
+/// Opens this thread's chain for an answer to one of `feed`'s reads: the first read that
+/// answer issues is kept for this thread ([`chain`]). Returns the chain it replaces (another
+/// feed's answer this one is nested in: a hosted-mode answer given from inside a callback).
+pub(super) fn open_chain<S: Source>(feed: &Feed<S>) -> Chain {
+    CHAIN.with(|c| c.replace((feed as *const Feed<S> as usize, None)))
+}
+
+/// Closes this thread's chain, putting `outer` back: the read kept for it, if any.
+pub(super) fn close_chain(outer: Chain) -> Option<u64> {
+    CHAIN.with(|c| c.replace(outer)).1
+}
+
 /// Armed while a load runs: dropped armed, the load ended its thread (a forced unwind runs
 /// this on its way out) and the read must be answered by someone else.
 struct InLoad<'a, S: Source> {
@@ -116,20 +134,17 @@ impl<S: Source> Feed<S> {
             IN_LOAD.with(|c| c.set(self as *const Feed<S> as usize));
             let loaded = self.source.load(&read);
             IN_LOAD.with(|c| c.set(0));
-            match loaded {
-                Outcome::Page(_) | Outcome::Refused { .. } => self.tally.handed_out(),
-                Outcome::Failed => self.tally.failed(),
-            }
+            self.count_outcome(&loaded);
             guard.armed = false;
             drop(guard);
-            CHAIN.with(|c| c.set((self as *const Feed<S> as usize, None)));
+            open_chain(self);
             self.answer(&read, loaded);
         }
     }
 
     /// The next read to load, or `None` once the feed closes (the worker is then done).
     fn next_read(&self, me: u64) -> Option<S::Read> {
-        let chained = CHAIN.with(|c| c.replace((0, None))).1;
+        let chained = close_chain(NO_CHAIN);
         let mut st = self.state();
         set_busy(&mut st, me, false);
         if let Some(id) = chained {
@@ -187,9 +202,17 @@ impl<S: Source> Feed<S> {
         }
     }
 
+    /// Counts what a load returned: a page handed out, or a failure.
+    pub(super) fn count_outcome(&self, loaded: &Outcome) {
+        match loaded {
+            Outcome::Page(_) | Outcome::Refused { .. } => self.tally.handed_out(),
+            Outcome::Failed => self.tally.failed(),
+        }
+    }
+
     /// Answers `read` with what its load returned, unless a cancel hint answered it first
     /// (then the page goes back to the host).
-    fn answer(&self, read: &S::Read, loaded: Outcome) {
+    pub(super) fn answer(&self, read: &S::Read, loaded: Outcome) {
         let id = read.read_id();
         let mine = {
             let mut st = self.state();
@@ -199,9 +222,11 @@ impl<S: Source> Feed<S> {
             // Counted until the answer is given, or the page handed back (the host's
             // `release` runs in both): a close waits for it, whether or not the read was mine.
             st.answering += 1;
-            ANSWERING.with(|c| c.set(self as *const Feed<S> as usize));
             mine
         };
+        // Another feed's answer this one is nested in (a hosted-mode answer given from inside
+        // a callback) is that feed's again once this one is given.
+        let outer = ANSWERING.with(|c| c.replace(self as *const Feed<S> as usize));
         let urgent = match (mine, self.ledger()) {
             (true, Some(ledger)) => match loaded {
                 Outcome::Refused { acquisition, code } => {
@@ -272,7 +297,7 @@ impl<S: Source> Feed<S> {
                 false
             }
         };
-        ANSWERING.with(|c| c.set(0));
+        ANSWERING.with(|c| c.set(outer));
         // Counted running until its page is accounted for (accepted or given back), and
         // before a close waiting for this answer can return.
         self.tally.load_ended();

@@ -191,7 +191,7 @@ impl CRead {
 }
 
 /// The host's side of the feed: its load and release.
-struct CSource {
+pub(super) struct CSource {
     host: HostFns,
     /// The last load that failed: its read id and the value it returned (for
     /// `loader_explain`).
@@ -615,6 +615,23 @@ impl Entry {
     pub(super) fn jobs(&self) -> Option<&Arc<Hub<CRead>>> {
         self.feed.source().jobs.as_ref()
     }
+
+    /// The feed.
+    pub(super) fn feed(&self) -> &Arc<Feed<CSource>> {
+        &self.feed
+    }
+}
+
+/// Who runs a feed's loads.
+#[derive(Clone, Copy)]
+pub(super) enum Mode {
+    /// The feed's own workers, through `config->load` (`loader_feed_new`).
+    Own,
+    /// Job mode: the feed's workers hand each load to a host thread, calling this `ready`
+    /// after each job is queued (`loader_feed_new_jobs`).
+    Jobs(super::feed_jobs::loader_feed_ready_fn),
+    /// Hosted mode: the host's threads are the workers (`loader_feed_new_hosted`).
+    Hosted,
 }
 
 fn problem_code(p: Problem) -> loader_result {
@@ -660,29 +677,33 @@ pub unsafe extern "C" fn loader_feed_new(
     // No callback runs while a feed is made: all of it inside the panic boundary.
     // SAFETY: forwarded contract.
     boundary(loader_result::Panic, || unsafe {
-        create(config, out, None)
+        create(config, out, Mode::Own)
     })
 }
 
-/// `loader_feed_new`'s work; with `jobs`, `loader_feed_new_jobs`'s (its `ready`).
+/// `loader_feed_new`'s work, `loader_feed_new_jobs`'s and `loader_feed_new_hosted`'s, by
+/// `mode`.
 ///
 /// # Safety
 /// As `loader_feed_new`.
 pub(super) unsafe fn create(
     config: *const loader_feed_config,
     out: *mut loader_feed_handle,
-    jobs: Option<loader_changed_fn>,
+    mode: Mode,
 ) -> loader_result {
     // SAFETY: by this function's contract.
     let (cfg, out) = match unsafe { (read_in(config), Out::required(out)) } {
         (Ok(c), Ok(o)) => (c, o),
         (Err(e), _) | (_, Err(e)) => return e,
     };
-    if (cfg.load.is_none() && jobs.is_none()) || cfg.release.is_none() {
+    if (cfg.load.is_none() && matches!(mode, Mode::Own)) || cfg.release.is_none() {
         return loader_result::MissingCallback;
     }
     let host = HostFns(cfg);
-    let jobs = jobs.map(|ready| Arc::new(Hub::new(ready_call(host, ready))));
+    let jobs = match mode {
+        Mode::Jobs(ready) => Some(Arc::new(Hub::new(ready_call(host, ready)))),
+        Mode::Own | Mode::Hosted => None,
+    };
     // SAFETY: the host's config, valid by contract when not NULL.
     let timeout_ms = match unsafe { read_in(cfg.loader) } {
         Ok(c) => c.read_timeout_ms,
@@ -690,7 +711,12 @@ pub(super) unsafe fn create(
         Err(e) => return e,
     };
     let load_timeout = (timeout_ms > 0).then(|| Duration::from_millis(timeout_ms));
-    let feed = match Feed::new(
+    let make = if matches!(mode, Mode::Hosted) {
+        Feed::new_hosted
+    } else {
+        Feed::new
+    };
+    let feed = match make(
         CSource {
             host,
             last_failure: Mutex::new(None),
@@ -978,7 +1004,7 @@ pub unsafe extern "C-unwind" fn loader_feed_free(
     }
     let _ = loader_free(e.loader);
     FREEING.write().remove(&feed);
-    let held = e.jobs().map_or(0, super::feed_jobs::held_here);
+    let held = super::feed_jobs::held_here(&e);
     let left = boundary(0, || e.feed.finish_holding(end, held));
     if !out_left_running.is_null() {
         // SAFETY: not NULL, valid for a write by this function's contract.

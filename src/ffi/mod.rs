@@ -21,7 +21,8 @@
 //! - `record`: recording a loader's run to a file (`loader_record`, `LOADER_RECORD`);
 //! - `feed`: the feed's exports (`loader_feed_*`), its loader's callbacks and its threads;
 //! - `feed_jobs`: the feed in job mode (`loader_feed_new_jobs`, `loader_feed_next_job`,
-//!   `loader_feed_complete_job`): its loads run on the host's threads;
+//!   `loader_feed_complete_job`) and in hosted mode (`loader_feed_new_hosted`,
+//!   `loader_feed_complete_next_job`): its loads run on the host's threads;
 //! - `testing`: the test ABI, only with the `testing` cargo feature;
 //! - `unwinding_issue`: tests of an `issue` callback that unwinds, through the C ABI.
 

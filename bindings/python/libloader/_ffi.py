@@ -280,7 +280,8 @@ class loader_feed_counts(_Growable):
 
 
 class loader_feed_job(Structure):
-    """A job of the C feed in job mode (``loader_feed_next_job``): its token and its read."""
+    """A job of the C feed in job or hosted mode (``loader_feed_next_job``): its token and its
+    read."""
 
     _fields_ = [
         ("token", loader_feed_job_token),
@@ -389,6 +390,11 @@ ADDED_FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
                                       POINTER(loader_feed_job)]),
     "loader_feed_complete_job": (c_enum, [loader_feed_job_token, c_int32,
                                           POINTER(loader_load_result)]),
+    # The C feed in hosted mode: the host's threads are its workers.
+    "loader_feed_new_hosted": (c_enum, [POINTER(loader_feed_config), POINTER(loader_feed_handle)]),
+    "loader_feed_complete_next_job": (c_enum, [loader_feed_job_token, c_int32,
+                                               POINTER(loader_load_result), ctypes.c_int64,
+                                               POINTER(loader_feed_job)]),
 }
 """Public functions newer than some builds of the library: declared when the loaded library
 exports them; the method that needs one raises NotImplementedError otherwise."""
