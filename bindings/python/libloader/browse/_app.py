@@ -42,6 +42,7 @@ from textual.reactive import reactive, var
 from textual.screen import ModalScreen
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.timer import Timer
 from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -81,6 +82,14 @@ COUNT_SHARE = 0.05
 a 0.5 s count of 10^7 rows, every 10 s). Between counts the total is shown as approximate
 (``~``); the row numbers on screen stay exact (the first shown row is ranked at each
 commit)."""
+
+HOLD_S = 0.1
+"""How long a keypress's screen waits for its rows: the screen shows the state as it is once
+the keypress's screen is fresh, or after HOLD_S at the latest (then with ``…`` for the rows
+not read yet, and again when they come). A far move whose reads answer within it is painted
+once, its rows, numbers and status together (with a row number's, the prompt closing too),
+not a frame of ``…`` first: each frame painted delays the next by up to Textual's frame time
+(1/60 s), and a frame that closes the prompt costs a layout of the screen."""
 
 AUTO_RETRY_S = 2.0
 """When the loader's automatic retries are spent (a long lock), the poll retries this often
@@ -331,6 +340,7 @@ class RowsView(ScrollView, can_focus=True, inherit_bindings=False):
         width = self.size.width
         x = round(self.scroll_x)
         if y == 0:
+            self.browser._painted()
             strip = shown.header
         else:
             strip = shown.lines[y - 1] if y - 1 < len(shown.lines) else Strip([])
@@ -370,6 +380,12 @@ class StateLine(Static):
 
     def watch_text(self, text: str) -> None:
         self.update(text, layout=False)
+
+    def render(self) -> Any:
+        app = self.app
+        if isinstance(app, Browser):
+            app._painted()
+        return super().render()
 
 
 HELP = """Keys
@@ -599,6 +615,9 @@ class Browser(App[None]):
     gone: "var[Optional[str]]" = var(None)
     """Why the table cannot be shown any more (dropped, renamed, its key changed), or
     None."""
+    asking: "var[Optional[str]]" = var(None)
+    """While a row number or a key is typed: ``"row"`` or ``"key"``. The prompt shows in the
+    status line's place (the screen's class ``asking``); the focus moves at once."""
 
     # What the screen shows, made from the state above by :meth:`_follow_state` and bound
     # to the widgets (data_bind).
@@ -607,7 +626,7 @@ class Browser(App[None]):
     shown: "var[Optional[Shown]]" = var(None)
 
     STATE = ("message", "table", "label", "snap", "top", "cursor", "column", "total",
-             "total_exact", "following", "moving", "started", "gone", "theme")
+             "total_exact", "following", "moving", "started", "gone", "asking", "theme")
     """The attributes the screen is made from (the theme's colours too)."""
 
     CSS = """
@@ -682,8 +701,6 @@ class Browser(App[None]):
         self._invalidated_at: Optional[float] = None
         self.refresh_seconds: List[float] = []
         """For each invalidation the poll made, the time until the view was fresh again."""
-        self.asking: Optional[str] = None
-        """While a row number or a key is typed: ``"row"`` or ``"key"``."""
         self.schema = -1
         self._rerank = False
         """A commit was seen: the first shown row is to be ranked again (row numbers)."""
@@ -692,6 +709,10 @@ class Browser(App[None]):
         """The screen follows the state: a pass of :meth:`_follow_state` is due."""
         self._drawn: Optional[Tuple[Any, ...]] = None
         """What ``shown`` was drawn from (see :meth:`_draw_key`)."""
+        self._unpainted = False
+        """What the screen shows changed, and is not painted yet."""
+        self._hold_timer: Optional[Timer] = None
+        """While a keypress's screen waits for its rows: the end of the wait (HOLD_S)."""
         self._header = ""
         self._spans: List[Tuple[int, int]] = []
         """Each column's first cell and width in a line, past the pinned row numbers."""
@@ -1320,28 +1341,60 @@ class Browser(App[None]):
                 return
             self.cursor = min(max(self.cursor, 0), max(self._shown() - 1, 0))
             self.column = min(max(self.column, 0), max(len(self._columns()) - 1, 0))
-            if self.is_fresh():
-                if self._invalidated_at is not None:
-                    self.refresh_seconds.append(time.monotonic() - self._invalidated_at)
-                    self._invalidated_at = None
-                if self._pending is not None and not self._fresh_pending:
-                    self._fresh_pending = True
-                    self.call_after_refresh(self._painted)
-            self.title_line = inert(
+            fresh = self.is_fresh()
+            if fresh and self._invalidated_at is not None:
+                self.refresh_seconds.append(time.monotonic() - self._invalidated_at)
+                self._invalidated_at = None
+            pending = self._pending
+            if pending is not None and not fresh:
+                wait = pending[1] + HOLD_S - time.perf_counter()
+                if wait > 0:   # the keypress's screen waits for its rows (HOLD_S)
+                    if self._hold_timer is None:
+                        self._hold_timer = self.set_timer(wait, self._hold_over)
+                    return
+            # The prompt's place: with a row number's move, closed in the frame that shows its
+            # rows (one layout, not one for the prompt and one for the rows).
+            self.query_one(RowsView).screen.set_class(self.asking is not None, "asking")
+            changed = False
+            title = inert(
                 f"{self.label} · {self._total_text()} {_plural(self.total, 'row')} by "
                 f"{self.table.key_label} ({', '.join(self.table.key)})")
-            self.status_line = inert(self.status_text())
+            status = inert(self.status_text())
+            if (title, status) != (self.title_line, self.status_line):
+                self.title_line, self.status_line = title, status
+                changed = True
             key = self._draw_key()
             if key != self._drawn:
                 self._drawn = key
                 self.shown = self._draw()
+                changed = True
+            if changed:
+                self._unpainted = True
+            if fresh and pending is not None and not self._fresh_pending:
+                self._fresh_pending = True
+                self.call_after_refresh(self._after_refresh, 3)
         except NoMatches:   # not composed yet, or being torn down
             pass
         finally:
             self._following_state = False
 
+    def _after_refresh(self, tries: int) -> None:
+        """After a refresh: with nothing left to paint (or nothing painted in ``tries``
+        refreshes: a widget hidden), the screen is the fresh one."""
+        if not self._unpainted or tries <= 0:
+            self._painted()
+        elif self._fresh_pending:
+            self.call_after_refresh(self._after_refresh, tries - 1)
+
+    def _hold_over(self) -> None:
+        self._hold_timer = None
+        self._state_changed()
+
     def _painted(self) -> None:
-        """The screen was painted: if a keypress waited for a fresh screen, this is it."""
+        """The screen is painting what :meth:`_follow_state` made (the rows view's first
+        line or a state line is rendered), or there was nothing to paint: if a keypress
+        waited for a fresh screen, this is it."""
+        self._unpainted = False
         if self._fresh_pending and self._pending is not None and self.feed is not None:
             action, t0, read0, fetched0 = self._pending
             self.samples.append(KeySample(action, time.perf_counter() - t0,
@@ -1738,7 +1791,6 @@ class Browser(App[None]):
         prompt = self.query_one(Prompt)
         prompt.value = ""
         prompt.placeholder = "Enter to go, Esc to cancel"
-        self.screen.add_class("asking")
         # At once, not after a refresh (focus() would wait): the keys typed right after
         # reach the prompt, none is lost.
         self.screen.set_focus(prompt)
@@ -1746,7 +1798,6 @@ class Browser(App[None]):
     def end_ask(self) -> None:
         """Closes the prompt; the rows view has the focus again."""
         self.asking = None
-        self.screen.remove_class("asking")
         self.screen.set_focus(self.query_one(RowsView))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
