@@ -3,12 +3,21 @@
 
 The app runs headless under Textual's pilot at 120 x 40. For each move (a line: Down with the
 cursor row on the window's last line, which scrolls a line; a page, the top, the bottom, a row
-number at random depths) the app itself records the time from the
-action's start to the first paint of the rows view with a fresh screen, and the rows the
-loads returned for it. Beside each, in the same run, a baseline: the bare SQL the move needs
-at the least (the keyset query of one window's rows; for a row number and the bottom, also
-the OFFSET query that finds its cursor), timed on its own connection; and the repaint floor:
-Up pressed at the top, which moves nothing but runs the same action and paint. Medians.
+number at random depths) the app itself records the time from the action's start to the paint
+of a fresh screen, and the rows the loads returned for it. Beside each, in the same run:
+
+- the repaint floor: Down with the cursor row mid-window, which reads nothing but draws the
+  rows view again and waits for its paint (Textual paints at most 60 times a second);
+- for a far move (the top, the bottom, a row number), the reads floor: the same moves made on
+  a bare ``aio.Feed`` with the browser's settings and page load (a keyset query in
+  ``asyncio.to_thread``), no UI: the cursor's OFFSET query on a database thread (for a row
+  number and the bottom), ``jump``, ``set_window``, until it settles (the window and its
+  prefetch read, as a fresh screen needs);
+- the bare SQL the move needs at the least (the keyset query of one window's rows; for a row
+  number and the bottom, also the OFFSET query that finds its cursor), on its own connection.
+
+A keypress that changes nothing (Up at the top) is reported too: nothing is drawn or painted
+for it. Medians.
 
     python3 bindings/python/bench_browse.py [--reps 40] [--json]
 """
@@ -22,13 +31,19 @@ import random
 import sqlite3
 import statistics
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
-from libloader.browse._app import PAGE_SIZE, PREFETCH, Browser
+from libloader import aio
+from libloader._enums import Direction
+from libloader._feed import LoadResult
+from libloader._types import Config
+from libloader.browse._app import MAX_PAGES, PAGE_SIZE, PREFETCH, Browser
 from libloader.browse._demo import DEMO_TABLE, create_demo_db
-from libloader.browse._table import Table, open_readonly
+from libloader.browse._table import Row, Table, open_readonly
 
 ROWS = 1_000_000
 
@@ -57,10 +72,47 @@ def baseline(db: Path, tops: List[int], h: int, offset: bool) -> List[float]:
     return out
 
 
+async def reads_floor(db: Path, moves: List[Tuple[str, int]], h: int) -> Dict[str, List[float]]:
+    """Each far move's reads alone, on a bare aio.Feed (see the module's doc): seconds from
+    the move's start until the feed settles, by kind."""
+    local = threading.local()
+
+    def table() -> Table:
+        t = getattr(local, "table", None)
+        if t is None:
+            t = local.table = Table(open_readonly(str(db), check_same_thread=False), DEMO_TABLE)
+        return t
+
+    async def load(cursor: bytes, limit: int, direction: Direction) -> LoadResult[Row]:
+        return await asyncio.to_thread(lambda: table().load(cursor, limit, direction))
+
+    pool = ThreadPoolExecutor(1)
+    loop = asyncio.get_running_loop()
+    out: Dict[str, List[float]] = {}
+    config = Config(page_size=PAGE_SIZE, prefetch_distance=PREFETCH, max_pages=MAX_PAGES)
+    async with aio.Feed(load, config=config) as feed:
+        feed.set_window(0, h)
+        await feed.settled()
+        for kind, top in moves:
+            # From a page away, as the browser's moves start from where the last one ended.
+            t0 = time.perf_counter()
+            if kind == "top":
+                cursor = b""
+            else:
+                cursor = await loop.run_in_executor(pool, table().cursor_at, top, ROWS)
+            feed.jump(cursor, top)
+            feed.set_window(top, h)
+            await feed.settled()
+            out.setdefault(kind, []).append(time.perf_counter() - t0)
+    pool.shutdown()
+    return out
+
+
 async def drive(db: Path, reps: int, seed: int) -> Dict[str, Any]:
     rng = random.Random(seed)
     app = Browser(Table(open_readonly(str(db)), DEMO_TABLE))
     tops: Dict[str, List[int]] = {}
+    order: List[Tuple[str, int]] = []
     async with app.run_test(size=(120, 40)) as pilot:
         async def settle() -> None:
             while not app.is_fresh():
@@ -72,19 +124,27 @@ async def drive(db: Path, reps: int, seed: int) -> Dict[str, Any]:
         plan: List[Any] = []
         labeled: List[Any] = []
         for _ in range(reps):
-            plan += [("line", ("down",)), ("page", ("pagedown",)),
-                     ("go to row", ("colon", *str(rng.randrange(1, ROWS)), "enter")),
-                     ("top", ("home",)), ("still", ("up",)), ("bottom", ("end",))]
+            # A line and a page after a row number, away from the table's end (at its end
+            # they move nothing); Up at the top moves nothing.
+            plan += [("go to row", ("colon", *str(rng.randrange(1, ROWS - 1000)), "enter")),
+                     ("line", ("down",)), ("page", ("pagedown",)), ("bottom", ("end",)),
+                     ("top", ("home",)), ("nothing", ("up",)), ("floor", ("down",))]
         for kind, keys in plan:
             if kind == "line":
                 # ↓ moves the cursor row; on the window's last line it scrolls a line.
                 app.cursor = app.height - 1
+                await settle()
+            elif kind == "floor":
+                # Mid-window, ↓ moves the cursor row only: the rows view is drawn again.
+                app.cursor = app.height // 2
+                await settle()
             before = len(app.samples)
             await pilot.press(*keys)
             await settle()
             while len(app.samples) == before:
                 await pilot.pause(0.001)
             tops.setdefault(kind, []).append(app.top)
+            order.append((kind, app.top))
             labeled.append((kind, app.samples[-1]))
         # Live: another connection commits a change to a row on screen; the time until the
         # screen shows it (the data_version poll, every poll_interval, then the repair).
@@ -109,17 +169,27 @@ async def drive(db: Path, reps: int, seed: int) -> Dict[str, Any]:
     result["live_max_ms"] = max(live) * 1000
     result["live_n"] = len(live)
     result["poll_ms"] = app.poll_interval * 1000
-    floor = statistics.median(x.seconds for k, x in labeled if k == "still")
+    floor = statistics.median(x.seconds for k, x in labeled if k == "floor")
     result["repaint_floor_ms"] = floor * 1000
+    result["nothing_ms"] = statistics.median(x.seconds for k, x in labeled
+                                             if k == "nothing") * 1000
+    far = [(k, top) for k, top in order if k in ("go to row", "top", "bottom")]
+    reads = await reads_floor(db, far, h)
     for kind in ("line", "page", "go to row", "top", "bottom"):
         s = [x for k, x in labeled if k == kind]
         base = baseline(db, tops[kind], h, offset=kind in ("go to row", "bottom"))
         med = statistics.median(x.seconds for x in s)
         bmed = statistics.median(base)
-        result["moves"][kind] = {
+        m = result["moves"][kind] = {
             "n": len(s), "median_ms": med * 1000, "baseline_ms": bmed * 1000,
-            "ratio": med / bmed, "over_floor": med / floor, "rows_read_max": max(x.rows_read for x in s),
+            "ratio": med / bmed, "over_floor": med / floor,
+            "rows_read_max": max(x.rows_read for x in s),
             "rows_fetched_max": max(x.rows_fetched for x in s)}
+        if kind in reads:
+            rmed = statistics.median(reads[kind])
+            m["reads_ms"] = rmed * 1000
+            m["over_reads"] = med / rmed
+            m["over_reads_and_floor"] = med / (rmed + floor)
     return result
 
 
@@ -139,13 +209,18 @@ def main() -> int:
     print(f"libloader-browse on {ROWS:,} rows, 120x40 headless: window {r['window']} rows, "
           f"page {r['page_size']}, prefetch {r['prefetch']}; "
           f"budget window + 2 prefetch + 2 pages = {r['budget']} rows")
-    print(f"repaint floor (Up at the top: no row moves, the same repaint): "
-          f"{r['repaint_floor_ms']:.2f} ms median")
+    print(f"repaint floor (Down mid-window: the rows view drawn and painted again, nothing "
+          f"read): {r['repaint_floor_ms']:.2f} ms median")
+    print(f"a key that changes nothing (Up at the top: nothing drawn): {r['nothing_ms']:.2f} ms")
     print(f"{'move':<10} {'n':>4} {'key->fresh screen':>18} {'/ floor':>8} {'bare SQL':>10} "
-          f"{'rows read (max)':>16} {'rows fetched (max)':>19}")
+          f"{'rows read (max)':>16} {'rows fetched (max)':>19} {'reads alone':>12} "
+          f"{'/ reads':>8} {'/ (reads + floor)':>18}")
     for kind, m in r["moves"].items():
+        extra = (f" {m['reads_ms']:>9.2f} ms {m['over_reads']:>7.2f}x "
+                 f"{m['over_reads_and_floor']:>17.2f}x" if "reads_ms" in m else "")
         print(f"{kind:<10} {m['n']:>4} {m['median_ms']:>15.2f} ms {m['over_floor']:>7.2f}x "
-              f"{m['baseline_ms']:>7.2f} ms {m['rows_read_max']:>16} {m['rows_fetched_max']:>19}")
+              f"{m['baseline_ms']:>7.2f} ms {m['rows_read_max']:>16} {m['rows_fetched_max']:>19}"
+              + extra)
     print(f"another connection's commit to a row on screen, until the screen shows it: "
           f"{r['live_ms']:.0f} ms median, {r['live_max_ms']:.0f} ms at most over {r['live_n']} "
           f"commits (data_version polled every {r['poll_ms']:.0f} ms)")

@@ -112,8 +112,7 @@ def test_hostile_values_are_inert_on_the_pilot_screen(tmp_path: Path) -> None:
             # The status line and a message that quotes a hostile key are inert too.
             await pilot.press("slash", *"abc", "enter")
             await pilot.pause()
-            app.message = "bad \x1b[2J value"
-            app._show()
+            app.message = "bad \x1b[2J value"   # the status line follows (reactive)
             await pilot.pause()
             assert "\\x1b[2J" in app.status_text()
             for line in screen_lines(app):

@@ -10,6 +10,12 @@ when the thread is done, and a key pressed meanwhile is answered at once); a far
 cursor, the poll, the count and the rank run in Textual workers whose queries run in threads.
 Every ``poll_interval`` seconds the app reads ``PRAGMA data_version``; when another connection
 has committed, it invalidates the feed and counts the rows again.
+
+The app's state (the first shown row, the cursor row and column, the row count, the feed's
+latest view, the table, the far move in flight, ...) is reactive: setting an attribute is all
+a change takes. Once per batch of changes the title, the status line and the rows view's lines
+are made from it (the lines only when what they are drawn from changed) and reach the widgets
+by data binding; Textual repaints what changed.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import time
 import unicodedata
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple, TypeVar, Union
+from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple, TypeVar, Union, cast
 
 from rich.cells import cell_len, set_cell_size
 from rich.style import Style
@@ -32,10 +38,11 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.css.query import NoMatches
 from textual.events import Click, Key, MouseScrollDown, MouseScrollUp
 from textual.geometry import Size
-from textual.reactive import var
+from textual.reactive import reactive, var
 from textual.screen import ModalScreen
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.timer import Timer
 from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -75,6 +82,14 @@ COUNT_SHARE = 0.05
 a 0.5 s count of 10^7 rows, every 10 s). Between counts the total is shown as approximate
 (``~``); the row numbers on screen stay exact (the first shown row is ranked at each
 commit)."""
+
+HOLD_S = 0.1
+"""How long a keypress's screen waits for its rows: the screen shows the state as it is once
+the keypress's screen is fresh, or after HOLD_S at the latest (then with ``…`` for the rows
+not read yet, and again when they come). A far move whose reads answer within it is painted
+once, its rows, numbers and status together (with a row number's, the prompt closing too),
+not a frame of ``…`` first: each frame painted delays the next by up to Textual's frame time
+(1/60 s), and a frame that closes the prompt costs a layout of the screen."""
 
 AUTO_RETRY_S = 2.0
 """When the loader's automatic retries are spent (a long lock), the poll retries this often
@@ -250,6 +265,10 @@ class RowsView(ScrollView, can_focus=True, inherit_bindings=False):
         Binding("shift+right,L", "scroll_end", "rightmost", show=False),
     ]
 
+    shown: "reactive[Optional[Shown]]" = reactive(None)
+    """What the view shows (bound to the browser's ``shown``): a new value repaints it, and
+    its virtual size and vertical offset follow the table's rows and the window's top."""
+
     def __init__(self, browser: "Browser") -> None:
         super().__init__()
         self.browser = browser
@@ -296,13 +315,16 @@ class RowsView(ScrollView, can_focus=True, inherit_bindings=False):
                 for k in ("header", "escape", "null", "blob", "more", "stale", "cursor",
                           "cell")}
 
-    def follow(self, top: int, rows: int, width: int) -> None:
-        """The browser moved: the virtual size is the table's, the offset its ``top``."""
-        size = Size(width, rows + 1)
+    def watch_shown(self, shown: Optional[Shown]) -> None:
+        """The virtual size is the table's (its rows, the header's width), the vertical
+        offset the window's top."""
+        if shown is None:
+            return
+        size = Size(shown.width, shown.rows + 1)
         if self.virtual_size != size:
             self.virtual_size = size
-        if round(self.scroll_y) != top:
-            self.scroll_to(y=top, animate=False, force=True, immediate=True)
+        if round(self.scroll_y) != shown.top:
+            self.scroll_to(y=shown.top, animate=False, force=True, immediate=True)
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
@@ -312,19 +334,58 @@ class RowsView(ScrollView, can_focus=True, inherit_bindings=False):
             self.browser.scrolled_to(top)
 
     def render_line(self, y: int) -> Strip:
-        b = self.browser
+        shown = self.shown
+        if shown is None:
+            return Strip.blank(self.size.width)
         width = self.size.width
         x = round(self.scroll_x)
         if y == 0:
-            b._painted()
-            strip = b.header_strip()
+            self.browser._painted()
+            strip = shown.header
         else:
-            strip = b.line_strip(y - 1)
+            strip = shown.lines[y - 1] if y - 1 < len(shown.lines) else Strip([])
         if x:
-            pin = b.pinned_cells()
+            pin = shown.pin
             strip = Strip.join([strip.crop(0, pin), strip.crop(pin + x, pin + x + width)])
-        fill = b.header_style if y == 0 else b.cursor_style if y - 1 == b.cursor else None
+        fill = (shown.header_style if y == 0 else
+                shown.cursor_style if y - 1 == shown.cursor else None)
         return strip.adjust_cell_length(width, fill)
+
+
+@dataclass(eq=False, frozen=True)
+class Shown:
+    """What the rows view shows, drawn once per change of what it is drawn from (the
+    window's rows, the top, the cursors, the table, the styles): the header and a line per
+    row of the window, as strips."""
+
+    header: Strip
+    lines: List[Strip]
+    pin: int
+    """The cells at the left that do not scroll sideways: the row numbers."""
+    top: int
+    rows: int
+    """The table's rows as the scrollbar counts them."""
+    width: int
+    """The header's width in cells: the virtual width."""
+    cursor: int
+    header_style: Style
+    cursor_style: Style
+
+
+class StateLine(Static):
+    """A line of text bound to the browser's state (the title, the status line): a change
+    of its ``text`` repaints it, without a layout (its size stays)."""
+
+    text: "reactive[str]" = reactive("", repaint=False)
+
+    def watch_text(self, text: str) -> None:
+        self.update(text, layout=False)
+
+    def render(self) -> Any:
+        app = self.app
+        if isinstance(app, Browser):
+            app._painted()
+        return super().render()
 
 
 HELP = """Keys
@@ -523,9 +584,51 @@ class Browser(App[None]):
     ENABLE_COMMAND_PALETTE = False
     """The footer's room goes to the browser's own keys."""
 
+    # The browser's state. Each is reactive: setting one, wherever, is all a change takes;
+    # the screen follows (:meth:`_follow_state`, once per batch of changes, sets the title,
+    # the status line and what the rows view shows, which are bound to the widgets).
     message: "var[str]" = var("")
-    """What the status line says first (a failure, what to do): reactive, so the status
-    line shows it as soon as it is set, wherever."""
+    """What the status line says first (a failure, what to do)."""
+    table: "var[Table]" = var(cast(Table, None))
+    """The table shown (another after ``t``, or after its columns changed)."""
+    label: "var[str]" = var("")
+    """The title's name of the table (with the file's after ``t``)."""
+    snap: "var[Optional[FeedSnapshot[Row]]]" = var(None, always_update=True)
+    """The feed's latest view (each new one is a change)."""
+    top: "var[int]" = var(0)
+    """The window's first row (from 0): the first shown row."""
+    cursor: "var[int]" = var(0)
+    """The cursor row: its line in the window (from 0). Enter, c and y act on it."""
+    column: "var[int]" = var(0)
+    """The column cursor: the column (from 0, as the header shows them) c copies."""
+    total: "var[int]" = var(0)
+    """The table's rows, as last counted (or read to its end while following)."""
+    total_exact: "var[bool]" = var(True)
+    """The total is the table's count since the last commit seen (else ``~``)."""
+    following: "var[bool]" = var(False)
+    """The feed follows the table's end (``F``): the loader moves the window."""
+    moving: "var[Optional[object]]" = var(None)
+    """While a far move's cursor is read in a worker: its token (a later move replaces it,
+    and the earlier one's answer is dropped)."""
+    started: "var[bool]" = var(False)
+    """The first look at the table (its count and versions) is done."""
+    gone: "var[Optional[str]]" = var(None)
+    """Why the table cannot be shown any more (dropped, renamed, its key changed), or
+    None."""
+    asking: "var[Optional[str]]" = var(None)
+    """While a row number or a key is typed: ``"row"`` or ``"key"``. The prompt shows in the
+    status line's place (the screen's class ``asking``); the focus moves at once."""
+
+    # What the screen shows, made from the state above by :meth:`_follow_state` and bound
+    # to the widgets (data_bind).
+    title_line: "var[str]" = var("")
+    status_line: "var[str]" = var("")
+    shown: "var[Optional[Shown]]" = var(None)
+
+    STATE = ("message", "table", "label", "snap", "top", "cursor", "column", "total",
+             "total_exact", "following", "moving", "started", "gone", "asking", "theme")
+    """The attributes the screen is made from (the theme's colours too)."""
+
     CSS = """
     #title { height: 1; background: $primary; color: $text; padding: 0 1; }
     Footer { height: 1; }
@@ -569,11 +672,6 @@ class Browser(App[None]):
         self.poll_interval = poll_interval
         self.label = title or f"{table.name}"
         self.feed: Optional[aio.Feed[Row]] = None
-        self.snap: Optional[FeedSnapshot[Row]] = None
-        self.top = 0
-        self.total = 0
-        self.total_exact = True
-        """The total is the table's count since the last commit seen (else ``~``)."""
         self._count_due = 0.0
         self._counting = False
         self._ranking = False
@@ -590,13 +688,9 @@ class Browser(App[None]):
         """The thread of the workers' queries other than loads, counts and ranks (the poll,
         a far move's cursor, the schema read again): one at a time, on one connection, so
         ``PRAGMA data_version`` is always read on the same connection."""
-        self.started = False
-        """The first look at the table (its count and versions) is done."""
         self._polling = False
-        self._move: Optional[object] = None
-        """While a far move's cursor is read in a worker: its token (a later move replaces
-        it, and the earlier one's answer is dropped)."""
         self._move_top = 0
+        """Where the far move in flight (``moving``) goes."""
         self.counts = 0
         """Full counts the poll made."""
         self.version = -1
@@ -607,25 +701,19 @@ class Browser(App[None]):
         self._invalidated_at: Optional[float] = None
         self.refresh_seconds: List[float] = []
         """For each invalidation the poll made, the time until the view was fresh again."""
-        self.asking: Optional[str] = None
-        """While a row number or a key is typed: ``"row"`` or ``"key"``."""
-        self.gone: Optional[str] = None
-        """Why the table cannot be shown any more (dropped, renamed, its key changed), or
-        None."""
         self.schema = -1
         self._rerank = False
         """A commit was seen: the first shown row is to be ranked again (row numbers)."""
         self._auto_retry_at = 0.0
+        self._following_state = False
+        """The screen follows the state: a pass of :meth:`_follow_state` is due."""
+        self._drawn: Optional[Tuple[Any, ...]] = None
+        """What ``shown`` was drawn from (see :meth:`_draw_key`)."""
+        self._unpainted = False
+        """What the screen shows changed, and is not painted yet."""
+        self._hold_timer: Optional[Timer] = None
+        """While a keypress's screen waits for its rows: the end of the wait (HOLD_S)."""
         self._header = ""
-        self._header_strip = Strip([])
-        self.header_style = Style(bold=True, reverse=True)
-        self._pin = 0
-        self._lines: List[Strip] = []
-        self.cursor = 0
-        """The cursor row: its line in the window (from 0). Enter, c and y act on it."""
-        self.column = 0
-        """The column cursor: the column (from 0, as the header shows them) c copies."""
-        self.cursor_style = Style()
         self._spans: List[Tuple[int, int]] = []
         """Each column's first cell and width in a line, past the pinned row numbers."""
 
@@ -633,9 +721,9 @@ class Browser(App[None]):
 
     def compose(self) -> ComposeResult:
         # No markup: a table's name, a key or a message in brackets is text, not a style.
-        yield Static(id="title", markup=False)
-        yield RowsView(self)
-        yield Static(id="status", markup=False)
+        yield StateLine(id="title", markup=False).data_bind(text=Browser.title_line)
+        yield RowsView(self).data_bind(shown=Browser.shown)
+        yield StateLine(id="status", markup=False).data_bind(text=Browser.status_line)
         with Horizontal(id="ask"):
             yield Static(id="ask-label", markup=False)
             yield Prompt(self)
@@ -681,10 +769,14 @@ class Browser(App[None]):
         t: Table = local.table
         return t
 
+    def _to_db(self, fn: Callable[..., R], *args: Any) -> "asyncio.Future[R]":
+        """``fn(*args)`` started now on the database thread (see ``_db_pool``)."""
+        return asyncio.get_running_loop().run_in_executor(self._db_pool, fn, *args)
+
     async def _in_db(self, fn: Callable[..., R], *args: Any) -> R:
-        """``fn(*args)`` on the database thread (see ``_db_pool``), awaited: the UI thread
-        goes on answering keys meanwhile."""
-        return await asyncio.get_running_loop().run_in_executor(self._db_pool, fn, *args)
+        """``fn(*args)`` on the database thread, awaited: the UI thread goes on answering
+        keys meanwhile."""
+        return await self._to_db(fn, *args)
 
     async def on_mount(self) -> None:
         load: Any = self.table_load
@@ -701,7 +793,9 @@ class Browser(App[None]):
         self._polling = True
         self.run_worker(self._poll_work(), group="poll", exit_on_error=False)
         self.set_interval(self.poll_interval, self._poll)
-        self._show()
+        for name in self.STATE:
+            self.watch(self, name, self._state_changed, init=False)
+        self._state_changed()
 
     def _first_look(self) -> Tuple[int, int, int]:
         """The table's rows and the database's versions (on the database thread)."""
@@ -721,7 +815,6 @@ class Browser(App[None]):
         if self.start_following and self.query_one(RowsView).size.height > 1:
             self.action_follow()
         self._keep_full()
-        self._show()
 
     async def on_unmount(self) -> None:
         feed, self.feed = self.feed, None   # the timer and the watcher see it gone
@@ -747,7 +840,6 @@ class Browser(App[None]):
             if self.start_following and self.started and not self.feed.following:
                 self.start_following = False
                 self.action_follow()
-            self._show()
 
     async def _watch(self) -> None:
         assert self.feed is not None
@@ -755,7 +847,6 @@ class Browser(App[None]):
             self.snap = snap
             self._follow_top()
             self._keep_full()
-            self._show()
 
     def _cursor_at(self, n: int, total: int) -> bytes:
         """The cursor before row ``n`` (an OFFSET query from the nearer end), waiting for a
@@ -793,6 +884,7 @@ class Browser(App[None]):
         """While the feed follows the table's end, the loader moves the window: the screen's
         top follows it."""
         feed = self.feed
+        self.following = feed is not None and feed.following
         if feed is not None and feed.following:
             state = feed.state
             self.top = state.window_start
@@ -826,7 +918,6 @@ class Browser(App[None]):
         except sqlite3.Error as e:   # a locked database: the next poll tries again
             self.message = failure_message(e, "a look for other programs' commits",
                                            self.table.name)
-            self._show()
             return
         if self.feed is None:
             return
@@ -835,7 +926,6 @@ class Browser(App[None]):
                 self._rank_top()
             if not self.total_exact:
                 self._count()
-                self._show()
             self._auto_retry()
             return
         self.version = v
@@ -859,7 +949,6 @@ class Browser(App[None]):
             self._rerank = True
             self.feed.invalidate()
             self._rank_top()
-        self._show()
 
     def _count(self) -> None:
         """Counts the table's rows in a thread worker (off the UI thread: a count of 10^7
@@ -909,7 +998,6 @@ class Browser(App[None]):
         # Exact if nothing was committed since the count began; else counted again.
         self.total_exact = version == self.version
         self._keep_full()
-        self._show()
 
     def _auto_retry(self) -> None:
         feed = self.feed
@@ -919,7 +1007,6 @@ class Browser(App[None]):
         if now - self._auto_retry_at >= AUTO_RETRY_S:
             self._auto_retry_at = now
             feed.retry()
-            self._show()
 
     def _rank_top(self) -> None:
         """Ranks the first shown row in the table as it is now (a count of the keys before
@@ -968,7 +1055,6 @@ class Browser(App[None]):
         self.top = n
         feed.jump(cursor, n)
         feed.set_window(n, self.height)
-        self._show()
 
     def _reread(self, name: str) -> Optional[Tuple[Table, int]]:
         """Table ``name`` read again (its columns, its key) and its rows, or None when it is
@@ -1017,7 +1103,6 @@ class Browser(App[None]):
             self.top = top
             self.feed.jump(cursor, self.top)
             self.feed.set_window(self.top, self.height)
-            self._show()
             return True
         return False
 
@@ -1025,7 +1110,6 @@ class Browser(App[None]):
         self.gone = why
         self.message = why
         self.notify(inert(why), severity="error", timeout=10)
-        self._show()
 
     # ---- what the screen shows ----
 
@@ -1043,7 +1127,7 @@ class Browser(App[None]):
         the table has."""
         snap = self.snap
         if snap is None or not snap.settled or self.feed is None or self.gone is not None \
-                or self._move is not None or not self.started:
+                or self.moving is not None or not self.started:
             return False
         state = self.feed.state
         if state.window_start != self.top:
@@ -1070,10 +1154,20 @@ class Browser(App[None]):
     def _strip(self, text: Text) -> Strip:
         return Strip(list(text.render(self.console, end="")))
 
-    def _draw(self) -> None:
-        """The header and the window's lines, as strips: made once per change of the view,
-        the window or the size, and painted line by line by :class:`RowsView`. Every value
-        and name is inert (:func:`inert_parts`), and widths are terminal cells."""
+    def _draw_key(self) -> Tuple[Any, ...]:
+        """What the rows view's lines are drawn from: when it is unchanged, so are they (a
+        page read past the window, a status change, a repair that read the same rows)."""
+        state = self.feed.state if self.feed is not None else None
+        end = state.covered_end if state is not None and state.end_of_source else None
+        revalidating = self.snap is not None and self.snap.revalidating
+        return (self.table, self.gone, self.top, self.height, self.cursor, self.column,
+                self.total, end, revalidating, self.theme, tuple(self.window_rows()))
+
+    def _draw(self) -> Shown:
+        """The header and the window's lines, as strips: made once per change of what they
+        are drawn from (:meth:`_draw_key`), and painted line by line by :class:`RowsView`.
+        Every value and name is inert (:func:`inert_parts`), and widths are terminal
+        cells."""
         rows = self.window_rows() if self.gone is None else [None] * self.height
         names = [inert(n) for n in self._columns()]
         widths = [cell_len(n) for n in names]
@@ -1089,14 +1183,10 @@ class Browser(App[None]):
             self._spans.append((x, w))
             x += w + len(SEPARATOR)
         nw = self._number_width()
-        self._pin = nw + len(SEPARATOR)
         head = [cut(n, w).ljust(w + len(cut(n, w)) - cell_len(cut(n, w)))
                 for n, w in zip(names, widths)]
         self._header = "#".rjust(nw) + SEPARATOR + SEPARATOR.join(head)
         styles = self._styles()
-        self.header_style = styles["header"]
-        self.cursor_style = styles["cursor"]
-        self._header_strip = self._strip(Text(self._header, style=self.header_style, end=""))
         state = self.feed.state if self.feed is not None else None
         stale = (styles["stale"] if self.snap is not None and self.snap.revalidating
                  else Style())
@@ -1124,10 +1214,19 @@ class Browser(App[None]):
             if on_cursor:
                 line.stylize(styles["cursor"])
             lines.append(self._strip(line))
-        self._lines = lines
+        return Shown(header=self._strip(Text(self._header, style=styles["header"], end="")),
+                     lines=lines, pin=nw + len(SEPARATOR), top=self.top,
+                     rows=self._last_top() + self.height, width=cell_len(self._header),
+                     cursor=self.cursor, header_style=styles["header"],
+                     cursor_style=styles["cursor"])
 
     def header_text(self) -> str:
         return self._header
+
+    @property
+    def cursor_style(self) -> Style:
+        """The cursor row's style, as last drawn."""
+        return self.shown.cursor_style if self.shown is not None else Style()
 
     def _styles(self) -> Dict[str, Style]:
         try:
@@ -1141,18 +1240,17 @@ class Browser(App[None]):
 
     def pinned_cells(self) -> int:
         """The cells at the left that do not scroll sideways: the row numbers."""
-        return self._pin
+        return self.shown.pin if self.shown is not None else 0
 
     def scrolled_to(self, top: int) -> None:
         """The rows view was scrolled (its scrollbar): the window moves there."""
         self._begin("scrollbar")
         self._guarded("scrolling", lambda: self._scroll_to(top))
 
-    def header_strip(self) -> Strip:
-        return self._header_strip
-
     def line_strip(self, i: int) -> Strip:
-        return self._lines[i] if i < len(self._lines) else Strip([])
+        """The window's line ``i`` as last drawn."""
+        lines = self.shown.lines if self.shown is not None else []
+        return lines[i] if i < len(lines) else Strip([])
 
     def status_text(self) -> str:
         feed = self.feed
@@ -1168,7 +1266,7 @@ class Browser(App[None]):
                      f"past the last row (of {self.total:,})"]
         else:
             parts = [f"rows {self.top + 1:,}–{last:,} of {self._total_text()}"]
-        if feed.following:
+        if self.following:
             parts.append("following")
         if self.is_fresh():
             parts.append("fresh")
@@ -1226,38 +1324,77 @@ class Browser(App[None]):
             return "a repair to start"
         return "nothing"
 
-    def _show(self) -> None:
-        """Redraws, and records a keypress's cost once the screen it asked for is fresh."""
-        fresh = self.is_fresh()
-        if fresh:
-            if self._invalidated_at is not None:
+    def _state_changed(self) -> None:
+        """A state attribute changed (its watcher, for each of ``STATE``): the screen
+        follows once for the changes made in the same turn, after the current message."""
+        if not self._following_state:
+            self._following_state = True
+            self.call_next(self._follow_state)
+
+    def _follow_state(self) -> None:
+        """Makes what the screen shows from the state: the title, the status line and the
+        rows view's lines (drawn again only when what they are drawn from changed), which
+        the widgets are bound to. Records a keypress's cost once the screen it asked for is
+        fresh, after its paint."""
+        try:
+            if not self.is_running or self.feed is None:
+                return
+            self.cursor = min(max(self.cursor, 0), max(self._shown() - 1, 0))
+            self.column = min(max(self.column, 0), max(len(self._columns()) - 1, 0))
+            fresh = self.is_fresh()
+            if fresh and self._invalidated_at is not None:
                 self.refresh_seconds.append(time.monotonic() - self._invalidated_at)
                 self._invalidated_at = None
-            if self._pending is not None:
-                self._fresh_pending = True
-        self.cursor = min(max(self.cursor, 0), max(self._shown() - 1, 0))
-        self.column = min(max(self.column, 0), max(len(self._columns()) - 1, 0))
-        try:
-            self.query_one("#title", Static).update(inert(
+            pending = self._pending
+            if pending is not None and not fresh:
+                wait = pending[1] + HOLD_S - time.perf_counter()
+                if wait > 0:   # the keypress's screen waits for its rows (HOLD_S)
+                    if self._hold_timer is None:
+                        self._hold_timer = self.set_timer(wait, self._hold_over)
+                    return
+            # The prompt's place: with a row number's move, closed in the frame that shows its
+            # rows (one layout, not one for the prompt and one for the rows).
+            self.query_one(RowsView).screen.set_class(self.asking is not None, "asking")
+            changed = False
+            title = inert(
                 f"{self.label} · {self._total_text()} {_plural(self.total, 'row')} by "
-                f"{self.table.key_label} ({', '.join(self.table.key)})"))
-            self.query_one("#status", Static).update(inert(self.status_text()))
-            self._draw()
-            view = self.query_one(RowsView)
-            view.follow(self.top, self._last_top() + self.height,
-                        cell_len(self._header))
-            view.refresh()
+                f"{self.table.key_label} ({', '.join(self.table.key)})")
+            status = inert(self.status_text())
+            if (title, status) != (self.title_line, self.status_line):
+                self.title_line, self.status_line = title, status
+                changed = True
+            key = self._draw_key()
+            if key != self._drawn:
+                self._drawn = key
+                self.shown = self._draw()
+                changed = True
+            if changed:
+                self._unpainted = True
+            if fresh and pending is not None and not self._fresh_pending:
+                self._fresh_pending = True
+                self.call_after_refresh(self._after_refresh, 3)
         except NoMatches:   # not composed yet, or being torn down
             pass
+        finally:
+            self._following_state = False
 
-    def watch_message(self) -> None:
-        try:
-            self.query_one("#status", Static).update(inert(self.status_text()))
-        except NoMatches:   # not composed yet, or being torn down
-            pass
+    def _after_refresh(self, tries: int) -> None:
+        """After a refresh: with nothing left to paint (or nothing painted in ``tries``
+        refreshes: a widget hidden), the screen is the fresh one."""
+        if not self._unpainted or tries <= 0:
+            self._painted()
+        elif self._fresh_pending:
+            self.call_after_refresh(self._after_refresh, tries - 1)
+
+    def _hold_over(self) -> None:
+        self._hold_timer = None
+        self._state_changed()
 
     def _painted(self) -> None:
-        """The rows view is painting: if a keypress waited for a fresh screen, this is it."""
+        """The screen is painting what :meth:`_follow_state` made (the rows view's first
+        line or a state line is rendered), or there was nothing to paint: if a keypress
+        waited for a fresh screen, this is it."""
+        self._unpainted = False
         if self._fresh_pending and self._pending is not None and self.feed is not None:
             action, t0, read0, fetched0 = self._pending
             self.samples.append(KeySample(action, time.perf_counter() - t0,
@@ -1328,11 +1465,10 @@ class Browser(App[None]):
         if not n:
             return
         self.column = (self.column + delta) % n
-        self._show()
         if self.column < len(self._spans):
             start, width = self._spans[self.column]
             view = self.query_one(RowsView)
-            room = max(view.size.width - self._pin - 1, 1)
+            room = max(view.size.width - self.pinned_cells() - 1, 1)
             x = round(view.scroll_x)
             if start < x:
                 view.scroll_to(x=start, animate=False)
@@ -1376,7 +1512,6 @@ class Browser(App[None]):
         except NoKeyError as e:
             self.message = str(e)
             self.notify(inert(self.message), severity="warning", timeout=8)
-            self._show()
             return
         except Exception as e:   # noqa: BLE001 (a lock: said)
             self._failed(f"opening {name}", e)
@@ -1387,12 +1522,11 @@ class Browser(App[None]):
         self.label = f"{self._db_name}: {name}"
         self.total, self.total_exact = total, True
         self.gone, self.message = None, ""
-        self._move = None
+        self.moving = None
         self.top = self.cursor = self.column = 0
         self.query_one(RowsView).scroll_to(x=0, animate=False)
         self.feed.jump(b"", 0)
         self.feed.set_window(0, self.height)
-        self._show()
 
     def action_show_row(self) -> None:
         """Shows the cursor row whole."""
@@ -1414,11 +1548,14 @@ class Browser(App[None]):
     # ---- moves ----
 
     def _begin(self, action: str) -> None:
+        """A keypress's move begins: its cost is recorded once its screen is fresh (looked
+        at after its changes, even if it changes nothing)."""
         assert self.feed is not None
         self._pending = (action, time.perf_counter(), self.feed.stats().items_read,
                          self.fetched)
         self._fresh_pending = False
         self.message = ""
+        self._state_changed()
 
     def _last_top(self) -> int:
         total = self.total
@@ -1430,7 +1567,7 @@ class Browser(App[None]):
     @property
     def base_top(self) -> int:
         """Where a relative move starts: the top, or the one a far move is going to."""
-        return self._move_top if self._move is not None else self.top
+        return self._move_top if self.moving is not None else self.top
 
     def _near(self, top: int) -> bool:
         """The window at ``top`` is within a prefetch of the rows held: the loader reads
@@ -1453,12 +1590,9 @@ class Browser(App[None]):
         if not self._near(top):
             self._far(top, what, then)
             return
-        self._move = None
+        self.moving = None
         self.top = top
-        try:
-            self.feed.set_window(self.top, self.height)
-        finally:
-            self._show()
+        self.feed.set_window(self.top, self.height)
         if then is not None:
             then()
 
@@ -1473,20 +1607,22 @@ class Browser(App[None]):
                 then()
             return
         token = object()
-        self._move, self._move_top = token, top
-        self.run_worker(self._far_work(token, top, self.total, what, then), group="move",
+        self.moving, self._move_top = token, top
+        # The query starts now, not when the worker first runs (a loop turn later, maybe
+        # after a paint).
+        query = self._to_db(self._cursor_at, top, self.total)
+        self.run_worker(self._far_work(token, query, top, what, then), group="move",
                         exit_on_error=False)
-        self._show()
 
-    async def _far_work(self, token: object, top: int, total: int, what: str,
-                        then: Optional[Callable[[], None]]) -> None:
+    async def _far_work(self, token: object, query: "asyncio.Future[bytes]", top: int,
+                        what: str, then: Optional[Callable[[], None]]) -> None:
         try:
-            cursor = await self._in_db(self._cursor_at, top, total)
+            cursor = await query
         except Exception as e:   # noqa: BLE001 (every failure is said, none ends the app)
-            if self._move is token:
+            if self.moving is token:
                 await self._move_failed(what, e)
             return
-        if self._move is not token:
+        if self.moving is not token:
             return
         self._jump(cursor, top)
         if then is not None:
@@ -1494,18 +1630,17 @@ class Browser(App[None]):
 
     def _jump(self, cursor: bytes, top: int) -> None:
         """The far move's cursor is read: the view is rebuilt there."""
-        self._move = None
+        self.moving = None
         if self.feed is None or self.gone is not None:
             return
         self.top = top
         self.feed.jump(cursor, top)
         self.feed.set_window(top, self.height)
-        self._show()
 
     async def _move_failed(self, what: str, e: BaseException) -> None:
         """A far move's query failed: a table gone is said as such (looked at on the
         database thread), any other failure as a message."""
-        self._move = None
+        self.moving = None
         self._pending = None
         if isinstance(e, sqlite3.Error):
             try:
@@ -1533,20 +1668,22 @@ class Browser(App[None]):
         assert self.feed is not None
         values = self.table.parse_key(text)
         token = object()
-        self._move, self._move_top = token, self.top
-        self.run_worker(self._key_work(token, values), group="move", exit_on_error=False)
+        self.moving, self._move_top = token, self.top
+        query = self._to_db(self._locate_key, values)   # started now, as a far move's
+        self.run_worker(self._key_work(token, query), group="move", exit_on_error=False)
 
-    async def _key_work(self, token: object, values: Tuple[Any, ...]) -> None:
+    async def _key_work(self, token: object,
+                        query: "asyncio.Future[Tuple[bytes, int]]") -> None:
         try:
-            cursor, n = await self._in_db(self._locate_key, values)
+            cursor, n = await query
         except Exception as e:   # noqa: BLE001 (every failure is said, none ends the app)
-            if self._move is token:
+            if self.moving is token:
                 await self._move_failed("going to a key", e)
             return
-        if self._move is not token:
+        if self.moving is not token:
             return
         if n > max(self.total - self.height, 0):
-            self._move = None
+            self.moving = None
             self.go_to(n, "going to a key")
             return
         self.cursor = 0
@@ -1564,7 +1701,6 @@ class Browser(App[None]):
     def _failed(self, what: str, e: BaseException) -> None:
         self.message = failure_message(e, what, self.table.name)
         self.notify(inert(self.message), severity="error", timeout=6)
-        self._show()
 
     def action_cursor(self, delta: int) -> None:
         """↓ / ↑: the cursor a row down / up; past the window's edge the view scrolls a line
@@ -1573,7 +1709,6 @@ class Browser(App[None]):
         if 0 <= new < self._shown():
             self._begin("cursor")
             self.cursor = new
-            self._show()
             return
         self.action_line(delta)
 
@@ -1623,7 +1758,6 @@ class Browser(App[None]):
             if self.feed is not None:
                 self.feed.follow()
                 self._follow_top()
-                self._show()
         self._guarded("following", lambda: self.go_to(self.total, "going to the bottom", pin))
 
     def action_retry(self) -> None:
@@ -1635,7 +1769,6 @@ class Browser(App[None]):
             return
         self.message = ""
         self.feed.retry()
-        self._show()
 
     async def _read_again(self) -> None:
         try:
@@ -1658,7 +1791,6 @@ class Browser(App[None]):
         prompt = self.query_one(Prompt)
         prompt.value = ""
         prompt.placeholder = "Enter to go, Esc to cancel"
-        self.screen.add_class("asking")
         # At once, not after a refresh (focus() would wait): the keys typed right after
         # reach the prompt, none is lost.
         self.screen.set_focus(prompt)
@@ -1666,9 +1798,7 @@ class Browser(App[None]):
     def end_ask(self) -> None:
         """Closes the prompt; the rows view has the focus again."""
         self.asking = None
-        self.screen.remove_class("asking")
         self.screen.set_focus(self.query_one(RowsView))
-        self._show()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self._submit_prompt(event.value)
@@ -1703,7 +1833,6 @@ class Browser(App[None]):
 
     def _submit(self, kind: str, text: str) -> None:
         if self.gone is not None:
-            self._show()
             return
         if kind == "row":
             try:
