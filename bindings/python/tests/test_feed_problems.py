@@ -80,9 +80,11 @@ def test_a_stalled_cursor_is_surfaced_at_once(workers: int) -> None:
         # The automatic retry (a 5 ms backoff) may already be running, with no problem until
         # it stalls again (a new read, so a new message): the feed reports the stall whenever
         # it holds, not at every instant.
-        assert wait_until(lambda: feed.problem is not None
-                          and feed.problem.reason == "cursor_stalled"
-                          and repr(src.cursor_at(10)) in feed.problem.message)
+        def stalled_now() -> bool:
+            now = feed.problem   # read once: the retry may clear it between two reads
+            return (now is not None and now.reason == "cursor_stalled"
+                    and repr(src.cursor_at(10)) in now.message)
+        assert wait_until(stalled_now)
         assert wait_until(lambda: any(s.problem is not None for s in seen))
         stalled = next(s for s in seen if s.problem is not None)
         assert stalled.problem is not None and stalled.problem.reason == "cursor_stalled"
