@@ -241,18 +241,30 @@ impl Requests {
         self.map.iter().map(|(&id, w)| (id, w))
     }
 
-    /// Records a new request (its id is fresh: the ledger never reuses one).
+    /// Records a new request (its id is fresh: the ledger never reuses one), and returns its
+    /// record where the map keeps it, so that the caller fills it in place (no second lookup).
     #[inline]
-    pub(super) fn insert(&mut self, request: u64, w: Work) {
-        let repair = w.kind != super::Kind::Finite;
-        self.map.insert(request, w);
-        if repair {
-            self.repairs.push(request);
-            if self.repairs.len() >= self.prune_at {
+    pub(super) fn insert(&mut self, request: u64, w: Work) -> &mut Work {
+        if w.kind != super::Kind::Finite {
+            if self.repairs.len() + 1 >= self.prune_at {
+                // Pruned before the new id joins, which is judged by the same rule.
                 let map = &self.map;
                 self.repairs
                     .retain(|id| map.get(id).is_some_and(|w| w.in_view == 0));
+                if w.in_view == 0 {
+                    self.repairs.push(request);
+                }
                 self.prune_at = (2 * self.repairs.len()).max(16);
+            } else {
+                self.repairs.push(request);
+            }
+        }
+        match self.map.entry(request) {
+            std::collections::hash_map::Entry::Vacant(v) => v.insert(w),
+            std::collections::hash_map::Entry::Occupied(o) => {
+                let slot = o.into_mut();
+                *slot = w;
+                slot
             }
         }
     }

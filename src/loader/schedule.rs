@@ -185,7 +185,8 @@ impl Loader {
             self.overshoot_finite(cut);
         }
         let origin = self.view.origin(kind, self.finite_direction, want);
-        let mut w = self.pools.work(kind, epoch);
+        // Filled in where the map keeps it: the record is not moved again after the insert.
+        let w = self.requests.insert(id, self.pools.work(kind, epoch));
         w.direction = origin.direction;
         w.target = origin.target;
         w.back_target = origin.back_target;
@@ -195,7 +196,6 @@ impl Loader {
         w.jump = origin.jump;
         w.ranged = origin.ranged;
         w.until = origin.until;
-        self.requests.insert(id, w);
         if origin.ranged == Some(None) {
             // Nothing held changed: the repair reads nothing and commits now, keeping every
             // page (the view is current again).
@@ -204,7 +204,6 @@ impl Loader {
             let _ = self.settle_ranged(id, false);
             return;
         }
-        let w = self.requests.live(id);
         let limit = self.config.page_size;
         self.reads
             .issue(id, w, origin.cursor, limit, self.now, &mut self.out);
@@ -230,8 +229,7 @@ impl Loader {
         }
         w.step += 1;
         self.out.stats.resumed += 1;
-        self.requests.insert(id, w);
-        let w = self.requests.live(id);
+        let w = self.requests.insert(id, w);
         let limit = self.config.page_size;
         self.reads
             .issue(id, w, from, limit, self.now, &mut self.out);
