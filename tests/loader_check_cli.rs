@@ -242,3 +242,30 @@ fn the_design_quotes_the_trace_loader_check_prints() {
         "docs/DESIGN.md must quote, verbatim, what `loader-check --rules current` prints:\n{block}"
     );
 }
+
+/// The deepest level's states are judged as they are found, not stored (`src/check/explore.rs`):
+/// a violation that only a progress walk from a state at the deepest level sees (a ranged change
+/// that re-reads pages outside the window, `rangedRereadsOutside`, 2 events) is still reported,
+/// with its shortest trace, when that level is the last one explored; one level less sees none.
+#[test]
+fn a_violation_at_the_deepest_level_is_reported() {
+    let args = |depth: &'static str| {
+        [
+            "--loader",
+            "--part",
+            "bound",
+            "--mutant",
+            "rangedRereadsOutside",
+            "--max-depth",
+            depth,
+        ]
+    };
+    let (code, out) = run(&args("2"));
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("VIOLATED ranged_cost:"), "{out}");
+    assert!(out.contains("shortest trace (2 events):"), "{out}");
+    assert!(!out.contains("shortest trace (1 events):"), "{out}");
+    let (code, out) = run(&args("1"));
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("every property holds"), "{out}");
+}

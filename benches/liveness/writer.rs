@@ -14,9 +14,14 @@
 //!
 //! So every retry comes after the writer's next changes, and a repair failure's retry is a
 //! full read (an invalidation since the failure raises the debt to full,
-//! `unifiedMinRepairRetry`). The last row is the same run with a host that retries at once,
-//! as soon as an answer leaves a failure to retry, before the writer's next change: there the
-//! repair retry resumes the failed repair.
+//! `unifiedMinRepairRetry`). A row is the same run with a host that retries at once,
+//! as soon as an answer leaves a failure to retry, before the writer's next change.
+//!
+//! The last rows are the same writer over reads of 1 ms (a local database): five rounds of
+//! answers between two changes, so a repair (two or three reads) usually ends before the next
+//! change, and a repair read that fails is retried (by the backoff timer, 1 ms) before it: the
+//! case the repair retry is for, which resumes the repair at the failed read (a chain read)
+//! where the rules before it read the window again (a full read).
 
 use crate::common::rng::Rng;
 use loader::sim::{Host, Op, Source};
@@ -24,8 +29,28 @@ use loader::Config;
 
 /// Changes per trial.
 pub const CHANGES: u64 = 1_000;
-/// Changes made while a read is out: 200 changes a second, reads of `5 * CHANGES_PER_READ` ms.
-pub const CHANGES_PER_READ: u64 = 4;
+/// How changes and reads interleave: `changes` changes, then `rounds` rounds of reads (each
+/// answers every read outstanding, or with none retries or ticks).
+#[derive(Clone, Copy)]
+pub struct Pace {
+    pub changes: u64,
+    pub rounds: u64,
+    /// A read's time, in ms, at 200 changes a second.
+    pub read_ms: u64,
+}
+
+/// Reads of 20 ms: four changes while a read is out.
+pub const SLOW: Pace = Pace {
+    changes: 4,
+    rounds: 1,
+    read_ms: 20,
+};
+/// Reads of 1 ms: five rounds of reads between two changes.
+pub const FAST: Pace = Pace {
+    changes: 1,
+    rounds: 5,
+    read_ms: 1,
+};
 /// Seeded trials per rate.
 pub const TRIALS: u64 = 10;
 /// Failure rates, in percent of reads.
@@ -35,6 +60,7 @@ pub const FACTOR: f64 = 1.5;
 
 /// One row: a failure rate and the mean reads by kind.
 pub struct Writer {
+    pub pace: Pace,
     pub percent: u64,
     /// The host retries at once, before the writer's next change.
     pub prompt: bool,
@@ -85,7 +111,12 @@ fn step(h: &mut Host, rng: &mut Rng, percent: u64, prompt: bool) -> Result<(), S
     h.apply(op)
 }
 
-fn trial(seed: u64, percent: u64, prompt: bool) -> Result<([u64; 3], u64, u64), String> {
+fn trial(
+    seed: u64,
+    pace: Pace,
+    percent: u64,
+    prompt: bool,
+) -> Result<([u64; 3], u64, u64), String> {
     let config = Config {
         page_size: 50,
         prefetch_distance: 50,
@@ -110,8 +141,10 @@ fn trial(seed: u64, percent: u64, prompt: bool) -> Result<([u64; 3], u64, u64), 
             }
         };
         h.apply(change)?;
-        if (i + 1) % CHANGES_PER_READ == 0 {
-            step(&mut h, &mut rng, percent, prompt)?;
+        if (i + 1) % pace.changes == 0 {
+            for _ in 0..pace.rounds {
+                step(&mut h, &mut rng, percent, prompt)?;
+            }
         }
     }
     h.settle_down()?;
@@ -121,17 +154,22 @@ fn trial(seed: u64, percent: u64, prompt: bool) -> Result<([u64; 3], u64, u64), 
     Ok(([0, 1, 2].map(|k| after[k] - before[k]), items, resumed))
 }
 
-/// Every rate's row, then the last rate's with a host that retries at once.
+/// At each pace, every rate's row, then, for slow reads, the last rate's with a host that
+/// retries at once (with fast reads every retry comes before the next change anyway).
 pub fn table() -> Result<Vec<Writer>, String> {
     let last = RATES[RATES.len() - 1];
-    RATES
-        .iter()
-        .map(|&percent| (percent, false))
-        .chain([(last, true)])
-        .map(|(percent, prompt)| {
+    let rows = |pace: Pace, prompt_row: bool| {
+        RATES
+            .iter()
+            .map(move |&percent| (pace, percent, false))
+            .chain(prompt_row.then_some((pace, last, true)))
+    };
+    rows(SLOW, true)
+        .chain(rows(FAST, false))
+        .map(|(pace, percent, prompt)| {
             let (mut sum, mut items, mut resumed) = ([0u64; 3], 0, 0);
             for seed in 0..TRIALS {
-                let (t, n, r) = trial(0x5eed_0000 + seed, percent, prompt)?;
+                let (t, n, r) = trial(0x5eed_0000 + seed, pace, percent, prompt)?;
                 for k in 0..3 {
                     sum[k] += t[k];
                 }
@@ -139,6 +177,7 @@ pub fn table() -> Result<Vec<Writer>, String> {
                 resumed += r;
             }
             Ok(Writer {
+                pace,
                 percent,
                 prompt,
                 issued: sum.map(|n| n as f64 / TRIALS as f64),

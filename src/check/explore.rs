@@ -168,8 +168,31 @@ fn explore_one(s: &Settings, dedup: Dedup) -> Report {
         t.reverse();
         t
     };
-    for level in 0..=s.depth {
+    if s.depth == 0 {
+        // The start state alone: judged below as the last level.
+        frontier.clear();
+        r.states = 1;
+        if let Err((property, message)) =
+            guarded(|| progress(&s.start(), s, walks.as_mut(), host_key))
+        {
+            r.violations.push(Violation {
+                property,
+                message,
+                settings: *s,
+                trace: Vec::new(),
+            });
+        }
+        return r;
+    }
+    for level in 0..s.depth {
         r.depth = level;
+        // The states of the last level are not expanded: each is judged (progress) as it is
+        // found and dropped, so that the frontier never holds the widest level's states, only
+        // their fingerprints in `seen` (memory, docs/DESIGN.md). A progress violation found
+        // there waits for the rest of this level, whose own violations have shorter traces
+        // or come first in breadth-first order, as they did when the last level was stored.
+        let last = level + 1 == s.depth;
+        let mut deferred: Option<Violation> = None;
         let mut next = Vec::new();
         for (node, st, host_key) in frontier.drain(..) {
             r.states += 1;
@@ -184,9 +207,6 @@ fn explore_one(s: &Settings, dedup: Dedup) -> Report {
                     });
                     return r;
                 }
-            }
-            if level == s.depth {
-                continue;
             }
             for e in enabled(&st, s) {
                 r.transitions += 1;
@@ -204,6 +224,26 @@ fn explore_one(s: &Settings, dedup: Dedup) -> Report {
                     }
                 });
                 match judged {
+                    Ok(Some(host_key)) if last => {
+                        r.states += 1;
+                        r.depth = s.depth;
+                        if deferred.is_some() {
+                            continue;
+                        }
+                        match guarded(|| progress(&succ, s, walks.as_mut(), host_key)) {
+                            Ok(n) => r.worst_progress = r.worst_progress.max(n),
+                            Err((property, message)) => {
+                                let mut t = trace(&nodes, node);
+                                t.push(e);
+                                deferred = Some(Violation {
+                                    property,
+                                    message,
+                                    settings: *s,
+                                    trace: t,
+                                });
+                            }
+                        }
+                    }
                     Ok(Some(host_key)) => {
                         nodes.push((node, Some(e)));
                         next.push(((nodes.len() - 1) as u32, succ, host_key));
@@ -223,9 +263,14 @@ fn explore_one(s: &Settings, dedup: Dedup) -> Report {
                 }
             }
         }
+        if let Some(v) = deferred {
+            r.violations.push(v);
+            return r;
+        }
         if next.is_empty() {
             break;
         }
+        r.depth = level + 1;
         frontier = next;
     }
     r
