@@ -447,7 +447,7 @@ pub(super) fn progress(
         let mut first = start;
         // The cursor the faulty host repeats, or whose reads fail, once chosen.
         let mut at: Option<Vec<u8>> = None;
-        // The walk ended with the loader waiting for the host (`RepeatsWithItems`).
+        // The walk ended with the loader waiting for the host (a faulty host's walk only).
         let mut waits = false;
         loop {
             if let Some(w) = walks.as_deref_mut() {
@@ -572,9 +572,9 @@ fn not_settled(s: &Settings, bound: usize) -> String {
 /// it repeats, or whose reads fail, once the walk chose it). [`super::HostFault::RepeatsWithItems`]:
 /// the first forward read whose page has items names the cursor; a forward read there with
 /// items is answered with them and its own cursor. [`super::HostFault::CursorGone`]: the first
-/// read at a cursor that names an item of the source, other than the view's anchor, names
-/// the cursor, and its item is deleted (unreported: the view may be stale, `lied`); every
-/// read there fails. Other reads are answered honestly, from the source as it is.
+/// page read (`Kind::Finite`) at a cursor that names an item of the source names the cursor,
+/// and its item is deleted (unreported: the view may be stale, `lied`); every read there, of
+/// any kind, fails. Other reads are answered honestly, from the source as it is.
 fn faulty_answer(
     h: &mut crate::sim::Host,
     read_id: u64,
