@@ -131,9 +131,10 @@ check: test-lib | $(OUT)
 	$(call violates,--rules mutantRepairOvertaken --no-model-bounds,RepairFailureQuiet)
 	./$(TEST_DIR)/loader-check --impl --max-epoch 3 --ids 6
 	# The production Loader, explored exhaustively over the quick grid of small sources and
-	# settings (src/check: every host event interleaving to depth 9, 10 for the bound grid
-	# and 12 for the far grid, every property after every event and progress from every
-	# state); `--deep` is the longer run.
+	# settings (src/check: every host event interleaving to depth 9, 10 for the bound grid,
+	# 12 for the far grid and 6 for the fault grid, every property after every event and
+	# progress from every state, in the fault grid with a host that repeats a cursor or loses
+	# one for good); `--deep` is the longer run.
 	./$(TEST_DIR)/loader-check --loader
 	# The loader's mutants (src/loader/mutant.rs; docs/DESIGN.md, "The loader checker finds
 	# what the fuzzer found"): with a fix undone, the grid's part made for it finds the defect.
@@ -149,6 +150,12 @@ check: test-lib | $(OUT)
 	# The pump's shortcut misapplied (an answer that settles current skipping the pump as one
 	# that reads on does): the guard that checks each skip against a pump run on a copy panics.
 	$(call loader_violates,--mutant settledSkipsPump --stop-at-first,no_panic)
+	# Issue 35's two retry regressions, each fix undone: a source that repeats its cursor with
+	# items past a page that succeeds is read for ever when any success starts the automatic
+	# retry count again, and a cursor gone for good is read for ever when its page read again
+	# is retried as that page: progress with the faulty hosts runs out of answers.
+	$(call loader_violates,--part faults --mutant retryResetBySuccess --stop-at-first,progress)
+	$(call loader_violates,--part faults --mutant pageRetriedForEver --stop-at-first,progress)
 
 # The loader checker's longer run (not in CI): the deep grid, to depth 9.
 check-deep: test-lib

@@ -4,7 +4,7 @@
 
 #![cfg(feature = "testing")]
 
-use loader::check::{self, grid, Event, HostFault, Property, Settings};
+use loader::check::{self, fault_grid, grid, Event, HostFault, Property, Settings};
 use loader::Config;
 
 fn settings(source: usize, page: u32, window: u64, prefetch: u64) -> Settings {
@@ -283,6 +283,21 @@ fn progress_catches_a_stalling_source() {
     let mut s = settings(3, 1, 1, 0);
     s.fault = Some(HostFault::Stalling);
     fails(&s, &[], Property::Progress);
+}
+
+/// The hosts of issue 35's regressions (a forward read at one cursor answered with its items
+/// and its own cursor; reads at one cursor failing for good, its item gone): from every state
+/// near the start, the loader waits for the host or settles within `fault_bound` answers.
+/// With either fix undone (tests/retry_mutants.rs) the same walks run out of answers.
+#[test]
+fn progress_with_a_repeated_or_lost_cursor_is_bounded() {
+    for mut s in fault_grid(false) {
+        s.depth = 3;
+        let r = check::check(&[s], false, 1, &|_, _| {});
+        assert!(r.violations.is_empty(), "{:?}: {:?}", s.fault, r.violations);
+        assert!(r.worst_progress <= s.fault_bound());
+        assert!(s.fault_bound() >= s.progress_bound());
+    }
 }
 
 /// A trace with an event that is not enabled is refused, not run.

@@ -72,6 +72,26 @@ pub enum HostFault {
     /// Once the source stops changing, every read is answered with its own cursor
     /// (`progress` fails).
     Stalling,
+    /// A forward read at one cursor is answered with its items and the cursor it was asked
+    /// with, every time (a server that repeats the next key, as Paging's "server repeats the
+    /// next key"): in each progress walk, the cursor of the first forward read it answers
+    /// whose page has items; other reads are answered honestly. `progress` asks the loader to
+    /// wait for the host (no read in flight, no timer armed, only the host's retry left, and
+    /// `explain` saying `loader_retry`), or be quiescent, within [`Settings::fault_bound`]
+    /// answers.
+    RepeatsWithItems,
+    /// Reads at one cursor fail for good (a page-token API's 404: the item the cursor names is
+    /// gone): in each progress walk, the cursor of the first page read (`Kind::Finite`) it
+    /// answers that names an item of the source. That item is deleted from the source then,
+    /// unreported (the view is not compared with the source after it: the host did not say),
+    /// and every read at the cursor fails, whatever its kind; other reads are answered
+    /// honestly, from the source as it is, so a read from an anchor before the cursor gets
+    /// fresh cursors past it. The host retries while a page failure is recorded (the failed
+    /// page is read again once, and its failing again reads from the anchor); `progress` asks
+    /// the loader to be quiescent with the window covered, or to wait for the host with
+    /// another failure recorded (the anchor's own cursor gone), within
+    /// [`Settings::fault_bound`] answers.
+    CursorGone,
 }
 
 impl Settings {
@@ -93,10 +113,30 @@ impl Settings {
     /// Honest answers within which progress must reach quiescence: twice the pages from the
     /// source's start to the far end of the farthest window plus prefetch, plus two for the
     /// partial pages at each end, per direction.
-    fn progress_bound(&self) -> usize {
+    pub fn progress_bound(&self) -> usize {
         let page = u64::from(self.config.page_size);
         let span = self.source as u64 + 3 + self.window + 2 * self.config.prefetch_distance;
         (2 * (span.div_ceil(page) + 2)) as usize
+    }
+
+    /// The answers a progress walk may make before the loader must be quiescent or, with a
+    /// faulty host of issue 35, wait for the host. With P = [`Settings::progress_bound`] and
+    /// r = `max_auto_retries`: an honest host (and a `Stalling` one), P.
+    /// [`HostFault::RepeatsWithItems`]: (1 + r)·P, an honest walk's worth for the first stall
+    /// and one for each automatic retry, which reads from the anchor back to the cursor (the
+    /// steps that succeed on the way do not start the count again), after which the loader
+    /// waits. [`HostFault::CursorGone`]: 2·P + 3 + r, an honest walk's worth up to the page
+    /// read at the cursor, that read and the page read again (2), both failing, then the
+    /// full read from the anchor: an honest walk's worth with fresh cursors, or, when the
+    /// anchor's own cursor is the one gone (or a failed full read resumes at it), 1 + r
+    /// failing reads before the loader waits.
+    pub fn fault_bound(&self) -> usize {
+        let p = self.progress_bound();
+        match self.fault {
+            Some(HostFault::RepeatsWithItems) => (1 + self.config.max_auto_retries as usize) * p,
+            Some(HostFault::CursorGone) => 2 * p + 3 + self.config.max_auto_retries as usize,
+            _ => p,
+        }
     }
 
     /// The state the exploration starts from.
@@ -179,7 +219,9 @@ pub(crate) struct State {
 /// and timeouts at their extremes: 5 retries and 10 s, or none and 1 ms), rotating so that
 /// every combination meets four geometries; plus starting points given before the first
 /// call; each to depth 7 with one source change, one move and one fault. `deep` takes
-/// sources of 0, 3 or 5 items and three combinations per geometry, to depth 9.
+/// sources of 0, 3 or 5 items and three combinations per geometry, to depth 9. Then the
+/// grids of the pages-held bound ([`bound_grid`]), of far moves ([`far_grid`]) and of the
+/// faulty hosts of issue 35 ([`fault_grid`]).
 pub fn grid(deep: bool) -> Vec<Settings> {
     let mut out = Vec::new();
     let sources: &[usize] = if deep { &[0, 3, 5] } else { &[0, 2, 4] };
@@ -262,6 +304,7 @@ pub fn grid(deep: bool) -> Vec<Settings> {
     // is far from a one-item window, with and without a bound on the pages held.
     out.extend(bound_grid(deep));
     out.extend(far_grid(deep));
+    out.extend(fault_grid(deep));
     for (source, page_size, max_pages) in [(4, 1, 0), (5, 2, 2)] {
         out.push(Settings {
             config: Config {
@@ -357,4 +400,41 @@ pub fn far_grid(deep: bool) -> Vec<Settings> {
             wide: false,
         })
         .collect()
+}
+
+/// The configurations for the hosts that caused issue 35's two regressions
+/// ([`HostFault::RepeatsWithItems`], [`HostFault::CursorGone`]): progress from every state
+/// with the faulty host's answers, within [`Settings::fault_bound`]. A source of four items
+/// read a page of one or two at a time, so that a cursor lies past a page that succeeds;
+/// the automatic retries at the default (5), at one, and off; one change, one move and one
+/// fault explored before each walk.
+pub fn fault_grid(deep: bool) -> Vec<Settings> {
+    let depth = if deep { 8 } else { 6 };
+    let mut out = Vec::new();
+    for fault in [HostFault::RepeatsWithItems, HostFault::CursorGone] {
+        for (page_size, prefetch, retries) in [(1, 0, 5), (2, 1, 1), (1, 1, 0)] {
+            out.push(Settings {
+                config: Config {
+                    page_size,
+                    prefetch_distance: prefetch,
+                    max_auto_retries: retries,
+                    backoff_initial_ms: 1,
+                    backoff_max_ms: 4,
+                    ..Config::default()
+                },
+                source: 4,
+                window: 2,
+                initial: None,
+                changes: 1,
+                moves: 1,
+                faults: 1,
+                depth,
+                fault: Some(fault),
+                locate: false,
+                settled: false,
+                wide: false,
+            });
+        }
+    }
+    out
 }

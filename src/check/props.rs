@@ -33,7 +33,9 @@ pub enum Property {
     /// `changed` at most once per call, after the call's other effects.
     ChangedOnceLast,
     /// Once the source stops changing and reads stop failing, quiescence with the window
-    /// covered, within a bound of answers.
+    /// covered, within a bound of answers; with a host that repeats a cursor with items or
+    /// whose cursor is gone for good (`HostFault::RepeatsWithItems`, `CursorGone`), waiting
+    /// for the host or quiescence within `Settings::fault_bound` answers.
     Progress,
     /// A ranged invalidation outside the held pages and every read in flight issues no read
     /// and supersedes nothing.
@@ -387,7 +389,11 @@ impl Walks {
 /// loader reaches quiescence with the window covered within `bound` answers. `walks`, when
 /// given, remembers the walks' states, so that no state's walk is taken twice. After a move
 /// with a known cursor (`st.far`), the items the walk reads must be within its budget
-/// ([`Property::FarMoveCost`]).
+/// ([`Property::FarMoveCost`]). With a host of issue 35's faults
+/// ([`super::HostFault::RepeatsWithItems`], [`super::HostFault::CursorGone`]) the walk
+/// answers as that host does, retries for the host only while a page failure is recorded,
+/// and may end with the loader waiting for the host (nothing in flight, no timer armed,
+/// `explain` saying so); its bound is [`Settings::fault_bound`], and it promises no cost.
 /// `host_key`, when given, is the canonical key of `st.host` (`canon::Form::Fields`).
 pub(super) fn progress(
     st: &State,
@@ -396,8 +402,19 @@ pub(super) fn progress(
     host_key: Option<u128>,
 ) -> Result<usize, (Property, String)> {
     let mut worst = 0;
-    let bound = s.progress_bound();
+    let bound = s.fault_bound();
     let max_calls = 4 * bound + 16;
+    // A host of issue 35's faults: each walk chooses its cursor as it goes, so walks are not
+    // functions of the host state alone; they are taken whole, and promise no cost.
+    let fault = s.fault.filter(|f| {
+        matches!(
+            f,
+            super::HostFault::RepeatsWithItems | super::HostFault::CursorGone
+        )
+    });
+    if fault.is_some() {
+        walks = None;
+    }
     // The start's key, for both walks (when no effects wait: else after they are carried out).
     let start = match walks.as_deref_mut() {
         Some(w) if st.host.loader.queued_effects().is_empty() => {
@@ -428,6 +445,10 @@ pub(super) fn progress(
         let mut path: Vec<(u128, usize, usize, u64, u64)> = Vec::new();
         let mut known = None;
         let mut first = start;
+        // The cursor the faulty host repeats, or whose reads fail, once chosen.
+        let mut at: Option<Vec<u8>> = None;
+        // The walk ended with the loader waiting for the host (a faulty host's walk only).
+        let mut waits = false;
         loop {
             if let Some(w) = walks.as_deref_mut() {
                 let k = match first.take() {
@@ -450,14 +471,12 @@ pub(super) fn progress(
             let step = if let Some(read_id) = if newest_first { ids.max() } else { ids.min() } {
                 answers += 1;
                 if answers > bound {
-                    return Err((
-                        Property::Progress,
-                        format!("not quiescent after {bound} honest answers"),
-                    ));
+                    return Err((Property::Progress, not_settled(s, bound)));
                 }
                 let index = h.index_of(read_id);
                 match s.fault {
                     Some(super::HostFault::Stalling) => crate::sim::Op::Stall { index },
+                    Some(f) if fault.is_some() => faulty_answer(&mut h, read_id, f, &mut at),
                     _ => crate::sim::Op::Deliver { index, fresh: true },
                 }
             } else if let Some(d) = h.loader.next_deadline() {
@@ -465,6 +484,13 @@ pub(super) fn progress(
                     ms: d.saturating_sub(h.now).clamp(1, u64::from(u16::MAX)) as u16,
                 }
             } else if h.loader.ledger().retry_enabled() {
+                if fault.is_some() && h.loader.ledger().failure() != crate::ledger::Failure::Page {
+                    // Nothing in flight, no timer armed: the loader waits for the host. (While
+                    // a page failure is recorded the host retries: that reads the page again,
+                    // once, and its failing again reads from the anchor.)
+                    waits = true;
+                    break;
+                }
                 crate::sim::Op::Retry
             } else {
                 break;
@@ -486,10 +512,7 @@ pub(super) fn progress(
                 items += rest;
                 reads += rest_reads;
                 if answers + a > bound {
-                    return Err((
-                        Property::Progress,
-                        format!("not quiescent after {bound} honest answers"),
-                    ));
+                    return Err((Property::Progress, not_settled(s, bound)));
                 }
                 if calls + c > max_calls {
                     return Err((
@@ -504,10 +527,15 @@ pub(super) fn progress(
                 answers += a;
                 calls += c;
             }
+            // Waiting for the host: and `explain` says so (`loader_retry`).
+            None if waits => explained(&h.loader, &h.pending_reads(), &h.loader.explain())
+                .map_err(|m| (Property::Explained, m))?,
             None => h.check_settled().map_err(|m| (Property::Progress, m))?,
         }
-        far_cost(st, items)?;
-        ranged_cost(st, reads)?;
+        if fault.is_none() {
+            far_cost(st, items)?;
+            ranged_cost(st, reads)?;
+        }
         if let Some(w) = walks.as_deref_mut() {
             let known = &mut w.known[dir];
             for (k, a, c, i, r) in path {
@@ -525,6 +553,67 @@ pub(super) fn progress(
         worst = worst.max(answers);
     }
     Ok(worst)
+}
+
+/// What a progress walk that ran out of answers says.
+fn not_settled(s: &Settings, bound: usize) -> String {
+    match s.fault {
+        Some(super::HostFault::RepeatsWithItems) => format!(
+            "neither waiting for the host nor quiescent after {bound} answers from a host that repeats a cursor with items"
+        ),
+        Some(super::HostFault::CursorGone) => format!(
+            "neither waiting for the host nor quiescent after {bound} answers from a host whose cursor is gone for good (the host retrying a page failure)"
+        ),
+        _ => format!("not quiescent after {bound} honest answers"),
+    }
+}
+
+/// The faulty host's answer to pending read `read_id` in a progress walk (`at`: the cursor
+/// it repeats, or whose reads fail, once the walk chose it). [`super::HostFault::RepeatsWithItems`]:
+/// the first forward read whose page has items names the cursor; a forward read there with
+/// items is answered with them and its own cursor. [`super::HostFault::CursorGone`]: the first
+/// page read (`Kind::Finite`) at a cursor that names an item of the source names the cursor,
+/// and its item is deleted (unreported: the view may be stale, `lied`); every read there, of
+/// any kind, fails. Other reads are answered honestly, from the source as it is.
+fn faulty_answer(
+    h: &mut crate::sim::Host,
+    read_id: u64,
+    fault: super::HostFault,
+    at: &mut Option<Vec<u8>>,
+) -> crate::sim::Op {
+    use crate::sim::Op;
+    let index = h.index_of(read_id);
+    let read = h.pending_read(read_id).expect("the read is pending");
+    let cursor = read.cursor.to_vec();
+    match fault {
+        super::HostFault::RepeatsWithItems => {
+            let repeats = read.direction == Direction::Forward
+                && !h.source.answer(read).items.is_empty()
+                && *at.get_or_insert_with(|| cursor.clone()) == cursor;
+            if repeats {
+                return Op::Repeat { index };
+            }
+        }
+        _ => {
+            let page = read.kind == crate::loader::Kind::Finite;
+            if at.is_none() && page && !cursor.is_empty() {
+                let named = h
+                    .source
+                    .items()
+                    .iter()
+                    .position(|&i| crate::sim::encode_cursor(i) == cursor);
+                if let Some(i) = named {
+                    h.source.delete(i);
+                    h.lied = true;
+                    *at = Some(cursor.clone());
+                }
+            }
+            if at.as_deref() == Some(&cursor[..]) {
+                return Op::Fail { index };
+            }
+        }
+    }
+    Op::Deliver { index, fresh: true }
 }
 
 /// The reads `l` has issued.

@@ -357,6 +357,16 @@ pub unsafe extern "C-unwind" fn loader_fail(
 /// gets fresh cursors). A cursor that stalls costs a bounded number of reads: the steps
 /// that succeed on the way back to it do not start the `max_auto_retries` count again (only
 /// a commit or a current page does), so the automatic retries run out and the loader waits.
+/// A source that repeats one cursor with items is read there once and once per automatic
+/// retry, each time after the reads from the anchor back to it (a commit or a current page on
+/// the way starts the count again), then the loader waits for `loader_retry` (nothing in
+/// flight, no deadline).
+/// A page read whose cursor is gone for good is read twice (the page, then it again), then the
+/// full read from the anchor reads past it with fresh cursors and the loader settles; only
+/// when the anchor's own cursor is the one gone does it fail 1 + `max_auto_retries` times and
+/// wait. The loader checker's `progress` holds both to stated bounds on small sources:
+/// (1 + `max_auto_retries`)·P reads before it waits, and 2·P + 3 + `max_auto_retries` before it
+/// settles or waits, P the reads its honest host may answer before the loader settles.
 ///
 /// `*out_started` (if not NULL) says whether a read started; with nothing to retry now (no own
 /// failure recorded, or an earlier full read still in flight) the call succeeds and starts

@@ -60,7 +60,7 @@ impl Backoff {
     /// A successful answer (a page, or a step of a repair or retry): the count of failures
     /// and automatic retries in a row starts again. A deadline already armed stays.
     pub(super) fn succeeded(&mut self) {
-        if self.stall_held {
+        if self.stall_held && !super::mutant::on(super::mutant::Mutant::RetryResetBySuccess) {
             // A stall is no transient failure: the steps before it succeed every time.
             return;
         }

@@ -1,5 +1,6 @@
 //! Test-only mutants of the loader: each undoes one fix (five that `fuzz_loader` found, the
-//! far-start rule, and the forward rule's check of a change ahead), so that the
+//! far-start rule, the forward rule's check of a change ahead, and issue 35's two retry
+//! regressions), so that the
 //! loader checker (`loader-check --loader --mutant NAME`) can show it finds the defect the fix
 //! removed; or breaks one cost the header promises (a ranged change, an append, a failed
 //! page), so that the simulation's cost properties (`sim::cost`, tests/cost_mutants.rs) can
@@ -46,11 +47,20 @@ pub enum Mutant {
     /// current skips the pump as one that reads on does, although its commit changed the
     /// view and the ledger (the guard, `guard`, fails: `no_panic`).
     SettledSkipsPump = 11,
+    /// 832f16c's first fix undone (issue 35): any successful answer starts the automatic
+    /// retry count again, a stalled cursor held or not, so a source that repeats a cursor
+    /// past a page that succeeds is read again for ever (`progress` fails with the checker's
+    /// `RepeatsWithItems` host).
+    RetryResetBySuccess = 12,
+    /// 832f16c's second fix undone (issue 35): a page read again that fails again is a page
+    /// failure again, retried as that page, never escalated through a full read, so a cursor
+    /// gone for good is read for ever (`progress` fails with the checker's `CursorGone` host).
+    PageRetriedForEver = 13,
 }
 
 impl Mutant {
     /// Every mutant.
-    pub const ALL: [Mutant; 11] = [
+    pub const ALL: [Mutant; 13] = [
         Mutant::RangedRereadsOutside,
         Mutant::RangedReadsPast,
         Mutant::RangedKeepsBefore,
@@ -62,6 +72,8 @@ impl Mutant {
         Mutant::AppendedInvalidates,
         Mutant::PageRetryFull,
         Mutant::SettledSkipsPump,
+        Mutant::RetryResetBySuccess,
+        Mutant::PageRetriedForEver,
     ];
 
     /// Its name on the command line.
@@ -78,6 +90,8 @@ impl Mutant {
             Mutant::AppendedInvalidates => "appendedInvalidates",
             Mutant::PageRetryFull => "pageRetryFull",
             Mutant::SettledSkipsPump => "settledSkipsPump",
+            Mutant::RetryResetBySuccess => "retryResetBySuccess",
+            Mutant::PageRetriedForEver => "pageRetriedForEver",
         }
     }
 
@@ -95,6 +109,7 @@ impl Mutant {
                 "issue 35"
             }
             Mutant::SettledSkipsPump => "issue 33",
+            Mutant::RetryResetBySuccess | Mutant::PageRetriedForEver => "832f16c",
         }
     }
 

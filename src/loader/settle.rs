@@ -375,6 +375,7 @@ impl Loader {
         }
         // The page a page failure's retry read again failed again: through the lattice.
         let escalate = read.kind == Kind::Finite
+            && !super::mutant::on(super::mutant::Mutant::PageRetriedForEver)
             && self
                 .page_retried
                 .as_ref()

@@ -159,6 +159,14 @@ impl Host {
             .collect()
     }
 
+    /// The pending read `read_id`, if it is pending.
+    pub fn pending_read(&self, read_id: u64) -> Option<&Read> {
+        self.pending
+            .iter()
+            .map(|p| &p.read)
+            .find(|r| r.read_id == read_id)
+    }
+
     /// The [`Op`] index of a pending read.
     pub fn index_of(&self, read_id: u64) -> u16 {
         self.pending
@@ -189,6 +197,10 @@ impl Host {
             Op::Stall { index } => {
                 cost = Cost::Unpromised;
                 self.deliver(index as usize, false, Shape::Stall)
+            }
+            Op::Repeat { index } => {
+                cost = Cost::Unpromised;
+                self.deliver(index as usize, true, Shape::Stall)
             }
             Op::StallEmpty { index } => {
                 cost = Cost::Unpromised;

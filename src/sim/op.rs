@@ -68,6 +68,13 @@ pub enum Op {
         /// Which pending read.
         index: u16,
     },
+    /// Answer a pending read with the source's items now (as `Deliver` with `fresh`) but an
+    /// unmoved cursor: the bug of [`Op::Stall`] on the source as it is, as a server that
+    /// repeats the next key does (the loader checker's `RepeatsWithItems` host).
+    Repeat {
+        /// Which pending read.
+        index: u16,
+    },
     /// Answer a pending read with no items, an unmoved cursor and no end flag: the same bug
     /// on an empty page.
     StallEmpty {

@@ -1,12 +1,15 @@
 //! `loader-check --loader`: the exhaustive check of the production loader (`loader::check`).
 
-use loader::check::{self, bound_grid, far_grid, grid, Dedup, Report, Settings, Violation};
+use loader::check::{
+    self, bound_grid, far_grid, fault_grid, grid, Dedup, Report, Settings, Violation,
+};
 use std::process::ExitCode;
 use std::time::Instant;
 
 pub(crate) const USAGE: &str = "
        loader-check --loader [--deep] [--stop-at-first] [--json] [--only N]
-                            [--canon fields|as-text|text] [--mutant NAME] [--part main|bound|far]
+                            [--canon fields|as-text|text] [--mutant NAME]
+                            [--part main|bound|far|faults]
                             [--max-depth N] [--budget N --depth N]
 
   --loader            explore the production Loader exhaustively: every host event
@@ -18,9 +21,13 @@ pub(crate) const USAGE: &str = "
   --verbose           print each configuration's counts as it finishes
   --mutant NAME       run the loader with one fix undone (loader::loader::mutant:
                       rangedRereadsOutside, rangedReadsPast, rangedKeepsBefore,
-                      rangedShiftUnsigned, repairShiftsKept, farStartKeepsRepair)
+                      rangedShiftUnsigned, repairShiftsKept, farStartKeepsRepair,
+                      aheadNeverReached, rangedAsWhole, appendedInvalidates,
+                      pageRetryFull, settledSkipsPump, retryResetBySuccess,
+                      pageRetriedForEver)
   --part PART         only the grid's configurations for the pages-held bound (bound),
-                      for the cost of far moves (far), or the others (main)
+                      for the cost of far moves (far), for the hosts that repeat a cursor
+                      or lose one for good (faults), or the others (main)
   --max-depth N       explore no configuration deeper than N events (with --part main and
                       7: the quick grid as it was before the structural canonical form)
   --budget N          every configuration may make N source changes, N window moves and N
@@ -63,9 +70,9 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
                 }
             },
             "--part" => match it.next().map(String::as_str) {
-                Some(p @ ("main" | "bound" | "far")) => part = Some(p.to_string()),
+                Some(p @ ("main" | "bound" | "far" | "faults")) => part = Some(p.to_string()),
                 _ => {
-                    eprintln!("loader-check: --part takes main, bound or far");
+                    eprintln!("loader-check: --part takes main, bound, far or faults");
                     return ExitCode::from(2);
                 }
             },
@@ -115,11 +122,12 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
     let mut settings = match part.as_deref() {
         Some("bound") => bound_grid(deep),
         Some("far") => far_grid(deep),
+        Some("faults") => fault_grid(deep),
         Some(_) => {
-            let (bound, far) = (bound_grid(deep), far_grid(deep));
+            let (bound, far, faults) = (bound_grid(deep), far_grid(deep), fault_grid(deep));
             grid(deep)
                 .into_iter()
-                .filter(|s| !bound.contains(s) && !far.contains(s))
+                .filter(|s| !bound.contains(s) && !far.contains(s) && !faults.contains(s))
                 .collect()
         }
         None => grid(deep),
@@ -178,10 +186,11 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
 fn describe(s: &Settings) -> String {
     let c = &s.config;
     format!(
-        "source {} items, page {}, window {}, prefetch {}, max_pages {}, recheck_full {}, commit_overtaken {}, max_auto_retries {}, read_timeout_ms {}, initial {:?}, budgets: changes {} moves {} faults {}, depth {}",
+        "source {} items, page {}, window {}, prefetch {}, max_pages {}, recheck_full {}, commit_overtaken {}, max_auto_retries {}, read_timeout_ms {}, initial {:?}, budgets: changes {} moves {} faults {}, depth {}{}",
         s.source, c.page_size, s.window, c.prefetch_distance, c.max_pages, c.recheck_full,
         c.commit_overtaken, c.max_auto_retries, c.read_timeout_ms, s.initial, s.changes,
-        s.moves, s.faults, s.depth
+        s.moves, s.faults, s.depth,
+        s.fault.map_or(String::new(), |f| format!(", host fault {f:?}"))
     )
 }
 
