@@ -182,19 +182,20 @@ impl Enc {
     /// Replaces each id by its rank among its class's distinct values; 0 stays 0, and ranks
     /// start at 1 when 0 is absent.
     fn rank(&mut self) {
+        let mut values: smallvec::SmallVec<[u64; 32]> = smallvec::SmallVec::new();
         for ids in &mut self.ids {
             if ids.is_empty() {
                 continue;
             }
-            ids.sort_unstable();
-            let mut rank = u64::from(ids[0].0 != 0);
-            let mut prev = ids[0].0;
+            // The class's distinct values in order: an id's rank is its place among them.
+            values.clear();
+            values.extend(ids.iter().map(|x| x.0));
+            values.sort_unstable();
+            values.dedup();
+            let from = u64::from(values[0] != 0);
             for &(v, at) in ids.iter() {
-                if v != prev {
-                    rank += 1;
-                    prev = v;
-                }
-                self.words[at as usize] = rank;
+                let place = values.binary_search(&v).expect("a value of the class");
+                self.words[at as usize] = from + place as u64;
             }
         }
     }
@@ -298,8 +299,13 @@ impl<T: Canon> Canon for BTreeMap<u64, T> {
 pub(super) fn keys(st: &super::State, form: Form, e: &mut Enc) -> (u128, u128) {
     e.reset(st.host.now, form);
     st.host.canon(e);
-    e.rank();
-    let host = hash128(&e.words);
+    let host = e.finish();
+    (host, state_key(host, st))
+}
+
+/// The canonical key of a checked state whose host's key is `host`: that key and the budgets
+/// spent, hashed (the host's words are not hashed again).
+pub(super) fn state_key(host: u128, st: &super::State) -> u128 {
     let super::State {
         host: _,
         changes,
@@ -309,12 +315,21 @@ pub(super) fn keys(st: &super::State, form: Form, e: &mut Enc) -> (u128, u128) {
         far,
         ranged,
     } = st;
-    for b in [changes, moves, faults, jumps] {
-        b.canon(e);
-    }
-    e.opt(far, |e, n| e.num(*n));
-    e.opt(ranged, |e, n| e.num(*n));
-    (host, hash128(&e.words))
+    let opt = |v: &Option<u64>| [u64::from(v.is_some()), v.unwrap_or(0)];
+    let [far_is, far_left] = opt(far);
+    let [ranged_is, ranged_left] = opt(ranged);
+    hash128(&[
+        host as u64,
+        (host >> 64) as u64,
+        u64::from(*changes),
+        u64::from(*moves),
+        u64::from(*faults),
+        u64::from(*jumps),
+        far_is,
+        far_left,
+        ranged_is,
+        ranged_left,
+    ])
 }
 
 #[cfg(test)]
