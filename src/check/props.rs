@@ -745,7 +745,10 @@ mod tests {
         assert!(!names_read("thread 12", 13));
         assert!(names_read("read 0", 0));
         assert!(names_deadline("backoff until 140 ms", 140));
-        assert!(names_deadline("until 1140 ms", 140), "as `contains` found it");
+        assert!(
+            names_deadline("until 1140 ms", 140),
+            "as `contains` found it"
+        );
         assert!(!names_deadline("until 140ms", 140));
         assert!(!names_deadline("until 14 ms", 140));
     }
