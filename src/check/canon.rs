@@ -184,7 +184,29 @@ impl Enc {
     fn rank(&mut self) {
         let mut values: smallvec::SmallVec<[u64; 32]> = smallvec::SmallVec::new();
         for ids in &mut self.ids {
-            if ids.is_empty() {
+            let Some(lo) = ids.iter().map(|x| x.0).min() else {
+                continue;
+            };
+            let hi = ids.iter().map(|x| x.0).max().unwrap_or(lo);
+            let from = u64::from(lo != 0);
+            if hi - lo < 256 {
+                // The usual case (ids handed out in order, a few hundred apart at most): the
+                // class's values as bits from the smallest; an id's rank counts the bits below.
+                let mut bits = [0u64; 4];
+                for &(v, _) in ids.iter() {
+                    let d = v - lo;
+                    bits[(d / 64) as usize] |= 1 << (d % 64);
+                }
+                let mut below = [0u32; 4];
+                for i in 1..4 {
+                    below[i] = below[i - 1] + bits[i - 1].count_ones();
+                }
+                for &(v, at) in ids.iter() {
+                    let d = v - lo;
+                    let (word, bit) = ((d / 64) as usize, d % 64);
+                    let place = below[word] + (bits[word] & ((1u64 << bit) - 1)).count_ones();
+                    self.words[at as usize] = from + u64::from(place);
+                }
                 continue;
             }
             // The class's distinct values in order: an id's rank is its place among them.
@@ -192,7 +214,6 @@ impl Enc {
             values.extend(ids.iter().map(|x| x.0));
             values.sort_unstable();
             values.dedup();
-            let from = u64::from(values[0] != 0);
             for &(v, at) in ids.iter() {
                 let place = values.binary_search(&v).expect("a value of the class");
                 self.words[at as usize] = from + place as u64;
@@ -389,6 +410,25 @@ mod tests {
             ),
             vec![0, 1, 1]
         );
+    }
+
+    #[test]
+    fn ids_far_apart_are_ranked_as_ids_close_together() {
+        let ranked = |ids: &[u64]| {
+            words(
+                |e| {
+                    for &v in ids {
+                        e.id(Class::Read, v);
+                    }
+                },
+                0,
+            )
+        };
+        // Close together (bits) and far apart (a search among the sorted values).
+        assert_eq!(ranked(&[70, 5, 250, 70, 200]), vec![2, 1, 4, 2, 3]);
+        assert_eq!(ranked(&[70, 5, 3000, 70, 200]), vec![2, 1, 4, 2, 3]);
+        assert_eq!(ranked(&[0, 64, 63, 255, 0]), vec![0, 2, 1, 3, 0]);
+        assert_eq!(ranked(&[0, 64, 63, 1 << 40, 0]), vec![0, 2, 1, 3, 0]);
     }
 
     #[test]
