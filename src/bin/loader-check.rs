@@ -11,6 +11,11 @@ use loader::model::{Bounds, Model, Mutant, Rules};
 use loader::refinement::{self, RefineBounds};
 use std::process::ExitCode;
 
+/// The loader checker allocates for every state it copies: mimalloc's small-object pools cost
+/// less than glibc's malloc there (docs/BENCHMARKS.md, "The loader checker").
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[path = "loader_check/loader_mode.rs"]
 mod loader_mode;
 #[path = "loader_check/replay_mode.rs"]

@@ -182,19 +182,41 @@ impl Enc {
     /// Replaces each id by its rank among its class's distinct values; 0 stays 0, and ranks
     /// start at 1 when 0 is absent.
     fn rank(&mut self) {
+        let mut values: smallvec::SmallVec<[u64; 32]> = smallvec::SmallVec::new();
         for ids in &mut self.ids {
-            if ids.is_empty() {
+            let Some(lo) = ids.iter().map(|x| x.0).min() else {
+                continue;
+            };
+            let hi = ids.iter().map(|x| x.0).max().unwrap_or(lo);
+            let from = u64::from(lo != 0);
+            if hi - lo < 256 {
+                // The usual case (ids handed out in order, a few hundred apart at most): the
+                // class's values as bits from the smallest; an id's rank counts the bits below.
+                let mut bits = [0u64; 4];
+                for &(v, _) in ids.iter() {
+                    let d = v - lo;
+                    bits[(d / 64) as usize] |= 1 << (d % 64);
+                }
+                let mut below = [0u32; 4];
+                for i in 1..4 {
+                    below[i] = below[i - 1] + bits[i - 1].count_ones();
+                }
+                for &(v, at) in ids.iter() {
+                    let d = v - lo;
+                    let (word, bit) = ((d / 64) as usize, d % 64);
+                    let place = below[word] + (bits[word] & ((1u64 << bit) - 1)).count_ones();
+                    self.words[at as usize] = from + u64::from(place);
+                }
                 continue;
             }
-            ids.sort_unstable();
-            let mut rank = u64::from(ids[0].0 != 0);
-            let mut prev = ids[0].0;
+            // The class's distinct values in order: an id's rank is its place among them.
+            values.clear();
+            values.extend(ids.iter().map(|x| x.0));
+            values.sort_unstable();
+            values.dedup();
             for &(v, at) in ids.iter() {
-                if v != prev {
-                    rank += 1;
-                    prev = v;
-                }
-                self.words[at as usize] = rank;
+                let place = values.binary_search(&v).expect("a value of the class");
+                self.words[at as usize] = from + place as u64;
             }
         }
     }
@@ -298,8 +320,13 @@ impl<T: Canon> Canon for BTreeMap<u64, T> {
 pub(super) fn keys(st: &super::State, form: Form, e: &mut Enc) -> (u128, u128) {
     e.reset(st.host.now, form);
     st.host.canon(e);
-    e.rank();
-    let host = hash128(&e.words);
+    let host = e.finish();
+    (host, state_key(host, st))
+}
+
+/// The canonical key of a checked state whose host's key is `host`: that key and the budgets
+/// spent, hashed (the host's words are not hashed again).
+pub(super) fn state_key(host: u128, st: &super::State) -> u128 {
     let super::State {
         host: _,
         changes,
@@ -309,12 +336,21 @@ pub(super) fn keys(st: &super::State, form: Form, e: &mut Enc) -> (u128, u128) {
         far,
         ranged,
     } = st;
-    for b in [changes, moves, faults, jumps] {
-        b.canon(e);
-    }
-    e.opt(far, |e, n| e.num(*n));
-    e.opt(ranged, |e, n| e.num(*n));
-    (host, hash128(&e.words))
+    let opt = |v: &Option<u64>| [u64::from(v.is_some()), v.unwrap_or(0)];
+    let [far_is, far_left] = opt(far);
+    let [ranged_is, ranged_left] = opt(ranged);
+    hash128(&[
+        host as u64,
+        (host >> 64) as u64,
+        u64::from(*changes),
+        u64::from(*moves),
+        u64::from(*faults),
+        u64::from(*jumps),
+        far_is,
+        far_left,
+        ranged_is,
+        ranged_left,
+    ])
 }
 
 #[cfg(test)]
@@ -374,6 +410,25 @@ mod tests {
             ),
             vec![0, 1, 1]
         );
+    }
+
+    #[test]
+    fn ids_far_apart_are_ranked_as_ids_close_together() {
+        let ranked = |ids: &[u64]| {
+            words(
+                |e| {
+                    for &v in ids {
+                        e.id(Class::Read, v);
+                    }
+                },
+                0,
+            )
+        };
+        // Close together (bits) and far apart (a search among the sorted values).
+        assert_eq!(ranked(&[70, 5, 250, 70, 200]), vec![2, 1, 4, 2, 3]);
+        assert_eq!(ranked(&[70, 5, 3000, 70, 200]), vec![2, 1, 4, 2, 3]);
+        assert_eq!(ranked(&[0, 64, 63, 255, 0]), vec![0, 2, 1, 3, 0]);
+        assert_eq!(ranked(&[0, 64, 63, 1 << 40, 0]), vec![0, 2, 1, 3, 0]);
     }
 
     #[test]

@@ -188,24 +188,79 @@ pub(super) fn apply_unjudged(
     s: &Settings,
     e: Event,
 ) -> Result<bool, (Property, String)> {
-    let h = &mut st.host;
-    let index = |h: &crate::sim::Host, read: u64| h.index_of(read);
-    let current_before = h.loader.stats().answered_current;
-    let items_before = h.loader.stats().items_read;
-    let reads_before = props::issued(&h.loader);
-    let in_flight = h.pending_ids().count();
-    let quiet_before = props::fresh_view(h);
-    let mut touched = None;
-    let view_err = |m: String| (Property::from_message(&m), m);
+    let before = Before::of(&st.host);
+    let touched = apply_event(st, s, e)?;
+    account(st, s, e, before, touched)
+}
+
+/// [`apply_unjudged`] for an event whose host op (`host_op`) `st.host` has had applied
+/// already (a progress walk took that step from the same state: [`props::First`]); `pre` is
+/// the host before it.
+pub(super) fn apply_prepared(
+    st: &mut State,
+    s: &Settings,
+    e: Event,
+    pre: &crate::sim::Host,
+) -> Result<bool, (Property, String)> {
+    debug_assert!(host_op(pre, s, e).is_some());
+    account(st, s, e, Before::of(pre), None)
+}
+
+/// The host's op that an event is, alone (no budget spent, no loader call beside it): an
+/// answer, a tick, a retry.
+pub(super) fn host_op(h: &crate::sim::Host, s: &Settings, e: Event) -> Option<Op> {
     match e {
         Event::Answer { read } => {
-            let index = index(h, read);
-            let op = match s.fault {
+            let index = h.index_of(read);
+            Some(match s.fault {
                 Some(HostFault::BackwardAfter) => Op::MisreadBackward { index },
                 _ => Op::Deliver { index, fresh: true },
-            };
-            h.apply(op).map_err(view_err)?
+            })
         }
+        Event::Retry => Some(Op::Retry),
+        Event::Tick => {
+            let d = h.loader.next_deadline().unwrap_or(h.now);
+            let ms = d.saturating_sub(h.now).max(1);
+            Some(Op::Tick { ms: ms as u16 })
+        }
+        _ => None,
+    }
+}
+
+/// What [`account`] needs of the host before an event.
+struct Before {
+    current: u64,
+    items: u64,
+    reads: u64,
+    in_flight: usize,
+    quiet: bool,
+}
+
+impl Before {
+    fn of(h: &crate::sim::Host) -> Before {
+        Before {
+            current: h.loader.stats().answered_current,
+            items: h.loader.stats().items_read,
+            reads: props::issued(&h.loader),
+            in_flight: h.pending_ids().count(),
+            quiet: props::fresh_view(h),
+        }
+    }
+}
+
+/// Applies `e` to `st`'s host and budgets: the held pages a ranged change touches, if it is
+/// one.
+fn apply_event(st: &mut State, s: &Settings, e: Event) -> Result<Option<u64>, (Property, String)> {
+    let h = &mut st.host;
+    let index = |h: &crate::sim::Host, read: u64| h.index_of(read);
+    let mut touched = None;
+    let view_err = |m: String| (Property::from_message(&m), m);
+    if let Some(op) = host_op(h, s, e) {
+        h.apply(op).map_err(view_err)?;
+        return Ok(touched);
+    }
+    match e {
+        Event::Answer { .. } | Event::Retry | Event::Tick => unreachable!("a host op"),
         Event::Fail { read } => {
             st.faults += 1;
             h.apply(Op::Fail {
@@ -306,13 +361,26 @@ pub(super) fn apply_unjudged(
             h.collect().map_err(view_err)?;
             h.check().map_err(view_err)?
         }
-        Event::Retry => h.apply(Op::Retry).map_err(view_err)?,
-        Event::Tick => {
-            let d = h.loader.next_deadline().unwrap_or(h.now);
-            let ms = d.saturating_sub(h.now).max(1);
-            h.apply(Op::Tick { ms: ms as u16 }).map_err(view_err)?
-        }
     }
+    Ok(touched)
+}
+
+/// The budgets after `e`, and whether a read was answered current: `before`, the host before
+/// it; `touched`, the held pages a ranged change touched.
+fn account(
+    st: &mut State,
+    s: &Settings,
+    e: Event,
+    before: Before,
+    touched: Option<u64>,
+) -> Result<bool, (Property, String)> {
+    let Before {
+        current: current_before,
+        items: items_before,
+        reads: reads_before,
+        in_flight,
+        quiet: quiet_before,
+    } = before;
     // The cost of a move with a known cursor: its clock starts at the move, counts the items
     // answered after it, and stops when the view is fresh again; a change, a fault or
     // another move without a known cursor stops it too (what follows is not the move's).

@@ -1,7 +1,7 @@
 //! The loader checker's search: breadth-first over canonical states to a depth, with a
 //! shortest trace to the first violation of each configuration, and its replay.
 
-use super::event::{apply, apply_unjudged, enabled, Event};
+use super::event::{apply, apply_prepared, apply_unjudged, enabled, host_op, Event};
 use super::props::{after_event, progress, retry_reset, Property, Walks};
 use super::{canon, text, Settings, State};
 use rustc_hash::FxHashSet as HashSet;
@@ -154,6 +154,7 @@ fn explore_one(s: &Settings, dedup: Dedup) -> Report {
     // Today's checker took every progress walk whole; the structural forms remember them.
     let mut walks = (dedup != Dedup::Text).then(Walks::default);
     let mut seen: HashSet<u128> = HashSet::default();
+    let mut firsts = Vec::new();
     let (k, host_key) = key(&start, dedup, &mut enc);
     seen.insert(k);
     // Each node's parent and the event that reached it, for traces.
@@ -173,7 +174,7 @@ fn explore_one(s: &Settings, dedup: Dedup) -> Report {
         frontier.clear();
         r.states = 1;
         if let Err((property, message)) =
-            guarded(|| progress(&s.start(), s, walks.as_mut(), host_key))
+            guarded(|| progress(&s.start(), s, walks.as_mut(), host_key, None))
         {
             r.violations.push(Violation {
                 property,
@@ -196,7 +197,10 @@ fn explore_one(s: &Settings, dedup: Dedup) -> Report {
         let mut next = Vec::new();
         for (node, st, host_key) in frontier.drain(..) {
             r.states += 1;
-            match guarded(|| progress(&st, s, walks.as_mut(), host_key)) {
+            // The walks' first steps from `st`, which its events of the same op take over.
+            firsts.clear();
+            let share = walks.is_some().then_some(&mut firsts);
+            match guarded(|| progress(&st, s, walks.as_mut(), host_key, share)) {
                 Ok(n) => r.worst_progress = r.worst_progress.max(n),
                 Err((property, message)) => {
                     r.violations.push(Violation {
@@ -210,12 +214,50 @@ fn explore_one(s: &Settings, dedup: Dedup) -> Report {
             }
             for e in enabled(&st, s) {
                 r.transitions += 1;
-                let mut succ = Box::new((*st).clone());
+                // A walk took this event's step already: its host, and that host's key.
+                let walked = match firsts.is_empty() {
+                    true => None,
+                    false => host_op(&st.host, s, e).and_then(|op| {
+                        let f = firsts.iter_mut().find(|f| f.op == op)?;
+                        Some((f.host.take()?, f.key))
+                    }),
+                };
+                let (mut succ, walked_key) = match walked {
+                    Some((host, k)) => {
+                        let State {
+                            host: _,
+                            changes,
+                            moves,
+                            faults,
+                            jumps,
+                            far,
+                            ranged,
+                        } = *st;
+                        let succ = State {
+                            host,
+                            changes,
+                            moves,
+                            faults,
+                            jumps,
+                            far,
+                            ranged,
+                        };
+                        (Box::new(succ), Some(k))
+                    }
+                    None => (Box::new((*st).clone()), None),
+                };
                 // The properties of the event, after every event; those of the state it
                 // reaches, once per canonical state (they do not depend on the ids' names).
-                let judged = guarded(|| apply_unjudged(&mut succ, s, e)).and_then(|answered| {
+                let judged = guarded(|| match walked_key {
+                    Some(_) => apply_prepared(&mut succ, s, e, &st.host),
+                    None => apply_unjudged(&mut succ, s, e),
+                })
+                .and_then(|answered| {
                     retry_reset(&succ.host.loader, answered)?;
-                    let (k, host_key) = key(&succ, dedup, &mut enc);
+                    let (k, host_key) = match walked_key {
+                        Some(host) => (canon::state_key(host, &succ), Some(host)),
+                        None => key(&succ, dedup, &mut enc),
+                    };
                     if seen.insert(k) {
                         after_event(&succ, answered)?;
                         Ok(Some(host_key))
@@ -230,7 +272,7 @@ fn explore_one(s: &Settings, dedup: Dedup) -> Report {
                         if deferred.is_some() {
                             continue;
                         }
-                        match guarded(|| progress(&succ, s, walks.as_mut(), host_key)) {
+                        match guarded(|| progress(&succ, s, walks.as_mut(), host_key, None)) {
                             Ok(n) => r.worst_progress = r.worst_progress.max(n),
                             Err((property, message)) => {
                                 let mut t = trace(&nodes, node);
@@ -298,7 +340,7 @@ pub fn replay_recorded(
 }
 
 fn replay_from(st: &mut State, s: &Settings, trace: &[Event]) -> Result<(), (Property, String)> {
-    guarded(|| progress(st, s, None, None))?;
+    guarded(|| progress(st, s, None, None, None))?;
     for (i, &e) in trace.iter().enumerate() {
         if !enabled(st, s).contains(&e) {
             return Err((
@@ -307,7 +349,7 @@ fn replay_from(st: &mut State, s: &Settings, trace: &[Event]) -> Result<(), (Pro
             ));
         }
         guarded(|| apply(st, s, e))?;
-        guarded(|| progress(st, s, None, None))?;
+        guarded(|| progress(st, s, None, None, None))?;
     }
     Ok(())
 }

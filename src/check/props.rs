@@ -150,7 +150,7 @@ impl Property {
 /// The properties checked after every event, beyond the sim host's own.
 pub(super) fn after_event(st: &State, answered: bool) -> Result<(), (Property, String)> {
     let h = &st.host;
-    let theirs: HashSet<u64> = h.held.keys().copied().collect();
+    let theirs: HashSet<u64, rustc_hash::FxBuildHasher> = h.held.keys().copied().collect();
     // Contiguity and unique items are the sim host's own checks (`Host::check`).
     loader_props(&h.loader, &theirs, &h.pending_reads(), answered, 0)
 }
@@ -162,23 +162,24 @@ pub(super) fn after_event(st: &State, answered: bool) -> Result<(), (Property, S
 /// replay checks them too; its window may have been wider when the running repair started
 /// (`repair_window`, the widest since the loader was last quiescent; 0 for the current one),
 /// and a repair stages pages for the window it started with.
-pub(crate) fn loader_props(
+pub(crate) fn loader_props<S: std::hash::BuildHasher>(
     l: &Loader,
-    theirs: &HashSet<u64>,
+    theirs: &HashSet<u64, S>,
     pending: &[Read],
     answered: bool,
     repair_window: u64,
 ) -> Result<(), (Property, String)> {
     let holders = l.holders();
     // Accounting: the loader's holders are exactly the host's outstanding acquisitions.
-    let mine: HashSet<u64> = holders.iter().map(|x| x.0).collect();
-    if mine.len() != holders.len() {
+    let mut mine: smallvec::SmallVec<[u64; 16]> = holders.iter().map(|x| x.0).collect();
+    mine.sort_unstable();
+    if mine.windows(2).any(|w| w[0] == w[1]) {
         return Err((
             Property::Accounting,
             format!("an acquisition is held twice: {holders:?}"),
         ));
     }
-    if mine != *theirs {
+    if mine.len() != theirs.len() || !mine.iter().all(|a| theirs.contains(a)) {
         return Err((
             Property::Accounting,
             format!("the loader holds {mine:?}, the host has given and not had back {theirs:?}"),
@@ -251,7 +252,7 @@ pub(crate) fn explained(l: &Loader, pending: &[Read], text: &str) -> Result<(), 
         }
     }
     if let Some(d) = l.next_deadline() {
-        if !text.contains(&format!("{d} ms")) {
+        if !names_deadline(text, d) {
             return Err(format!(
                 "explain does not name the deadline {d} ms: {text:?}"
             ));
@@ -271,12 +272,42 @@ pub(crate) fn explained(l: &Loader, pending: &[Read], text: &str) -> Result<(), 
 
 /// Whether `text` says `read {id}`, not the start of a longer number.
 fn names_read(text: &str, id: u64) -> bool {
-    let word = format!("read {id}");
-    text.match_indices(&word).any(|(at, _)| {
-        !text[at + word.len()..]
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_digit())
+    let mut buf = [0u8; 20];
+    let digits = decimal(id, &mut buf);
+    let text = text.as_bytes();
+    let word = b"read ";
+    (0..text.len()).any(|at| {
+        let rest = &text[at..];
+        rest.starts_with(word)
+            && rest[word.len()..].starts_with(digits)
+            && !rest
+                .get(word.len() + digits.len())
+                .is_some_and(u8::is_ascii_digit)
+    })
+}
+
+/// `n` in decimal, written at the end of `buf` (no allocation: this runs after every event).
+fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    &buf[at..]
+}
+
+/// Whether `text` says `{d} ms` (as a substring, as `contains` finds it).
+fn names_deadline(text: &str, d: u64) -> bool {
+    let mut buf = [0u8; 20];
+    let digits = decimal(d, &mut buf);
+    let text = text.as_bytes();
+    (0..text.len()).any(|at| {
+        let rest = &text[at..];
+        rest.starts_with(digits) && rest[digits.len()..].starts_with(b" ms")
     })
 }
 
@@ -294,26 +325,37 @@ pub(crate) fn bound(
     let pf = c.prefetch_distance;
     let (from, to) = (ws.saturating_sub(pf), (ws + wl).saturating_add(pf));
     let full_max = (wl.max(repair_window) + 2 * pf).div_ceil(u64::from(c.page_size)) as usize + 2;
-    let mut per: std::collections::HashMap<Option<u64>, usize> = Default::default();
+    // Small maps by holder (a repair's request, or `None`: a failed read kept for its
+    // retry), kept as vectors: a state holds a few.
+    fn bump(m: &mut smallvec::SmallVec<[(Option<u64>, usize); 8]>, who: Option<u64>) {
+        match m.iter_mut().find(|x| x.0 == who) {
+            Some(x) => x.1 += 1,
+            None => m.push((who, 1)),
+        }
+    }
+    let mut per = smallvec::SmallVec::<[(Option<u64>, usize); 8]>::new();
     for x in holders {
         match x.1 {
-            Holder::Repair { request } => *per.entry(Some(request)).or_default() += 1,
-            Holder::Resume => *per.entry(None).or_default() += 1,
+            Holder::Repair { request } => bump(&mut per, Some(request)),
+            Holder::Resume => bump(&mut per, None),
             _ => {}
         }
     }
     // Short pages (a filtered source, a host that lies) may need more pages to cover the
     // window: the pages overlapping it are needed, and at most two others may be held (the
     // anchor's, and the one just read on the way).
-    let mut overlapping: std::collections::HashMap<Option<u64>, usize> = Default::default();
+    let mut overlapping = smallvec::SmallVec::<[(Option<u64>, usize); 8]>::new();
     for (who, start, count) in l.staged_spans() {
         if start < to && start + u64::from(count) > from {
-            *overlapping.entry(who).or_default() += 1;
+            bump(&mut overlapping, who);
         }
     }
-    let allowed = |who: &Option<u64>| full_max.max(overlapping.get(who).copied().unwrap_or(0) + 2);
-    let staged_max = per.keys().map(allowed).max().unwrap_or(full_max);
-    if let Some((who, n)) = per.iter().find(|x| *x.1 > allowed(x.0)) {
+    let allowed = |who: &Option<u64>| {
+        let n = overlapping.iter().find(|x| x.0 == *who).map_or(0, |x| x.1);
+        full_max.max(n + 2)
+    };
+    let staged_max = per.iter().map(|x| allowed(&x.0)).max().unwrap_or(full_max);
+    if let Some((who, n)) = per.iter().find(|x| x.1 > allowed(&x.0)) {
         return Err((
             Property::Bound,
             format!(
@@ -395,11 +437,15 @@ impl Walks {
 /// and may end with the loader waiting for the host (nothing in flight, no timer armed,
 /// `explain` saying so); its bound is [`Settings::fault_bound`], and it promises no cost.
 /// `host_key`, when given, is the canonical key of `st.host` (`canon::Form::Fields`).
+/// `firsts`, when given (with `walks`), receives each walk's first step from `st` (the
+/// explorer's events of the same op from `st` reach the same host: [`First`]), and a walk
+/// whose first step is one already there takes its host instead of applying it again.
 pub(super) fn progress(
     st: &State,
     s: &Settings,
     mut walks: Option<&mut Walks>,
     host_key: Option<u128>,
+    mut firsts: Option<&mut Vec<First>>,
 ) -> Result<usize, (Property, String)> {
     let mut worst = 0;
     let bound = s.fault_bound();
@@ -433,9 +479,14 @@ pub(super) fn progress(
                 continue;
             }
         }
-        let mut h = st.host.clone();
+        // The walk's host, copied at its first step (a quiescent state's walk takes none).
+        let mut h = std::borrow::Cow::Borrowed(&st.host);
         // Effects still queued (a starting point's) reach the host with its first call.
-        h.collect().map_err(|m| (Property::from_message(&m), m))?;
+        if !h.loader.queued_effects().is_empty() {
+            h.to_mut()
+                .collect()
+                .map_err(|m| (Property::from_message(&m), m))?;
+        }
         let mut answers = 0;
         let mut calls = 0;
         let items_at = |h: &crate::sim::Host| h.loader.stats().items_read;
@@ -449,6 +500,9 @@ pub(super) fn progress(
         let mut at: Option<Vec<u8>> = None;
         // The walk ended with the loader waiting for the host (a faulty host's walk only).
         let mut waits = false;
+        // The first step is shared (with the other walk and the explorer) only from the state
+        // itself: not after effects still queued were carried out.
+        let mut share = start.is_some();
         loop {
             if let Some(w) = walks.as_deref_mut() {
                 let k = match first.take() {
@@ -476,7 +530,7 @@ pub(super) fn progress(
                 let index = h.index_of(read_id);
                 match s.fault {
                     Some(super::HostFault::Stalling) => crate::sim::Op::Stall { index },
-                    Some(f) if fault.is_some() => faulty_answer(&mut h, read_id, f, &mut at),
+                    Some(f) if fault.is_some() => faulty_answer(h.to_mut(), read_id, f, &mut at),
                     _ => crate::sim::Op::Deliver { index, fresh: true },
                 }
             } else if let Some(d) = h.loader.next_deadline() {
@@ -502,7 +556,32 @@ pub(super) fn progress(
                     format!("not quiescent after {calls} calls ({answers} answers)"),
                 ));
             }
-            h.apply(step).map_err(|m| (Property::from_message(&m), m))?;
+            if let (true, Some(firsts), Some(w)) = (
+                std::mem::take(&mut share),
+                firsts.as_deref_mut(),
+                walks.as_deref_mut(),
+            ) {
+                if let Some(f) = firsts.iter().find(|f| f.op == step) {
+                    // The other walk took this step from this state already.
+                    h = std::borrow::Cow::Owned(f.host.as_ref().expect("not yet taken").clone());
+                    first = Some(f.key);
+                } else {
+                    h.to_mut()
+                        .apply(step)
+                        .map_err(|m| (Property::from_message(&m), m))?;
+                    let k = w.key(&h);
+                    firsts.push(First {
+                        op: step,
+                        host: Some(h.clone().into_owned()),
+                        key: k,
+                    });
+                    first = Some(k);
+                }
+                continue;
+            }
+            h.to_mut()
+                .apply(step)
+                .map_err(|m| (Property::from_message(&m), m))?;
         }
         let mut items = items_at(&h) - items_from;
         let mut reads = issued(&h.loader) - reads_from;
@@ -614,6 +693,16 @@ fn faulty_answer(
         }
     }
     Op::Deliver { index, fresh: true }
+}
+
+/// A progress walk's first step from a state: the op, the host it reached (until the explorer
+/// takes it: its event of the same op from the same state reaches the same host, the sim
+/// host being a function of its state and the op), and that host's canonical key
+/// ([`super::canon::Form::Fields`]).
+pub(super) struct First {
+    pub(super) op: crate::sim::Op,
+    pub(super) host: Option<crate::sim::Host>,
+    pub(super) key: u128,
 }
 
 /// The reads `l` has issued.
@@ -734,7 +823,25 @@ pub(crate) fn wanted(l: &Loader, p: &crate::loader::Page) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::explained;
+    use super::{explained, names_deadline, names_read};
+
+    #[test]
+    fn a_read_and_a_deadline_are_named_as_words() {
+        assert!(names_read("waiting for read 12 (forward)", 12));
+        assert!(names_read("read 3, read 12", 12));
+        assert!(!names_read("waiting for read 120", 12));
+        assert!(!names_read("waiting for read 1", 12));
+        assert!(!names_read("thread 12", 13));
+        assert!(names_read("read 0", 0));
+        assert!(names_deadline("backoff until 140 ms", 140));
+        assert!(
+            names_deadline("until 1140 ms", 140),
+            "as `contains` found it"
+        );
+        assert!(!names_deadline("until 140ms", 140));
+        assert!(!names_deadline("until 14 ms", 140));
+    }
+
     use crate::loader::Config;
     use crate::sim::{Host, Source};
 

@@ -60,7 +60,7 @@ impl Host {
             .check_invariants()
             .map_err(|inv| at(format!("ledger {inv} violated")))?;
         let view = self.view_items().map_err(at)?;
-        let distinct: std::collections::HashSet<&Item> = view.iter().collect();
+        let distinct: rustc_hash::FxHashSet<&Item> = view.iter().collect();
         if distinct.len() != view.len() {
             return Err(at(format!("an item appears twice in the view: {view:?}")));
         }
