@@ -91,10 +91,11 @@ fn list_rules_prints_every_variant_one_per_line() {
         "unifiedMinChurn",
         "unifiedMinPageRetry",
         "unifiedMinRepairRetry",
+        "unifiedMinEscalate",
     ] {
         assert!(names.contains(&name), "{name} missing from {names:?}");
     }
-    assert_eq!(names.len(), 12);
+    assert_eq!(names.len(), 13);
     assert!(!out.contains("mutant"), "{out}");
 }
 
@@ -158,11 +159,37 @@ fn impl_checks_both_settings() {
     assert_eq!(
         rules,
         [
-            "unifiedMinRepairRetry",
+            "unifiedMinEscalate",
             "unifiedMinRecheck",
             "unifiedMin",
             "unifiedMin"
         ]
+    );
+}
+
+#[test]
+fn gone_cursor_progress_passes_with_the_escalation_and_fails_without() {
+    let args = [
+        "--progress",
+        "--gone-cursor",
+        "--no-model-bounds",
+        "--spare-ids",
+        "3",
+    ];
+    let (code, out) = run(&[&args[..], &["--rules", "unifiedMinEscalate"]].concat());
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("ProgressGoneCursor       holds"), "{out}");
+    assert!(out.contains("within 5 system steps; bound 5"), "{out}");
+    let (code, out) = run(&[&args[..], &["--rules", "mutantEscalateNever", "--json"]].concat());
+    assert_eq!(code, 1, "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["progress"], false);
+    assert_eq!(v["gone_cursor"], true);
+    assert_eq!(v["worst"], serde_json::Value::Null);
+    assert_eq!(
+        run(&["--gone-cursor"]).0,
+        2,
+        "--gone-cursor needs --progress"
     );
 }
 

@@ -1,6 +1,6 @@
 //! An executable transcription of `spec/LoaderLedger.tla` and its variants
-//! `spec/LoaderLedgerRecheck.tla`, `spec/LoaderLedgerChurn.tla`, `spec/LoaderLedgerPageRetry.tla`
-//! and `spec/LoaderLedgerRepairRetry.tla`: the model, its constants and the module's operators.
+//! `spec/LoaderLedgerRecheck.tla`, `spec/LoaderLedgerChurn.tla`, `spec/LoaderLedgerPageRetry.tla`,
+//! `spec/LoaderLedgerRepairRetry.tla` and `spec/LoaderLedgerEscalate.tla`: the model, its constants and the module's operators.
 //!
 //! Every variable, operator, action and invariant of the module appears here under its own
 //! name, so the TLA+ text and this code can be read side by side. The module's constants are
@@ -73,6 +73,7 @@ impl Model {
             req: [UNUSED; MAX_IDS],
             settled_once: false,
             cover_epoch: 0,
+            resumed: 0,
         }
     }
 

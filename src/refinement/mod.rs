@@ -50,7 +50,7 @@ impl RefineBounds {
     /// The model's rule variant these bounds are checked against.
     pub fn rules(&self) -> Rules {
         match (self.recheck_full, self.commit_overtaken) {
-            (true, true) => Rules::UnifiedMinRepairRetry,
+            (true, true) => Rules::UnifiedMinEscalate,
             (true, false) => Rules::UnifiedMinRecheck,
             (false, _) => Rules::UnifiedMin,
         }

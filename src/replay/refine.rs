@@ -111,6 +111,7 @@ fn map(l: &Ledger, base: u64) -> Result<State, &'static str> {
         req: [UNUSED; MAX_IDS],
         settled_once: s.settled_once,
         cover_epoch: ep(s.cover_epoch)?,
+        resumed: 0,
     };
     // Merged before they are placed: a long view holds many settled requests alike.
     reqs.sort_by_key(|r| (r.st as u8, r.kind as u8, r.ep, r.sup));
