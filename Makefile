@@ -116,9 +116,13 @@ check: test-lib | $(OUT)
 	./$(TEST_DIR)/loader-check --rules unifiedMinPageRetry --max-epoch 3 --ids 5 --no-model-bounds
 	./$(TEST_DIR)/loader-check --progress --rules unifiedMinPageRetry --max-epoch 4 --ids 5 --spare-ids 3 --no-model-bounds
 	# Its mutants: a page failure left standing after an invalidation, or recorded for a read an
-	# invalidation overtook, is seen by PageFailureQuiet alone.
+	# invalidation overtook, is seen by PageFailureQuiet alone among the invariants.
 	$(call violates,--rules mutantPageNoDemote --no-model-bounds,PageFailureQuiet)
 	$(call violates,--rules mutantPageOverDebt --no-model-bounds,PageFailureQuiet)
+	# The gone-cursor check (below), whose start states include recorded failures, sees both as
+	# a deadlock: the page failure over bounded debt, which nothing repairs.
+	$(call violates,--progress --gone-cursor --rules mutantPageNoDemote --no-model-bounds --spare-ids 4 --stop-at-first,ProgressGoneCursor)
+	$(call violates,--progress --gone-cursor --rules mutantPageOverDebt --no-model-bounds --spare-ids 4 --stop-at-first,ProgressGoneCursor)
 	# The repair retry (spec/LoaderLedgerRepairRetry.tla) on top of unifiedMinPageRetry: every
 	# invariant, and progress under churn within the same 3 system steps; its mutants (a
 	# repair failure left over bounded debt after an invalidation, or recorded for an

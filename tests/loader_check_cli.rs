@@ -104,9 +104,13 @@ fn a_mutant_runs_by_name_and_fails_what_list_mutants_says() {
     let (code, out) = run(&["--list-mutants"]);
     assert_eq!(code, 0);
     let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines.len(), 9, "{out}");
+    assert_eq!(lines.len(), 10, "{out}");
     assert!(
-        lines.contains(&"mutantPageNoDemote PageFailureQuiet"),
+        lines.contains(&"mutantEscalateNever ProgressGoneCursor"),
+        "{out}"
+    );
+    assert!(
+        lines.contains(&"mutantPageNoDemote PageFailureQuiet ProgressGoneCursor"),
         "{out}"
     );
     assert!(

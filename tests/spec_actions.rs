@@ -439,6 +439,7 @@ fn a_model_invariant_no_cfg_checks_is_caught() {
         " NoLostInvalidation",
         "",
     );
+    let cfgs = doctored(&cfgs, "LoaderLedgerEscalate.cfg", " NoLostInvalidation", "");
     let problems = mismatches(&spec_files("tla"), &cfgs);
     assert_eq!(
         problems,
@@ -489,6 +490,12 @@ fn a_step_invariant_no_cfg_checks_is_caught() {
     let cfgs = doctored(
         &cfgs,
         "LoaderLedgerRepairRetry.cfg",
+        " ChainCommitBoundedDebt",
+        "",
+    );
+    let cfgs = doctored(
+        &cfgs,
+        "LoaderLedgerEscalate.cfg",
         " ChainCommitBoundedDebt",
         "",
     );

@@ -130,8 +130,8 @@ impl Ledger {
         if !(chain && self.resumed == Some(id)) {
             return false;
         }
+        // Not counted in `changes`: nothing a snapshot shows changed.
         self.resumed = None;
-        self.after_event();
         true
     }
 

@@ -126,10 +126,12 @@ impl Mutant {
             // A page failure an invalidation overtook is retried by reading one page of a
             // stale view: it stands with bounded debt that no rule can start repairing (the
             // repair waits for the failure, and the page retry for no debt), and no other
-            // invariant sees it, nor the progress check, whose start states record no failure.
-            Mutant::PageNoDemote => &[Inv(PageFailureQuiet)],
+            // invariant sees it, nor the progress check under churn, whose start states record
+            // no failure. The gone-cursor check, whose start states do, finds that state owing
+            // something with nothing enabled: a deadlock.
+            Mutant::PageNoDemote => &[Inv(PageFailureQuiet), MutantCheck::GoneCursor],
             // The same state, reached by the failure instead of after it.
-            Mutant::PageOverDebt => &[Inv(PageFailureQuiet)],
+            Mutant::PageOverDebt => &[Inv(PageFailureQuiet), MutantCheck::GoneCursor],
             // A repair failure an invalidation overtook would restart a repair over pages it
             // may have changed: only RepairFailureQuiet sees it.
             Mutant::RepairNoDemote => &[Inv(RepairFailureQuiet)],
