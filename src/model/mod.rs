@@ -9,9 +9,9 @@
 //!
 //! The files follow the module's parts: [`Rules`] (rules.rs), the state (state.rs), [`Action`]
 //! (action.rs), `Next` and its actions in the module's order (next.rs), the invariants
-//! (invariants.rs), the printing of states (show.rs), the progress-under-churn check
-//! (progress.rs), and, in builds with the `testing` feature, the mutants of
-//! `unifiedMinChurn` that show its checks can fail (mutant.rs).
+//! (invariants.rs), the printing of states (show.rs), the progress checks under churn and
+//! with a cursor gone for good (progress.rs), and, in builds with the `testing` feature, the
+//! mutants of this project's variants that show their checks can fail (mutant.rs).
 //!
 //! This layer knows nothing of the production ledger; `crate::refinement` relates the two. The
 //! values both share live in [`crate::vocab`].
