@@ -175,10 +175,17 @@ fn a_resumed_repair_past_its_resumed_read_resumes_again() {
     fail_the_second_read(&mut h);
     retry(&mut h);
     let resumed = h.loader.ledger().resumed();
-    assert!(resumed.is_some(), "the ledger remembers the chain it started again");
+    assert!(
+        resumed.is_some(),
+        "the ledger remembers the chain it started again"
+    );
     // The resumed read (rows 100..150) is answered; the next (150..200) fails.
     h.answer_one();
-    assert_eq!(h.loader.ledger().resumed(), None, "its resumed read was answered");
+    assert_eq!(
+        h.loader.ledger().resumed(),
+        None,
+        "its resumed read was answered"
+    );
     assert_eq!(
         (h.reads[0].kind, common::at(&h.reads[0].cursor)),
         (Kind::Chain, 150)
