@@ -72,7 +72,7 @@ check-header:
 # loader-check needs the `testing` feature (it uses `refinement`): it is built with the test
 # library.
 # $(call violates,ARGS,CHECKS): `loader-check ARGS` exits with 1 and reports each of CHECKS
-# (invariants, or ProgressUnderChurn) violated.
+# (invariants, ProgressUnderChurn or ProgressGoneCursor) violated.
 violates = ./$(TEST_DIR)/loader-check $(1) > $(OUT)/violates.txt; status=$$?; \
 	for c in $(2); do \
 	    grep -qE "^  $$c +violated" $(OUT)/violates.txt && test $$status -eq 1 || \
@@ -116,9 +116,13 @@ check: test-lib | $(OUT)
 	./$(TEST_DIR)/loader-check --rules unifiedMinPageRetry --max-epoch 3 --ids 5 --no-model-bounds
 	./$(TEST_DIR)/loader-check --progress --rules unifiedMinPageRetry --max-epoch 4 --ids 5 --spare-ids 3 --no-model-bounds
 	# Its mutants: a page failure left standing after an invalidation, or recorded for a read an
-	# invalidation overtook, is seen by PageFailureQuiet alone.
+	# invalidation overtook, is seen by PageFailureQuiet alone among the invariants.
 	$(call violates,--rules mutantPageNoDemote --no-model-bounds,PageFailureQuiet)
 	$(call violates,--rules mutantPageOverDebt --no-model-bounds,PageFailureQuiet)
+	# The gone-cursor check (below), whose start states include recorded failures, sees both as
+	# a deadlock: the page failure over bounded debt, which nothing repairs.
+	$(call violates,--progress --gone-cursor --rules mutantPageNoDemote --no-model-bounds --spare-ids 4 --stop-at-first,ProgressGoneCursor)
+	$(call violates,--progress --gone-cursor --rules mutantPageOverDebt --no-model-bounds --spare-ids 4 --stop-at-first,ProgressGoneCursor)
 	# The repair retry (spec/LoaderLedgerRepairRetry.tla) on top of unifiedMinPageRetry: every
 	# invariant, and progress under churn within the same 3 system steps; its mutants (a
 	# repair failure left over bounded debt after an invalidation, or recorded for an
@@ -129,6 +133,18 @@ check: test-lib | $(OUT)
 	./$(TEST_DIR)/loader-check --progress --rules unifiedMinRepairRetry --max-epoch 4 --ids 5 --spare-ids 3 --no-model-bounds
 	$(call violates,--rules mutantRepairNoDemote --no-model-bounds,RepairFailureQuiet)
 	$(call violates,--rules mutantRepairOvertaken --no-model-bounds,RepairFailureQuiet)
+	# The escalation (spec/LoaderLedgerEscalate.tla) on top of unifiedMinRepairRetry: the read
+	# a page or repair failure's retry starts again (resumed) fails through the lattice. Every
+	# invariant, progress under churn within the same 3 system steps, and progress under the
+	# gone-cursor adversary (every resumed read fails): coverEpoch rises or nothing is owed
+	# within 5 steps, with spare slots (0 paths cut). Its mutant, the resumed read's failure
+	# recorded as a page or repair failure again, retries it for ever: a cycle.
+	./$(TEST_DIR)/loader-check --rules unifiedMinEscalate
+	./$(TEST_DIR)/loader-check --rules unifiedMinEscalate --no-model-bounds
+	./$(TEST_DIR)/loader-check --rules unifiedMinEscalate --max-epoch 3 --ids 5 --no-model-bounds
+	./$(TEST_DIR)/loader-check --progress --rules unifiedMinEscalate --max-epoch 3 --ids 5 --spare-ids 3 --no-model-bounds
+	./$(TEST_DIR)/loader-check --progress --gone-cursor --rules unifiedMinEscalate --max-epoch 3 --ids 5 --spare-ids 3 --no-model-bounds
+	$(call violates,--progress --gone-cursor --rules mutantEscalateNever --max-epoch 3 --ids 5 --spare-ids 3 --no-model-bounds --stop-at-first,ProgressGoneCursor)
 	./$(TEST_DIR)/loader-check --impl --max-epoch 3 --ids 6
 	# The production Loader, explored exhaustively over the quick grid of small sources and
 	# settings (src/check: every host event interleaving to depth 9, 10 for the bound grid,

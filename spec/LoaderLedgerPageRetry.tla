@@ -26,8 +26,10 @@
 \* Invalidate (or with a page failure recorded for a read an invalidation overtook), a page
 \* failure stands over bounded debt that no action repairs (StartRepair waits for the failure,
 \* the page retry for no debt); every other invariant holds there, and the progress check's
-\* start states record no failure, so only PageFailureQuiet shows the demotion needed
-\* (loader-check's mutants mutantPageNoDemote and mutantPageOverDebt, make check).
+\* start states record no failure, so only PageFailureQuiet among them shows the demotion
+\* needed (loader-check's mutants mutantPageNoDemote and mutantPageOverDebt, make check). The
+\* gone-cursor progress check (LoaderLedgerEscalate.tla), whose start states do record
+\* failures, finds that state a deadlock too.
 \*
 \* LoaderLedgerChurn is instantiated, not extended, so that the changed actions keep their names.
 EXTENDS Naturals

@@ -91,10 +91,11 @@ fn list_rules_prints_every_variant_one_per_line() {
         "unifiedMinChurn",
         "unifiedMinPageRetry",
         "unifiedMinRepairRetry",
+        "unifiedMinEscalate",
     ] {
         assert!(names.contains(&name), "{name} missing from {names:?}");
     }
-    assert_eq!(names.len(), 12);
+    assert_eq!(names.len(), 13);
     assert!(!out.contains("mutant"), "{out}");
 }
 
@@ -103,9 +104,13 @@ fn a_mutant_runs_by_name_and_fails_what_list_mutants_says() {
     let (code, out) = run(&["--list-mutants"]);
     assert_eq!(code, 0);
     let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines.len(), 9, "{out}");
+    assert_eq!(lines.len(), 10, "{out}");
     assert!(
-        lines.contains(&"mutantPageNoDemote PageFailureQuiet"),
+        lines.contains(&"mutantEscalateNever ProgressGoneCursor"),
+        "{out}"
+    );
+    assert!(
+        lines.contains(&"mutantPageNoDemote PageFailureQuiet ProgressGoneCursor"),
         "{out}"
     );
     assert!(
@@ -158,11 +163,37 @@ fn impl_checks_both_settings() {
     assert_eq!(
         rules,
         [
-            "unifiedMinRepairRetry",
+            "unifiedMinEscalate",
             "unifiedMinRecheck",
             "unifiedMin",
             "unifiedMin"
         ]
+    );
+}
+
+#[test]
+fn gone_cursor_progress_passes_with_the_escalation_and_fails_without() {
+    let args = [
+        "--progress",
+        "--gone-cursor",
+        "--no-model-bounds",
+        "--spare-ids",
+        "3",
+    ];
+    let (code, out) = run(&[&args[..], &["--rules", "unifiedMinEscalate"]].concat());
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("ProgressGoneCursor       holds"), "{out}");
+    assert!(out.contains("within 5 system steps; bound 5"), "{out}");
+    let (code, out) = run(&[&args[..], &["--rules", "mutantEscalateNever", "--json"]].concat());
+    assert_eq!(code, 1, "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["progress"], false);
+    assert_eq!(v["gone_cursor"], true);
+    assert_eq!(v["worst"], serde_json::Value::Null);
+    assert_eq!(
+        run(&["--gone-cursor"]).0,
+        2,
+        "--gone-cursor needs --progress"
     );
 }
 

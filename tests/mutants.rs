@@ -50,7 +50,7 @@ fn each_mutant_fails_exactly_the_checks_it_names() {
             .iter()
             .filter_map(|c| match c {
                 MutantCheck::Invariant(inv) => Some(*inv),
-                MutantCheck::Progress => None,
+                MutantCheck::Progress | MutantCheck::GoneCursor => None,
             })
             .collect();
         let r = run(m.rules());
@@ -62,7 +62,51 @@ fn each_mutant_fails_exactly_the_checks_it_names() {
             !m.fails().contains(&MutantCheck::Progress),
             "{m}: {p:?}"
         );
+        let g = gone_cursor(m.rules(), 4);
+        assert_eq!(
+            g.holds(),
+            !m.fails().contains(&MutantCheck::GoneCursor),
+            "{m}: {g:?}"
+        );
     }
+}
+
+fn gone_cursor(rules: Rules, spare_ids: usize) -> ProgressReport {
+    let options = ProgressOptions {
+        spare_ids,
+        gone_cursor: true,
+        bound: loader::model::progress::GONE_CURSOR_BOUND,
+        ..ProgressOptions::default()
+    };
+    check_progress(bounds(rules, 2, 4), options).unwrap()
+}
+
+/// The escalation is what the gone-cursor check needs: `unifiedMinEscalate` passes it within
+/// its bound, with no path cut; without the escalation the same read is retried for ever (a
+/// cycle, with the slots to spare or without), and every other check still passes.
+#[test]
+fn the_escalate_variant_passes_every_check_its_mutant_fails() {
+    let r = run(Rules::UnifiedMinEscalate);
+    assert!(violated(&r).is_empty());
+    let p = progress(Rules::UnifiedMinEscalate, 3, 4);
+    assert!(p.holds(), "{p:?}");
+    let g = gone_cursor(Rules::UnifiedMinEscalate, 4);
+    assert!(g.holds(), "{g:?}");
+    assert_eq!(g.worst, Some(loader::model::progress::GONE_CURSOR_BOUND));
+    assert_eq!(g.cut, 0, "no path runs out of slots");
+    let mutant = Mutant::EscalateNever.rules();
+    for spare in [0, 4] {
+        let g = gone_cursor(mutant, spare);
+        assert_eq!(g.worst, None, "spare {spare}: {g:?}");
+    }
+    // The counterexample retries the same read again and again.
+    let g = gone_cursor(mutant, 4);
+    let (_, path) = g.counterexample.as_ref().expect("a counterexample");
+    let retries = path
+        .iter()
+        .filter(|s| matches!(s.action, Some(Action::ExplicitRetry { .. })) && s.state.resumed != 0)
+        .count();
+    assert!(retries >= 2, "{path:?}");
 }
 
 #[test]
@@ -117,6 +161,7 @@ fn mutant_names_say_mutant_and_are_no_real_variant() {
         let prefix = match m.base() {
             Rules::UnifiedMinPageRetry => "mutantPage",
             Rules::UnifiedMinRepairRetry => "mutantRepair",
+            Rules::UnifiedMinEscalate => "mutantEscalate",
             _ => "mutantChurn",
         };
         assert!(m.name().starts_with(prefix), "{m}");

@@ -163,3 +163,45 @@ fn a_repair_failure_falls_back_to_a_full_read_when_anything_changed() {
         assert_eq!(h.loader.stats().resumed, u64::from(case == "failed again"));
     }
 }
+
+/// A resumed repair whose resumed read succeeded is past the cursor that failed: a later read
+/// of it failing is a repair failure again, resumed where that read failed, not a full read.
+/// The loader tells the ledger that the resumed read was answered (`resume_answered`, the
+/// model's `ResumeAnswered`); without it the ledger, which escalates the failure of the read
+/// a retry started again (`unifiedMinEscalate`), would retry with a full read.
+#[test]
+fn a_resumed_repair_past_its_resumed_read_resumes_again() {
+    let mut h = repairing();
+    fail_the_second_read(&mut h);
+    retry(&mut h);
+    let resumed = h.loader.ledger().resumed();
+    assert!(
+        resumed.is_some(),
+        "the ledger remembers the chain it started again"
+    );
+    // The resumed read (rows 100..150) is answered; the next (150..200) fails.
+    h.answer_one();
+    assert_eq!(
+        h.loader.ledger().resumed(),
+        None,
+        "its resumed read was answered"
+    );
+    assert_eq!(
+        (h.reads[0].kind, common::at(&h.reads[0].cursor)),
+        (Kind::Chain, 150)
+    );
+    h.fail_one();
+    let l = h.loader.ledger();
+    assert!(l.repair_failed(), "a repair failure again");
+    assert_eq!((l.failure(), l.debt()), (Failure::Own, Debt::Bounded));
+    retry(&mut h);
+    assert_eq!(
+        h.issued.last(),
+        Some(&(Kind::Chain, 150)),
+        "resumed at the read that failed"
+    );
+    settled(&mut h);
+    let st = h.loader.stats();
+    assert_eq!(st.resumed, 2);
+    assert_eq!(st.issued[2], 0, "no full read");
+}

@@ -345,7 +345,13 @@ fn the_modules_and_the_model_name_the_same_actions_and_invariants() {
     assert_eq!(cfgs.len(), modules.len(), "one .cfg per module");
     for (file, text) in &modules {
         let actions = next_actions(text).unwrap_or_default();
-        assert_eq!(actions, Action::NAMES, "{file}: Next, in order");
+        // `ResumeAnswered` acts on `resumed`, which only LoaderLedgerEscalate.tla has; every
+        // other action is in every module's Next.
+        let expected: Vec<&str> = Action::NAMES
+            .into_iter()
+            .filter(|&a| a != "ResumeAnswered" || file == "LoaderLedgerEscalate.tla")
+            .collect();
+        assert_eq!(actions, expected, "{file}: Next, in order");
     }
     let problems = mismatches(&modules, &cfgs);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
@@ -389,6 +395,7 @@ fn a_model_action_in_no_next_is_caught() {
     let tla = doctored(&tla, "LoaderLedgerChurn.tla", " \\/ Fail(i)\n", "\n");
     let tla = doctored(&tla, "LoaderLedgerPageRetry.tla", " \\/ Fail(i)\n", "\n");
     let tla = doctored(&tla, "LoaderLedgerRepairRetry.tla", " \\/ Fail(i)\n", "\n");
+    let tla = doctored(&tla, "LoaderLedgerEscalate.tla", " \\/ Fail(i)\n", "\n");
     let problems = mismatches(&tla, &spec_files("cfg"));
     assert_eq!(problems, ["the model's action Fail is in no module's Next"]);
 }
@@ -432,6 +439,7 @@ fn a_model_invariant_no_cfg_checks_is_caught() {
         " NoLostInvalidation",
         "",
     );
+    let cfgs = doctored(&cfgs, "LoaderLedgerEscalate.cfg", " NoLostInvalidation", "");
     let problems = mismatches(&spec_files("tla"), &cfgs);
     assert_eq!(
         problems,
@@ -482,6 +490,12 @@ fn a_step_invariant_no_cfg_checks_is_caught() {
     let cfgs = doctored(
         &cfgs,
         "LoaderLedgerRepairRetry.cfg",
+        " ChainCommitBoundedDebt",
+        "",
+    );
+    let cfgs = doctored(
+        &cfgs,
+        "LoaderLedgerEscalate.cfg",
         " ChainCommitBoundedDebt",
         "",
     );

@@ -6,7 +6,9 @@
 //! when one is violated (or the check fails), 2 on a usage error.
 
 use loader::model::explore::{explore, Options, Report};
-use loader::model::progress::{check_progress, ProgressOptions, ProgressReport, DEFAULT_BOUND};
+use loader::model::progress::{
+    check_progress, ProgressOptions, ProgressReport, DEFAULT_BOUND, GONE_CURSOR_BOUND,
+};
 use loader::model::{Bounds, Model, Mutant, Rules};
 use loader::refinement::{self, RefineBounds};
 use std::process::ExitCode;
@@ -25,7 +27,7 @@ use std::time::Instant;
 const USAGE: &str =
     "usage: loader-check [--rules NAME] [--max-epoch N] [--ids N] [--no-model-bounds]
                     [--stop-at-first] [--json] [--impl] [--list-rules] [--list-mutants]
-                    [--progress [--progress-bound B] [--spare-ids S]]
+                    [--progress [--gone-cursor] [--progress-bound B] [--spare-ids S]]
 
   --rules NAME        rule variant (default unifiedMin; see --list-rules), or a mutant of
                       unifiedMinChurn, unifiedMinPageRetry or unifiedMinRepairRetry
@@ -43,7 +45,12 @@ const USAGE: &str =
   --progress          progress under churn: with an Invalidate after every system step (any
                       action but Invalidate and Fail), coverEpoch rises within B system steps
                       from every reachable state with coverEpoch < epoch and failure = none
-  --progress-bound B  the bound B for --progress (default 3)
+  --gone-cursor       with --progress, the gone-cursor adversary instead of churn: every read
+                      a page or repair failure's retry resumes (resumed, unifiedMinEscalate)
+                      fails, nothing is invalidated, the host retries when only it can; from
+                      every reachable state owing something, coverEpoch rises or nothing is
+                      owed within B steps (default 5)
+  --progress-bound B  the bound B for --progress (default 3; 5 with --gone-cursor)
   --spare-ids S       with --progress, judge the start states (reachable with --ids slots) as
                       if S more request slots were free (default 0), so that a path is not cut
                       short because the slots ran out";
@@ -59,7 +66,8 @@ struct Args {
     list_rules: bool,
     list_mutants: bool,
     progress: bool,
-    progress_bound: u32,
+    gone_cursor: bool,
+    progress_bound: Option<u32>,
     spare_ids: usize,
 }
 
@@ -75,7 +83,8 @@ fn parse() -> Result<Args, String> {
         list_rules: false,
         list_mutants: false,
         progress: false,
-        progress_bound: DEFAULT_BOUND,
+        gone_cursor: false,
+        progress_bound: None,
         spare_ids: 0,
     };
     let mut it = std::env::args().skip(1);
@@ -111,13 +120,15 @@ fn parse() -> Result<Args, String> {
             "--list-rules" => a.list_rules = true,
             "--list-mutants" => a.list_mutants = true,
             "--progress" => a.progress = true,
+            "--gone-cursor" => a.gone_cursor = true,
             "--progress-bound" => {
                 let v = value("--progress-bound")?;
-                a.progress_bound = v
-                    .parse()
-                    .ok()
-                    .filter(|&n: &u32| n <= 200)
-                    .ok_or_else(|| format!("--progress-bound takes 0..=200, not {v:?}"))?;
+                a.progress_bound = Some(
+                    v.parse()
+                        .ok()
+                        .filter(|&n: &u32| n <= 200)
+                        .ok_or_else(|| format!("--progress-bound takes 0..=200, not {v:?}"))?,
+                );
             }
             "--spare-ids" => {
                 let v = value("--spare-ids")?;
@@ -133,6 +144,9 @@ fn parse() -> Result<Args, String> {
     }
     if a.spare_ids > 0 && !a.progress {
         return Err("--spare-ids applies to --progress only".into());
+    }
+    if a.gone_cursor && !a.progress {
+        return Err("--gone-cursor applies to --progress only".into());
     }
     Ok(a)
 }
@@ -273,10 +287,16 @@ fn run_impl(args: &Args) -> ExitCode {
 }
 
 fn run_progress(bounds: Bounds, args: &Args) -> ExitCode {
+    let default = if args.gone_cursor {
+        GONE_CURSOR_BOUND
+    } else {
+        DEFAULT_BOUND
+    };
     let options = ProgressOptions {
-        bound: args.progress_bound,
+        bound: args.progress_bound.unwrap_or(default),
         spare_ids: args.spare_ids,
         stop_at_first: args.stop_at_first,
+        gone_cursor: args.gone_cursor,
     };
     let report = match check_progress(bounds, options) {
         Ok(r) => r,
@@ -304,6 +324,21 @@ fn progress_text(r: &ProgressReport) -> String {
         ids: b.ids + r.spare_ids,
         ..b
     });
+    let (check, adversary, what, after) = if r.gone_cursor {
+        (
+            "ProgressGoneCursor",
+            "the gone-cursor adversary",
+            "coverEpoch rises or nothing is owed",
+            "with every resumed read failing, something is still owed after",
+        )
+    } else {
+        (
+            "ProgressUnderChurn",
+            "churn",
+            "coverEpoch rises",
+            "with an Invalidate after every system step, coverEpoch has not risen after",
+        )
+    };
     let mut s = format!(
         "loader-check --progress: LoaderLedger with Rules = {}, MaxEpoch = {}, Ids = {}, model bounds {}, spare ids {}\n",
         b.rules,
@@ -326,24 +361,24 @@ fn progress_text(r: &ProgressReport) -> String {
         None => "never (a deadlock with something owed, or a cycle)".into(),
     };
     s += &format!(
-        "  ProgressUnderChurn       {} (worst: coverEpoch rises within {worst}; bound {})\n",
+        "  {check:<24} {} (worst: {what} within {worst}; bound {})\n",
         if r.holds() { "holds" } else { "violated" },
         r.bound
     );
     if let Some((prefix, path)) = &r.counterexample {
         s += &format!(
-            "\nProgress under churn is violated. Shortest trace to the start state, {} steps:\n",
+            "\nProgress under {adversary} is violated. Shortest trace to the start state, {} steps:\n",
             prefix.len() - 1
         );
         s += &steps_text(&model, prefix, 0);
         let tail = match r.worst_from_witness {
             Some(w) => format!("; it rises only at system step {w}"),
+            None if r.gone_cursor => {
+                "; it never gets there (a deadlock with something owed, or a cycle)".into()
+            }
             None => "; it never rises (something is owed and no system step is enabled)".into(),
         };
-        s += &format!(
-            "Then, with an Invalidate after every system step, coverEpoch has not risen after {} system steps{tail}:\n",
-            r.bound
-        );
+        s += &format!("Then, {after} {} system steps{tail}:\n", r.bound);
         let start = prefix.last().expect("Init").state;
         let mut whole = vec![loader::model::explore::Step {
             action: None,
@@ -398,13 +433,14 @@ fn progress_json(r: &ProgressReport) -> String {
         }
     };
     format!(
-        "{{\"rules\": {}, \"max_epoch\": {}, \"ids\": {}, \"spare_ids\": {}, \"model_bounds\": {}, \"progress\": {}, \"complete\": {}, \"bound\": {}, \"worst\": {}, \"reachable\": {}, \"starts\": {}, \"visited\": {}, \"cut\": {}, \"seconds\": {:.3}{trace}}}",
+        "{{\"rules\": {}, \"max_epoch\": {}, \"ids\": {}, \"spare_ids\": {}, \"model_bounds\": {}, \"progress\": {}, \"gone_cursor\": {}, \"complete\": {}, \"bound\": {}, \"worst\": {}, \"reachable\": {}, \"starts\": {}, \"visited\": {}, \"cut\": {}, \"seconds\": {:.3}{trace}}}",
         quote(b.rules.name()),
         b.max_epoch,
         b.ids,
         r.spare_ids,
         b.model_bounds,
         r.holds(),
+        r.gone_cursor,
         r.complete,
         r.bound,
         r.worst.map_or("null".into(), |w| w.to_string()),

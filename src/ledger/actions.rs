@@ -98,6 +98,7 @@ impl Ledger {
             // for the retry.
             self.failure = Failure::None;
             let id = self.new_request(Kind::Finite, out)?;
+            self.resumed = Some(id);
             self.after_event();
             return Ok(Some(id));
         }
@@ -110,10 +111,28 @@ impl Ledger {
             let id = self.new_request(Kind::Chain, out)?;
             self.phase = Phase::Repair;
             self.chain_epoch = self.epoch;
+            self.resumed = Some(id);
             self.after_event();
             return Ok(Some(id));
         }
         self.retry_full(out)
+    }
+
+    /// `ResumeAnswered(i)` (`spec/LoaderLedgerEscalate.tla`): the read that the resumed chain
+    /// `id` resumed at was answered, so its cursor was not gone, and the chain reads on; a
+    /// later failure of it is a repair failure again. Returns whether `id` was the resumed
+    /// chain, in flight (else nothing changes).
+    pub fn resume_answered(&mut self, id: u64) -> bool {
+        let chain = self
+            .live
+            .get(&id)
+            .is_some_and(|r| r.kind == Kind::Chain && r.st == St::Inflight);
+        if !(chain && self.resumed == Some(id)) {
+            return false;
+        }
+        // Not counted in `changes`: nothing a snapshot shows changed.
+        self.resumed = None;
+        true
     }
 
     /// `ExplicitRetry` by a window move: as [`Ledger::explicit_retry`], but a page or repair
@@ -200,6 +219,9 @@ impl Ledger {
         let r = self.inflight_request(id)?;
         // Settling may start a request; refuse before changing anything if no id is left.
         self.check_id_room()?;
+        if self.resumed == Some(id) {
+            self.resumed = None;
+        }
         let outcome = match r.kind {
             Kind::Finite => self.settle_finite(id, r, out),
             Kind::Chain => self.settle_chain(id, r, out)?,
@@ -318,6 +340,12 @@ impl Ledger {
     ) -> Result<Failed, LedgerError> {
         let r = self.inflight_request(id)?;
         self.check_id_room()?;
+        // `spec/LoaderLedgerEscalate.tla`: the read a retry started again fails through the
+        // lattice, never as a page or repair failure again.
+        let again = again && self.resumed != Some(id);
+        if self.resumed == Some(id) {
+            self.resumed = None;
+        }
         let page = again && self.page_failure(&r);
         let repair = again && self.repair_failure(&r);
         self.leave_inflight(id, r.kind);

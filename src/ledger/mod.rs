@@ -16,7 +16,9 @@
 //!   failure, retried by reading that page again (the model's `unifiedMinPageRetry`), and
 //!   the running repair's own failure with nothing else owed is a repair failure, which
 //!   keeps the debt bounded and is retried by starting the repair again (the model's
-//!   `unifiedMinRepairRetry`).
+//!   `unifiedMinRepairRetry`); the request either retry starts again is remembered
+//!   (`resumed`) until it is answered, and its failure goes through the debt lattice, so a
+//!   cursor gone for good is read again once, not for ever (the model's `unifiedMinEscalate`).
 //!
 //! It owns no pages, cursors, clocks or I/O. Events go in; [`Effect`]s come out into a buffer
 //! the caller owns. Each event costs O(1) amortised plus O(k) for the k requests it retires:
@@ -252,6 +254,10 @@ pub struct Ledger {
     inflight_chain: usize,
     inflight_full: usize,
     inflight: usize,
+    /// `resumed` (`spec/LoaderLedgerEscalate.tla`): the request a page or repair failure's
+    /// retry started again, until it is answered (a chain: until the read it resumed at is,
+    /// [`Ledger::resume_answered`]). Its failure goes through the debt lattice.
+    resumed: Option<u64>,
 }
 
 impl Default for Ledger {
@@ -288,6 +294,7 @@ impl Ledger {
             inflight_chain: 0,
             inflight_full: 0,
             inflight: 0,
+            resumed: None,
         }
     }
 
@@ -319,6 +326,12 @@ impl Ledger {
     /// `coverEpoch`.
     pub fn cover_epoch(&self) -> u64 {
         self.cover_epoch
+    }
+
+    /// `resumed`: the request a page or repair failure's retry started again, while its
+    /// resumed read is unanswered. Its failure is never a page or repair failure.
+    pub fn resumed(&self) -> Option<u64> {
+        self.resumed
     }
 
     /// The id the next request will get; `u64::MAX` when the id space is exhausted.
@@ -494,6 +507,7 @@ impl crate::check::canon::Canon for Ledger {
             inflight_chain,
             inflight_full,
             inflight,
+            resumed,
         } = self;
         e.id(Class::Epoch, *epoch);
         for v in [
@@ -521,6 +535,7 @@ impl crate::check::canon::Canon for Ledger {
         for n in [inflight_chain, inflight_full, inflight] {
             n.canon(e);
         }
+        e.opt(resumed, |e, r| e.id(Class::Request, *r));
     }
 }
 

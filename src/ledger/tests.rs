@@ -270,3 +270,57 @@ fn every_settled_request_is_released_exactly_once() {
         );
     }
 }
+
+/// The escalation (`unifiedMinEscalate`): the read a page or repair failure's retry started
+/// again (`resumed`) fails through the lattice even when the caller says `fail`, so a cursor
+/// gone for good is read again once; a resumed chain whose resumed read was answered
+/// (`resume_answered`) is a repair failure again when it fails later.
+#[test]
+fn a_read_started_again_that_fails_again_goes_through_the_lattice() {
+    // A page failure, read again, failing again: own failure, full debt, a full read.
+    let (mut l, mut out) = one_page();
+    let page = l.issue_finite(&mut out).unwrap().unwrap();
+    l.fail(page, &mut out).unwrap();
+    assert_eq!(l.failure(), Failure::Page);
+    let again = l.explicit_retry(&mut out).unwrap().unwrap();
+    assert_eq!(l.resumed(), Some(again));
+    assert_eq!(l.fail(again, &mut out).unwrap(), Failed::Own);
+    assert_eq!(l.resumed(), None);
+    assert_eq!((l.failure(), l.debt()), (Failure::Own, Debt::Full));
+    out.clear();
+    let full = l.explicit_retry(&mut out).unwrap().unwrap();
+    assert_eq!(starts(&out), vec![(full, Kind::Full)]);
+
+    // A repair failure, resumed, failing again at the resumed read: through the lattice.
+    let (mut l, mut out) = one_page();
+    l.invalidate(&mut out).unwrap();
+    let (chain, _) = *starts(&out).last().unwrap();
+    l.fail(chain, &mut out).unwrap();
+    assert!(l.repair_failed());
+    let again = l.explicit_retry(&mut out).unwrap().unwrap();
+    assert_eq!(l.resumed(), Some(again));
+    l.fail(again, &mut out).unwrap();
+    assert!(!l.repair_failed());
+    assert_eq!((l.failure(), l.debt()), (Failure::Own, Debt::Full));
+
+    // The resumed read answered, a later read of the repair failing: a repair failure again.
+    let (mut l, mut out) = one_page();
+    l.invalidate(&mut out).unwrap();
+    let (chain, _) = *starts(&out).last().unwrap();
+    l.fail(chain, &mut out).unwrap();
+    let again = l.explicit_retry(&mut out).unwrap().unwrap();
+    assert!(!l.resume_answered(chain), "not the resumed request");
+    assert!(l.resume_answered(again));
+    assert_eq!(l.resumed(), None);
+    l.fail(again, &mut out).unwrap();
+    assert!(l.repair_failed());
+
+    // A success clears it.
+    let (mut l, mut out) = one_page();
+    let page = l.issue_finite(&mut out).unwrap().unwrap();
+    l.fail(page, &mut out).unwrap();
+    let again = l.explicit_retry(&mut out).unwrap().unwrap();
+    l.settle(again, &mut out).unwrap();
+    assert_eq!(l.resumed(), None);
+    assert!(l.is_quiescent());
+}

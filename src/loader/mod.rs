@@ -155,12 +155,15 @@ pub struct Loader {
     /// The read a page failure's retry read again (its cursor and direction), until an
     /// answer is current: if it fails again, the failure goes through the debt lattice (a
     /// full read, with fresh cursors), since reading that page a third time may never work
-    /// (a cursor whose item is gone for good).
+    /// (a cursor whose item is gone for good). The ledger holds the same rule for the request
+    /// it started again (`Ledger::resumed`, the model's `unifiedMinEscalate`).
     page_retried: Option<(Cursor, Direction)>,
     /// The read a repair failure's retry resumed at (its id), until it is answered: if it
     /// fails again, the failure goes through the debt lattice (a full read, with fresh
     /// cursors), since resuming there a third time may never work (a cursor whose item is
-    /// gone for good), as for `page_retried`.
+    /// gone for good), as for `page_retried`. The ledger escalates that failure too
+    /// (`unifiedMinEscalate`); when the read is answered the loader tells it
+    /// (`Ledger::resume_answered`), so that a later failure of the repair resumes again.
     repair_retried: Option<u64>,
     /// Reads let go of (abandoned, or timed out), newest last: a late answer to one is stale
     /// and its acquisition goes back at once. Bounded: the oldest are forgotten (an answer

@@ -291,7 +291,10 @@ impl Loader {
             Kind::Finite => (self.settle_finite(&a)?, false),
             Kind::Chain | Kind::Full => {
                 if self.repair_retried == Some(read_id) {
+                    // The read the repair's retry resumed at was answered: its cursor is not
+                    // gone, and a later failure of the repair is a repair failure again.
                     self.repair_retried = None;
+                    self.ledger.resume_answered(request);
                 }
                 match self.settle_step(&a)? {
                     // No ledger effect waits either (a change ahead decided on this answer

@@ -52,12 +52,18 @@ pub enum Action {
         /// The slot it starts, if any.
         k: Option<u8>,
     },
+    /// `ResumeAnswered(i)` (`spec/LoaderLedgerEscalate.tla`): the read that chain `i`, a
+    /// repair failure's retry, resumed at was answered; the chain reads on, no longer resumed.
+    ResumeAnswered {
+        /// The resumed chain.
+        i: u8,
+    },
 }
 
 impl Action {
     /// The names of the actions in the module's `Next`, in its order; indexed by
     /// [`Action::tag`].
-    pub const NAMES: [&'static str; 9] = [
+    pub const NAMES: [&'static str; 10] = [
         "IssueFinite",
         "Invalidate",
         "StartRepair",
@@ -67,6 +73,7 @@ impl Action {
         "SettleChain",
         "SettleFull",
         "Fail",
+        "ResumeAnswered",
     ];
 
     /// The action's position in `Next`.
@@ -81,6 +88,7 @@ impl Action {
             Action::SettleChain { .. } => 6,
             Action::SettleFull { .. } => 7,
             Action::Fail { .. } => 8,
+            Action::ResumeAnswered { .. } => 9,
         }
     }
 
@@ -97,7 +105,9 @@ impl Action {
             | Action::StartFull { k }
             | Action::ExplicitRetry { k } => (0, k + 1),
             Action::Invalidate => (0, 0),
-            Action::SettleFinite { i } | Action::SettleFull { i } => (i, 0),
+            Action::SettleFinite { i }
+            | Action::SettleFull { i }
+            | Action::ResumeAnswered { i } => (i, 0),
             Action::SettleChain { i, k } | Action::Fail { i, k } => (i, k.map_or(0, |k| k + 1)),
         };
         ((self.tag() as u16) << 8) | ((i as u16) << 4) | k as u16
@@ -120,10 +130,11 @@ impl Action {
                 k: (k1 != 0).then_some(k),
             },
             7 => Action::SettleFull { i },
-            _ => Action::Fail {
+            8 => Action::Fail {
                 i,
                 k: (k1 != 0).then_some(k),
             },
+            _ => Action::ResumeAnswered { i },
         }
     }
 }
@@ -139,6 +150,7 @@ impl fmt::Display for Action {
             | Action::ExplicitRetry { k } => write!(f, "{}(new {})", self.name(), k + 1),
             Action::SettleFinite { i }
             | Action::SettleFull { i }
+            | Action::ResumeAnswered { i }
             | Action::SettleChain { i, k: None }
             | Action::Fail { i, k: None } => write!(f, "{}({})", self.name(), i + 1),
             Action::SettleChain { i, k: Some(k) } | Action::Fail { i, k: Some(k) } => {
@@ -152,7 +164,7 @@ impl fmt::Display for Action {
 mod tests {
     use super::*;
 
-    const SAMPLES: [Action; 11] = [
+    const SAMPLES: [Action; 12] = [
         Action::IssueFinite { k: 3 },
         Action::Invalidate,
         Action::StartRepair { k: 0 },
@@ -164,6 +176,7 @@ mod tests {
         Action::SettleFull { i: 6 },
         Action::Fail { i: 2, k: None },
         Action::Fail { i: 2, k: Some(0) },
+        Action::ResumeAnswered { i: 3 },
     ];
 
     #[test]

@@ -71,7 +71,15 @@ impl Model {
             r.ep <= me && ((r.st == St::Unused) == (r.kind == Kind::None))
         });
         let unused_beyond = (self.bounds.ids..MAX_IDS).all(|i| s.req[i] == UNUSED);
-        s.epoch <= me && s.chain_epoch <= me && s.cover_epoch <= me && in_use_ok && unused_beyond
+        // `resumed \in Ids \cup {0}`, and 0 under the variants that do not have it.
+        let resumed_ok =
+            s.resumed as usize <= self.bounds.ids && (s.resumed == 0 || self.rules().escalates());
+        s.epoch <= me
+            && s.chain_epoch <= me
+            && s.cover_epoch <= me
+            && in_use_ok
+            && unused_beyond
+            && resumed_ok
     }
 
     /// `ChainHeld`.

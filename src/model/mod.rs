@@ -1,6 +1,6 @@
 //! An executable transcription of `spec/LoaderLedger.tla` and its variants
-//! `spec/LoaderLedgerRecheck.tla`, `spec/LoaderLedgerChurn.tla`, `spec/LoaderLedgerPageRetry.tla`
-//! and `spec/LoaderLedgerRepairRetry.tla`: the model, its constants and the module's operators.
+//! `spec/LoaderLedgerRecheck.tla`, `spec/LoaderLedgerChurn.tla`, `spec/LoaderLedgerPageRetry.tla`,
+//! `spec/LoaderLedgerRepairRetry.tla` and `spec/LoaderLedgerEscalate.tla`: the model, its constants and the module's operators.
 //!
 //! Every variable, operator, action and invariant of the module appears here under its own
 //! name, so the TLA+ text and this code can be read side by side. The module's constants are
@@ -9,9 +9,9 @@
 //!
 //! The files follow the module's parts: [`Rules`] (rules.rs), the state (state.rs), [`Action`]
 //! (action.rs), `Next` and its actions in the module's order (next.rs), the invariants
-//! (invariants.rs), the printing of states (show.rs), the progress-under-churn check
-//! (progress.rs), and, in builds with the `testing` feature, the mutants of
-//! `unifiedMinChurn` that show its checks can fail (mutant.rs).
+//! (invariants.rs), the printing of states (show.rs), the progress checks under churn and
+//! with a cursor gone for good (progress.rs), and, in builds with the `testing` feature, the
+//! mutants of this project's variants that show their checks can fail (mutant.rs).
 //!
 //! This layer knows nothing of the production ledger; `crate::refinement` relates the two. The
 //! values both share live in [`crate::vocab`].
@@ -73,6 +73,7 @@ impl Model {
             req: [UNUSED; MAX_IDS],
             settled_once: false,
             cover_epoch: 0,
+            resumed: 0,
         }
     }
 

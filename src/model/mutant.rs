@@ -1,6 +1,7 @@
 //! Mutants: `unifiedMinChurn` with one part of its overtaken-chain rule broken,
-//! `unifiedMinPageRetry` with one part of its page retry broken, and `unifiedMinRepairRetry`
-//! with one part of its repair retry broken, each paired with the check
+//! `unifiedMinPageRetry` with one part of its page retry broken, `unifiedMinRepairRetry`
+//! with one part of its repair retry broken, and `unifiedMinEscalate` without its escalation,
+//! each paired with the check
 //! that must fail because of it. A check that a mutant passes does not show the part
 //! it breaks to be needed; `make check` and `tests/mutants.rs` run every mutant and expect its
 //! check to fail. Test instruments, in builds with the `testing` feature only, and never listed
@@ -39,6 +40,9 @@ pub enum Mutant {
     /// `unifiedMinRepairRetry` whose `Fail(i)` records a repair failure also for a chain an
     /// invalidation overtook (`chainEpoch # epoch`).
     RepairOvertaken,
+    /// `unifiedMinEscalate` whose `Fail(i)` of the resumed read records a page or repair
+    /// failure again whenever it would record one for a read not resumed: it never escalates.
+    EscalateNever,
 }
 
 /// The check a mutant must fail.
@@ -46,13 +50,15 @@ pub enum Mutant {
 pub enum MutantCheck {
     /// `loader-check --progress`, with spare request slots (`--spare-ids`).
     Progress,
+    /// `loader-check --progress --gone-cursor`: progress when every resumed read fails.
+    GoneCursor,
     /// The exploration: this invariant is violated.
     Invariant(Invariant),
 }
 
 impl Mutant {
     /// Every mutant.
-    pub const ALL: [Mutant; 9] = [
+    pub const ALL: [Mutant; 10] = [
         Mutant::NoAbandon,
         Mutant::StampEpoch,
         Mutant::NormalizeAtEpoch,
@@ -62,6 +68,7 @@ impl Mutant {
         Mutant::PageOverDebt,
         Mutant::RepairNoDemote,
         Mutant::RepairOvertaken,
+        Mutant::EscalateNever,
     ];
 
     /// The real variant it mutates.
@@ -69,6 +76,7 @@ impl Mutant {
         match self {
             Mutant::PageNoDemote | Mutant::PageOverDebt => Rules::UnifiedMinPageRetry,
             Mutant::RepairNoDemote | Mutant::RepairOvertaken => Rules::UnifiedMinRepairRetry,
+            Mutant::EscalateNever => Rules::UnifiedMinEscalate,
             _ => Rules::UnifiedMinChurn,
         }
     }
@@ -85,6 +93,7 @@ impl Mutant {
             Mutant::PageOverDebt => "mutantPageOverDebt",
             Mutant::RepairNoDemote => "mutantRepairNoDemote",
             Mutant::RepairOvertaken => "mutantRepairOvertaken",
+            Mutant::EscalateNever => "mutantEscalateNever",
         }
     }
 
@@ -117,16 +126,28 @@ impl Mutant {
             // A page failure an invalidation overtook is retried by reading one page of a
             // stale view: it stands with bounded debt that no rule can start repairing (the
             // repair waits for the failure, and the page retry for no debt), and no other
-            // invariant sees it, nor the progress check, whose start states record no failure.
-            Mutant::PageNoDemote => &[Inv(PageFailureQuiet)],
+            // invariant sees it, nor the progress check under churn, whose start states record
+            // no failure. The gone-cursor check, whose start states do, finds that state owing
+            // something with nothing enabled: a deadlock.
+            Mutant::PageNoDemote => &[Inv(PageFailureQuiet), MutantCheck::GoneCursor],
             // The same state, reached by the failure instead of after it.
-            Mutant::PageOverDebt => &[Inv(PageFailureQuiet)],
+            Mutant::PageOverDebt => &[Inv(PageFailureQuiet), MutantCheck::GoneCursor],
             // A repair failure an invalidation overtook would restart a repair over pages it
             // may have changed: only RepairFailureQuiet sees it.
             Mutant::RepairNoDemote => &[Inv(RepairFailureQuiet)],
             // The same state, reached by the failure instead of after it.
             Mutant::RepairOvertaken => &[Inv(RepairFailureQuiet)],
+            // Every state it reaches is one unifiedMinRepairRetry reaches, and every invariant
+            // and progress under churn hold there: only the gone-cursor adversary, failing
+            // every resumed read, sees the page retried (or the repair resumed) for ever.
+            Mutant::EscalateNever => &[MutantCheck::GoneCursor],
         }
+    }
+
+    /// `Fail(i)` of the resumed read as the mutant changes it (whether a page or repair
+    /// failure, and whether the lattice's failure, may be recorded); `None` where it does not.
+    pub(super) fn resumed_failure(self) -> Option<(bool, bool)> {
+        (self == Mutant::EscalateNever).then_some((true, false))
     }
 
     /// `Fail(i)`'s page-failure condition as the mutant changes it; `None` where it does not.
@@ -198,6 +219,7 @@ impl fmt::Display for MutantCheck {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             MutantCheck::Progress => f.write_str("ProgressUnderChurn"),
+            MutantCheck::GoneCursor => f.write_str("ProgressGoneCursor"),
             MutantCheck::Invariant(inv) => f.write_str(inv.name()),
         }
     }

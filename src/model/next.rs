@@ -13,10 +13,23 @@ impl Model {
         self.start_full(s, &mut emit);
         self.explicit_retry(s, &mut emit);
         for i in self.ids() {
-            self.settle_finite(s, i, &mut emit);
-            self.settle_chain(s, i, &mut emit);
-            self.settle_full(s, i, &mut emit);
-            self.fail(s, i, &mut emit);
+            if s.resumed as usize == i + 1 {
+                // `resumed` names a request until it is answered: its answer clears it.
+                let mut answered = |a: Action, mut t: State| {
+                    t.resumed = 0;
+                    emit(a, t)
+                };
+                self.settle_finite(s, i, &mut answered);
+                self.settle_chain(s, i, &mut answered);
+                self.settle_full(s, i, &mut answered);
+                self.fail(s, i, &mut answered);
+                self.resume_answered(s, i, &mut answered);
+            } else {
+                self.settle_finite(s, i, &mut emit);
+                self.settle_chain(s, i, &mut emit);
+                self.settle_full(s, i, &mut emit);
+                self.fail(s, i, &mut emit);
+            }
         }
     }
 
@@ -203,6 +216,10 @@ impl Model {
                 t.failure = Failure::None;
                 t.req = cleared;
                 again(self, &mut t, k);
+                if self.rules().escalates() {
+                    // The read started again is remembered until it is answered.
+                    t.resumed = k as u8 + 1;
+                }
                 emit(Action::ExplicitRetry { k: k as u8 }, t);
                 let mut t = *s;
                 t.failure = Failure::None;
@@ -402,7 +419,16 @@ impl Model {
             s.failure
         };
         let ph = if authoritative { Phase::Idle } else { s.phase };
-        if rules.repair_failure(s, &r) {
+        let retried = rules.repair_failure(s, &r) || rules.page_failure(s, &r);
+        // `spec/LoaderLedgerEscalate.tla`: the resumed read's failure goes through the lattice
+        // (below), never as a page or repair failure again.
+        let (again, lattice) = if s.resumed as usize == i + 1 && rules.escalates() {
+            rules.resumed_failure()
+        } else {
+            (true, true)
+        };
+        let lattice = lattice || !retried;
+        if again && rules.repair_failure(s, &r) {
             // The repair retry: the repair's own failure, nothing else owed; the debt stays
             // bounded and the retry starts the repair again. The loader may still record it
             // as the lattice does (below).
@@ -418,7 +444,7 @@ impl Model {
                 t,
             );
         }
-        if rules.page_failure(s, &r) {
+        if again && rules.page_failure(s, &r) {
             // The page retry: its own failure, nothing else owed; the retry reads it again.
             // The loader may still record it as the lattice does (below): a stalled cursor,
             // which reading again would not move.
@@ -432,6 +458,9 @@ impl Model {
                 },
                 t,
             );
+        }
+        if !lattice {
+            return;
         }
         let upgrade_only = rules.unified_family() && r.kind == Kind::Finite && r.sup;
         let recover = !upgrade_only && r.sup && finished_before && rules != Rules::OldRecover;
@@ -470,6 +499,17 @@ impl Model {
                 },
                 t,
             );
+        }
+    }
+
+    /// `ResumeAnswered(i)` (`spec/LoaderLedgerEscalate.tla`): the read the resumed chain `i`
+    /// resumed at was answered, and the chain reads on. Its cursor was not gone: a later
+    /// failure of the chain is a repair failure again, retried where it failed. (A finite read
+    /// is one read: its answer is `SettleFinite` or `Fail`.)
+    fn resume_answered(&self, s: &State, i: usize, emit: &mut impl FnMut(Action, State)) {
+        let r = s.req[i];
+        if s.resumed as usize == i + 1 && r.st == St::Inflight && r.kind == Kind::Chain {
+            emit(Action::ResumeAnswered { i: i as u8 }, *s);
         }
     }
 }

@@ -16,11 +16,10 @@ impl Packer {
     /// The number of bits a state takes under `bounds`.
     pub fn bits(bounds: &Bounds) -> u32 {
         let ep_bits = ep_bits(bounds.max_epoch);
-        // epoch, chainEpoch, coverEpoch; debt, phase, failure, coverage; settledOnce.
-        let globals = 3 * ep_bits + 4 * 2 + 1;
-        // kind, ep, st, sup.
-        let per_req = 2 + ep_bits + 3 + 1;
-        globals + per_req * bounds.ids as u32
+        // epoch, chainEpoch, coverEpoch; debt, phase, failure, coverage; settledOnce;
+        // resumed.
+        let globals = 3 * ep_bits + 4 * 2 + 1 + RESUMED_BITS;
+        globals + req_bits(ep_bits) * bounds.ids as u32
     }
 
     /// The packer for `bounds`, or why a state under them does not fit in 64 bits.
@@ -50,6 +49,7 @@ impl Packer {
         w.put(s.failure as u64, 2);
         w.put(s.coverage as u64, 2);
         w.put(s.settled_once as u64, 1);
+        w.put(s.resumed as u64, RESUMED_BITS);
         for r in &s.req[..self.ids] {
             w.put_req(r, e);
         }
@@ -59,7 +59,7 @@ impl Packer {
     /// Whether [`Packer::pack_spare`] can key states with `spare` request slots beyond those of
     /// `bounds`: the slots exist and theirs fit in 64 bits.
     pub fn spare_fits(bounds: &Bounds, spare: usize) -> Result<(), String> {
-        let bits = (2 + ep_bits(bounds.max_epoch) + 3 + 1) * spare as u32;
+        let bits = req_bits(ep_bits(bounds.max_epoch)) * spare as u32;
         if bounds.ids + spare > MAX_IDS || bits > 64 {
             return Err(format!(
                 "{} ids and {spare} spare ids at max-epoch {}: at most {MAX_IDS} slots in all, and {bits} bits for the spare ones where 64 fit",
@@ -92,11 +92,14 @@ impl Packer {
         let failure = *Failure::ALL.get(r.get(2) as usize)?;
         let coverage = *Coverage::ALL.get(r.get(2) as usize)?;
         let settled_once = r.get(1) == 1;
+        let resumed = r.get(RESUMED_BITS) as u8;
+        if resumed as usize > MAX_IDS {
+            return None;
+        }
         let mut req = [UNUSED; MAX_IDS];
         for slot in req.iter_mut().take(self.ids) {
-            let kind = *Kind::ALL.get(r.get(2) as usize)?;
+            let (kind, st) = kind_st(r.get(4))?;
             let ep = r.get(e) as u8;
-            let st = *St::ALL.get(r.get(3) as usize)?;
             let sup = r.get(1) == 1;
             *slot = Req { kind, ep, st, sup };
         }
@@ -110,8 +113,40 @@ impl Packer {
             req,
             settled_once,
             cover_epoch,
+            resumed,
         })
     }
+}
+
+/// `resumed`: 0, or a slot plus one, up to `MAX_IDS` (the spare slots of the progress check's
+/// wider model included).
+const RESUMED_BITS: u32 = 4;
+
+/// One request slot's bits: its kind and st in one code (see [`kind_st_code`]), ep, sup.
+fn req_bits(ep_bits: u32) -> u32 {
+    4 + ep_bits + 1
+}
+
+/// A slot's kind and st as one code of 4 bits: 0 for an unused slot (whose kind is always
+/// `"none"`), else 1 + 4 * (kind - 1) + (st - 1): thirteen codes where the two fields apart
+/// would take five bits.
+fn kind_st_code(r: &Req) -> u64 {
+    if r.st == St::Unused {
+        debug_assert_eq!(r.kind, Kind::None, "an unused slot has no kind");
+        0
+    } else {
+        debug_assert_ne!(r.kind, Kind::None, "a used slot has a kind");
+        1 + 4 * (r.kind as u64 - 1) + (r.st as u64 - 1)
+    }
+}
+
+/// The kind and st [`kind_st_code`] encoded as `code`; `None` outside its thirteen codes.
+fn kind_st(code: u64) -> Option<(Kind, St)> {
+    if code == 0 {
+        return Some((Kind::None, St::Unused));
+    }
+    let c = code as usize - 1;
+    Some((*Kind::ALL.get(1 + c / 4)?, *St::ALL.get(1 + c % 4)?))
 }
 
 fn ep_bits(max_epoch: u8) -> u32 {
@@ -131,11 +166,10 @@ impl Writer {
         self.at += bits;
     }
 
-    /// One request slot: kind, ep, st, sup.
+    /// One request slot: kind and st (one code), ep, sup.
     fn put_req(&mut self, r: &Req, ep_bits: u32) {
-        self.put(r.kind as u64, 2);
+        self.put(kind_st_code(r), 4);
         self.put(r.ep as u64, ep_bits);
-        self.put(r.st as u64, 3);
         self.put(r.sup as u64, 1);
     }
 }
@@ -177,6 +211,7 @@ mod tests {
         s.failure = Failure::Superseded;
         s.coverage = Coverage::Chain;
         s.settled_once = true;
+        s.resumed = 5;
         s.req[4] = Req {
             kind: Kind::Full,
             ep: 3,

@@ -1,4 +1,7 @@
-//! Progress under churn: a bounded `AF` check over the graph a churn adversary leaves.
+//! Progress under churn: a bounded `AF` check over the graph a churn adversary leaves; and,
+//! the same way, progress under the gone-cursor adversary (`gone_cursor`: every read a page
+//! or repair failure's retry resumes fails, no invalidation; a path passes when `coverEpoch`
+//! rises or nothing is owed any more, see [`Model::gone_cursor_successors`]).
 //!
 //! The adversary invalidates after every system step, while `epoch < MaxEpoch`. A system step
 //! is any enabled action but `Invalidate` and `Fail`: the loader's own moves and successful
@@ -47,6 +50,8 @@ pub struct ProgressOptions {
     /// Stop at the first start state (nearest `Init`, for the smallest start value of
     /// `coverEpoch`) that has a path exceeding the bound.
     pub stop_at_first: bool,
+    /// The gone-cursor adversary instead of churn (see [`Model::gone_cursor_successors`]).
+    pub gone_cursor: bool,
 }
 
 impl Default for ProgressOptions {
@@ -55,9 +60,17 @@ impl Default for ProgressOptions {
             bound: DEFAULT_BOUND,
             spare_ids: 0,
             stop_at_first: false,
+            gone_cursor: false,
         }
     }
 }
+
+/// The bound of the gone-cursor check (`--progress --gone-cursor`): the worst case of
+/// `unifiedMinEscalate`. The longest paths start at a repair failure with a superseded read
+/// still out: it is answered, the host resumes the repair, the resumed read fails and goes
+/// through the lattice, the host retries with a full read, which settles (`SettleFinite`,
+/// `ExplicitRetry`, `Fail`, `ExplicitRetry`, `SettleFull`).
+pub const GONE_CURSOR_BOUND: u32 = 5;
 
 /// What the progress check found.
 #[derive(Clone, Debug)]
@@ -66,6 +79,8 @@ pub struct ProgressReport {
     pub bounds: Bounds,
     /// The bound checked.
     pub bound: u32,
+    /// The adversary was the gone-cursor one, not churn.
+    pub gone_cursor: bool,
     /// Request slots the adversary's graph had beyond `bounds.ids`.
     pub spare_ids: usize,
     /// Distinct states reachable under `Next`.
@@ -111,6 +126,7 @@ struct Search<'a> {
     /// Keyed by the packed state and its packed spare slots.
     memo: HashMap<(u64, u64), u8>,
     cut: u64,
+    gone_cursor: bool,
 }
 
 impl Model {
@@ -136,12 +152,61 @@ impl Model {
         });
         out
     }
+
+    /// Nothing owed and nothing to wait for: `phase = "idle"`, `debt = "none"`, no failure
+    /// recorded and no resumed read in flight. Where the gone-cursor adversary's paths may end.
+    fn quiet(&self, s: &State) -> bool {
+        !self.owes(s) && s.failure == Failure::None && s.resumed == 0
+    }
+
+    /// The gone-cursor adversary's successors of `s` (`--progress --gone-cursor`): the cursor
+    /// a page or repair failure's retry reads again is gone for good, so the resumed read
+    /// (`resumed`) only ever fails, and every other read may succeed. No invalidation. The
+    /// steps are the loader's own, the answers to reads not resumed, `Fail` of the resumed
+    /// read, and `ExplicitRetry` (either way the host may take it) when nothing else can
+    /// happen: the host retries when only it can.
+    pub fn gone_cursor_successors(&self, s: &State) -> Vec<(Action, Option<State>, State)> {
+        let mut out = Vec::new();
+        let mut retries = Vec::new();
+        let resumed = s.resumed.checked_sub(1);
+        self.next(s, |a, t| match a {
+            Action::Invalidate => {}
+            Action::ExplicitRetry { .. } => retries.push((a, None, t)),
+            Action::Fail { i, .. } if Some(i) != resumed => {}
+            Action::SettleFinite { i }
+            | Action::SettleChain { i, .. }
+            | Action::SettleFull { i }
+            | Action::ResumeAnswered { i }
+                if Some(i) == resumed => {}
+            _ => out.push((a, None, t)),
+        });
+        if out.is_empty() {
+            retries
+        } else {
+            out
+        }
+    }
 }
 
 impl Search<'_> {
+    /// The adversary's successors of `s`.
+    fn successors(&self, s: &State) -> Vec<(Action, Option<State>, State)> {
+        if self.gone_cursor {
+            self.model.gone_cursor_successors(s)
+        } else {
+            self.model.churn_successors(s)
+        }
+    }
+
+    /// Where a path ends well: `coverEpoch` rose, or, against the gone-cursor adversary,
+    /// nothing is owed any more.
+    fn done(&self, s: &State) -> bool {
+        s.cover_epoch > self.c0 || (self.gone_cursor && self.model.quiet(s))
+    }
+
     /// The most system steps from `s` until `coverEpoch > c0`, or [`NEVER`].
     fn worst(&mut self, s: &State) -> u8 {
-        if s.cover_epoch > self.c0 {
+        if self.done(s) {
             return 0;
         }
         let w = (self.packer.pack(s), self.packer.pack_spare(s, self.spare));
@@ -151,7 +216,7 @@ impl Search<'_> {
             None => {}
         }
         self.memo.insert(w, ON_STACK);
-        let succ = self.model.churn_successors(s);
+        let succ = self.successors(s);
         let v = if succ.is_empty() {
             if self.model.free(s).next().is_none() {
                 self.cut += 1;
@@ -182,22 +247,18 @@ impl Search<'_> {
         let mut path = Vec::new();
         let mut s = *s;
         for _ in 0..steps {
-            if s.cover_epoch > self.c0 {
+            if self.done(&s) {
                 break;
             }
             let here = self.worst(&s);
-            let pick = self
-                .model
-                .churn_successors(&s)
-                .into_iter()
-                .find(|(_, _, t)| {
-                    let x = self.worst(t);
-                    if here == NEVER {
-                        x == NEVER
-                    } else {
-                        x + 1 == here
-                    }
-                });
+            let pick = self.successors(&s).into_iter().find(|(_, _, t)| {
+                let x = self.worst(t);
+                if here == NEVER {
+                    x == NEVER
+                } else {
+                    x + 1 == here
+                }
+            });
             let Some((a, mid, t)) = pick else { break };
             if let Some(m) = mid {
                 path.push(Step {
@@ -226,6 +287,7 @@ pub fn check_progress(bounds: Bounds, options: ProgressOptions) -> Result<Progre
         bound,
         spare_ids,
         stop_at_first,
+        gone_cursor,
     } = options;
     let packer = Packer::new(&bounds)?;
     Packer::spare_fits(&bounds, spare_ids)?;
@@ -242,7 +304,7 @@ pub fn check_progress(bounds: Bounds, options: ProgressOptions) -> Result<Progre
     let mut worst = 0u8;
     // The first start (in breadth-first order: nearest `Init`) with a path over the bound.
     let mut witness: Option<(u64, u8)> = None;
-    'passes: for c0 in 0..bounds.max_epoch {
+    'passes: for c0 in 0..bounds.max_epoch + u8::from(gone_cursor) {
         let mut search = Search {
             model: &wide,
             packer: &packer,
@@ -250,10 +312,16 @@ pub fn check_progress(bounds: Bounds, options: ProgressOptions) -> Result<Progre
             c0,
             memo: HashMap::default(),
             cut: 0,
+            gone_cursor,
         };
         for &w in &all {
             let s = packer.unpack(w).expect("stored states decode");
-            if !(s.cover_epoch == c0 && s.cover_epoch < s.epoch && s.failure == Failure::None) {
+            let start = if gone_cursor {
+                s.cover_epoch == c0 && !model.quiet(&s)
+            } else {
+                s.cover_epoch == c0 && s.cover_epoch < s.epoch && s.failure == Failure::None
+            };
+            if !start {
                 continue;
             }
             starts += 1;
@@ -284,6 +352,7 @@ pub fn check_progress(bounds: Bounds, options: ProgressOptions) -> Result<Progre
                 c0,
                 memo: HashMap::default(),
                 cut: 0,
+                gone_cursor,
             };
             let s = packer.unpack(w).expect("stored states decode");
             // Up to the rise, or past the bound when there is none.
@@ -302,6 +371,7 @@ pub fn check_progress(bounds: Bounds, options: ProgressOptions) -> Result<Progre
     Ok(ProgressReport {
         bounds,
         bound,
+        gone_cursor,
         spare_ids,
         reachable: all.len() as u64,
         starts,

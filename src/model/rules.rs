@@ -45,6 +45,12 @@ pub enum Rules {
     /// invalidation since raises the debt to full, and a retry by a window move reads the full
     /// source (`spec/LoaderLedgerRepairRetry.tla`).
     UnifiedMinRepairRetry,
+    /// `UnifiedMinRepairRetry` plus the escalation: the read a page or repair failure's retry
+    /// started again (`resumed`) fails through the debt lattice (the own failure, full debt,
+    /// so the retry reads the full source with fresh cursors), never as a page or repair
+    /// failure again, until its resumed read is answered (`ResumeAnswered`): a cursor gone
+    /// for good fails every time it is read (`spec/LoaderLedgerEscalate.tla`).
+    UnifiedMinEscalate,
     /// A deliberately wrong `UnifiedMinChurn` or `UnifiedMinPageRetry`, to show that a check fails without the part of
     /// its rule the mutant breaks (mutant.rs). Not a variant of the modules: never in
     /// [`Rules::ALL`] nor `--list-rules`, and only in builds with the `testing` feature.
@@ -72,7 +78,7 @@ pub(super) enum Overtaken {
 impl Rules {
     /// Every variant, the module's eight first, in the order the module names them, then this
     /// project's.
-    pub const ALL: [Rules; 12] = [
+    pub const ALL: [Rules; 13] = [
         Rules::Current,
         Rules::Unified,
         Rules::UnifiedNoNorm,
@@ -85,6 +91,7 @@ impl Rules {
         Rules::UnifiedMinChurn,
         Rules::UnifiedMinPageRetry,
         Rules::UnifiedMinRepairRetry,
+        Rules::UnifiedMinEscalate,
     ];
 
     /// The module's own variants (everything but this project's additions).
@@ -95,6 +102,7 @@ impl Rules {
                 | Rules::UnifiedMinChurn
                 | Rules::UnifiedMinPageRetry
                 | Rules::UnifiedMinRepairRetry
+                | Rules::UnifiedMinEscalate
         )
     }
 
@@ -125,6 +133,7 @@ impl Rules {
             Rules::UnifiedMinChurn => "unifiedMinChurn",
             Rules::UnifiedMinPageRetry => "unifiedMinPageRetry",
             Rules::UnifiedMinRepairRetry => "unifiedMinRepairRetry",
+            Rules::UnifiedMinEscalate => "unifiedMinEscalate",
         }
     }
 
@@ -152,6 +161,7 @@ impl Rules {
                 | Rules::UnifiedMinChurn
                 | Rules::UnifiedMinPageRetry
                 | Rules::UnifiedMinRepairRetry
+                | Rules::UnifiedMinEscalate
         )
     }
 
@@ -167,6 +177,7 @@ impl Rules {
                 | Rules::UnifiedMinChurn
                 | Rules::UnifiedMinPageRetry
                 | Rules::UnifiedMinRepairRetry
+                | Rules::UnifiedMinEscalate
         )
     }
 
@@ -180,6 +191,7 @@ impl Rules {
                 | Rules::UnifiedMinChurn
                 | Rules::UnifiedMinPageRetry
                 | Rules::UnifiedMinRepairRetry
+                | Rules::UnifiedMinEscalate
         )
     }
 
@@ -191,6 +203,7 @@ impl Rules {
                 | Rules::UnifiedMinChurn
                 | Rules::UnifiedMinPageRetry
                 | Rules::UnifiedMinRepairRetry
+                | Rules::UnifiedMinEscalate
         )
     }
 
@@ -198,7 +211,10 @@ impl Rules {
     pub(super) fn commits_overtaken(self) -> bool {
         matches!(
             self.base(),
-            Rules::UnifiedMinChurn | Rules::UnifiedMinPageRetry | Rules::UnifiedMinRepairRetry
+            Rules::UnifiedMinChurn
+                | Rules::UnifiedMinPageRetry
+                | Rules::UnifiedMinRepairRetry
+                | Rules::UnifiedMinEscalate
         )
     }
 
@@ -206,13 +222,36 @@ impl Rules {
     pub(super) fn retries_page(self) -> bool {
         matches!(
             self.base(),
-            Rules::UnifiedMinPageRetry | Rules::UnifiedMinRepairRetry
+            Rules::UnifiedMinPageRetry | Rules::UnifiedMinRepairRetry | Rules::UnifiedMinEscalate
         )
     }
 
     /// `spec/LoaderLedgerRepairRetry.tla`: a repair's own failure is retried as that repair.
     pub(super) fn retries_repair(self) -> bool {
-        self.base() == Rules::UnifiedMinRepairRetry
+        matches!(
+            self.base(),
+            Rules::UnifiedMinRepairRetry | Rules::UnifiedMinEscalate
+        )
+    }
+
+    /// `spec/LoaderLedgerEscalate.tla`: the retry of a page or repair failure that starts the
+    /// read again remembers it (`resumed`), and its failure goes through the debt lattice.
+    pub fn escalates(self) -> bool {
+        self.base() == Rules::UnifiedMinEscalate
+    }
+
+    /// `spec/LoaderLedgerEscalate.tla`'s `Fail(i)` of the resumed read `r`: whether its
+    /// failure may be recorded as a page or repair failure (the retry starting it again) and
+    /// whether as the lattice's failure. The variant escalates: the lattice only. Variants
+    /// without `resumed` never ask.
+    pub(super) fn resumed_failure(self) -> (bool, bool) {
+        #[cfg(any(test, feature = "testing"))]
+        if let Rules::Mutant(m) = self {
+            if let Some(v) = m.resumed_failure() {
+                return v;
+            }
+        }
+        (false, true)
     }
 
     /// `spec/LoaderLedgerRepairRetry.tla`'s `Fail(i)`: whether request `r`'s failure in `s` is

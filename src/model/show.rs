@@ -22,6 +22,7 @@ impl Model {
         var!(coverage, "coverage");
         var!(settled_once, "settledOnce");
         var!(cover_epoch, "coverEpoch");
+        var!(resumed, "resumed");
         for i in self.ids() {
             if a.req[i] != b.req[i] {
                 out.push(format!(
@@ -47,6 +48,9 @@ impl Model {
             format!("settledOnce = {}", s.settled_once),
             format!("coverEpoch = {}", s.cover_epoch),
         ];
+        if self.rules().escalates() {
+            out.push(format!("resumed = {}", s.resumed));
+        }
         for i in self.ids() {
             out.push(format!("req[{}] = {}", i + 1, ReqFmt(s.req[i])));
         }

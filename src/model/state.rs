@@ -1,4 +1,4 @@
-//! The module's state: its nine variables, the request slots of `req`, and its constants.
+//! The module's state: its nine variables (ten with `unifiedMinEscalate`'s `resumed`), the request slots of `req`, and its constants.
 
 use super::Rules;
 use crate::vocab::{spec_enum, Coverage, Debt, Failure, Phase};
@@ -81,6 +81,10 @@ pub struct State {
     pub settled_once: bool,
     /// `coverEpoch`.
     pub cover_epoch: u8,
+    /// `resumed` (`spec/LoaderLedgerEscalate.tla`): the slot, plus one, of the read a page or
+    /// repair failure's retry started again, until its resumed read is answered; 0 when there
+    /// is none. Always 0 under the other variants.
+    pub resumed: u8,
 }
 
 /// The module's constants.

@@ -23,6 +23,8 @@ enum Event {
     Fail(u64),
     /// A failure that reading again would repeat (a stalled cursor): never a page failure.
     FailStalled(u64),
+    /// The read the resumed chain resumed at was answered.
+    ResumeAnswered(u64),
 }
 
 #[derive(Clone, Debug)]
@@ -119,6 +121,9 @@ impl Checker {
                 events.push(Event::Settle(slot.id));
                 events.push(Event::Fail(slot.id));
                 events.push(Event::FailStalled(slot.id));
+                if h.ledger.resumed() == Some(slot.id) {
+                    events.push(Event::ResumeAnswered(slot.id));
+                }
             }
         }
         for ev in events {
@@ -177,6 +182,12 @@ impl Checker {
                     ledger::Kind::Full => "SettleFull",
                 };
                 (label, h.slot_of(id))
+            }
+            Event::ResumeAnswered(id) => {
+                if !next.ledger.resume_answered(id) {
+                    return self.stutter(h, &next, &out, "ResumeAnswered").map(|_| None);
+                }
+                ("ResumeAnswered", h.slot_of(id))
             }
             Event::Fail(id) | Event::FailStalled(id) => {
                 let kind = h.ledger.request(id).expect("fail of a live request").kind;

@@ -37,11 +37,12 @@ pub struct RefineBounds {
     /// How many requests may be issued along one path (the model's `Ids`).
     pub ids: usize,
     /// The ledger's `recheck_full`: on is checked against `unifiedMinRecheck` (or
-    /// `unifiedMinRepairRetry`), off against the module's exact `unifiedMin`.
+    /// `unifiedMinEscalate`), off against the module's exact `unifiedMin`.
     pub recheck_full: bool,
     /// The ledger's `commit_overtaken`: with `recheck_full` on, on is checked against
-    /// `unifiedMinRepairRetry` (`unifiedMinChurn` with the page retry and the repair retry,
-    /// which the ledger takes under the same two settings) and off against
+    /// `unifiedMinEscalate` (`unifiedMinChurn` with the page retry, the repair retry and the
+    /// escalation of a read started again, which the ledger takes under the same two
+    /// settings) and off against
     /// `unifiedMinRecheck`; with it off it has no effect.
     pub commit_overtaken: bool,
 }
@@ -50,7 +51,7 @@ impl RefineBounds {
     /// The model's rule variant these bounds are checked against.
     pub fn rules(&self) -> Rules {
         match (self.recheck_full, self.commit_overtaken) {
-            (true, true) => Rules::UnifiedMinRepairRetry,
+            (true, true) => Rules::UnifiedMinEscalate,
             (true, false) => Rules::UnifiedMinRecheck,
             (false, _) => Rules::UnifiedMin,
         }

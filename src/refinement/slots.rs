@@ -92,6 +92,12 @@ pub fn map_state(m: &Model, ledger: &Ledger, slots: &[Slot]) -> State {
     s.coverage = snap.coverage;
     s.settled_once = snap.settled_once;
     s.cover_epoch = snap.cover_epoch as u8;
+    if m.bounds.rules.escalates() {
+        s.resumed = ledger
+            .resumed()
+            .and_then(|id| slot_of(slots, id))
+            .map_or(0, |i| i as u8 + 1);
+    }
     for (i, slot) in slots.iter().enumerate() {
         let kind = match slot.kind {
             ledger::Kind::Finite => model::Kind::Finite,
@@ -135,7 +141,8 @@ pub fn acted_on(a: Action) -> Option<u8> {
         Action::SettleFinite { i }
         | Action::SettleChain { i, .. }
         | Action::SettleFull { i }
-        | Action::Fail { i, .. } => Some(i),
+        | Action::Fail { i, .. }
+        | Action::ResumeAnswered { i } => Some(i),
         _ => None,
     }
 }

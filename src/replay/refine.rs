@@ -23,7 +23,10 @@ pub const MAX_PATH: usize = 10;
 /// The epoch bound the model runs with here: room for every epoch a call spans.
 const MAX_EPOCH: u8 = 200;
 
-/// The model rules a loader with these ledger settings is checked against.
+/// The model rules a loader with these ledger settings is checked against: with both on,
+/// `unifiedMinRepairRetry`, not `unifiedMinEscalate` (which `--impl` checks), since the
+/// canonical states here drop the request slots `resumed` names; every step of that variant,
+/// `resumed` aside, is one of this.
 pub fn rules_for(recheck_full: bool, commit_overtaken: bool) -> Rules {
     match (recheck_full, commit_overtaken) {
         (true, true) => Rules::UnifiedMinRepairRetry,
@@ -111,6 +114,7 @@ fn map(l: &Ledger, base: u64) -> Result<State, &'static str> {
         req: [UNUSED; MAX_IDS],
         settled_once: s.settled_once,
         cover_epoch: ep(s.cover_epoch)?,
+        resumed: 0,
     };
     // Merged before they are placed: a long view holds many settled requests alike.
     reqs.sort_by_key(|r| (r.st as u8, r.kind as u8, r.ep, r.sup));

@@ -230,7 +230,10 @@ fn new_slot(a: Action) -> Option<u8> {
         | Action::StartFull { k }
         | Action::ExplicitRetry { k } => Some(k),
         Action::SettleChain { k, .. } | Action::Fail { k, .. } => k,
-        Action::Invalidate | Action::SettleFinite { .. } | Action::SettleFull { .. } => None,
+        Action::Invalidate
+        | Action::SettleFinite { .. }
+        | Action::SettleFull { .. }
+        | Action::ResumeAnswered { .. } => None,
     }
 }
 
