@@ -55,6 +55,8 @@ pub enum Mutant {
     /// 832f16c's second fix undone (issue 35): a page read again that fails again is a page
     /// failure again, retried as that page, never escalated through a full read, so a cursor
     /// gone for good is read for ever (`progress` fails with the checker's `CursorGone` host).
+    /// The ledger's own rule (`unifiedMinEscalate`'s `resumed`, which escalates whatever the
+    /// loader asks) is undone with it.
     PageRetriedForEver = 13,
 }
 
