@@ -111,7 +111,12 @@ impl World {
         // A host without `cancel` is never told which reads the loader let go of (a far
         // start, a jump): any of its reads may be one, and a late answer needs no id.
         let may_be_let_go = hinted || !host.has_cancel;
-        let stalled = sent == read_cursor.as_slice() && (count > 0 || !(eos || hinted));
+        // Judged against the read's own cursor, which only a read the host still holds has: an
+        // answer to one it already answered or failed (in a callback, say) is a late answer to
+        // a read the loader let go, stale whatever it holds.
+        let stalled =
+            read.is_some() && sent == read_cursor.as_slice() && (count > 0 || !(eos || hinted));
+        let known = read.is_some();
 
         let want = if clen > LOADER_MAX_CURSOR_LEN {
             vec![R::CursorTooLong]
@@ -181,7 +186,9 @@ impl World {
                 },
                 answer,
             );
-            let bad = if stalled {
+            let bad = if !known {
+                answer != loader_answer::Stale
+            } else if stalled {
                 answer != loader_answer::CursorStalled
                     && !(may_have_timed_out && answer == loader_answer::Stale)
             } else {
