@@ -223,27 +223,8 @@ fn explore_one(s: &Settings, dedup: Dedup) -> Report {
                     }),
                 };
                 let (mut succ, walked_key) = match walked {
-                    Some((host, k)) => {
-                        let State {
-                            host: _,
-                            changes,
-                            moves,
-                            faults,
-                            jumps,
-                            far,
-                            ranged,
-                        } = *st;
-                        let succ = State {
-                            host,
-                            changes,
-                            moves,
-                            faults,
-                            jumps,
-                            far,
-                            ranged,
-                        };
-                        (Box::new(succ), Some(k))
-                    }
+                    // The walk's host, with the state's budgets (copied, not the host again).
+                    Some((host, k)) => (Box::new(State { host, ..*st }), Some(k)),
                     None => (Box::new((*st).clone()), None),
                 };
                 // The properties of the event, after every event; those of the state it
