@@ -184,28 +184,34 @@ impl Enc {
     fn rank(&mut self) {
         let mut values: smallvec::SmallVec<[u64; 32]> = smallvec::SmallVec::new();
         for ids in &mut self.ids {
-            let Some(lo) = ids.iter().map(|x| x.0).min() else {
+            let Some(&(first, _)) = ids.first() else {
                 continue;
             };
-            let hi = ids.iter().map(|x| x.0).max().unwrap_or(lo);
+            let (lo, hi) = ids
+                .iter()
+                .fold((first, first), |(lo, hi), &(v, _)| (lo.min(v), hi.max(v)));
             let from = u64::from(lo != 0);
             if hi - lo < 256 {
                 // The usual case (ids handed out in order, a few hundred apart at most): the
-                // class's values as bits from the smallest; an id's rank counts the bits below.
+                // class's values as bits from the smallest, each set bit's place counted in
+                // order (lowest first), and each id given its value's place.
                 let mut bits = [0u64; 4];
                 for &(v, _) in ids.iter() {
-                    let d = v - lo;
-                    bits[(d / 64) as usize] |= 1 << (d % 64);
+                    let d = (v - lo) as usize;
+                    bits[d >> 6] |= 1 << (d & 63);
                 }
-                let mut below = [0u32; 4];
-                for i in 1..4 {
-                    below[i] = below[i - 1] + bits[i - 1].count_ones();
+                let mut place = [0u8; 256];
+                let mut n = 0u32;
+                for (w, &word) in bits.iter().enumerate() {
+                    let mut m = word;
+                    while m != 0 {
+                        place[(w << 6) | m.trailing_zeros() as usize] = n as u8;
+                        n += 1;
+                        m &= m - 1;
+                    }
                 }
                 for &(v, at) in ids.iter() {
-                    let d = v - lo;
-                    let (word, bit) = ((d / 64) as usize, d % 64);
-                    let place = below[word] + (bits[word] & ((1u64 << bit) - 1)).count_ones();
-                    self.words[at as usize] = from + u64::from(place);
+                    self.words[at as usize] = from + u64::from(place[(v - lo) as usize]);
                 }
                 continue;
             }
@@ -223,9 +229,10 @@ impl Enc {
 }
 
 /// A 128-bit hash of the words: four lanes of folded 64×64→128 multiplies (as wyhash
-/// mixes), keyed apart and independent so that they run side by side, folded together with
-/// the length at the end. Not cryptographic; the checker's state counts are far below where
-/// 128 bits collide by chance.
+/// mixes), two words to a multiply (one on each side, each keyed), the lanes keyed apart and
+/// independent so that they run side by side, folded together with the length at the end.
+/// Not cryptographic; the checker's state counts are far below where 128 bits collide by
+/// chance.
 fn hash128(words: &[u64]) -> u128 {
     #[inline(always)]
     fn fold(x: u64, y: u64) -> u64 {
@@ -240,14 +247,16 @@ fn hash128(words: &[u64]) -> u128 {
         0x1d8e_4e27_c47d_124f,
     ];
     let mut lane = [K[0], K[1], K[2], K[3]];
-    let mut chunks = words.chunks_exact(4);
+    let mut chunks = words.chunks_exact(8);
     for c in &mut chunks {
         for i in 0..4 {
-            lane[i] = fold(lane[i] ^ c[i], K[(i + 1) % 4] | 1);
+            lane[i] = fold(lane[i] ^ c[2 * i], c[2 * i + 1] ^ K[(i + 1) % 4]);
         }
     }
-    for (i, &w) in chunks.remainder().iter().enumerate() {
-        lane[i] = fold(lane[i] ^ w, K[(i + 1) % 4] | 1);
+    let rest = chunks.remainder();
+    for (i, pair) in rest.chunks(2).enumerate() {
+        let second = pair.get(1).copied().unwrap_or(K[4]);
+        lane[i] = fold(lane[i] ^ pair[0], second ^ K[(i + 1) % 4]);
     }
     let len = words.len() as u64;
     let a = fold(lane[0] ^ K[4], lane[1] ^ len);

@@ -243,8 +243,11 @@ pub(crate) fn explained(l: &Loader, pending: &[Read], text: &str) -> Result<(), 
             l.outstanding_reads()
         ));
     }
+    let named = named_reads(text);
     for r in pending {
-        if !names_read(text, r.read_id) {
+        let mut buf = [0u8; 20];
+        let digits = decimal(r.read_id, &mut buf);
+        if !named.contains(&digits) {
             return Err(format!(
                 "explain does not name read {}, which the host holds: {text:?}",
                 r.read_id
@@ -270,20 +273,27 @@ pub(crate) fn explained(l: &Loader, pending: &[Read], text: &str) -> Result<(), 
     Ok(())
 }
 
+/// The numbers `text` names as reads: each whole run of digits after `read ` (one pass over
+/// the text, whatever the number of reads asked about).
+fn named_reads(text: &str) -> smallvec::SmallVec<[&[u8]; 8]> {
+    static READ: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"read "));
+    let b = text.as_bytes();
+    READ.find_iter(b)
+        .filter_map(|p| {
+            let from = p + b"read ".len();
+            let to = from + b[from..].iter().take_while(|c| c.is_ascii_digit()).count();
+            (to > from).then(|| &b[from..to])
+        })
+        .collect()
+}
+
 /// Whether `text` says `read {id}`, not the start of a longer number.
+#[cfg(test)]
 fn names_read(text: &str, id: u64) -> bool {
     let mut buf = [0u8; 20];
     let digits = decimal(id, &mut buf);
-    let text = text.as_bytes();
-    let word = b"read ";
-    (0..text.len()).any(|at| {
-        let rest = &text[at..];
-        rest.starts_with(word)
-            && rest[word.len()..].starts_with(digits)
-            && !rest
-                .get(word.len() + digits.len())
-                .is_some_and(u8::is_ascii_digit)
-    })
+    named_reads(text).contains(&digits)
 }
 
 /// `n` in decimal, written at the end of `buf` (no allocation: this runs after every event).
@@ -304,11 +314,8 @@ fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
 fn names_deadline(text: &str, d: u64) -> bool {
     let mut buf = [0u8; 20];
     let digits = decimal(d, &mut buf);
-    let text = text.as_bytes();
-    (0..text.len()).any(|at| {
-        let rest = &text[at..];
-        rest.starts_with(digits) && rest[digits.len()..].starts_with(b" ms")
-    })
+    let b = text.as_bytes();
+    memchr::memmem::find_iter(b, b" ms").any(|at| b[..at].ends_with(digits))
 }
 
 /// The header's bound (`loader_config.max_pages`): the view holds at most max(`max_pages`,
@@ -503,6 +510,9 @@ pub(super) fn progress(
         // The first step is shared (with the other walk and the explorer) only from the state
         // itself: not after effects still queued were carried out.
         let mut share = start.is_some();
+        // The first step's host, when it is the one in `firsts[i]` (moved out, not copied):
+        // copied back before the walk changes it, moved back when the walk ends without.
+        let mut lent: Option<usize> = None;
         loop {
             if let Some(w) = walks.as_deref_mut() {
                 let k = match first.take() {
@@ -530,7 +540,10 @@ pub(super) fn progress(
                 let index = h.index_of(read_id);
                 match s.fault {
                     Some(super::HostFault::Stalling) => crate::sim::Op::Stall { index },
-                    Some(f) if fault.is_some() => faulty_answer(h.to_mut(), read_id, f, &mut at),
+                    Some(f) if fault.is_some() => {
+                        give_back(&mut firsts, &mut lent, &h);
+                        faulty_answer(h.to_mut(), read_id, f, &mut at)
+                    }
                     _ => crate::sim::Op::Deliver { index, fresh: true },
                 }
             } else if let Some(d) = h.loader.next_deadline() {
@@ -561,10 +574,12 @@ pub(super) fn progress(
                 firsts.as_deref_mut(),
                 walks.as_deref_mut(),
             ) {
-                if let Some(f) = firsts.iter().find(|f| f.op == step) {
-                    // The other walk took this step from this state already.
-                    h = std::borrow::Cow::Owned(f.host.as_ref().expect("not yet taken").clone());
+                if let Some(i) = firsts.iter().position(|f| f.op == step) {
+                    // The other walk took this step from this state already: its host, lent.
+                    let f = &mut firsts[i];
+                    h = std::borrow::Cow::Owned(f.host.take().expect("not yet taken"));
                     first = Some(f.key);
+                    lent = Some(i);
                 } else {
                     h.to_mut()
                         .apply(step)
@@ -572,13 +587,15 @@ pub(super) fn progress(
                     let k = w.key(&h);
                     firsts.push(First {
                         op: step,
-                        host: Some(h.clone().into_owned()),
+                        host: None,
                         key: k,
                     });
                     first = Some(k);
+                    lent = Some(firsts.len() - 1);
                 }
                 continue;
             }
+            give_back(&mut firsts, &mut lent, &h);
             h.to_mut()
                 .apply(step)
                 .map_err(|m| (Property::from_message(&m), m))?;
@@ -614,6 +631,10 @@ pub(super) fn progress(
         if fault.is_none() {
             far_cost(st, items)?;
             ranged_cost(st, reads)?;
+        }
+        if let (Some(i), Some(firsts)) = (lent, firsts.as_deref_mut()) {
+            // The walk ended on its first step's host, unchanged: moved back.
+            firsts[i].host = Some(h.into_owned());
         }
         if let Some(w) = walks.as_deref_mut() {
             let known = &mut w.known[dir];
@@ -703,6 +724,14 @@ pub(super) struct First {
     pub(super) op: crate::sim::Op,
     pub(super) host: Option<crate::sim::Host>,
     pub(super) key: u128,
+}
+
+/// Before a walk changes the host it was lent by `firsts` (its first step's), a copy of it
+/// goes back there: the explorer's event of the same op takes it.
+fn give_back(firsts: &mut Option<&mut Vec<First>>, lent: &mut Option<usize>, h: &crate::sim::Host) {
+    if let (Some(i), Some(firsts)) = (lent.take(), firsts.as_deref_mut()) {
+        firsts[i].host = Some(h.clone());
+    }
 }
 
 /// The reads `l` has issued.

@@ -21,42 +21,52 @@ impl Loader {
     /// to do (no read outstanding, nothing owed, no failure recorded), and otherwise each
     /// thing it waits for. Times are on the loader's clock: the latest `tick` the host made.
     pub fn explain(&self) -> String {
-        let mut lines: Vec<String> = Vec::new();
+        let mut lines = Lines(String::with_capacity(256));
         if self.closed {
-            lines.push("closed: the loader takes no more events".into());
-            return lines.join("\n");
+            lines.push("closed: the loader takes no more events");
+            return lines.0;
         }
         if self.is_quiescent() {
-            lines.push("quiescent".into());
+            lines.push("quiescent");
         } else {
             self.explain_reads(&mut lines);
             self.explain_work(&mut lines);
             self.explain_failure(&mut lines);
             self.explain_debt(&mut lines);
-            if lines.is_empty() {
+            if lines.0.is_empty() {
                 let s = self.ledger.snapshot();
-                lines.push(format!(
+                let _ = write!(
+                    lines.line(),
                     "not quiescent: phase {}, debt {}, failure {}",
-                    s.phase, s.debt, s.failure
-                ));
+                    s.phase,
+                    s.debt,
+                    s.failure
+                );
             }
             let (cs, ce) = self.covered();
             let (ws, wl) = self.window();
             let we = ws.saturating_add(wl);
-            lines.push(if self.page_count() == 0 {
-                format!("the view is empty; the window is [{ws}, {we})")
+            let _ = if self.page_count() == 0 {
+                write!(
+                    lines.line(),
+                    "the view is empty; the window is [{ws}, {we})"
+                )
             } else {
-                format!("the view covers items [{cs}, {ce}) for the window [{ws}, {we})")
-            });
+                write!(
+                    lines.line(),
+                    "the view covers items [{cs}, {ce}) for the window [{ws}, {we})"
+                )
+            };
         }
         self.explain_let_go(&mut lines);
         let queued = self.out.queued().len();
         if queued > 0 {
-            lines.push(format!(
+            let _ = write!(
+                lines.line(),
                 "{queued} effects are queued for the host and not yet taken"
-            ));
+            );
         }
-        lines.join("\n")
+        lines.0
     }
 
     /// `loader_snapshot.quiescent`: nothing in flight, nothing owed, no failure recorded.
@@ -67,33 +77,36 @@ impl Loader {
             && self.reads.len() == 0
     }
 
-    fn explain_reads(&self, lines: &mut Vec<String>) {
+    fn explain_reads(&self, lines: &mut Lines) {
         let timeout = self.config.read_timeout_ms;
         for (id, r) in self.reads.iter() {
+            let s = lines.line();
             if r.superseded {
-                let mut s = format!(
+                let _ = write!(
+                    s,
                     "read {id} is no longer needed (superseded {} ago{}): answer it, its answer is stale, or abandon it",
-                    ago(self.now.saturating_sub(r.superseded_at)),
+                    Ago(self.now.saturating_sub(r.superseded_at)),
                     if r.cancelled { ", and cancel said so" } else { "" },
                 );
                 if timeout > 0 {
                     let at = r.superseded_at.saturating_add(timeout);
                     let _ = write!(s, "; it is let go at {at} ms (read_timeout_ms)");
                 }
-                lines.push(s);
             } else {
-                lines.push(format!(
-                    "waiting for read {id} ({}, issued {} ago)",
-                    self.describe_read(r),
-                    ago(self.now.saturating_sub(r.issued_at)),
-                ));
+                let _ = write!(s, "waiting for read {id} (");
+                self.describe_read(r, s);
+                let _ = write!(
+                    s,
+                    ", issued {} ago)",
+                    Ago(self.now.saturating_sub(r.issued_at))
+                );
             }
         }
     }
 
     /// What an outstanding read asks for: what it is for, its direction, its cursor, its
-    /// bound and its limit.
-    fn describe_read(&self, r: &Outstanding) -> String {
+    /// bound and its limit (written to `s`).
+    fn describe_read(&self, r: &Outstanding, s: &mut String) {
         let what = match r.kind {
             Kind::Finite => "a page",
             Kind::Chain => "a repair's page",
@@ -103,15 +116,14 @@ impl Loader {
             Direction::Forward => "forward",
             Direction::Backward => "backward",
         };
-        let mut s = format!("{what}, {dir} from {}", cursor_text(&r.cursor));
+        let _ = write!(s, "{what}, {dir} from {}", CursorText(&r.cursor));
         if let Some(until) = self.requests.get(r.request).and_then(|w| w.until.as_ref()) {
-            let _ = write!(s, " up to {}", cursor_text(until));
+            let _ = write!(s, " up to {}", CursorText(until));
         }
         let _ = write!(s, ", at most {} items", r.limit);
-        s
     }
 
-    fn explain_work(&self, lines: &mut Vec<String>) {
+    fn explain_work(&self, lines: &mut Lines) {
         let page = u64::from(self.config.page_size.max(1));
         for (id, w) in self.requests.iter() {
             if w.kind == Kind::Finite {
@@ -142,22 +154,21 @@ impl Loader {
                     .div_ceil(page)
             };
             let total = (read as u64 + fwd + back).max(read as u64 + u64::from(w.read.is_some()));
-            let mut s = format!("{what} is running ({read} of {total} pages read)");
+            let s = lines.line();
+            let _ = write!(s, "{what} is running ({read} of {total} pages read)");
             if req.sup {
                 s.push_str(": an invalidation overtook it, and another repair follows it");
             }
-            lines.push(s);
         }
     }
 
-    fn explain_failure(&self, lines: &mut Vec<String>) {
+    fn explain_failure(&self, lines: &mut Lines) {
         let failure = self.ledger.failure();
         match failure {
             Failure::None => return,
             Failure::Superseded => {
                 lines.push(
-                    "a superseded read failed: the debt it left is paid by the repair or full read that follows"
-                        .into(),
+                    "a superseded read failed: the debt it left is paid by the repair or full read that follows",
                 );
                 return;
             }
@@ -165,13 +176,21 @@ impl Loader {
         }
         let b = &self.backoff;
         match b.cause {
-            Some(Cause::Stalled { read_id, count: 0 }) => lines.push(format!(
-                "read {read_id}'s answer repeated its cursor with no items and no end_of_source: the source returned no progress"
-            )),
-            Some(Cause::Stalled { read_id, count }) => lines.push(format!(
-                "read {read_id}'s answer repeated its cursor with {count} items: the source returned no progress"
-            )),
-            Some(Cause::Failed { read_id }) => lines.push(format!("read {read_id} failed")),
+            Some(Cause::Stalled { read_id, count: 0 }) => {
+                let _ = write!(
+                    lines.line(),
+                    "read {read_id}'s answer repeated its cursor with no items and no end_of_source: the source returned no progress"
+                );
+            }
+            Some(Cause::Stalled { read_id, count }) => {
+                let _ = write!(
+                    lines.line(),
+                    "read {read_id}'s answer repeated its cursor with {count} items: the source returned no progress"
+                );
+            }
+            Some(Cause::Failed { read_id }) => {
+                let _ = write!(lines.line(), "read {read_id} failed");
+            }
             None => {}
         }
         let what = match failure {
@@ -182,118 +201,151 @@ impl Loader {
             _ => "a failure awaits its retry, a full read of the source",
         };
         let max = self.config.max_auto_retries;
-        let s = if let Some(d) = b.deadline {
-            format!(
+        let s = lines.line();
+        let _ = if let Some(d) = b.deadline {
+            write!(
+                s,
                 "{what}: backoff waits until {d} ms ({} from now), then automatic retry {} of {max} starts at the next tick",
-                ago(d.saturating_sub(self.now)),
+                Ago(d.saturating_sub(self.now)),
                 b.retries.saturating_add(1),
             )
         } else if self.ledger.retry_enabled() && self.reads.len() == 0 {
             if max == 0 {
-                format!(
+                write!(
+                    s,
                     "{what} after {} failures, and automatic retries are off (max_auto_retries 0): call loader_retry or move the window",
                     b.failures
                 )
             } else {
-                format!(
+                write!(
+                    s,
                     "retry budget spent after {} failures: call loader_retry or move the window",
                     b.failures
                 )
             }
         } else if self.reads.len() > 0 {
-            format!("{what} once the reads in flight are answered")
+            write!(s, "{what} once the reads in flight are answered")
         } else {
-            let s = self.ledger.snapshot();
-            format!(
+            let snap = self.ledger.snapshot();
+            write!(
+                s,
                 "{what}, which is not enabled yet (phase {}, debt {})",
-                s.phase, s.debt
+                snap.phase, snap.debt
             )
         };
-        lines.push(s);
         if let Some(w) = &self.resume {
             let kept = w.staged.len() + w.staged_back.len();
             if kept > 0 {
-                lines.push(format!(
+                let _ = write!(
+                    lines.line(),
                     "{kept} pages the failed read staged are kept for its retry to resume"
-                ));
+                );
             }
         }
     }
 
-    fn explain_debt(&self, lines: &mut Vec<String>) {
+    fn explain_debt(&self, lines: &mut Lines) {
         let l = &self.ledger;
         let running = l.phase() != Phase::Idle;
         match l.debt() {
             Debt::None => {}
             _ if running => {}
             Debt::Bounded if l.failure() == Failure::None => lines.push(
-                "an invalidation is owed: a repair starts once the page read in flight is answered"
-                    .into(),
+                "an invalidation is owed: a repair starts once the page read in flight is answered",
             ),
             Debt::Full if l.failure() == Failure::None => lines.push(
-                "a full read of the source is owed: it starts once the page read in flight is answered"
-                    .into(),
+                "a full read of the source is owed: it starts once the page read in flight is answered",
             ),
             Debt::Bounded | Debt::Full => {}
         }
     }
 
-    fn explain_let_go(&self, lines: &mut Vec<String>) {
+    fn explain_let_go(&self, lines: &mut Lines) {
         if self.abandoned.is_empty() {
             return;
         }
-        let ids: Vec<String> = self
-            .abandoned
-            .iter()
-            .rev()
-            .take(NAMED_LET_GO)
-            .map(|(id, _)| id.to_string())
-            .collect();
+        let s = lines.line();
+        s.push_str("reads let go of, whose late answers are stale and released at once: ");
+        for (i, (id, _)) in self.abandoned.iter().rev().take(NAMED_LET_GO).enumerate() {
+            let _ = write!(s, "{}read {id}", if i == 0 { "" } else { ", " });
+        }
         let more = self.abandoned.len().saturating_sub(NAMED_LET_GO);
-        let mut s = format!(
-            "reads let go of, whose late answers are stale and released at once: read {}",
-            ids.join(", read ")
-        );
         if more > 0 {
             let _ = write!(s, " and {more} more");
         }
-        lines.push(s);
+    }
+}
+
+/// The text being written, one sentence a line (one buffer: `explain` runs after every
+/// event in the checkers).
+struct Lines(String);
+
+impl Lines {
+    /// A new line to write to.
+    fn line(&mut self) -> &mut String {
+        if !self.0.is_empty() {
+            self.0.push('\n');
+        }
+        &mut self.0
+    }
+
+    /// A line of fixed text.
+    fn push(&mut self, text: &str) {
+        self.line().push_str(text);
     }
 }
 
 /// A duration in ms, for a person.
-fn ago(ms: u64) -> String {
-    if ms < 1000 {
-        format!("{ms} ms")
-    } else if ms < 10_000 {
-        format!("{:.1} s", ms as f64 / 1000.0)
-    } else {
-        format!("{} s", ms / 1000)
+struct Ago(u64);
+
+impl std::fmt::Display for Ago {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ms = self.0;
+        if ms < 1000 {
+            write!(f, "{ms} ms")
+        } else if ms < 10_000 {
+            write!(f, "{:.1} s", ms as f64 / 1000.0)
+        } else {
+            write!(f, "{} s", ms / 1000)
+        }
     }
 }
 
 /// A cursor, for a person: the source's start, printable text in quotes, or hex (the first
 /// 16 bytes).
-fn cursor_text(c: &[u8]) -> String {
-    if c.is_empty() {
-        return "the source's start".into();
+struct CursorText<'a>(&'a [u8]);
+
+impl std::fmt::Display for CursorText<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let c = self.0;
+        if c.is_empty() {
+            return f.write_str("the source's start");
+        }
+        if c.len() <= 32 && c.iter().all(|b| (0x20..0x7f).contains(b)) {
+            return write!(f, "cursor \"{}\"", String::from_utf8_lossy(c));
+        }
+        f.write_str("cursor 0x")?;
+        for b in c.iter().take(16) {
+            write!(f, "{b:02x}")?;
+        }
+        if c.len() > 16 {
+            write!(f, "… ({} bytes)", c.len())?;
+        }
+        Ok(())
     }
-    if c.len() <= 32 && c.iter().all(|b| (0x20..0x7f).contains(b)) {
-        return format!("cursor \"{}\"", String::from_utf8_lossy(c));
-    }
-    let mut s = String::from("cursor 0x");
-    for b in c.iter().take(16) {
-        let _ = write!(s, "{b:02x}");
-    }
-    if c.len() > 16 {
-        let _ = write!(s, "… ({} bytes)", c.len());
-    }
-    s
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{ago, cursor_text};
+    use super::{Ago, CursorText};
+
+    fn ago(ms: u64) -> String {
+        Ago(ms).to_string()
+    }
+
+    fn cursor_text(c: &[u8]) -> String {
+        CursorText(c).to_string()
+    }
 
     #[test]
     fn cursors_and_durations_read_plainly() {
