@@ -245,6 +245,9 @@ impl Loader {
     /// Moves the queued effects into `out`, keeping both allocations for reuse. When `out` is
     /// empty (a host that handles every batch before the next call) the two vectors are
     /// swapped, so the effects are not copied at all.
+    // Inlined into the host's loop: called once per call, and its own frame was a third of
+    // its cost.
+    #[inline]
     pub fn drain_effects_into(&mut self, out: &mut Vec<Effect>) {
         let from = out.len();
         self.out.drain_into(out);
