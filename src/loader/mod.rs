@@ -148,7 +148,7 @@ pub struct Loader {
     finite_direction: Direction,
     /// A chain or full read that failed, kept when the ledger released it, for the retry
     /// that follows to adopt (see `Loader::retire`).
-    resume: Option<requests::Work>,
+    resume: Option<Box<requests::Work>>,
     /// A page failure's read (its cursor and direction), while the ledger records one: the
     /// retry reads it again only while it is still the read the window needs.
     page_failed: Option<(Cursor, Direction)>,
@@ -334,7 +334,7 @@ impl crate::check::canon::Canon for Loader {
         e.time(*now);
         backoff.canon(e);
         finite_direction.canon(e);
-        resume.canon(e);
+        e.opt(resume, |e, w| w.canon(e));
         page_failed.canon(e);
         page_retried.canon(e);
         e.opt(repair_retried, |e, r| e.id(Class::Read, *r));

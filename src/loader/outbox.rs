@@ -175,8 +175,16 @@ impl Outbox {
         if out.is_empty() {
             std::mem::swap(out, &mut self.effects);
         } else {
-            out.append(&mut self.effects);
+            self.append_to(out);
         }
+    }
+
+    /// [`Outbox::drain_into`] for a host that still holds effects: out of the host's loop,
+    /// which `drain_into` is inlined into.
+    #[cold]
+    #[inline(never)]
+    fn append_to(&mut self, out: &mut Vec<Effect>) {
+        out.append(&mut self.effects);
     }
 }
 

@@ -227,7 +227,7 @@ impl Loader {
     /// resumes, so that every read that succeeded counts, but when it commits the loader
     /// invalidates once more, and a repair follows at once. A repair failure's retry that
     /// fails again at the read it resumed goes through the debt lattice (`repair_retried`).
-    fn resume_into(&mut self, id: u64, kind: Kind, epoch: u64, mut w: requests::Work) {
+    fn resume_into(&mut self, id: u64, kind: Kind, epoch: u64, mut w: Box<requests::Work>) {
         let from = w.resume_at.take().expect("a resumable record");
         w.resumed_stale |= w.epoch != epoch;
         w.epoch = epoch;
