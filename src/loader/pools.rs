@@ -13,6 +13,8 @@ use super::{Direction, Kind};
 const SPARE_FINITE: usize = 64;
 /// Retired chain and full records kept for reuse, besides the roomy one.
 const SPARE_STEPS: usize = 32;
+/// The most acquisitions' room a bare record keeps (see `Pools::keep_bare`).
+const BARE_ACQS: usize = 4;
 
 /// The loader's pools.
 #[derive(Clone, Debug, Default)]
@@ -153,7 +155,15 @@ impl Pools {
     /// Keeps a retired record past the lists' bounds as an empty box: its vectors go.
     #[cold]
     fn keep_bare(&mut self, mut w: Box<Work>) {
+        // A few acquisitions' room stays: a finite read or a chain overtaken at its first
+        // step accepts one.
+        let acqs = if w.acqs.capacity() <= BARE_ACQS {
+            std::mem::take(&mut w.acqs)
+        } else {
+            Acqs::new()
+        };
         *w = Work::new(Kind::Finite, 0);
+        w.acqs = acqs;
         self.bare.push(w);
     }
 }

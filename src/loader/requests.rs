@@ -7,12 +7,12 @@ use super::outbox::Outbox;
 use super::view::Page;
 use super::{Cursor, Direction, Kind};
 use rustc_hash::FxHashMap as HashMap;
-use smallvec::SmallVec;
 
 /// A request's acquisitions, by slot; `None` once released early (its page was dropped).
-/// Finite requests, and chains overtaken at their first step, hold exactly one: it is stored
-/// inline, so a burst of overtaken chains allocates nothing.
-pub(super) type Acqs = SmallVec<[Option<u64>; 1]>;
+/// A plain vector (pushed on every answer, where a one-entry inline vector's checks cost
+/// more): a pooled record keeps its capacity, even one past the pools' bounds (see
+/// `Pools::keep_bare`), so a burst of overtaken chains allocates nothing once warm.
+pub(super) type Acqs = Vec<Option<u64>>;
 
 /// The work of one live ledger request.
 #[derive(Clone, Debug)]
