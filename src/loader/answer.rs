@@ -157,7 +157,8 @@ impl Loader {
             return self.step_ranged(a, slot);
         }
         let limit = self.config.page_size;
-        let want = self.window.want(self.config.prefetch_distance);
+        // `self.want()`, read as a field: the request's record is borrowed.
+        let want = self.reach;
         let next = self.pools.cursors.make(next_cursor);
         if let (Some(n), true) = (items_before, count > 0) {
             // Where the anchor item is, by the host's count.
@@ -272,7 +273,7 @@ impl Loader {
             ..
         } = a;
         let limit = self.config.page_size;
-        let want = self.window.want(self.config.prefetch_distance);
+        let want = self.want();
         let w = self.requests.live(request);
         if std::mem::take(&mut w.overshot) {
             // The window moved while this read was out, and the repair was cut short
@@ -397,6 +398,7 @@ impl Loader {
                     Some((net, old_end)) => {
                         if net != 0 && self.window.start >= old_end {
                             self.window.shift(net);
+                            self.window_moved();
                         }
                         self.out.stats.ranged_repairs += 1;
                     }

@@ -140,6 +140,8 @@ pub struct Loader {
     reads: Reads,
     view: View,
     window: Window,
+    /// What the view should cover: `window` widened by the prefetch (see `Loader::want`).
+    reach: view::Want,
     pools: Pools,
     /// The latest time the host reported.
     now: u64,
@@ -210,6 +212,7 @@ impl Loader {
             reads: Reads::new(),
             view: View::new(config.cursor_memo_bytes),
             window: Window::default(),
+            reach: Window::default().want(config.prefetch_distance),
             pools: Pools::default(),
             now: 0,
             backoff: Backoff::new(config.jitter_seed),
@@ -307,6 +310,7 @@ impl crate::check::canon::Canon for Loader {
             reads,
             view,
             window,
+            reach: _,
             pools: _,
             now,
             backoff,
