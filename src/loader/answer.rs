@@ -129,6 +129,7 @@ impl Loader {
 
     /// A chain's or full read's step: staged, then either the next step is issued or the
     /// request settles, committing its staged pages if the ledger finds it current.
+    #[inline(always)]
     pub(super) fn settle_step(&mut self, a: &Accepted<'_>) -> Result<Step, LoaderError> {
         let &Accepted {
             request,

@@ -104,7 +104,7 @@ pub(super) struct Outbox {
 
 impl Outbox {
     /// Asks the host to perform `read`.
-    #[inline]
+    #[inline(always)]
     pub(super) fn issue(&mut self, read: Read) {
         self.stats.issued[read.kind as usize] += 1;
         self.stats.issued_backward += u64::from(read.direction == super::Direction::Backward);
