@@ -1,7 +1,7 @@
 //! The answer rules: how an accepted answer is classified ([`Answer`]) and what it does, by
 //! the kind of its request (finite, chain or full step), and how a failure is recorded.
 
-use super::{Direction, Kind, Loader, LoaderError};
+use super::{Cursor, Direction, Kind, Loader, LoaderError};
 use crate::ledger::{Debt, Failed, Settled};
 
 /// How an accepted answer was classified.
@@ -198,19 +198,59 @@ impl Loader {
                     .issue(request, w, next, limit, self.now, &mut self.out);
                 return Ok(Step::ReadOn);
             }
-            // The window's end plus prefetch is covered: then the prefetch before the anchor.
-            w.reached_end = end_of_source;
-            let old = std::mem::replace(&mut w.tail, next);
-            self.pools.cursors.recycle(old);
-            if w.back_target > 0 {
-                w.direction = Direction::Backward;
-                w.step += 1;
-                let from = w.back_cursor.clone();
-                self.reads
-                    .issue(request, w, from, limit, self.now, &mut self.out);
-                return Ok(Step::ReadOn);
-            }
-        } else if std::mem::take(&mut w.overshot) {
+            self.step_forward_done(request, next, end_of_source)
+        } else {
+            self.step_backward(a, slot, next)
+        }
+    }
+
+    /// A chain's or full read's forward reading covered the window's end plus prefetch (its
+    /// last forward page `next`): then the prefetch before the anchor, or the request
+    /// settles. Out of the answer path's code: once per request.
+    #[inline(never)]
+    fn step_forward_done(
+        &mut self,
+        request: u64,
+        next: Cursor,
+        end_of_source: bool,
+    ) -> Result<Step, LoaderError> {
+        let limit = self.config.page_size;
+        let w = self.requests.live(request);
+        w.reached_end = end_of_source;
+        let old = std::mem::replace(&mut w.tail, next);
+        self.pools.cursors.recycle(old);
+        if w.back_target > 0 {
+            w.direction = Direction::Backward;
+            w.step += 1;
+            let from = w.back_cursor.clone();
+            self.reads
+                .issue(request, w, from, limit, self.now, &mut self.out);
+            return Ok(Step::ReadOn);
+        }
+        self.step_settle(request)
+    }
+
+    /// A chain's or full read's backward step (its answer accepted into `slot`, its
+    /// `next_cursor` made into `next`). Out of the answer path's code: a repair reads forward
+    /// to the window's end plus prefetch first, and backward only for the prefetch before it.
+    #[inline(never)]
+    fn step_backward(
+        &mut self,
+        a: &Accepted<'_>,
+        slot: u32,
+        next: Cursor,
+    ) -> Result<Step, LoaderError> {
+        let &Accepted {
+            request,
+            acquisition,
+            count,
+            end_of_source,
+            ..
+        } = a;
+        let limit = self.config.page_size;
+        let want = self.want();
+        let w = self.requests.live(request);
+        if std::mem::take(&mut w.overshot) {
             // Pages before the window were let go while this read was out: its page lies
             // before them, and the backward reading is done.
             w.release_slot(slot, &mut self.out);
