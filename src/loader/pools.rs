@@ -17,6 +17,9 @@ const SPARE_STEPS: usize = 32;
 const BARE_ACQS: usize = 4;
 
 /// The loader's pools.
+// Boxed records in vectors on purpose (`clippy::vec_box`): a record moves between the pools,
+// the request map and `Loader::resume` as a pointer, not as a few hundred bytes.
+#[allow(clippy::vec_box)]
 #[derive(Clone, Debug, Default)]
 pub(super) struct Pools {
     /// Buffers of long cursors.
