@@ -1,7 +1,7 @@
 //! The answer rules: how an accepted answer is classified ([`Answer`]) and what it does, by
 //! the kind of its request (finite, chain or full step), and how a failure is recorded.
 
-use super::{Direction, Kind, Loader, LoaderError};
+use super::{Cursor, Direction, Kind, Loader, LoaderError};
 use crate::ledger::{Debt, Failed, Settled};
 
 /// How an accepted answer was classified.
@@ -129,6 +129,7 @@ impl Loader {
 
     /// A chain's or full read's step: staged, then either the next step is issued or the
     /// request settles, committing its staged pages if the ledger finds it current.
+    #[inline(always)]
     pub(super) fn settle_step(&mut self, a: &Accepted<'_>) -> Result<Step, LoaderError> {
         let &Accepted {
             request,
@@ -137,12 +138,11 @@ impl Loader {
             next_cursor,
             end_of_source,
             stalled,
-            advanced,
+            advanced: _,
             items_before,
         } = a;
         let epoch_now = self.ledger.epoch();
         let debt_full = self.ledger.debt() == Debt::Full;
-        let want = self.window.want(self.config.prefetch_distance);
         let w = self.requests.live(request);
         let slot = w.accept(acquisition, count);
         let kind = w.kind;
@@ -151,63 +151,15 @@ impl Loader {
         // churn rules an overtaken chain still commits, so it reads on to its end.
         let epoch_moved = w.epoch != epoch_now && !self.ledger.config().churn_rules();
         let overtaken = kind == Kind::Chain && (epoch_moved || debt_full);
-        if stalled {
-            self.fail_request(request, false)?;
-            // A tie the host's cursors cannot break: a chain escalates to a full read at once.
-            if kind == Kind::Chain && self.ledger.explicit_retry(&mut self.scratch)?.is_some() {
-                self.backoff.deadline = None;
-            }
-            return Ok(Step::Settled(Answer::CursorStalled));
+        if stalled || overtaken {
+            return self.step_abandoned(request, kind, stalled);
         }
-        if overtaken {
-            // Abandoned: nothing it read will be shown, so every page goes back now.
-            self.ledger.settle(request, &mut self.scratch)?;
-            self.requests
-                .live(request)
-                .discard(&mut self.pools.cursors, &mut self.out);
-            return Ok(Step::Settled(Answer::Stale));
+        if w.ranged.is_some() {
+            return self.step_ranged(a, slot);
         }
         let limit = self.config.page_size;
-        if w.ranged.is_some() {
-            if std::mem::take(&mut w.overshot) {
-                // The window moved while this read was out, and the repair was cut short
-                // before it: its page goes back, and the repair commits what it kept.
-                w.release_slot(slot, &mut self.out);
-                return self.settle_ranged(request, false).map(Step::Settled);
-            }
-            // A ranged repair reads forward until its bound: a short page with items, the
-            // bound itself, or the source's end. An empty page whose cursor moved is progress
-            // (a filtered stretch): it reads on from there, as every other path does.
-            let next = self.pools.cursors.make(next_cursor);
-            if count > 0 {
-                w.stage(request, slot, acquisition, count, next.clone());
-            }
-
-            if !super::mutant::on(super::mutant::Mutant::RangedKeepsBefore) {
-                w.cut_run_front(&want, &mut self.pools.cursors, &mut self.out);
-            }
-            let at_bound = w.until.as_deref() == Some(next_cursor);
-            let short = count < limit && !(count == 0 && advanced);
-            if !(end_of_source || short || at_bound)
-                && w.base_offset + w.staged_items >= want.end
-                && !super::mutant::on(super::mutant::Mutant::RangedReadsPast)
-            {
-                // It would read on past the window plus prefetch: it stops there instead.
-                w.keep_run_within(&want, &mut self.pools.cursors, &mut self.out);
-                self.pools.cursors.recycle(next);
-                return self.settle_ranged(request, false).map(Step::Settled);
-            }
-            if !(end_of_source || short || at_bound) {
-                w.step += 1;
-                self.reads
-                    .issue(request, w, next, limit, self.now, &mut self.out);
-                return Ok(Step::ReadOn);
-            }
-            self.pools.cursors.recycle(next);
-            return self
-                .settle_ranged(request, end_of_source)
-                .map(Step::Settled);
-        }
+        // `self.want()`, read as a field: the request's record is borrowed.
+        let want = self.reach;
         let next = self.pools.cursors.make(next_cursor);
         if let (Some(n), true) = (items_before, count > 0) {
             // Where the anchor item is, by the host's count.
@@ -246,19 +198,59 @@ impl Loader {
                     .issue(request, w, next, limit, self.now, &mut self.out);
                 return Ok(Step::ReadOn);
             }
-            // The window's end plus prefetch is covered: then the prefetch before the anchor.
-            w.reached_end = end_of_source;
-            let old = std::mem::replace(&mut w.tail, next);
-            self.pools.cursors.recycle(old);
-            if w.back_target > 0 {
-                w.direction = Direction::Backward;
-                w.step += 1;
-                let from = w.back_cursor.clone();
-                self.reads
-                    .issue(request, w, from, limit, self.now, &mut self.out);
-                return Ok(Step::ReadOn);
-            }
-        } else if std::mem::take(&mut w.overshot) {
+            self.step_forward_done(request, next, end_of_source)
+        } else {
+            self.step_backward(a, slot, next)
+        }
+    }
+
+    /// A chain's or full read's forward reading covered the window's end plus prefetch (its
+    /// last forward page `next`): then the prefetch before the anchor, or the request
+    /// settles. Out of the answer path's code: once per request.
+    #[inline(never)]
+    fn step_forward_done(
+        &mut self,
+        request: u64,
+        next: Cursor,
+        end_of_source: bool,
+    ) -> Result<Step, LoaderError> {
+        let limit = self.config.page_size;
+        let w = self.requests.live(request);
+        w.reached_end = end_of_source;
+        let old = std::mem::replace(&mut w.tail, next);
+        self.pools.cursors.recycle(old);
+        if w.back_target > 0 {
+            w.direction = Direction::Backward;
+            w.step += 1;
+            let from = w.back_cursor.clone();
+            self.reads
+                .issue(request, w, from, limit, self.now, &mut self.out);
+            return Ok(Step::ReadOn);
+        }
+        self.step_settle(request)
+    }
+
+    /// A chain's or full read's backward step (its answer accepted into `slot`, its
+    /// `next_cursor` made into `next`). Out of the answer path's code: a repair reads forward
+    /// to the window's end plus prefetch first, and backward only for the prefetch before it.
+    #[inline(never)]
+    fn step_backward(
+        &mut self,
+        a: &Accepted<'_>,
+        slot: u32,
+        next: Cursor,
+    ) -> Result<Step, LoaderError> {
+        let &Accepted {
+            request,
+            acquisition,
+            count,
+            end_of_source,
+            ..
+        } = a;
+        let limit = self.config.page_size;
+        let want = self.want();
+        let w = self.requests.live(request);
+        if std::mem::take(&mut w.overshot) {
             // Pages before the window were let go while this read was out: its page lies
             // before them, and the backward reading is done.
             w.release_slot(slot, &mut self.out);
@@ -279,6 +271,95 @@ impl Loader {
                 return Ok(Step::ReadOn);
             }
         }
+        self.step_settle(request)
+    }
+
+    /// A step that stalled or was overtaken: the request fails or settles now, reading no
+    /// further. Out of the answer path's code.
+    #[cold]
+    #[inline(never)]
+    fn step_abandoned(
+        &mut self,
+        request: u64,
+        kind: Kind,
+        stalled: bool,
+    ) -> Result<Step, LoaderError> {
+        if stalled {
+            self.fail_request(request, false)?;
+            // A tie the host's cursors cannot break: a chain escalates to a full read at once.
+            if kind == Kind::Chain && self.ledger.explicit_retry(&mut self.scratch)?.is_some() {
+                self.backoff.deadline = None;
+            }
+            return Ok(Step::Settled(Answer::CursorStalled));
+        }
+        // Overtaken and abandoned: nothing it read will be shown, so every page goes back now.
+        self.ledger.settle(request, &mut self.scratch)?;
+        self.requests
+            .live(request)
+            .discard(&mut self.pools.cursors, &mut self.out);
+        Ok(Step::Settled(Answer::Stale))
+    }
+
+    /// A ranged repair's step (its answer accepted into `slot`). Out of the answer path's
+    /// code: the steady stream's steps are whole repairs'.
+    #[inline(never)]
+    fn step_ranged(&mut self, a: &Accepted<'_>, slot: u32) -> Result<Step, LoaderError> {
+        let &Accepted {
+            request,
+            acquisition,
+            count,
+            next_cursor,
+            end_of_source,
+            advanced,
+            ..
+        } = a;
+        let limit = self.config.page_size;
+        let want = self.want();
+        let w = self.requests.live(request);
+        if std::mem::take(&mut w.overshot) {
+            // The window moved while this read was out, and the repair was cut short
+            // before it: its page goes back, and the repair commits what it kept.
+            w.release_slot(slot, &mut self.out);
+            return self.settle_ranged(request, false).map(Step::Settled);
+        }
+        // A ranged repair reads forward until its bound: a short page with items, the
+        // bound itself, or the source's end. An empty page whose cursor moved is progress
+        // (a filtered stretch): it reads on from there, as every other path does.
+        let next = self.pools.cursors.make(next_cursor);
+        if count > 0 {
+            w.stage(request, slot, acquisition, count, next.clone());
+        }
+        if !super::mutant::on(super::mutant::Mutant::RangedKeepsBefore) {
+            w.cut_run_front(&want, &mut self.pools.cursors, &mut self.out);
+        }
+        let at_bound = w.until.as_deref() == Some(next_cursor);
+        let short = count < limit && !(count == 0 && advanced);
+        if !(end_of_source || short || at_bound)
+            && w.base_offset + w.staged_items >= want.end
+            && !super::mutant::on(super::mutant::Mutant::RangedReadsPast)
+        {
+            // It would read on past the window plus prefetch: it stops there instead.
+            w.keep_run_within(&want, &mut self.pools.cursors, &mut self.out);
+            self.pools.cursors.recycle(next);
+            return self.settle_ranged(request, false).map(Step::Settled);
+        }
+        if !(end_of_source || short || at_bound) {
+            w.step += 1;
+            self.reads
+                .issue(request, w, next, limit, self.now, &mut self.out);
+            return Ok(Step::ReadOn);
+        }
+        self.pools.cursors.recycle(next);
+        self.settle_ranged(request, end_of_source)
+            .map(Step::Settled)
+    }
+
+    /// A chain's or full read's last step was answered: the request settles, committing its
+    /// staged pages if the ledger finds it current. Out of the answer path's code: one step
+    /// in a hundred at 100 pages.
+    #[inline(never)]
+    fn step_settle(&mut self, request: u64) -> Result<Step, LoaderError> {
+        let w = self.requests.live(request);
         let tail = std::mem::take(&mut w.tail);
         let current = w.epoch == self.ledger.epoch();
         let resumed_stale = w.resumed_stale;
@@ -358,6 +439,7 @@ impl Loader {
                     Some((net, old_end)) => {
                         if net != 0 && self.window.start >= old_end {
                             self.window.shift(net);
+                            self.window_moved();
                         }
                         self.out.stats.ranged_repairs += 1;
                     }

@@ -101,7 +101,7 @@ impl Loader {
             .requests
             .iter()
             .map(|(_, w)| w)
-            .chain(self.resume.iter());
+            .chain(self.resume.as_deref());
         for w in works {
             let mut at = w.base_offset;
             for p in &w.staged {
@@ -136,7 +136,7 @@ impl Loader {
             .requests
             .iter()
             .map(|(id, w)| ((!self.kept_for_retry(id, w)).then_some(id), w))
-            .chain(self.resume.iter().map(|w| (None, w)));
+            .chain(self.resume.as_deref().map(|w| (None, w)));
         for (id, w) in works {
             for p in &w.staged {
                 out.push((id, p.start, p.count));

@@ -141,6 +141,7 @@ impl Loader {
         if self.follow.pinned && self.view.pending_jump().is_none() {
             let (_, end) = self.view.covered();
             self.window.start = end.saturating_sub(self.window.len);
+            self.window_moved();
         }
     }
 

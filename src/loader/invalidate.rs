@@ -187,6 +187,7 @@ impl Loader {
         // The host's positions from here on: what the memo knew was counted otherwise.
         self.view.memo_mut().forget();
         self.window.start = position;
+        self.window_moved();
         if idle {
             self.view
                 .move_empty(position, cursor, &mut self.pools.cursors);

@@ -104,7 +104,7 @@ pub(super) struct Outbox {
 
 impl Outbox {
     /// Asks the host to perform `read`.
-    #[inline]
+    #[inline(always)]
     pub(super) fn issue(&mut self, read: Read) {
         self.stats.issued[read.kind as usize] += 1;
         self.stats.issued_backward += u64::from(read.direction == super::Direction::Backward);
@@ -175,8 +175,16 @@ impl Outbox {
         if out.is_empty() {
             std::mem::swap(out, &mut self.effects);
         } else {
-            out.append(&mut self.effects);
+            self.append_to(out);
         }
+    }
+
+    /// [`Outbox::drain_into`] for a host that still holds effects: out of the host's loop,
+    /// which `drain_into` is inlined into.
+    #[cold]
+    #[inline(never)]
+    fn append_to(&mut self, out: &mut Vec<Effect>) {
+        out.append(&mut self.effects);
     }
 }
 

@@ -1,5 +1,9 @@
 //! Recycled buffers: long cursors' buffers and retired request records, kept so that the
 //! steady state allocates nothing, and the sizing of a repair's vectors.
+//!
+//! A request's record is boxed: it is a few hundred bytes, and a start, a retire and the
+//! pools move it as one pointer instead of copying it whole (about eight copies per request
+//! when it was held by value).
 
 use super::cursor::CursorPool;
 use super::requests::{Acqs, Work};
@@ -9,27 +13,36 @@ use super::{Direction, Kind};
 const SPARE_FINITE: usize = 64;
 /// Retired chain and full records kept for reuse, besides the roomy one.
 const SPARE_STEPS: usize = 32;
+/// The most acquisitions' room a bare record keeps (see `Pools::keep_bare`).
+const BARE_ACQS: usize = 4;
 
 /// The loader's pools.
+// Boxed records in vectors on purpose (`clippy::vec_box`): a record moves between the pools,
+// the request map and `Loader::resume` as a pointer, not as a few hundred bytes.
+#[allow(clippy::vec_box)]
 #[derive(Clone, Debug, Default)]
 pub(super) struct Pools {
     /// Buffers of long cursors.
     pub(super) cursors: CursorPool,
     /// Records of retired finite requests (small: one page each).
-    finite: Vec<Work>,
+    finite: Vec<Box<Work>>,
     /// Records of retired chain and full requests (most of them were overtaken at their
     /// first step and are small).
-    steps: Vec<Work>,
+    steps: Vec<Box<Work>>,
+    /// Retired records past the two lists' bounds, emptied (their vectors let go): only the
+    /// box is kept, so that a burst of requests as large as an earlier one allocates no
+    /// record. As many as were ever live at once, as the request map's own table keeps.
+    bare: Vec<Box<Work>>,
     /// The roomiest retired chain or full record: its vectors keep the capacity a repair of
     /// the whole view needed, so the next repair of the same view allocates nothing. Kept
     /// apart, so chain starts never take it and recycling never scans for it.
-    roomy: Option<Work>,
+    roomy: Option<Box<Work>>,
 }
 
 impl Pools {
     /// A record for a new request, with nothing read yet: a retired one when one is pooled.
     #[inline]
-    pub(super) fn work(&mut self, kind: Kind, epoch: u64) -> Work {
+    pub(super) fn work(&mut self, kind: Kind, epoch: u64) -> Box<Work> {
         let spare = if kind == Kind::Finite {
             self.finite.pop()
         } else {
@@ -39,13 +52,13 @@ impl Pools {
             // vectors when its first step is answered (`size_for_steps`).
             self.steps.pop()
         };
-        match spare {
+        match spare.or_else(|| self.bare.pop()) {
             Some(mut w) => {
                 w.kind = kind;
                 w.epoch = epoch;
                 w
             }
-            None => Work::new(kind, epoch),
+            None => Box::new(Work::new(kind, epoch)),
         }
     }
 
@@ -82,11 +95,13 @@ impl Pools {
         let spare = self.roomy.take().expect("checked");
         if self.steps.len() < SPARE_STEPS {
             self.steps.push(spare);
+        } else {
+            self.keep_bare(spare);
         }
     }
 
     /// Keeps a retired request's buffers for the next request.
-    pub(super) fn recycle_work(&mut self, mut w: Work) {
+    pub(super) fn recycle_work(&mut self, mut w: Box<Work>) {
         w.clear_staged(&mut self.cursors);
         self.cursors.recycle(std::mem::take(&mut w.base_cursor));
         self.cursors.recycle(std::mem::take(&mut w.back_cursor));
@@ -119,6 +134,8 @@ impl Pools {
         if w.kind == Kind::Finite {
             if self.finite.len() < SPARE_FINITE {
                 self.finite.push(w);
+            } else {
+                self.keep_bare(w);
             }
             return;
         }
@@ -133,7 +150,24 @@ impl Pools {
         };
         if self.steps.len() < SPARE_STEPS {
             self.steps.push(w);
+        } else {
+            self.keep_bare(w);
         }
+    }
+
+    /// Keeps a retired record past the lists' bounds as an empty box: its vectors go.
+    #[cold]
+    fn keep_bare(&mut self, mut w: Box<Work>) {
+        // A few acquisitions' room stays: a finite read or a chain overtaken at its first
+        // step accepts one.
+        let acqs = if w.acqs.capacity() <= BARE_ACQS {
+            std::mem::take(&mut w.acqs)
+        } else {
+            Acqs::new()
+        };
+        *w = Work::new(Kind::Finite, 0);
+        w.acqs = acqs;
+        self.bare.push(w);
     }
 }
 

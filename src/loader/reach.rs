@@ -36,7 +36,7 @@ impl Work {
     /// forward page but the last lies wholly before `want`, and none but the first starts
     /// at or after its end. A repair reading toward the window's end is in this case at
     /// every step.
-    #[inline]
+    #[inline(always)]
     fn within(&self, want: &Want) -> bool {
         if self.ranged.is_some() || !self.staged_back.is_empty() {
             return false;

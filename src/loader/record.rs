@@ -545,9 +545,15 @@ impl Loader {
     /// Writes one batch of effects handed to the host, when recording.
     #[inline]
     pub(super) fn note_effects(&mut self, effects: &[Effect]) {
-        if effects.is_empty() {
-            return;
+        if !effects.is_empty() && self.record.0.is_some() {
+            self.note_effects_recorded(effects);
         }
+    }
+
+    /// [`Loader::note_effects`] while recording: out of the host's loop.
+    #[cold]
+    #[inline(never)]
+    fn note_effects_recorded(&mut self, effects: &[Effect]) {
         if let Some(rec) = self.record.0.as_deref_mut() {
             if rec.sink.is_none() || rec.broken {
                 return;

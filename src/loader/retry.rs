@@ -77,7 +77,7 @@ impl Loader {
         let Some((cursor, direction)) = &self.page_failed else {
             return false;
         };
-        let want = self.window.want(self.config.prefetch_distance);
+        let want = self.want();
         let needed = if self.view.short_after(&want) {
             Direction::Forward
         } else if self.view.short_before(&want) {
@@ -148,6 +148,7 @@ impl Loader {
         if moved && self.far(&window) && self.far_room().is_ok() {
             if let Some((at, cursor)) = self.far_start(&window, locate) {
                 self.window = window;
+                self.window_moved();
                 self.start_far(at, cursor)?;
                 self.keep_repairs_within();
                 self.pump();
@@ -172,6 +173,7 @@ impl Loader {
             self.backoff.deadline = None;
         }
         self.window = window;
+        self.window_moved();
         if moved {
             self.keep_repairs_within();
         }
@@ -181,7 +183,7 @@ impl Loader {
 
     /// The window moved: a running repair or retry lets go of the pages it no longer covers.
     pub(super) fn keep_repairs_within(&mut self) {
-        let want = self.window.want(self.config.prefetch_distance);
+        let want = self.want();
         let epoch = self.ledger.epoch();
         let (cursors, out) = (&mut self.pools.cursors, &mut self.out);
         // The chain and full reads only (a few), not every live request (one per page held).

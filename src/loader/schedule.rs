@@ -43,7 +43,7 @@ impl Loader {
         loop {
             self.follow_shift();
             self.pin_to_end();
-            let want = self.window.want(self.config.prefetch_distance);
+            let want = self.want();
             // An effect may cause more (a repair with nothing to read settles at once): carry
             // them out too, in order.
             while !self.scratch.is_empty() {
@@ -80,6 +80,26 @@ impl Loader {
         self.out.announce(view_changed, self.ledger.changes());
     }
 
+    /// What the view should cover now (the window widened by the prefetch), kept up to date
+    /// by `window_moved` at each change of the window rather than computed on every call.
+    #[inline]
+    pub(super) fn want(&self) -> Want {
+        // Checked in test builds (the loader checker's included): a change of the window
+        // that missed `window_moved` fails here.
+        #[cfg(any(test, feature = "testing"))]
+        assert!(
+            self.reach == self.window.want(self.config.prefetch_distance),
+            "the window moved without window_moved"
+        );
+        self.reach
+    }
+
+    /// The window changed: what the view should cover follows.
+    #[inline]
+    pub(super) fn window_moved(&mut self) {
+        self.reach = self.window.want(self.config.prefetch_distance);
+    }
+
     /// A test build's guard of the calls that skip the pump (`Step::ReadOn`): the pump, run
     /// now on a copy, would change nothing (no effect, no counter, the same state).
     #[cfg(any(test, feature = "testing"))]
@@ -114,6 +134,7 @@ impl Loader {
         let by = self.view.take_shift();
         if by != 0 {
             self.window.shift(by);
+            self.window_moved();
             self.follow.shift(by);
             self.out.stats.renumbered += 1;
         }
@@ -121,7 +142,7 @@ impl Loader {
 
     /// Releases the pages the window no longer needs (`drop_margin`, `max_pages`).
     pub(super) fn trim(&mut self) {
-        let want = self.window.want(self.config.prefetch_distance);
+        let want = self.want();
         let keep_from = match self.config.drop_margin {
             0 => 0,
             m => self.window.start.saturating_sub(m),
@@ -227,7 +248,7 @@ impl Loader {
     /// resumes, so that every read that succeeded counts, but when it commits the loader
     /// invalidates once more, and a repair follows at once. A repair failure's retry that
     /// fails again at the read it resumed goes through the debt lattice (`repair_retried`).
-    fn resume_into(&mut self, id: u64, kind: Kind, epoch: u64, mut w: requests::Work) {
+    fn resume_into(&mut self, id: u64, kind: Kind, epoch: u64, mut w: Box<requests::Work>) {
         let from = w.resume_at.take().expect("a resumable record");
         w.resumed_stale |= w.epoch != epoch;
         w.epoch = epoch;

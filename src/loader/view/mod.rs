@@ -84,7 +84,7 @@ pub(super) struct Run {
 
 /// The items a view should cover: `[start, end)` in positions, the window widened by the
 /// prefetch on both sides.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct Want {
     pub(super) start: u64,
     pub(super) end: u64,
