@@ -1,0 +1,147 @@
+"""What a keypress costs the screen, counted (counts do not drift with the machine's load,
+as the milliseconds of ``make bench-browse`` do): closing the row-number prompt lays nothing
+out and its screen is painted once; a move to the top or the bottom lays nothing out when
+the columns' widths change; a line move makes only the lines that changed."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any, Dict, Iterator, List
+
+import pytest
+from textual._compositor import Compositor
+from textual.screen import Screen
+
+from conftest import fresh, until
+from libloader.browse._app import Browser, KeysFooter, RowsView
+from libloader.browse._demo import DEMO_TABLE
+from libloader.browse._table import Table, open_readonly
+
+
+@pytest.fixture
+def counts(monkeypatch: pytest.MonkeyPatch) -> Iterator[Dict[str, Any]]:
+    """Counts of the screen's layouts (``Screen._refresh_layout``, a scroll's reflow too)
+    and paints (``Compositor.render_update``) begun from a keypress until its fresh
+    screen is recorded (see :func:`measured`)."""
+    c: Dict[str, Any] = {"on": None, "layouts": 0, "paints": 0}
+    layout, paint = Screen._refresh_layout, Compositor.render_update
+
+    def counting() -> int:
+        # A paint records the keypress's sample as it begins: counted; what follows is not.
+        return int(c["on"] is not None and len(c["on"][0].samples) == c["on"][1])
+
+    def counted_layout(self: Screen, *a: Any, **k: Any) -> Any:
+        c["layouts"] += c["on"] is not None
+        if c["on"] is not None: print("LAYOUT", a, k, self._layout_widgets, self._scroll_required)
+        return layout(self, *a, **k)
+
+    def counted_paint(self: Compositor, *a: Any, **k: Any) -> Any:
+        c["paints"] += counting()
+        return paint(self, *a, **k)
+
+    monkeypatch.setattr(Screen, "_refresh_layout", counted_layout)
+    monkeypatch.setattr(Compositor, "render_update", counted_paint)
+    yield c
+
+
+async def measured(pilot: Any, app: Browser, counts: Dict[str, Any], *keys: str) -> None:
+    """Presses ``keys`` and counts: the paints until the keypress's fresh screen is
+    recorded (by the paint that shows it), the layouts until 0.2 s after (a layout the
+    keypress caused comes at that paint or later)."""
+    before = len(app.samples)
+    counts["on"], counts["layouts"], counts["paints"] = (app, before), 0, 0
+    await pilot.press(*keys)
+    await until(pilot, lambda: len(app.samples) > before, what="the keypress's fresh screen")
+    await pilot.pause(0.2)
+    counts["on"] = None
+
+
+def test_a_row_number_lays_nothing_out_and_paints_once(big_db: Path,
+                                                      counts: Dict[str, Any],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # The footer's keys are those of what has the focus: when the prompt closes they are
+    # rebuilt (a layout), after the row's screen is painted (KeysFooter). Kept out here,
+    # to count what the prompt and the move lay out.
+    monkeypatch.setattr(KeysFooter, "bindings_changed", lambda self, screen: None)
+    shown: List[str] = []
+    painted = Browser._painted
+
+    def painted_status(self: Browser) -> None:
+        if self._fresh_pending:   # the paint that records the keypress's screen
+            shown.append(self.query_one("#bottom").scroll_y)
+        painted(self)
+
+    monkeypatch.setattr(Browser, "_painted", painted_status)
+
+    async def run() -> None:
+        app = Browser(Table(open_readonly(str(big_db)), DEMO_TABLE))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await fresh(pilot, app)
+            for n in (500_000, 123_456, 987_654):
+                await pilot.press("colon", *str(n))
+                await until(pilot, lambda: app.typed == str(n), what="the number typed")
+                await pilot.pause(0.1)
+                await measured(pilot, app, counts, "enter")
+                assert app.top == n - 1 and app.asking is None
+                # The prompt closing and the row's rows, in one paint, with no layout (the
+                # focus leaving the prompt is held for it; the prompt is scrolled away).
+                assert counts["layouts"] == 0, counts
+                assert counts["paints"] == 1, counts
+                # That paint shows the status line, the prompt gone.
+                assert shown[-1] == 0, shown
+                await fresh(pilot, app)
+    asyncio.run(run())
+
+
+def test_the_top_and_the_bottom_lay_nothing_out(big_db: Path,
+                                                counts: Dict[str, Any]) -> None:
+    async def run() -> None:
+        app = Browser(Table(open_readonly(str(big_db)), DEMO_TABLE))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await fresh(pilot, app)
+            view = app.query_one(RowsView)
+            widths: List[int] = [view.virtual_size.width]
+            for key in ("end", "home", "end", "home"):
+                await measured(pilot, app, counts, key)
+                widths.append(view.virtual_size.width)
+                assert counts["layouts"] == 0, (key, counts)
+                # The scrollbar's range follows the virtual size all the same.
+                assert view.vertical_scrollbar.window_virtual_size == view.virtual_size.height
+                await fresh(pilot, app)
+            # The demo's widest values differ at the two ends: the virtual width changed.
+            assert len(set(widths)) > 1, widths
+    asyncio.run(run())
+
+
+def test_a_line_move_makes_the_lines_that_changed(big_db: Path,
+                                                  counts: Dict[str, Any],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    made: List[int] = [0]
+    strip = Browser._strip
+
+    def counted_strip(self: Browser, text: Any) -> Any:
+        made[0] += 1
+        return strip(self, text)
+
+    monkeypatch.setattr(Browser, "_strip", counted_strip)
+
+    async def run() -> None:
+        app = Browser(Table(open_readonly(str(big_db)), DEMO_TABLE))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await fresh(pilot, app)
+            await pilot.press("colon", *"400000", "enter")
+            await fresh(pilot, app)
+            await pilot.pause(0.2)
+            for _ in range(3):
+                app.cursor = app.height - 1
+                await fresh(pilot, app)
+                await pilot.pause(0.05)
+                top = app.top
+                made[0] = 0
+                await measured(pilot, app, counts, "down")
+                assert app.top == top + 1
+                # The new row's line, the line the cursor left, and the header.
+                assert made[0] == 3, made
+                assert counts["paints"] == 1 and counts["layouts"] == 0, counts
+    asyncio.run(run())
