@@ -14,17 +14,18 @@ from textual._compositor import Compositor
 from textual.screen import Screen
 
 from conftest import fresh, until
-from libloader.browse._app import Browser, KeysFooter, RowsView
+from libloader.browse._app import Browser, KeysFooter, Prompt, RowsView
 from libloader.browse._demo import DEMO_TABLE
 from libloader.browse._table import Table, open_readonly
 
 
 @pytest.fixture
 def counts(monkeypatch: pytest.MonkeyPatch) -> Iterator[Dict[str, Any]]:
-    """Counts of the screen's layouts (``Screen._refresh_layout``, a scroll's reflow too)
-    and paints (``Compositor.render_update``) begun from a keypress until its fresh
+    """Counts of the screen's layouts (``Screen._refresh_layout``), apart from its
+    reflows of a scroll (the same with ``scroll=True``: the visible widgets placed again,
+    none resized), and paints (``Compositor.render_update``) begun from a keypress until its fresh
     screen is recorded (see :func:`measured`)."""
-    c: Dict[str, Any] = {"on": None, "layouts": 0, "paints": 0}
+    c: Dict[str, Any] = {"on": None, "layouts": 0, "scrolls": 0, "paints": 0}
     layout, paint = Screen._refresh_layout, Compositor.render_update
 
     def counting() -> int:
@@ -32,8 +33,8 @@ def counts(monkeypatch: pytest.MonkeyPatch) -> Iterator[Dict[str, Any]]:
         return int(c["on"] is not None and len(c["on"][0].samples) == c["on"][1])
 
     def counted_layout(self: Screen, *a: Any, **k: Any) -> Any:
-        c["layouts"] += c["on"] is not None
-        if c["on"] is not None: print("LAYOUT", a, k, self._layout_widgets, self._scroll_required)
+        if c["on"] is not None:
+            c["scrolls" if k.get("scroll") else "layouts"] += 1
         return layout(self, *a, **k)
 
     def counted_paint(self: Compositor, *a: Any, **k: Any) -> Any:
@@ -50,7 +51,7 @@ async def measured(pilot: Any, app: Browser, counts: Dict[str, Any], *keys: str)
     recorded (by the paint that shows it), the layouts until 0.2 s after (a layout the
     keypress caused comes at that paint or later)."""
     before = len(app.samples)
-    counts["on"], counts["layouts"], counts["paints"] = (app, before), 0, 0
+    counts.update(on=(app, before), layouts=0, scrolls=0, paints=0)
     await pilot.press(*keys)
     await until(pilot, lambda: len(app.samples) > before, what="the keypress's fresh screen")
     await pilot.pause(0.2)
@@ -64,12 +65,15 @@ def test_a_row_number_lays_nothing_out_and_paints_once(big_db: Path,
     # rebuilt (a layout), after the row's screen is painted (KeysFooter). Kept out here,
     # to count what the prompt and the move lay out.
     monkeypatch.setattr(KeysFooter, "bindings_changed", lambda self, screen: None)
-    shown: List[str] = []
+    shown: List[bool] = []
     painted = Browser._painted
 
     def painted_status(self: Browser) -> None:
         if self._fresh_pending:   # the paint that records the keypress's screen
-            shown.append(self.query_one("#bottom").scroll_y)
+            # What that paint shows: the status line placed on screen, the prompt not.
+            visible = self.screen._compositor.visible_widgets
+            shown.append(self.query_one("#status") in visible and
+                         self.query_one(Prompt) not in visible)
         painted(self)
 
     monkeypatch.setattr(Browser, "_painted", painted_status)
@@ -85,11 +89,12 @@ def test_a_row_number_lays_nothing_out_and_paints_once(big_db: Path,
                 await measured(pilot, app, counts, "enter")
                 assert app.top == n - 1 and app.asking is None
                 # The prompt closing and the row's rows, in one paint, with no layout (the
-                # focus leaving the prompt is held for it; the prompt is scrolled away).
-                assert counts["layouts"] == 0, counts
+                # focus leaving the prompt is held for it; the prompt is scrolled away: one
+                # reflow of that scroll, in that paint).
+                assert counts["layouts"] == 0 and counts["scrolls"] == 1, counts
                 assert counts["paints"] == 1, counts
                 # That paint shows the status line, the prompt gone.
-                assert shown[-1] == 0, shown
+                assert shown[-1], shown
                 await fresh(pilot, app)
     asyncio.run(run())
 
@@ -105,7 +110,7 @@ def test_the_top_and_the_bottom_lay_nothing_out(big_db: Path,
             for key in ("end", "home", "end", "home"):
                 await measured(pilot, app, counts, key)
                 widths.append(view.virtual_size.width)
-                assert counts["layouts"] == 0, (key, counts)
+                assert counts["layouts"] == counts["scrolls"] == 0, (key, counts)
                 # The scrollbar's range follows the virtual size all the same.
                 assert view.vertical_scrollbar.window_virtual_size == view.virtual_size.height
                 await fresh(pilot, app)
@@ -143,5 +148,6 @@ def test_a_line_move_makes_the_lines_that_changed(big_db: Path,
                 assert app.top == top + 1
                 # The new row's line, the line the cursor left, and the header.
                 assert made[0] == 3, made
-                assert counts["paints"] == 1 and counts["layouts"] == 0, counts
+                assert counts["paints"] == 1, counts
+                assert counts["layouts"] == counts["scrolls"] == 0, counts
     asyncio.run(run())

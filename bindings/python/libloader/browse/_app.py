@@ -1223,7 +1223,8 @@ class Browser(App[None]):
         rows = self.window_rows() if self.gone is None else [None] * self.height
         names = [inert(n) for n in self._columns()]
         widths = [cell_len(n) for n in names]
-        old_rows, row_cache = self._row_cache, {}
+        old_rows = self._row_cache
+        row_cache: Dict[Row, Tuple[List[List[Tuple[str, str]]], List[int]]] = {}
         cells: List[Optional[List[List[Tuple[str, str]]]]] = []
         for row in rows:
             if row is None:
@@ -1231,8 +1232,9 @@ class Browser(App[None]):
                 continue
             made = row_cache.get(row) or old_rows.get(row)
             if made is None:
-                cs = self._cells(row)
-                made = (cs, [min(cell_len("".join(t for t, _ in c)), CELL_WIDTH) for c in cs])
+                parts = self._cells(row)
+                made = (parts, [min(cell_len("".join(t for t, _ in c)), CELL_WIDTH)
+                                for c in parts])
             row_cache[row] = made
             cells.append(made[0])
             widths = [max(w, cw) for w, cw in zip(widths, made[1])]
@@ -1253,7 +1255,8 @@ class Browser(App[None]):
                  else Style())
         # What every line is made from besides its row, its number and the cursor.
         common = (tuple(widths), nw, stale, self.table, tuple(styles.items()))
-        old_lines, line_cache = self._line_cache, {}
+        old_lines = self._line_cache
+        line_cache: Dict[Tuple[Any, ...], Strip] = {}
         lines: List[Strip] = []
         for i, cs in enumerate(cells):
             pos = self.top + i
@@ -1487,6 +1490,10 @@ class Browser(App[None]):
         y = 1 if shown else 0
         if round(bottom.scroll_y) != y:
             bottom.scroll_to(y=y, animate=False, force=True, immediate=True)
+            # The screen's reflow of the scroll (Textual's fast path: the visible widgets
+            # placed again, none resized) is asked for now, not at the row's next idle,
+            # which came after the screen's next frame: that frame showed the row as it was.
+            bottom._check_refresh()
 
     def _hold_screen(self) -> None:
         """Holds the screen's paints (a Textual batch) from the prompt's Enter until the
