@@ -14,7 +14,7 @@ from textual._compositor import Compositor
 from textual.screen import Screen
 
 from conftest import fresh, until
-from libloader.browse._app import Browser, KeysFooter, Prompt, RowsView
+from libloader.browse._app import HOLD_S, Browser, KeysFooter, Prompt, RowsView
 from libloader.browse._demo import DEMO_TABLE
 from libloader.browse._table import Table, open_readonly
 
@@ -25,7 +25,7 @@ def counts(monkeypatch: pytest.MonkeyPatch) -> Iterator[Dict[str, Any]]:
     reflows of a scroll (the same with ``scroll=True``: the visible widgets placed again,
     none resized), and paints (``Compositor.render_update``) begun from a keypress until its fresh
     screen is recorded (see :func:`measured`)."""
-    c: Dict[str, Any] = {"on": None, "layouts": 0, "scrolls": 0, "paints": 0}
+    c: Dict[str, Any] = {"on": None, "layouts": 0, "scrolls": 0, "paints": 0, "what": []}
     layout, paint = Screen._refresh_layout, Compositor.render_update
 
     def counting() -> int:
@@ -35,6 +35,7 @@ def counts(monkeypatch: pytest.MonkeyPatch) -> Iterator[Dict[str, Any]]:
     def counted_layout(self: Screen, *a: Any, **k: Any) -> Any:
         if c["on"] is not None:
             c["scrolls" if k.get("scroll") else "layouts"] += 1
+            c["what"].append(sorted(type(w).__name__ for w in self._layout_widgets))
         return layout(self, *a, **k)
 
     def counted_paint(self: Compositor, *a: Any, **k: Any) -> Any:
@@ -42,6 +43,10 @@ def counts(monkeypatch: pytest.MonkeyPatch) -> Iterator[Dict[str, Any]]:
         return paint(self, *a, **k)
 
     monkeypatch.setattr(Screen, "_refresh_layout", counted_layout)
+    # The footer's keys are those of what has the focus, rebuilt when it moves (a layout;
+    # after a keypress's screen is painted, see KeysFooter): kept out of the counts, which
+    # are of what a keypress's move and its screen lay out.
+    monkeypatch.setattr(KeysFooter, "bindings_changed", lambda self, screen: None)
     monkeypatch.setattr(Compositor, "render_update", counted_paint)
     yield c
 
@@ -51,7 +56,7 @@ async def measured(pilot: Any, app: Browser, counts: Dict[str, Any], *keys: str)
     recorded (by the paint that shows it), the layouts until 0.2 s after (a layout the
     keypress caused comes at that paint or later)."""
     before = len(app.samples)
-    counts.update(on=(app, before), layouts=0, scrolls=0, paints=0)
+    counts.update(on=(app, before), layouts=0, scrolls=0, paints=0, what=[])
     await pilot.press(*keys)
     await until(pilot, lambda: len(app.samples) > before, what="the keypress's fresh screen")
     await pilot.pause(0.2)
@@ -61,10 +66,6 @@ async def measured(pilot: Any, app: Browser, counts: Dict[str, Any], *keys: str)
 def test_a_row_number_lays_nothing_out_and_paints_once(big_db: Path,
                                                       counts: Dict[str, Any],
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    # The footer's keys are those of what has the focus: when the prompt closes they are
-    # rebuilt (a layout), after the row's screen is painted (KeysFooter). Kept out here,
-    # to count what the prompt and the move lay out.
-    monkeypatch.setattr(KeysFooter, "bindings_changed", lambda self, screen: None)
     shown: List[bool] = []
     painted = Browser._painted
 
@@ -82,7 +83,8 @@ def test_a_row_number_lays_nothing_out_and_paints_once(big_db: Path,
         app = Browser(Table(open_readonly(str(big_db)), DEMO_TABLE))
         async with app.run_test(size=(120, 40)) as pilot:
             await fresh(pilot, app)
-            for n in (500_000, 123_456, 987_654):
+            held = 0
+            for n in (500_000, 123_456, 987_654, 250_001, 750_002):
                 await pilot.press("colon", *str(n))
                 await until(pilot, lambda: app.typed == str(n), what="the number typed")
                 await pilot.pause(0.1)
@@ -92,10 +94,15 @@ def test_a_row_number_lays_nothing_out_and_paints_once(big_db: Path,
                 # focus leaving the prompt is held for it; the prompt is scrolled away: one
                 # reflow of that scroll, in that paint).
                 assert counts["layouts"] == 0 and counts["scrolls"] == 1, counts
-                assert counts["paints"] == 1, counts
                 # That paint shows the status line, the prompt gone.
                 assert shown[-1], shown
+                if app.samples[-1].seconds < HOLD_S:
+                    # Its reads answered within the hold (on a loaded machine they may
+                    # not: then the screen shows the rows as they come, by design).
+                    held += 1
+                    assert counts["paints"] == 1, counts
                 await fresh(pilot, app)
+            assert held, "no move's reads answered within HOLD_S: the machine is too busy"
     asyncio.run(run())
 
 
@@ -105,6 +112,7 @@ def test_the_top_and_the_bottom_lay_nothing_out(big_db: Path,
         app = Browser(Table(open_readonly(str(big_db)), DEMO_TABLE))
         async with app.run_test(size=(120, 40)) as pilot:
             await fresh(pilot, app)
+            await pilot.pause(0.3)
             view = app.query_one(RowsView)
             widths: List[int] = [view.virtual_size.width]
             for key in ("end", "home", "end", "home"):

@@ -91,7 +91,8 @@ the keypress's screen is fresh, or after HOLD_S at the latest (then with ``…``
 not read yet, and again when they come). A far move whose reads answer within it is painted
 once, its rows, numbers and status together (with a row number's, the prompt closing too),
 not a frame of ``…`` first: each frame painted delays the next by up to Textual's frame time
-(1/60 s), and a frame that closes the prompt costs a layout of the screen."""
+(1/60 s). A row number's or a key's move also holds the screen's other paints from the
+prompt's Enter until then (:meth:`Browser._hold_screen`): the prompt closes in that frame."""
 
 AUTO_RETRY_S = 2.0
 """When the loader's automatic retries are spent (a long lock), the poll retries this often
@@ -651,7 +652,8 @@ class Browser(App[None]):
     None."""
     asking: "var[Optional[str]]" = var(None)
     """While a row number or a key is typed: ``"row"`` or ``"key"``. The prompt shows in the
-    status line's place (the screen's class ``asking``); the focus moves at once."""
+    status line's place (the bottom row scrolled to it, :meth:`_show_prompt`); the focus
+    moves at once."""
 
     # What the screen shows, made from the state above by :meth:`_follow_state` and bound
     # to the widgets (data_bind).
@@ -1485,7 +1487,9 @@ class Browser(App[None]):
         both, one under the other, and is scrolled to the one shown. Neither changes size,
         so the screen is not laid out again when the prompt opens or closes (a change of
         their ``display`` was a layout of the whole screen, 30-90 ms of a row number's
-        screen on a busy machine); a scroll of the row repaints the row."""
+        screen on a busy machine); a scroll of the row is reflowed by Textual's fast path for
+        scrolls (the visible widgets placed again, none resized), in the frame it shows
+        in."""
         bottom = self.query_one("#bottom")
         y = 1 if shown else 0
         if round(bottom.scroll_y) != y:
@@ -1939,9 +1943,9 @@ class Browser(App[None]):
     def _submit_prompt(self, value: str) -> None:
         kind, text = self.asking, value.strip()
         self._hold_screen()
-        self.end_ask()
         if kind is not None and text:
-            self._submit(kind, text)
+            self._submit(kind, text)   # first: a far move's query starts now
+        self.end_ask()
 
     def prompt_key(self, event: Key) -> bool:
         """A key the rows view got: ':' or '/' opens the prompt; while it is open, a key
