@@ -1463,12 +1463,32 @@ class Browser(App[None]):
                 self._unpainted = True
             if fresh and pending is not None and not self._fresh_pending:
                 self._fresh_pending = True
+                if changed:
+                    self._paint_now()
                 self.call_after_refresh(self._after_refresh, 3)
         except NoMatches:   # not composed yet, or being torn down
             pass
         finally:
             self._following_state = False
             self._pass_state = None
+
+    def _paint_now(self) -> None:
+        """A keypress's fresh screen is painted now, not at Textual's next frame tick:
+        Textual paints at most 60 frames a second, on a fixed grid, so a screen made a few
+        ms after the last frame (the prefetch's status, say) waited up to 1/60 s for its
+        frame. The widgets that changed hand their repaints to the screen at once (they
+        did at their next idle), and the screen's update runs after them in its queue.
+        Once per keypress: the cap holds for everything else."""
+        screen = self.screen
+        view = self.query_one(RowsView)
+        widgets: List[Widget] = [view, self.query_one("#title", StateLine),
+                                 self.query_one("#status", StateLine),
+                                 self.query_one("#bottom")]
+        widgets += [w for w in (view._vertical_scrollbar, view._horizontal_scrollbar)
+                    if w is not None]
+        for widget in widgets:
+            widget._check_refresh()
+        screen.call_later(screen._on_timer_update)
 
     def _after_refresh(self, tries: int) -> None:
         """After a refresh: with nothing left to paint (or nothing painted in ``tries``
