@@ -6,8 +6,9 @@ cursor row on the window's last line, which scrolls a line; a page, the top, the
 number at random depths) the app itself records the time from the action's start to the paint
 of a fresh screen, and the rows the loads returned for it. Beside each, in the same run:
 
-- the repaint floor: Down with the cursor row mid-window, which reads nothing but draws the
-  rows view again and waits for its paint (Textual paints at most 60 times a second);
+- the repaint floor: Down with the cursor row mid-window, which reads nothing, makes the two
+  lines the cursor leaves and reaches again and waits for the rows view's paint (Textual
+  paints at most 60 times a second);
 - for a far move (the top, the bottom, a row number), the reads floor: the same moves made on
   a bare ``aio.Feed`` with the browser's settings and page load (a keyset query in
   ``asyncio.to_thread``), no UI: the cursor's OFFSET query on a database thread (for a row
@@ -209,8 +210,8 @@ def main() -> int:
     print(f"libloader-browse on {ROWS:,} rows, 120x40 headless: window {r['window']} rows, "
           f"page {r['page_size']}, prefetch {r['prefetch']}; "
           f"budget window + 2 prefetch + 2 pages = {r['budget']} rows")
-    print(f"repaint floor (Down mid-window: the rows view drawn and painted again, nothing "
-          f"read): {r['repaint_floor_ms']:.2f} ms median")
+    print(f"repaint floor (Down mid-window: the cursor's two lines made again, the rows view "
+          f"painted, nothing read): {r['repaint_floor_ms']:.2f} ms median")
     print(f"a key that changes nothing (Up at the top: nothing drawn): {r['nothing_ms']:.2f} ms")
     print(f"{'move':<10} {'n':>4} {'key->fresh screen':>18} {'/ floor':>8} {'bare SQL':>10} "
           f"{'rows read (max)':>16} {'rows fetched (max)':>19} {'reads alone':>12} "

@@ -30,11 +30,12 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple, TypeVar, Union, cast
 
 from rich.cells import cell_len, set_cell_size
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.css.query import NoMatches
 from textual.events import Click, Key, MouseScrollDown, MouseScrollUp
 from textual.geometry import Size
@@ -43,6 +44,7 @@ from textual.screen import ModalScreen
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.timer import Timer
+from textual.widget import Widget
 from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -89,7 +91,8 @@ the keypress's screen is fresh, or after HOLD_S at the latest (then with ``…``
 not read yet, and again when they come). A far move whose reads answer within it is painted
 once, its rows, numbers and status together (with a row number's, the prompt closing too),
 not a frame of ``…`` first: each frame painted delays the next by up to Textual's frame time
-(1/60 s), and a frame that closes the prompt costs a layout of the screen."""
+(1/60 s). A row number's or a key's move also holds the screen's other paints from the
+prompt's Enter until then (:meth:`Browser._hold_screen`): the prompt closes in that frame."""
 
 AUTO_RETRY_S = 2.0
 """When the loader's automatic retries are spent (a long lock), the poll retries this often
@@ -322,9 +325,24 @@ class RowsView(ScrollView, can_focus=True, inherit_bindings=False):
             return
         size = Size(shown.width, shown.rows + 1)
         if self.virtual_size != size:
-            self.virtual_size = size
+            self._resize_virtual(size)
         if round(self.scroll_y) != shown.top:
             self.scroll_to(y=shown.top, animate=False, force=True, immediate=True)
+
+    def _resize_virtual(self, size: Size) -> None:
+        """A new virtual size (the columns' widths follow the window's values; the rows,
+        the count), without a layout of the screen: the view's own size stays, only its
+        scrollbars' range changes. Setting ``virtual_size`` would lay the whole screen out
+        (its reactive is ``layout=True``): 6-9 ms of a far move's screen, measured. When a
+        scrollbar appears or goes, the view's content area does change: then its setters
+        ask for the layout themselves (``show_*_scrollbar`` are ``layout=True``)."""
+        self.set_reactive(RowsView.virtual_size, size)
+        if self.is_scrollable and self.container_size:
+            # Textual's own update after a layout: scrollbars' visibility and range, the
+            # scroll offsets clamped to the new range.
+            self._scroll_update(size)
+        else:
+            self.refresh(layout=True)
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)
@@ -372,20 +390,36 @@ class Shown:
     cursor_style: Style
 
 
-class StateLine(Static):
+class StateLine(Widget):
     """A line of text bound to the browser's state (the title, the status line): a change
-    of its ``text`` repaints it, without a layout (its size stays)."""
+    of its ``text`` repaints it, without a layout (its size stays). The text is plain (no
+    markup: a table's name or a message in brackets is text) and cut at the line's end.
+    Drawn with the Line API, as one strip made once per text and width: a Static's
+    content pipeline took about as long as the rows view's changed lines on a line move."""
 
-    text: "reactive[str]" = reactive("", repaint=False)
+    DEFAULT_CSS = "StateLine { height: 1; }"
 
-    def watch_text(self, text: str) -> None:
-        self.update(text, layout=False)
+    text: "reactive[str]" = reactive("")
 
-    def render(self) -> Any:
+    def __init__(self, *, id: str) -> None:
+        super().__init__(id=id)
+        self._strip: Optional[Tuple[str, int, Style, Strip]] = None
+
+    def render_line(self, y: int) -> Strip:
         app = self.app
         if isinstance(app, Browser):
             app._painted()
-        return super().render()
+        width = self.size.width
+        style = self.rich_style
+        if y:
+            return Strip.blank(width, style)
+        made = self._strip
+        if made is None or made[:3] != (self.text, width, style):
+            text = self.text if cell_len(self.text) <= width else set_cell_size(self.text, width)
+            strip = Strip([Segment(text, style)])
+            made = self._strip = (self.text, width, style,
+                                  strip.adjust_cell_length(width, Style(bgcolor=style.bgcolor)))
+        return made[3]
 
 
 HELP = """Keys
@@ -425,6 +459,7 @@ class Prompt(Input):
     def __init__(self, browser: "Browser") -> None:
         super().__init__(id="prompt", compact=True, select_on_focus=False)
         self.browser = browser
+        self.can_focus = False   # until the prompt opens
 
     def action_cancel(self) -> None:
         self.browser.end_ask()
@@ -617,7 +652,8 @@ class Browser(App[None]):
     None."""
     asking: "var[Optional[str]]" = var(None)
     """While a row number or a key is typed: ``"row"`` or ``"key"``. The prompt shows in the
-    status line's place (the screen's class ``asking``); the focus moves at once."""
+    status line's place (the bottom row scrolled to it, :meth:`_show_prompt`); the focus
+    moves at once."""
 
     # What the screen shows, made from the state above by :meth:`_follow_state` and bound
     # to the widgets (data_bind).
@@ -632,12 +668,11 @@ class Browser(App[None]):
     CSS = """
     #title { height: 1; background: $primary; color: $text; padding: 0 1; }
     Footer { height: 1; }
+    #bottom { height: 1; overflow: hidden hidden; scrollbar-size: 0 0; }
     #status { height: 1; background: $panel; padding: 0 1; }
-    #ask { height: 1; background: $panel; padding: 0 1; display: none; }
+    #ask { height: 1; background: $panel; padding: 0 1; }
     #ask-label { width: auto; }
     #prompt { width: 1fr; }
-    Screen.asking #ask { display: block; }
-    Screen.asking #status { display: none; }
     """
     BINDINGS = [
         Binding("down,j", "cursor(1)", "down", show=False),
@@ -712,6 +747,16 @@ class Browser(App[None]):
         self._unpainted = False
         """What the screen shows changed, and is not painted yet."""
         self._hold_timer: Optional[Timer] = None
+        self._ask_label = ""
+        self._row_cache: Dict[Row, Tuple[List[List[Tuple[str, str]]], List[int]]] = {}
+        """The window's rows' cells and their widths, as last drawn (:meth:`_draw`)."""
+        self._line_cache: Dict[Tuple[Any, ...], Strip] = {}
+        """The window's lines as last drawn, by what each was made from (:meth:`_draw`)."""
+        self._pass_state: Any = None
+        """The loader's state while :meth:`_follow_state` runs (:meth:`_feed_state`)."""
+        self._screen_held = False
+        """The screen's paints are held while a row number's or a key's move begins
+        (:meth:`_hold_screen`)."""
         """While a keypress's screen waits for its rows: the end of the wait (HOLD_S)."""
         self._header = ""
         self._spans: List[Tuple[int, int]] = []
@@ -721,12 +766,15 @@ class Browser(App[None]):
 
     def compose(self) -> ComposeResult:
         # No markup: a table's name, a key or a message in brackets is text, not a style.
-        yield StateLine(id="title", markup=False).data_bind(text=Browser.title_line)
+        yield StateLine(id="title").data_bind(text=Browser.title_line)
         yield RowsView(self).data_bind(shown=Browser.shown)
-        yield StateLine(id="status", markup=False).data_bind(text=Browser.status_line)
-        with Horizontal(id="ask"):
-            yield Static(id="ask-label", markup=False)
-            yield Prompt(self)
+        # The status line and, under it, the prompt: a row of one line that shows one of
+        # them, scrolled to the prompt while it is open (see :meth:`_show_prompt`).
+        with Vertical(id="bottom"):
+            yield StateLine(id="status").data_bind(text=Browser.status_line)
+            with Horizontal(id="ask"):
+                yield Static(id="ask-label", markup=False)
+                yield Prompt(self)
         yield KeysFooter()
 
     @property
@@ -1129,7 +1177,7 @@ class Browser(App[None]):
         if snap is None or not snap.settled or self.feed is None or self.gone is not None \
                 or self.moving is not None or not self.started:
             return False
-        state = self.feed.state
+        state = self._feed_state()
         if state.window_start != self.top:
             return False
         end = state.covered_end if state.end_of_source else None
@@ -1157,7 +1205,7 @@ class Browser(App[None]):
     def _draw_key(self) -> Tuple[Any, ...]:
         """What the rows view's lines are drawn from: when it is unchanged, so are they (a
         page read past the window, a status change, a repair that read the same rows)."""
-        state = self.feed.state if self.feed is not None else None
+        state = self._feed_state() if self.feed is not None else None
         end = state.covered_end if state is not None and state.end_of_source else None
         revalidating = self.snap is not None and self.snap.revalidating
         return (self.table, self.gone, self.top, self.height, self.cursor, self.column,
@@ -1167,15 +1215,32 @@ class Browser(App[None]):
         """The header and the window's lines, as strips: made once per change of what they
         are drawn from (:meth:`_draw_key`), and painted line by line by :class:`RowsView`.
         Every value and name is inert (:func:`inert_parts`), and widths are terminal
-        cells."""
+        cells.
+
+        A row's cells and a line's strip are kept from the draw before when what they are
+        made from is the same (the row, its number, the columns' widths, the cursor on it,
+        the styles): a line or a page move, a cursor move, makes the lines that changed
+        (a line move: the new row and the two the cursor leaves and reaches), not the
+        window's every line."""
         rows = self.window_rows() if self.gone is None else [None] * self.height
         names = [inert(n) for n in self._columns()]
         widths = [cell_len(n) for n in names]
-        cells = [None if row is None else self._cells(row) for row in rows]
-        for cs in cells:
-            if cs is not None:
-                widths = [max(w, min(cell_len("".join(t for t, _ in c)), CELL_WIDTH))
-                          for w, c in zip(widths, cs)]
+        old_rows = self._row_cache
+        row_cache: Dict[Row, Tuple[List[List[Tuple[str, str]]], List[int]]] = {}
+        cells: List[Optional[List[List[Tuple[str, str]]]]] = []
+        for row in rows:
+            if row is None:
+                cells.append(None)
+                continue
+            made = row_cache.get(row) or old_rows.get(row)
+            if made is None:
+                parts = self._cells(row)
+                made = (parts, [min(cell_len("".join(t for t, _ in c)), CELL_WIDTH)
+                                for c in parts])
+            row_cache[row] = made
+            cells.append(made[0])
+            widths = [max(w, cw) for w, cw in zip(widths, made[1])]
+        self._row_cache = row_cache
         widths = [min(w, CELL_WIDTH) for w in widths]
         self._spans = []
         x = 0
@@ -1187,12 +1252,23 @@ class Browser(App[None]):
                 for n, w in zip(names, widths)]
         self._header = "#".rjust(nw) + SEPARATOR + SEPARATOR.join(head)
         styles = self._styles()
-        state = self.feed.state if self.feed is not None else None
+        state = self._feed_state() if self.feed is not None else None
         stale = (styles["stale"] if self.snap is not None and self.snap.revalidating
                  else Style())
+        # What every line is made from besides its row, its number and the cursor.
+        common = (tuple(widths), nw, stale, self.table, tuple(styles.items()))
+        old_lines = self._line_cache
+        line_cache: Dict[Tuple[Any, ...], Strip] = {}
         lines: List[Strip] = []
         for i, cs in enumerate(cells):
             pos = self.top + i
+            on_cursor = i == self.cursor
+            key = (rows[i], pos, self.column if on_cursor else -1, common)
+            strip = old_lines.get(key) if cs is not None else None
+            if strip is not None:
+                line_cache[key] = strip
+                lines.append(strip)
+                continue
             if cs is None:
                 if self.gone is not None or (state is not None and state.end_of_source
                                              and pos >= state.covered_end):
@@ -1203,7 +1279,6 @@ class Browser(App[None]):
                 continue
             line = Text(f"{pos + 1:,}".rjust(nw) + SEPARATOR, style=stale, no_wrap=True,
                         end="")
-            on_cursor = i == self.cursor
             for j, (c, w) in enumerate(zip(cs, widths)):
                 if j:
                     line.append(SEPARATOR)
@@ -1213,7 +1288,9 @@ class Browser(App[None]):
                 line.append_text(text)
             if on_cursor:
                 line.stylize(styles["cursor"])
-            lines.append(self._strip(line))
+            strip = line_cache[key] = self._strip(line)
+            lines.append(strip)
+        self._line_cache = line_cache
         return Shown(header=self._strip(Text(self._header, style=styles["header"], end="")),
                      lines=lines, pin=nw + len(SEPARATOR), top=self.top,
                      rows=self._last_top() + self.height, width=cell_len(self._header),
@@ -1256,7 +1333,7 @@ class Browser(App[None]):
         feed = self.feed
         if feed is None:
             return "starting"
-        state = feed.state
+        state = self._feed_state()
         stats = feed.stats()
         last = min(self.top + self.height, self.total)
         if self.gone is not None:
@@ -1314,7 +1391,7 @@ class Browser(App[None]):
                     return first
             except Exception:
                 pass
-        state = feed.state
+        state = self._feed_state()
         if state.failure is Failure.OWN:
             return "a retry after a failed read (backoff)"
         if state.outstanding_reads:
@@ -1331,6 +1408,16 @@ class Browser(App[None]):
             self._following_state = True
             self.call_next(self._follow_state)
 
+    def _feed_state(self) -> Any:
+        """The loader's state: during a pass of :meth:`_follow_state`, as read at its start
+        (each read crosses into the loader under the feed's lock; a pass looked at it about
+        eight times)."""
+        state = self._pass_state
+        if state is None:
+            assert self.feed is not None
+            state = self.feed.state
+        return state
+
     def _follow_state(self) -> None:
         """Makes what the screen shows from the state: the title, the status line and the
         rows view's lines (drawn again only when what they are drawn from changed), which
@@ -1339,6 +1426,7 @@ class Browser(App[None]):
         try:
             if not self.is_running or self.feed is None:
                 return
+            self._pass_state = self.feed.state
             self.cursor = min(max(self.cursor, 0), max(self._shown() - 1, 0))
             self.column = min(max(self.column, 0), max(len(self._columns()) - 1, 0))
             fresh = self.is_fresh()
@@ -1352,9 +1440,12 @@ class Browser(App[None]):
                     if self._hold_timer is None:
                         self._hold_timer = self.set_timer(wait, self._hold_over)
                     return
+            # The screen shows the state now: a paint held since the prompt closed goes
+            # with it (see :meth:`_hold_screen`).
+            self._release_screen()
             # The prompt's place: with a row number's move, closed in the frame that shows its
-            # rows (one layout, not one for the prompt and one for the rows).
-            self.query_one(RowsView).screen.set_class(self.asking is not None, "asking")
+            # rows.
+            self._show_prompt(self.asking is not None)
             changed = False
             title = inert(
                 f"{self.label} · {self._total_text()} {_plural(self.total, 'row')} by "
@@ -1372,11 +1463,32 @@ class Browser(App[None]):
                 self._unpainted = True
             if fresh and pending is not None and not self._fresh_pending:
                 self._fresh_pending = True
+                if changed:
+                    self._paint_now()
                 self.call_after_refresh(self._after_refresh, 3)
         except NoMatches:   # not composed yet, or being torn down
             pass
         finally:
             self._following_state = False
+            self._pass_state = None
+
+    def _paint_now(self) -> None:
+        """A keypress's fresh screen is painted now, not at Textual's next frame tick:
+        Textual paints at most 60 frames a second, on a fixed grid, so a screen made a few
+        ms after the last frame (the prefetch's status, say) waited up to 1/60 s for its
+        frame. The widgets that changed hand their repaints to the screen at once (they
+        did at their next idle), and the screen's update runs after them in its queue.
+        Once per keypress: the cap holds for everything else."""
+        screen = self.screen
+        view = self.query_one(RowsView)
+        widgets: List[Widget] = [view, self.query_one("#title", StateLine),
+                                 self.query_one("#status", StateLine),
+                                 self.query_one("#bottom")]
+        widgets += [w for w in (view._vertical_scrollbar, view._horizontal_scrollbar)
+                    if w is not None]
+        for widget in widgets:
+            widget._check_refresh()
+        screen.call_later(screen._on_timer_update)
 
     def _after_refresh(self, tries: int) -> None:
         """After a refresh: with nothing left to paint (or nothing painted in ``tries``
@@ -1389,6 +1501,43 @@ class Browser(App[None]):
     def _hold_over(self) -> None:
         self._hold_timer = None
         self._state_changed()
+
+    def _show_prompt(self, shown: bool) -> None:
+        """The bottom row shows the prompt (``shown``) or the status line: the row holds
+        both, one under the other, and is scrolled to the one shown. Neither changes size,
+        so the screen is not laid out again when the prompt opens or closes (a change of
+        their ``display`` was a layout of the whole screen, 30-90 ms of a row number's
+        screen on a busy machine); a scroll of the row is reflowed by Textual's fast path for
+        scrolls (the visible widgets placed again, none resized), in the frame it shows
+        in."""
+        bottom = self.query_one("#bottom")
+        y = 1 if shown else 0
+        if round(bottom.scroll_y) != y:
+            bottom.scroll_to(y=y, animate=False, force=True, immediate=True)
+            # The screen's reflow of the scroll (Textual's fast path: the visible widgets
+            # placed again, none resized) is asked for now, not at the row's next idle,
+            # which came after the screen's next frame: that frame showed the row as it was.
+            bottom._check_refresh()
+
+    def _hold_screen(self) -> None:
+        """Holds the screen's paints (a Textual batch) from the prompt's Enter until the
+        screen follows the state again (the row's rows read, or HOLD_S): the focus leaving
+        the prompt, painted at once, was a frame of its own before the rows' frame (a
+        repaint of the whole screen, and the next frame up to 1/60 s later)."""
+        if not self._screen_held:
+            self._screen_held = True
+            self._begin_batch()
+            # Released by the state's next pass; this is a bound should none come.
+            self.set_timer(2 * HOLD_S, self._release_screen)
+
+    def _release_screen(self) -> None:
+        if self._screen_held:
+            self._screen_held = False
+            self._end_batch()
+            try:
+                self.screen.check_idle()
+            except Exception:   # noqa: BLE001 (no screen: the app is ending)
+                pass
 
     def _painted(self) -> None:
         """The screen is painting what :meth:`_follow_state` made (the rows view's first
@@ -1559,7 +1708,7 @@ class Browser(App[None]):
 
     def _last_top(self) -> int:
         total = self.total
-        state = self.feed.state if self.feed is not None else None
+        state = self._feed_state() if self.feed is not None else None
         if state is not None and state.end_of_source:
             total = state.covered_end
         return max(total - self.height, 0)
@@ -1730,7 +1879,7 @@ class Browser(App[None]):
     def _shown(self) -> int:
         """The rows the window shows: fewer than its height at the table's end."""
         end = self.total
-        state = self.feed.state if self.feed is not None else None
+        state = self._feed_state() if self.feed is not None else None
         if state is not None and state.end_of_source:
             end = state.covered_end
         return max(min(self.height, end - self.top), 0)
@@ -1787,10 +1936,15 @@ class Browser(App[None]):
         self.asking = kind
         what = ("row number (1 is the first)" if kind == "row"
                 else f"key ({', '.join(self.table.key)})")
-        self.query_one("#ask-label", Static).update(inert(f"go to {what}: "))
+        label = inert(f"go to {what}: ")
+        ask_label = self.query_one("#ask-label", Static)
+        if label != self._ask_label:   # its width follows the text: a layout when it changes
+            self._ask_label = label
+            ask_label.update(label)
         prompt = self.query_one(Prompt)
         prompt.value = ""
         prompt.placeholder = "Enter to go, Esc to cancel"
+        prompt.can_focus = True
         # At once, not after a refresh (focus() would wait): the keys typed right after
         # reach the prompt, none is lost.
         self.screen.set_focus(prompt)
@@ -1799,15 +1953,19 @@ class Browser(App[None]):
         """Closes the prompt; the rows view has the focus again."""
         self.asking = None
         self.screen.set_focus(self.query_one(RowsView))
+        # Closed, it is scrolled out of the bottom row but still shown: not in the focus
+        # chain.
+        self.query_one(Prompt).can_focus = False
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self._submit_prompt(event.value)
 
     def _submit_prompt(self, value: str) -> None:
         kind, text = self.asking, value.strip()
-        self.end_ask()
+        self._hold_screen()
         if kind is not None and text:
-            self._submit(kind, text)
+            self._submit(kind, text)   # first: a far move's query starts now
+        self.end_ask()
 
     def prompt_key(self, event: Key) -> bool:
         """A key the rows view got: ':' or '/' opens the prompt; while it is open, a key
