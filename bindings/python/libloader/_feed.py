@@ -50,22 +50,32 @@ What goes wrong, and how the feed says so:
   feed does: its read fails with a :class:`TimeoutError` (the backoff retries it, on another
   worker thread in the threaded feed), :meth:`~_FeedCore.explain` names it while it still
   runs, and its result goes to ``on_release`` when it returns. A load run on the caller's
-  thread (``max_workers=0``) cannot be let go of.
+  thread (``max_workers=0``) is let go of too, but holds that thread until it returns: its
+  retry runs after it, in the caller's next call.
 * A load that answers with the cursor it was given (a stalled cursor) and the automatic
   retries the loader spent are surfaced as a :class:`FeedProblem`: :meth:`Feed.settled`
   raises :class:`FeedStalledError` carrying it, :attr:`FeedSnapshot.problem` (and so
   :meth:`Feed.changes`) shows it, and :attr:`_FeedCore.problem` reads it. Its message is a
   sentence saying what happened and what to do.
 
-Threads and closing: the threaded feed's worker threads and timer thread are daemons, so a
-load that never returns keeps neither :meth:`Feed.close` past its timeout nor the interpreter
-from exiting, and Ctrl-C ends a program with one press (leaving ``with`` on an exception
-waits for no load). A feed that is never closed warns (``ResourceWarning``) when it is
-collected, and releases its pages and stops its threads then.
+One engine: the threaded :class:`Feed` is the library's feed (``loader_feed_*``, the same
+engine a C or C++ host uses) in hosted mode. Its policy (which read loads, the backoff timer,
+read timeouts, cancel hints, stall and retry-budget problems, page accounting, the free) is
+the engine's; the feed's Python threads are the engine's workers: each takes a read, runs the
+load, and answers it with the next read taken in the same call
+(``loader_feed_complete_next_job``). Python keeps what only Python can do: calling the load,
+its exceptions and interrupts, the :class:`LoadResult` behind each acquisition, the wording
+of a :class:`FeedProblem`, and a thread in place of one whose load was let go of.
 
-:mod:`libloader.aio` has the same feed for asyncio; both share :class:`_FeedCore`, which owns
-the reads, the answers, the problems and the gate that ``close`` shuts. The low-level loader
-is unchanged.
+Threads and closing: the threaded feed's worker threads are daemons, so a load that never
+returns keeps neither :meth:`Feed.close` past its timeout nor the interpreter from exiting,
+and Ctrl-C ends a program with one press (leaving ``with`` on an exception waits for no
+load). A feed that is never closed warns (``ResourceWarning``) when it is collected, and
+releases its pages and stops its threads then.
+
+:mod:`libloader.aio` has the same feed for asyncio, on :class:`_FeedCore` (its own copy of
+the policy, which owns the reads, the answers, the problems and the gate that ``close``
+shuts: it does not run on the engine yet). The low-level loader is unchanged.
 """
 
 from __future__ import annotations
@@ -1367,7 +1377,11 @@ class _Engine:
     def released(self, token: int) -> None:
         acq = self.host.held.pop(token, None)
         if acq is not None and acq.result is not None:
-            self.release(acq.result)
+            self.inside.depth += 1
+            try:
+                self.release(acq.result)
+            finally:
+                self.inside.depth -= 1
 
     def release(self, result: LoadResult[Any]) -> None:
         if self.user_release is None:
@@ -1383,10 +1397,13 @@ class _Engine:
             if self.change_waiters:
                 self.cond.notify_all()
         if self.user_change is not None:
+            self.inside.depth += 1
             try:
                 self.user_change()
             except BaseException as e:
                 self.record(e, "on_change")
+            finally:
+                self.inside.depth -= 1
 
     def record(self, e: BaseException, where: str) -> None:
         self.errors.append(e)
@@ -1650,9 +1667,9 @@ class Feed(Generic[T]):
     retried). Only an ``Exception`` fails a read: a ``KeyboardInterrupt``, ``SystemExit`` or
     ``GeneratorExit`` in a load ends the wait it interrupts and reaches the caller (the call
     the load ran in with ``max_workers=0``, :meth:`settled` for a load on a worker thread).
-    When the loader no longer needs a read (the source changed under it), the feed
-    answers the read at once and cancels its load if it has not started; a load already
-    running finishes and its result is released. ``on_release(result)`` gets every result a
+    When the loader no longer needs a read (the source changed under it), the feed lets
+    the read go at once and drops its load if it has not started; a load already running
+    finishes and its result is released. ``on_release(result)`` gets every result a
     load returned, exactly once: when the view drops it, or at once if it was never used.
     ``on_change()`` runs after the view or the state changed, on whichever thread changed
     it, possibly inside the loader's callbacks: keep it short (it may call :meth:`items`).
@@ -1661,12 +1678,16 @@ class Feed(Generic[T]):
     (a load's answer runs the next read on the same thread, so a scroll costs no thread
     switch per load). ``max_workers=0``: on the caller's thread, inside the call that needs
     them (:meth:`set_window`, :meth:`invalidate`, ...), and the backoff retries inside
-    :meth:`settled`; no thread at all, the least overhead per load. ``executor``: on that
+    :meth:`settled` (and :meth:`changes`); no Python thread of the feed's own (the engine's
+    clock thread serves the backoff and read timeouts). ``executor``: on that
     :class:`concurrent.futures.Executor` (the feed does not shut it down; its threads are
-    its own: a ThreadPoolExecutor's are joined at exit).
+    its own: a ThreadPoolExecutor's are joined at exit); one thread of the feed's hands
+    them the reads. All three are the same engine in hosted mode (see the module
+    documentation).
 
-    Any thread may call any method, except :meth:`close` from inside a load or a callback
-    (RuntimeError). A context manager: ``with Feed(load) as feed:`` closes it on exit, and
+    Any thread may call any method, except :meth:`close` from inside a load (RuntimeError);
+    from inside ``on_release`` or ``on_change`` it closes without waiting for the answer
+    that callback is part of. A context manager: ``with Feed(load) as feed:`` closes it on exit, and
     on an exception (Ctrl-C) without waiting for loads still running. A feed never closed
     warns (``ResourceWarning``) when collected, and releases its pages and threads then.
 
@@ -2185,13 +2206,19 @@ class Feed(Generic[T]):
             first = not self._closing
             self._closing = True
         if not first:
-            self._closed.wait(wait)
+            if not self._engine.inside.depth:   # a callback's close does not wait for it
+                self._closed.wait(wait)
+            return
+        ms = -1 if wait is None else max(int(wait * 1000), 0)
+        if self._engine.inside.depth:
+            # From inside the feed's own callback: the engine frees without waiting for the
+            # answer this thread is giving.
+            self._free(ms)
             return
         # The free runs on a thread of its own, and this one waits for it in Python: an
         # interrupt (Ctrl-C) ends the wait, not the free, which finishes behind it (every
         # page released once the calls it waits for return).
-        freeing = threading.Thread(target=self._free,
-                                   args=(-1 if wait is None else max(int(wait * 1000), 0),),
+        freeing = threading.Thread(target=self._free, args=(ms,),
                                    name="libloader-feed-close", daemon=True)
         freeing.start()
         try:

@@ -690,3 +690,30 @@ def test_an_aio_feed_takes_a_cursor_over_the_maximum_as_the_loads_bug() -> None:
         await feed.close()
 
     asyncio.run(main())
+
+
+def test_close_from_inside_on_release_closes_without_waiting_for_its_own_answer() -> None:
+    """close() from inside ``on_release`` (on the thread giving the answer that released the
+    page) frees the feed without waiting for that answer: it returns at once, not at its
+    timeout, and every page is still released once."""
+    src = Source(100)
+    took: List[float] = []
+    box: List[Feed[str]] = []
+    first = threading.Lock()
+
+    def on_release(result: LoadResult[str]) -> None:
+        src.on_release(result)
+        if first.acquire(blocking=False):
+            t0 = time.monotonic()
+            box[0].close(timeout=3)
+            took.append(time.monotonic() - t0)
+
+    feed = Feed(src.load, config=config(max_pages=2), on_release=on_release)
+    box.append(feed)
+    feed.set_window(0, 20)
+    assert feed.settled(5)
+    feed.set_window(60, 20)          # the pages of [0, 20) are released: the first closes
+    assert wait_until(lambda: bool(took))
+    assert took[0] < 1.0, took
+    assert wait_until(src.released_exactly_once)
+    feed.close()                     # closed already: returns
