@@ -1371,6 +1371,8 @@ class _Engine:
         self.inside = _Inside()
         self.feed = weakref.ref(feed)
         self.executor: Optional[concurrent.futures.Executor] = None
+        self.timed_out_seen = 0
+        """The engine's count of loads let go of at the read timeout, as last looked at."""
 
     # ---- the engine's callbacks ----
 
@@ -1534,11 +1536,25 @@ class _Engine:
             return
         now = time.monotonic()
         late: List[Read] = []
+        try:
+            timed_out = int(_feed_counts(self.lib, self.handle).timed_out)
+        except Exception:
+            timed_out = self.timed_out_seen   # freed meanwhile
         with self.lock:
-            for ident, (started, read, let_go) in self.running.items():
-                # A little early: the engine started its clock when the thread took the
-                # read, a moment before this one's.
-                if not let_go and now - started >= limit / 1000 - _TIMEOUT_SLACK_S:
+            # The engine's count of loads it let go of: that many more of the oldest loads
+            # running are let go of, though this thread's clock, which started when the
+            # thread had the GIL back after taking the read, may not say so yet.
+            fresh = timed_out - self.timed_out_seen
+            self.timed_out_seen = max(timed_out, self.timed_out_seen)
+            for started, ident in sorted((started, ident) for ident, (started, _, gone)
+                                         in self.running.items() if not gone):
+                _, read, _ = self.running[ident]
+                # A little early by the clock: the engine started its clock when the thread
+                # took the read, a moment before this one's.
+                due = now - started >= limit / 1000 - _TIMEOUT_SLACK_S
+                counted = fresh > 0 and now - started >= limit / 2000
+                if due or counted:
+                    fresh -= 1
                     self.running[ident] = (started, read, True)
                     late.append(read)
         for read in late:
