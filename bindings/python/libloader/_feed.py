@@ -1372,6 +1372,9 @@ class _Engine:
         self.feed = weakref.ref(feed)
         self.executor: Optional[concurrent.futures.Executor] = None
         self.timed_out_seen = 0
+        self.out = 0
+        """Jobs Python's threads took and have not answered."""
+        self.freed = False
         """The engine's count of loads let go of at the read timeout, as last looked at."""
 
     # ---- the engine's callbacks ----
@@ -1524,6 +1527,34 @@ class _Engine:
     def _load_name(self) -> str:
         return self.load_name
 
+    # ---- the jobs out ----
+
+    def took(self) -> None:
+        """A Python thread took a job: the engine stays registered (its ``release`` reaches
+        this engine) until every job taken is answered, after the free too."""
+        with self.lock:
+            self.out += 1
+
+    def answer(self, token: int, status: int, out: Any) -> None:
+        """``loader_feed_complete_job``; a page the engine did not take (the job was answered
+        already) is released here."""
+        rc = self.lib.loader_feed_complete_job(token, status,
+                                               ctypes.byref(out) if status == 0 else None)
+        self.answered(rc, status, out)
+
+    def answered(self, rc: int, status: int, out: Any) -> None:
+        """After a job's answer: one job fewer out (the next one an answer took is counted
+        by :meth:`took` as any other), and the page back to the user if nothing was
+        answered."""
+        if rc in (Result.STALE_HANDLE, Result.INVALID_HANDLE, Result.NULL_POINTER):
+            if status == 0:
+                self.released(int(out.acquisition))
+        with self.lock:
+            self.out -= 1
+            gone = self.freed and self.out == 0
+        if gone:
+            _ENGINES.pop(self.host.key, None)
+
     # ---- the loads let go of at the read timeout ----
 
     def look_overdue(self) -> None:
@@ -1618,6 +1649,7 @@ def _work(engine: _Engine) -> None:
             continue
         if rc != Result.OK or job.token == 0:
             return   # the feed was freed
+        engine.took()
         try:
             status, _buf = engine.run(_read_from_c(ctypes.addressof(job.read), 0), out,
                                       inline=False)
@@ -1625,11 +1657,11 @@ def _work(engine: _Engine) -> None:
             status, _buf = _FAIL_CODE, None
         if engine.inside.replaced:
             # Its load was let go of at the read timeout, and another thread took its place.
-            lib.loader_feed_complete_job(job.token, status,
-                                         ctypes.byref(out) if status == 0 else None)
+            engine.answer(job.token, status, out)
             return
         rc = answer_next(job.token, status, ctypes.byref(out) if status == 0 else None,
                          _JOB_WAIT_MS, ctypes.byref(job))
+        engine.answered(rc, status, out)
         del _buf
 
 
@@ -1648,13 +1680,14 @@ def _pump(engine: _Engine) -> None:
         if rc != Result.OK or job.token == 0:
             return   # the feed was freed
         read = _read_from_c(ctypes.addressof(job.read), 0)
+        engine.took()
         try:
             engine.executor.submit(_run_job, engine, job.token, read)
         except BaseException as e:
             # The executor refused it (shut down, say): the read fails, as a load's would.
             engine.last_error = e
             engine.failures += 1
-            lib.loader_feed_complete_job(job.token, _FAIL_CODE, None)
+            engine.answer(job.token, _FAIL_CODE, None)
 
 
 def _run_job(engine: _Engine, token: int, read: Read) -> None:
@@ -1664,7 +1697,7 @@ def _run_job(engine: _Engine, token: int, read: Read) -> None:
         status, buf = engine.run(read, out, inline=False)
     except BaseException:  # pragma: no cover - run() keeps what a load raised
         status, buf = _FAIL_CODE, None
-    engine.lib.loader_feed_complete_job(token, status, ctypes.byref(out) if status == 0 else None)
+    engine.answer(token, status, out)
     del buf
 
 
@@ -1900,15 +1933,17 @@ class Feed(Generic[T]):
         ran = False
         while rc == Result.OK and job.token != 0:
             ran = True
+            engine.took()
             try:
                 status, _buf = engine.run(_read_from_c(ctypes.addressof(job.read), 0), out,
                                           inline=True)
             except BaseException:
-                lib.loader_feed_complete_job(job.token, _INTERRUPTED_CODE, None)
+                engine.answer(job.token, _INTERRUPTED_CODE, None)
                 raise
             rc = lib.loader_feed_complete_next_job(
                 job.token, status, ctypes.byref(out) if status == 0 else None, 0,
                 ctypes.byref(job))
+            engine.answered(rc, status, out)
             del _buf
         return ran
 
@@ -2269,7 +2304,12 @@ class Feed(Generic[T]):
                 # released), exact once the free returned.
                 self._final_stats = dataclasses.replace(
                     before, accepted=counts.accepted, released=counts.released_by_loader)
-            if rc == Result.OK and left.value == 0:
+            with engine.lock:
+                engine.freed = True
+                # Jobs still out (a thread may have taken one it has not counted yet: the
+                # engine's `running` says so) keep the engine registered until answered.
+                gone = engine.out == 0 and (rc != Result.OK or counts.running == 0)
+            if gone:
                 _ENGINES.pop(engine.host.key, None)
             with engine.lock:
                 engine.cond.notify_all()
