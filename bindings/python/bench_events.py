@@ -24,8 +24,9 @@ timed beside it.
 
 The Feed's workload (:class:`FeedScroll`) scrolls a 100-page window down one page per step
 and invalidates every 20 steps; an event there is one load the feed ran and answered. It runs
-with loads on the caller's thread (:class:`QueueExecutor`: the feed's own cost) and on the
-default 4-thread pool (wall clock: thread hand-offs included).
+with loads on the caller's thread (``max_workers=0``: the feed's own cost, the caller taking
+each load from the engine inside its own calls) and on the default 4 worker threads (wall
+clock: thread hand-offs included).
 
 The Feed over SQLite (:func:`sqlite_feed`): a table of ``SQL_ROWS`` rows read with a 50-row
 keyset query, a window of ``SQL_MOVE`` pages moved down that far per step (a chain of
@@ -50,7 +51,6 @@ is not counted; wall-clock rates are printed too.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import ctypes
 import os
 import sqlite3
@@ -321,43 +321,17 @@ def time_calls(fn: Callable[[], object], n: int) -> Tuple[float, float]:
     return (time.thread_time_ns() - t) / n, (time.perf_counter_ns() - w) / n
 
 
-class QueueExecutor(concurrent.futures.Executor):
-    """Runs each submitted load when :meth:`pump` is called, on the caller's thread: the
-    feed's own cost per load, without a thread pool's hand-offs (and without the recursion
-    an executor that ran loads inside ``submit`` would build through a repair's chain)."""
-
-    def __init__(self) -> None:
-        self.queue: List[Tuple["concurrent.futures.Future[Any]", Callable[..., Any],
-                               Tuple[Any, ...], Dict[str, Any]]] = []
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any,
-               **kwargs: Any) -> "concurrent.futures.Future[Any]":
-        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        self.queue.append((future, fn, args, kwargs))
-        return future
-
-    def pump(self) -> None:
-        while self.queue:
-            future, fn, args, kwargs = self.queue.pop(0)
-            if future.set_running_or_notify_cancel():
-                try:
-                    future.set_result(fn(*args, **kwargs))
-                except BaseException as e:  # pragma: no cover - the bench's load never raises
-                    future.set_exception(e)
-
-
 class FeedScroll:
     """The Feed workload: a source of integers (a cursor is the 8-byte big-endian position),
     a window of ``PAGES`` pages scrolled down one page per step (one forward load each), and
     an invalidation every 20 steps (a repair of the whole window: about ``PAGES`` loads).
     An event is one load the feed ran and answered."""
 
-    def __init__(self, executor: Optional[concurrent.futures.Executor]) -> None:
+    def __init__(self, max_workers: int) -> None:
         self.loads = 0
         self.step = 0
-        self.queue = executor if isinstance(executor, QueueExecutor) else None
         self.feed: libloader.Feed[int] = libloader.Feed(
-            self.load, executor=executor,
+            self.load, max_workers=max_workers,
             config=libloader.Config(page_size=PAGE, prefetch_distance=0))
 
     def load(self, cursor: bytes, limit: int, direction: Direction) -> LoadResult[int]:
@@ -369,12 +343,7 @@ class FeedScroll:
         return LoadResult(range(pos, pos + limit), (pos + limit).to_bytes(8, "big"))
 
     def wait(self) -> None:
-        if self.queue is not None:
-            self.queue.pump()
-            state = self.feed.state
-            assert state.quiescent and not state.revalidating, "the feed did not settle"
-        else:
-            assert self.feed.settled(timeout=60), "the feed did not settle in 60 s"
+        assert self.feed.settled(timeout=60), "the feed did not settle in 60 s"
 
     def run(self, loads: int) -> None:
         """Scrolls until at least ``loads`` more loads ran."""
@@ -620,7 +589,7 @@ def run_only(kind: str, n: int) -> int:
     events (loads, for the feed), untimed: for instruction counts, which do not drift,
     ``(I(N2) - I(N1)) / (N2 - N1)`` under ``valgrind --tool=callgrind``."""
     if kind == "feed":
-        scroll = FeedScroll(QueueExecutor())
+        scroll = FeedScroll(max_workers=0)
         scroll.run(1000)
         scroll.run(n)
         scroll.check()
@@ -670,8 +639,8 @@ def main() -> int:
         floor.append(time_calls(version, floor_calls))
         state.append(time_calls(state_call, floor_calls))
     feed_loads = 2_000 if quick else 20_000
-    inline = FeedScroll(QueueExecutor())
-    pooled = FeedScroll(None)
+    inline = FeedScroll(max_workers=0)
+    pooled = FeedScroll(max_workers=4)
     inline.run(feed_loads // 4)                # warm-up
     pooled.run(feed_loads // 10)
     feed_inline = [time_feed(inline, feed_loads) for _ in range(REPS)]

@@ -2,7 +2,8 @@
 executor over job mode (loader_feed_new_jobs: Python threads looping next_job -> load ->
 complete_job) and over hosted mode (loader_feed_new_hosted: Python threads looping load ->
 complete_next_job, the answer and the next job in one call), on bench_events.py's 50-row
-SQLite keyset query, beside the bare loop calling the same load and today's threaded Feed, in
+SQLite keyset query, beside the bare loop calling the same load and the threaded Feed (itself
+hosted mode since the Python feed moved onto the engine), in
 one run. A measurement, not a feed: no view items, no problems, no exceptions."""
 
 from __future__ import annotations
@@ -148,7 +149,7 @@ def main() -> None:
             "job mode, 4 Python threads": lambda: job_moves(src, moves, 4),
             "hosted mode, 1 Python thread": lambda: job_moves(src, moves, 1, hosted=True),
             "hosted mode, 4 Python threads": lambda: job_moves(src, moves, 4, hosted=True),
-            "threaded Feed today (4 workers)": lambda: be.feed_moves(src, moves),
+            "threaded Feed (4 workers)": lambda: be.feed_moves(src, moves),
         }
         rows: Dict[str, List[tuple]] = {name: [] for name in runners}
         for _ in range(be.REPS):

@@ -323,6 +323,7 @@ fn run(plan: Plan) {
         spawn(move || {
             // A jump lets the reads in flight go (the loader's cancel hints), then the window
             // follows it.
+            feed.will_act();
             let _ = fake.call(|l| l.jump(&[10], 100));
             let _ = fake.call(|l| l.set_window(100, 20));
             feed.acted();

@@ -327,12 +327,31 @@ impl<S: Source> Feed<S> {
         }
     }
 
-    /// The host acted (moved the window, jumped, invalidated, retried): what stopped the
-    /// feed may be over, and the loader's deadline may have moved.
+    /// The host is about to act (move the window, jump, invalidate, retry): what stopped the
+    /// feed may be over. Cleared before the action, not after it: an answer a host thread
+    /// gives while the action runs (hosted mode, the read it issued) may find a new problem,
+    /// which the action's end must not clear.
+    pub fn will_act(&self) {
+        self.state().problem = None;
+        self.stalled.store(false, Ordering::Relaxed);
+    }
+
+    /// Brings the loader's clock up to now, short of a deadline (the supervisor serves
+    /// those), so that what the loader explains ("issued ... ago", "... from now") moves
+    /// while loads run and a retry waits: the clock otherwise moves only at a deadline or a
+    /// failure.
+    pub fn clock_to_now(&self) {
+        if let Some(ledger) = self.ledger() {
+            let now = self.now_ms();
+            if ledger.next_deadline().is_none_or(|d| d > now) {
+                ledger.tick(now);
+            }
+        }
+    }
+
+    /// The host acted ([`Feed::will_act`] before it): the loader's deadline may have moved.
     pub fn acted(&self) {
         let mut st = self.state();
-        st.problem = None;
-        self.stalled.store(false, Ordering::Relaxed);
         st.wake = true;
         st.generation += 1;
         drop(st);

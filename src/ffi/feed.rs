@@ -588,6 +588,14 @@ pub(super) fn tally(feed: loader_feed_handle) -> Result<Arc<Tally>, loader_resul
 
 /// What the feed adds to `loader_explain` on its handle: the last load that failed and the
 /// value it returned; `None` for a handle that is no feed's.
+/// A feed's loader's clock brought up to now before it explains ([`Feed::clock_to_now`]);
+/// nothing for a plain loader, whose host ticks it.
+pub(super) fn clock_to_now(handle: loader_handle) {
+    if let Ok(e) = entry(handle) {
+        e.feed.clock_to_now();
+    }
+}
+
 pub(super) fn explain_lines(handle: loader_handle) -> Option<String> {
     let e = entry(handle).ok()?;
     let c = e.feed.tally().read();
@@ -827,6 +835,7 @@ fn acting(
 ) -> loader_result {
     match entry(feed) {
         Ok(e) => {
+            e.feed.will_act();
             let rc = f(e.loader);
             e.feed.acted();
             rc

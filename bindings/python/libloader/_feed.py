@@ -50,22 +50,32 @@ What goes wrong, and how the feed says so:
   feed does: its read fails with a :class:`TimeoutError` (the backoff retries it, on another
   worker thread in the threaded feed), :meth:`~_FeedCore.explain` names it while it still
   runs, and its result goes to ``on_release`` when it returns. A load run on the caller's
-  thread (``max_workers=0``) cannot be let go of.
+  thread (``max_workers=0``) is let go of too, but holds that thread until it returns: its
+  retry runs after it, in the caller's next call.
 * A load that answers with the cursor it was given (a stalled cursor) and the automatic
   retries the loader spent are surfaced as a :class:`FeedProblem`: :meth:`Feed.settled`
   raises :class:`FeedStalledError` carrying it, :attr:`FeedSnapshot.problem` (and so
   :meth:`Feed.changes`) shows it, and :attr:`_FeedCore.problem` reads it. Its message is a
   sentence saying what happened and what to do.
 
-Threads and closing: the threaded feed's worker threads and timer thread are daemons, so a
-load that never returns keeps neither :meth:`Feed.close` past its timeout nor the interpreter
-from exiting, and Ctrl-C ends a program with one press (leaving ``with`` on an exception
-waits for no load). A feed that is never closed warns (``ResourceWarning``) when it is
-collected, and releases its pages and stops its threads then.
+One engine: the threaded :class:`Feed` is the library's feed (``loader_feed_*``, the same
+engine a C or C++ host uses) in hosted mode. Its policy (which read loads, the backoff timer,
+read timeouts, cancel hints, stall and retry-budget problems, page accounting, the free) is
+the engine's; the feed's Python threads are the engine's workers: each takes a read, runs the
+load, and answers it with the next read taken in the same call
+(``loader_feed_complete_next_job``). Python keeps what only Python can do: calling the load,
+its exceptions and interrupts, the :class:`LoadResult` behind each acquisition, the wording
+of a :class:`FeedProblem`, and a thread in place of one whose load was let go of.
 
-:mod:`libloader.aio` has the same feed for asyncio; both share :class:`_FeedCore`, which owns
-the reads, the answers, the problems and the gate that ``close`` shuts. The low-level loader
-is unchanged.
+Threads and closing: the threaded feed's worker threads are daemons, so a load that never
+returns keeps neither :meth:`Feed.close` past its timeout nor the interpreter from exiting,
+and Ctrl-C ends a program with one press (leaving ``with`` on an exception waits for no
+load). A feed that is never closed warns (``ResourceWarning``) when it is collected, and
+releases its pages and stops its threads then.
+
+:mod:`libloader.aio` has the same feed for asyncio, on :class:`_FeedCore` (its own copy of
+the policy, which owns the reads, the answers, the problems and the gate that ``close``
+shuts: it does not run on the engine yet). The low-level loader is unchanged.
 """
 
 from __future__ import annotations
@@ -73,9 +83,11 @@ from __future__ import annotations
 import asyncio
 import collections.abc
 import concurrent.futures
+import ctypes
 import dataclasses
 import functools
 import inspect
+import itertools
 import logging
 import numbers
 import os
@@ -88,24 +100,17 @@ from dataclasses import dataclass
 from typing import (Any, Callable, Dict, Generic, Iterator, List, Optional, Sequence, Set,
                     Tuple, TypeVar, Union)
 
-from . import _attribute, _workers
-from ._errors import CursorTooLongError
+from . import _attribute, _ffi, _record_env
+from ._errors import CursorTooLongError, StaleHandleError, error_for
 from ._ffi import MAX_CURSOR_LEN
-from ._enums import Answer, Direction, Failure
-from ._loader import Loader
-from ._types import Config, Counts, Read, Snapshot
+from ._enums import Answer, Direction, Failure, Result
+from ._loader import (_COMPARE_BY_ADDRESS, _LOCATE_BY_ADDRESS, Loader, _cursor, _Host, _keys,
+                      _keys_lock, result_message)
+from ._types import Config, Counts, Read, Snapshot, _read_from_c, _unsigned
 
 T = TypeVar("T")
 
 _log = logging.getLogger("libloader.feed")
-
-_RUNNING = object()
-"""``_Timer.armed`` while the timer thread is not waiting (it is about to look at the
-deadline); otherwise ``armed`` is the deadline it waits for, or None for none."""
-
-_TIMER_HORIZON_S = 1.0
-"""The longest the threaded feed's timer waits before it looks at the loader's deadline
-again: a deadline that no failure announced is served at most this late."""
 
 _SETTLE_POLL_S = 0.05
 """The longest :meth:`Feed.settled` waits before it looks at the state again: every answer
@@ -291,26 +296,15 @@ class _Slot:
         self.started: Optional[float] = None
 
 
-class _Timer:
-    """What the threaded feed and its timer thread share, under the feed's lock: the timer
-    waits holding this and the lock, never the feed, so the feed can be collected (and
-    finalized on any thread) meanwhile."""
-
-    __slots__ = ("armed", "wake", "closing", "t0")
-
-    def __init__(self, t0: float) -> None:
-        self.armed: object = _RUNNING
-        self.wake = False
-        self.closing = False
-        self.t0 = t0
-
-
 class _Inside(threading.local):
     """Per thread: how deep in the feed's own calls (a user's call counts :data:`_USER`),
     and whether inside a load."""
 
     depth = 0
     load = 0
+    replaced = False
+    """The threaded feed: this thread's last load was let go of at the read timeout, and
+    another thread took its place."""
 
 
 _USER = 1 << 16
@@ -961,7 +955,6 @@ class _FeedCore(Generic[T]):
                 self._let_go[slot.read.read_id] = slot.started  # type: ignore[assignment]
         for slot in overdue:
             read = slot.read
-            self._replace(slot.job)
             error = TimeoutError(
                 f"the load function {self._load_name} ran past read_timeout_ms ({limit} ms) "
                 f"for {_describe(read)}: its read was let go of (the backoff retries it on "
@@ -978,10 +971,6 @@ class _FeedCore(Generic[T]):
         if next_due is None:
             return None
         return self._now_ms() + int((next_due - time.monotonic()) * 1000) + 1
-
-    def _replace(self, job: Any) -> None:
-        """The load of ``job`` was let go of at its timeout: the thread it holds, if the feed
-        owns it, is replaced."""
 
     # ---- problems ----
 
@@ -1292,7 +1281,431 @@ def _quiet(s: Snapshot) -> bool:
     return s.quiescent and not s.revalidating
 
 
-class Feed(_FeedCore[T]):
+class _FeedLoader(Loader[_Acquisition]):
+    """The feed's loader, as the engine keeps it: a :class:`Loader` over the feed's handle
+    (``loader_feed_loader`` returns it unchanged), for the reads (``state``, ``stats()``,
+    ``view()``, ``explain()``, ``requests()``) and for the feed's own ``loader_feed_*``
+    calls, whose callbacks (``locate``, ``compare``) run inside them and whose exceptions it
+    re-raises, as :class:`Loader`'s calls do. The engine answers its reads and frees it."""
+
+    def __init__(self, host: "_Host[_Acquisition]", handle: int) -> None:
+        # Not Loader.__init__: the handle exists, made by loader_feed_new_hosted.
+        self._closed = False
+        self._owned = True
+        self._host = host
+        self._handle = handle
+        self._lib = _ffi.lib()
+        self._close_lock = threading.Lock()
+
+
+def _engine_of(userdata: Optional[int]) -> "Optional[_Engine]":
+    return _ENGINES.get(userdata or 0)
+
+
+def _release_thunk(userdata: Optional[int], token: int) -> None:
+    engine = _engine_of(userdata)
+    if engine is not None:
+        engine.released(token)
+
+
+def _changed_thunk(userdata: Optional[int]) -> None:
+    engine = _engine_of(userdata)
+    if engine is not None:
+        engine.changed()
+
+
+_RELEASE_FN = _ffi.loader_release_fn(_release_thunk)
+_COMPARE_FN: Any = ctypes.cast(_COMPARE_BY_ADDRESS, _ffi.loader_compare_fn)
+_LOCATE_FN: Any = ctypes.cast(_LOCATE_BY_ADDRESS, _ffi.loader_locate_fn)
+_CHANGED_FN = _ffi.loader_changed_fn(_changed_thunk)
+_ENGINES: Dict[int, "_Engine"] = {}
+"""Every engine by its key (the feed config's ``userdata``), until its feed is freed and no
+load it left running can still return a page."""
+
+_TIMEOUT_SLACK_S = 0.002
+"""How much sooner than the engine Python counts a load as let go of at the read timeout."""
+
+_JOB_WAIT_MS = 200
+"""How long a Python thread waits in ``loader_feed_next_job`` before it looks again (at the
+loads that ran past the read timeout, and whether the feed is gone)."""
+
+
+class _Engine:
+    """What the threaded :class:`Feed` and its threads share, and the engine's callbacks
+    reach (through ``_ENGINES``, so the feed itself can be collected): the handle, the pages
+    behind the acquisitions, the loads running on Python's threads, and what only Python
+    knows of them (the exceptions, the wording of a problem)."""
+
+    def __init__(self, feed: "Feed[Any]", load: Callable[..., Any], takes_until: bool,
+                 load_name: str, read_timeout_ms: int, workers: int) -> None:
+        self.lib = _ffi.lib()
+        self.load = load
+        self.takes_until = takes_until
+        self.load_name = load_name
+        self.read_timeout_ms = read_timeout_ms
+        self.workers = workers
+        self.handle = 0
+        self.lock = threading.Lock()
+        self.cond = threading.Condition(self.lock)
+        self.host: "_Host[_Acquisition]" = _Host(_no_issue, _no_release, None, None)
+        self.tokens = itertools.count(1)
+        self.user_release: Optional[Callable[[LoadResult[Any]], Any]] = None
+        self.user_change: Optional[Callable[[], Any]] = None
+        self.errors: List[BaseException] = []
+        self.last_error: Optional[BaseException] = None
+        self.bad: Optional[Exception] = None
+        """The bug in a load the engine reports (COUNT_OVER_LIMIT or a refused page): the
+        TypeError or ValueError naming it."""
+        self.stall: Optional[str] = None
+        """What the latest load that answered with its own cursor said, for the engine's
+        CURSOR_STALLED."""
+        self.failures = 0
+        self.interrupt: Optional[BaseException] = None
+        self.generation = 0
+        self.change_waiters = 0
+        self.closing = False
+        self.threads: List[threading.Thread] = []
+        self.running: Dict[int, Tuple[float, Read, bool]] = {}
+        """The loads running on Python's threads, by thread: when each started, its read,
+        and whether it was let go of at the read timeout (its thread replaced)."""
+        self.inside = _Inside()
+        self.feed = weakref.ref(feed)
+        self.executor: Optional[concurrent.futures.Executor] = None
+        self.timed_out_seen = 0
+        self.out = 0
+        """Jobs Python's threads took and have not answered."""
+        self.freed = False
+        """The engine's count of loads let go of at the read timeout, as last looked at."""
+
+    # ---- the engine's callbacks ----
+
+    def released(self, token: int) -> None:
+        acq = self.host.held.pop(token, None)
+        if acq is not None and acq.result is not None:
+            self.inside.depth += 1
+            try:
+                self.release(acq.result)
+            finally:
+                self.inside.depth -= 1
+
+    def release(self, result: LoadResult[Any]) -> None:
+        if self.user_release is None:
+            return
+        try:
+            self.user_release(result)
+        except BaseException as e:
+            self.record(e, "on_release")
+
+    def changed(self) -> None:
+        with self.lock:
+            self.generation += 1
+            if self.change_waiters:
+                self.cond.notify_all()
+        if self.user_change is not None:
+            self.inside.depth += 1
+            try:
+                self.user_change()
+            except BaseException as e:
+                self.record(e, "on_change")
+            finally:
+                self.inside.depth -= 1
+
+    def record(self, e: BaseException, where: str) -> None:
+        self.errors.append(e)
+        _log.error("libloader feed: %s raised %s: %s", where, type(e).__name__, _text(e),
+                   exc_info=e)
+
+    # ---- running a job ----
+
+    def run(self, read: Read, out: Any, inline: bool) -> Tuple[int, Any]:
+        """Runs the load of ``read`` and fills ``out``: returns the status to answer it with
+        (0: a page) and the cursor's buffer, to keep until it is answered. An interrupt
+        from the load is raised (inline) or kept for ``settled()``, its read failed."""
+        me = threading.get_ident()
+        inside = self.inside
+        with self.lock:
+            self.running[me] = (time.monotonic(), read, False)
+        inside.load += 1
+        try:
+            if self.takes_until:
+                result = self.load(read.cursor, read.limit, read.direction, until=read.until)
+            elif read.until is not None:
+                raise TypeError("a bounded read (until) reached a load that does not accept "
+                                "until=")
+            else:
+                result = self.load(read.cursor, read.limit, read.direction)
+        except BaseException as e:
+            let_go = self._ended(me)
+            inside.replaced = let_go and self.workers > 0
+            if not _is_failure(e):
+                if not inline:
+                    with self.lock:
+                        if self.interrupt is None:
+                            self.interrupt = e
+                    return _INTERRUPTED_CODE, None
+                raise
+            if isinstance(e, TypeError):
+                return self._bad_page(read, out, self._bad_load(read, e)), None
+            if not let_go:
+                self.last_error = e
+                self.failures += 1
+            return _FAIL_CODE, None
+        finally:
+            inside.load -= 1
+        let_go = self._ended(me)
+        inside.replaced = let_go and self.workers > 0
+        if type(result) is not LoadResult or len(result.items) > read.limit:
+            bad = self._check(read, result)
+            if bad is not None:
+                if isinstance(result, LoadResult):
+                    # Over its limit: the engine gives the page back and reports it.
+                    self.bad = bad
+                    self.last_error = bad
+                    _log.error("libloader feed: %s", bad)
+                else:
+                    if let_go:
+                        return _FAIL_CODE, None
+                    return self._bad_page(read, out, bad), None
+        cursor = result.next_cursor
+        if type(cursor) is not bytes:
+            cursor = bytes(cursor)
+        if len(cursor) > MAX_CURSOR_LEN and not let_go:
+            too_long = ValueError(f"the load function {self.load_name} returned a next_cursor of "
+                             f"{len(cursor)} bytes for {_describe(read)}, longer than "
+                             f"MAX_CURSOR_LEN ({MAX_CURSOR_LEN})")
+            too_long.__cause__ = error_for(Result.CURSOR_TOO_LONG, result_message,
+                                           "loader_feed_complete_next_job")
+            self.bad = too_long
+            self.last_error = too_long
+            _log.error("libloader feed: %s", too_long)
+        elif cursor == read.cursor and not result.end_of_source:
+            self.stall = self._stall_message(read, result)
+        before = cursor if read.direction is Direction.BACKWARD else read.cursor
+        token = next(self.tokens)
+        self.host.held[token] = _Acquisition(before, result)
+        n = len(cursor)
+        buf = (ctypes.c_uint8 * n).from_buffer_copy(cursor) if n else None
+        out.acquisition = token
+        out.count = len(result.items)
+        out.next_cursor = ctypes.cast(buf, _U8P) if buf is not None else None
+        out.next_cursor_len = n
+        out.end_of_source = result.end_of_source
+        return 0, buf
+
+    def _ended(self, me: int) -> bool:
+        """The load on thread ``me`` returned; whether it had been let go of."""
+        with self.lock:
+            started = self.running.pop(me, None)
+        return started is not None and started[2]
+
+    def _bad_page(self, read: Read, out: Any, bad: Exception) -> int:
+        """A bug in the load (a TypeError, a result that is not a LoadResult): answered as a
+        page over its read's limit, which the engine does not retry until the user acts
+        (and gives back at once: the acquisition holds nothing)."""
+        self.bad = bad
+        self.last_error = bad
+        _log.error("libloader feed: %s", bad)
+        token = next(self.tokens)
+        self.host.held[token] = _Acquisition(read.cursor, None)
+        out.acquisition = token
+        out.count = read.limit + 1
+        out.next_cursor = None
+        out.next_cursor_len = 0
+        out.end_of_source = False
+        return 0
+
+    def _check(self, read: Read, result: Any) -> Optional[TypeError]:
+        return _FeedCore._check(self, read, result)  # type: ignore[arg-type]
+
+    def _bad_load(self, read: Read, error: TypeError) -> TypeError:
+        return _FeedCore._bad_load(self, read, error)  # type: ignore[arg-type]
+
+    def _stall_message(self, read: Read, result: LoadResult[Any]) -> str:
+        return _FeedCore._stall_message(self, read, result)  # type: ignore[arg-type]
+
+    @property
+    def _load_name(self) -> str:
+        return self.load_name
+
+    # ---- the jobs out ----
+
+    def took(self) -> None:
+        """A Python thread took a job: the engine stays registered (its ``release`` reaches
+        this engine) until every job taken is answered, after the free too."""
+        with self.lock:
+            self.out += 1
+
+    def answer(self, token: int, status: int, out: Any) -> None:
+        """``loader_feed_complete_job``; a page the engine did not take (the job was answered
+        already) is released here."""
+        rc = self.lib.loader_feed_complete_job(token, status,
+                                               ctypes.byref(out) if status == 0 else None)
+        self.answered(rc, status, out)
+
+    def answered(self, rc: int, status: int, out: Any) -> None:
+        """After a job's answer: one job fewer out (the next one an answer took is counted
+        by :meth:`took` as any other), and the page back to the user if nothing was
+        answered."""
+        if rc in (Result.STALE_HANDLE, Result.INVALID_HANDLE, Result.NULL_POINTER):
+            if status == 0:
+                self.released(int(out.acquisition))
+        with self.lock:
+            self.out -= 1
+            gone = self.freed and self.out == 0
+        if gone:
+            _ENGINES.pop(self.host.key, None)
+
+    # ---- the loads let go of at the read timeout ----
+
+    def look_overdue(self) -> None:
+        """The loads on Python's threads running past the read timeout: the engine let go
+        of their reads (and retries them); each stuck thread gets a replacement, so the
+        feed keeps ``workers`` threads free to load, and the load's error is the
+        :class:`TimeoutError` the user reads."""
+        limit = self.read_timeout_ms
+        if not limit:
+            return
+        now = time.monotonic()
+        late: List[Read] = []
+        try:
+            timed_out = int(_feed_counts(self.lib, self.handle).timed_out)
+        except Exception:
+            timed_out = self.timed_out_seen   # freed meanwhile
+        with self.lock:
+            # The engine's count of loads it let go of: that many more of the oldest loads
+            # running are let go of, though this thread's clock, which started when the
+            # thread had the GIL back after taking the read, may not say so yet.
+            fresh = timed_out - self.timed_out_seen
+            self.timed_out_seen = max(timed_out, self.timed_out_seen)
+            for started, ident in sorted((started, ident) for ident, (started, _, gone)
+                                         in self.running.items() if not gone):
+                _, read, _ = self.running[ident]
+                # A little early by the clock: the engine started its clock when the thread
+                # took the read, a moment before this one's.
+                due = now - started >= limit / 1000 - _TIMEOUT_SLACK_S
+                counted = fresh > 0 and now - started >= limit / 2000
+                if due or counted:
+                    fresh -= 1
+                    self.running[ident] = (started, read, True)
+                    late.append(read)
+        for read in late:
+            self.last_error = TimeoutError(
+                f"the load function {self.load_name} ran past read_timeout_ms ({limit} ms) "
+                f"for {_describe(read)}: its read was let go of (the backoff retries it on "
+                "another thread), and its result is released when it returns")
+            self.failures += 1
+            if self.workers and self.executor is None:
+                self.start_thread()
+
+    def let_go_says(self) -> Optional[str]:
+        with self.lock:
+            ids = sorted(r.read_id for _, r, gone in self.running.values() if gone)
+        if not ids:
+            return None
+        limit = self.read_timeout_ms
+        if len(ids) == 1:
+            return (f"the load of read {ids[0]} ran past read_timeout_ms ({limit} ms) and was "
+                    "let go of: it still runs, and its result is released when it returns")
+        return (f"the loads of reads {', '.join(map(str, ids))} ran past read_timeout_ms "
+                f"({limit} ms) and were let go of: they still run, and their results are "
+                "released when they return")
+
+    # ---- Python's threads ----
+
+    def start_thread(self) -> None:
+        t = threading.Thread(target=_work, args=(self,), name="libloader-feed", daemon=True)
+        with self.lock:
+            self.threads = [x for x in self.threads if x.is_alive()]
+            self.threads.append(t)
+        t.start()
+
+
+
+def _no_issue(read: Read) -> None:  # pragma: no cover - the engine issues, not Python
+    raise RuntimeError("the feed's engine issues its reads")
+
+
+def _no_release(acq: _Acquisition) -> None:  # pragma: no cover - released by _Engine
+    pass
+
+
+_U8P = ctypes.POINTER(ctypes.c_uint8)
+
+
+def _work(engine: _Engine) -> None:
+    """A Python thread of the threaded feed: one of the engine's workers (hosted mode). It
+    takes a read, runs the user's load, answers it and takes the next in one call, until
+    the feed is freed."""
+    lib = engine.lib
+    h = engine.handle
+    job = _ffi.loader_feed_job()
+    out = _ffi.loader_load_result()
+    take, answer_next = lib.loader_feed_next_job, lib.loader_feed_complete_next_job
+    rc = take(h, _JOB_WAIT_MS, ctypes.byref(job))
+    while True:
+        if rc == Result.TIMED_OUT:
+            engine.look_overdue()
+            rc = take(h, _JOB_WAIT_MS, ctypes.byref(job))
+            continue
+        if rc != Result.OK or job.token == 0:
+            return   # the feed was freed
+        engine.took()
+        try:
+            status, _buf = engine.run(_read_from_c(ctypes.addressof(job.read), 0), out,
+                                      inline=False)
+        except BaseException:  # pragma: no cover - run() keeps what a load raised
+            status, _buf = _FAIL_CODE, None
+        if engine.inside.replaced:
+            # Its load was let go of at the read timeout, and another thread took its place.
+            engine.answer(job.token, status, out)
+            return
+        rc = answer_next(job.token, status, ctypes.byref(out) if status == 0 else None,
+                         _JOB_WAIT_MS, ctypes.byref(job))
+        engine.answered(rc, status, out)
+        del _buf
+
+
+def _pump(engine: _Engine) -> None:
+    """The feed's thread with an executor: takes each read and hands its load to the
+    executor, whose thread answers it; it runs no load itself."""
+    lib = engine.lib
+    h = engine.handle
+    assert engine.executor is not None
+    while True:
+        job = _ffi.loader_feed_job()
+        rc = lib.loader_feed_next_job(h, _JOB_WAIT_MS, ctypes.byref(job))
+        if rc == Result.TIMED_OUT:
+            engine.look_overdue()
+            continue
+        if rc != Result.OK or job.token == 0:
+            return   # the feed was freed
+        read = _read_from_c(ctypes.addressof(job.read), 0)
+        engine.took()
+        try:
+            engine.executor.submit(_run_job, engine, job.token, read)
+        except BaseException as e:
+            # The executor refused it (shut down, say): the read fails, as a load's would.
+            engine.last_error = e
+            engine.failures += 1
+            engine.answer(job.token, _FAIL_CODE, None)
+
+
+def _run_job(engine: _Engine, token: int, read: Read) -> None:
+    """On the executor's thread: the load of ``read``, and its answer."""
+    out = _ffi.loader_load_result()
+    try:
+        status, buf = engine.run(read, out, inline=False)
+    except BaseException:  # pragma: no cover - run() keeps what a load raised
+        status, buf = _FAIL_CODE, None
+    engine.answer(token, status, out)
+    del buf
+
+
+_PROBLEM_CODES = {Result.COUNT_OVER_LIMIT, Result.NULL_CURSOR, Result.CURSOR_TOO_LONG,
+                  Result.CURSOR_STALLED, Result.RETRIES_SPENT}
+
+
+class Feed(Generic[T]):
     """A loader that runs ``load(cursor, limit, direction)`` (with ``until=`` if it takes
     it: see the module documentation) on worker threads.
 
@@ -1303,9 +1716,9 @@ class Feed(_FeedCore[T]):
     retried). Only an ``Exception`` fails a read: a ``KeyboardInterrupt``, ``SystemExit`` or
     ``GeneratorExit`` in a load ends the wait it interrupts and reaches the caller (the call
     the load ran in with ``max_workers=0``, :meth:`settled` for a load on a worker thread).
-    When the loader no longer needs a read (the source changed under it), the feed
-    answers the read at once and cancels its load if it has not started; a load already
-    running finishes and its result is released. ``on_release(result)`` gets every result a
+    When the loader no longer needs a read (the source changed under it), the feed lets
+    the read go at once and drops its load if it has not started; a load already running
+    finishes and its result is released. ``on_release(result)`` gets every result a
     load returned, exactly once: when the view drops it, or at once if it was never used.
     ``on_change()`` runs after the view or the state changed, on whichever thread changed
     it, possibly inside the loader's callbacks: keep it short (it may call :meth:`items`).
@@ -1314,12 +1727,16 @@ class Feed(_FeedCore[T]):
     (a load's answer runs the next read on the same thread, so a scroll costs no thread
     switch per load). ``max_workers=0``: on the caller's thread, inside the call that needs
     them (:meth:`set_window`, :meth:`invalidate`, ...), and the backoff retries inside
-    :meth:`settled`; no thread at all, the least overhead per load. ``executor``: on that
+    :meth:`settled` (and :meth:`changes`); no Python thread of the feed's own (the engine's
+    clock thread serves the backoff and read timeouts). ``executor``: on that
     :class:`concurrent.futures.Executor` (the feed does not shut it down; its threads are
-    its own: a ThreadPoolExecutor's are joined at exit).
+    its own: a ThreadPoolExecutor's are joined at exit); one thread of the feed's hands
+    them the reads. All three are the same engine in hosted mode (see the module
+    documentation).
 
-    Any thread may call any method, except :meth:`close` from inside a load or a callback
-    (RuntimeError). A context manager: ``with Feed(load) as feed:`` closes it on exit, and
+    Any thread may call any method, except :meth:`close` from inside a load (RuntimeError);
+    from inside ``on_release`` or ``on_change`` it closes without waiting for the answer
+    that callback is part of. A context manager: ``with Feed(load) as feed:`` closes it on exit, and
     on an exception (Ctrl-C) without waiting for loads still running. A feed never closed
     warns (``ResourceWarning``) when collected, and releases its pages and threads then.
 
@@ -1351,7 +1768,7 @@ class Feed(_FeedCore[T]):
                  compare: Optional[Callable[[bytes, bytes], int]] = None,
                  locate: Optional[Callable[[int], Optional[bytes]]] = None,
                  record: Optional[Union[str, "os.PathLike[str]"]] = None) -> None:
-        self._closing = True
+        self._closing = True   # until the engine exists: __del__ then has nothing to do
         if on_change is not None and not callable(on_change):
             raise TypeError("on_change must be callable or None")
         if isinstance(max_workers, bool) or not isinstance(max_workers, int):
@@ -1361,29 +1778,105 @@ class Feed(_FeedCore[T]):
         if executor is not None and not isinstance(executor, concurrent.futures.Executor):
             raise TypeError("executor must be a concurrent.futures.Executor or None, not "
                             f"{type(executor).__name__}")
-        self._user_change = on_change
-        self._t0 = time.monotonic()
-        self._executor = executor
+        load_name = _check_load(load, "Feed()", True)
+        if compare is not None and not callable(compare):
+            raise TypeError("compare must be callable or None")
+        if locate is None:
+            locate = getattr(load, "locate", None)   # a load function may carry its own
+        if locate is not None and not callable(locate):
+            raise TypeError("locate must be callable or None")
+        if on_release is not None and not callable(on_release):
+            raise TypeError("on_release must be callable or None")
+        if config is not None and not isinstance(config, Config):
+            raise TypeError("config must be a libloader.Config or None, not "
+                            f"{type(config).__name__}")
+        defaults = Config.defaults()
+        retries = config.max_auto_retries if config is not None else None
+        self._max_auto_retries = retries if retries is not None else defaults.max_auto_retries
+        timeout_ms = config.read_timeout_ms if config is not None else None
+        if timeout_ms is None:
+            timeout_ms = defaults.read_timeout_ms
+        self._compare = compare
+        self._takes_until = _accepts_until(load)
+        self._load_name = load_name
         self._inline = executor is None and max_workers == 0
-        self._pool: Optional[_workers.Workers] = None
-        if executor is None and max_workers > 0:
-            self._pool = _workers.Workers(self, Feed._run_job, max_workers, "libloader-feed")
-        # The timer thread waits on its own condition (over the same lock), and is woken only
-        # when it may have something to do: waking it at every change cost each answer a
-        # thread switch and a GIL hand-off.
-        self._timer_cond = threading.Condition(threading.Lock())
-        self._timer = _Timer(self._t0)
-        self._driver: Optional[threading.Thread] = None
-        super().__init__(load, config, on_release, compare, threaded=True,
-                         hear_changes=on_change is not None, locate=locate, record=record)
-        self._lets_go = not self._inline
-        if not self._inline:
-            self._timer_cond = threading.Condition(self._lock)
-            self._driver = threading.Thread(target=_drive,
-                                            args=(weakref.ref(self), self._timer,
-                                                  self._timer_cond),
-                                            name="libloader-feed-timer", daemon=True)
-            self._driver.start()
+        if executor is not None:
+            workers = getattr(executor, "_max_workers", None) or 4
+        else:
+            workers = max(max_workers, 1)
+        workers = min(int(workers), _MAX_WORKERS)
+        engine = _Engine(self, load, self._takes_until, load_name, timeout_ms or 0,
+                         0 if self._inline else workers)
+        engine.executor = executor
+        engine.user_release = on_release
+        engine.user_change = on_change
+        engine.host.compare = compare
+        engine.host.locate = locate
+        with _keys_lock:
+            engine.host.key = next(_keys)
+        lib = engine.lib
+        cfg = _ffi.loader_feed_config()
+        cfg.struct_size = ctypes.sizeof(cfg)
+        cfg.workers = workers
+        cfg.userdata = engine.host.key
+        cfg.release = _RELEASE_FN
+        cfg.changed = _CHANGED_FN
+        if compare is not None:
+            cfg.compare = _COMPARE_FN
+        if locate is not None:
+            cfg.locate = _LOCATE_FN
+        c_config = (config or Config()).to_c()
+        cfg.loader = ctypes.pointer(c_config)
+        handle = _ffi.loader_feed_handle(0)
+        _ENGINES[engine.host.key] = engine
+        rc = lib.loader_feed_new_hosted(ctypes.byref(cfg), ctypes.byref(handle))
+        if rc != Result.OK:
+            del _ENGINES[engine.host.key]
+            raise error_for(rc, result_message, "loader_feed_new_hosted")
+        engine.handle = handle.value
+        engine.host.handle = handle.value
+        self._engine = engine
+        self._loader = _FeedLoader(engine.host, handle.value)
+        _record_env.warn_if_unrecordable(stacklevel=2)
+        if record is not None:
+            rc = lib.loader_record(handle.value, os.fsencode(record))
+            if rc != Result.OK:
+                lib.loader_feed_free(handle.value, 0, None)
+                del _ENGINES[engine.host.key]
+                raise error_for(rc, result_message, "loader_record")
+        self._final_stats: Optional[Counts] = None
+        self._closed = threading.Event()
+        self._freed = threading.Event()
+        self._closing = False
+        if executor is not None:
+            pump = threading.Thread(target=_pump, args=(engine,), name="libloader-feed",
+                                    daemon=True)
+            engine.threads.append(pump)
+            pump.start()
+        elif not self._inline:
+            for _ in range(workers):
+                engine.start_thread()
+
+    # ---- what only Python knows ----
+
+    @property
+    def errors(self) -> List[BaseException]:
+        """Exceptions the user's callbacks (``on_release``, ``on_change``) raised: each is
+        also logged to the ``libloader.feed`` logger. Empty in a correct host."""
+        return self._engine.errors
+
+    @property
+    def last_error(self) -> Optional[BaseException]:
+        """The exception that failed the latest failed read: what a load raised, the
+        TypeError of a result that is not a valid :class:`LoadResult`, or the TimeoutError
+        of a load let go of at ``Config.read_timeout_ms``; None before any."""
+        return self._engine.last_error
+
+    @property
+    def loader(self) -> "Loader[_Acquisition]":
+        """The feed's loader, for introspection (``state``, ``stats()``, ``requests()``,
+        ``view()``, ``explain()``). The feed's engine answers its reads and frees it."""
+        return self._loader
 
     def __enter__(self) -> "Feed[T]":
         return self
@@ -1404,137 +1897,271 @@ class Feed(_FeedCore[T]):
                           "Feed(...) as feed:`)", ResourceWarning, stacklevel=2)
         except Exception:  # pragma: no cover - interpreter shutdown
             pass
-        self._collected()
-
-    def _collected(self) -> None:
-        """An unclosed feed is being collected: no call can be inside, and no load running
-        (each would hold a reference). Releases the pages, stops the threads; waits for
-        nothing."""
-        with self._lock:
-            self._closing = True
         try:
-            self._collect_loader()
+            self._free(0)
         except BaseException:  # pragma: no cover - interpreter shutdown
             pass
-        with self._timer_cond:
-            self._timer.closing = True
-            self._timer_cond.notify_all()
-        if self._pool is not None:
-            self._pool.stop()
 
-    def _start(self, read: Read) -> Any:
+    @contextmanager
+    def _calling(self) -> Iterator[_FeedLoader]:
+        if self._closing:
+            raise RuntimeError("the feed is closed")
+        try:
+            yield self._loader
+        except StaleHandleError:
+            if self._closing:
+                raise RuntimeError("the feed is closed") from None
+            raise
+
+    def _act(self, name: str, *args: Any) -> None:
+        """A user's call on the engine (``loader_feed_<name>``); with ``max_workers=0``,
+        then the loads it made ready, here."""
+        with self._calling() as loader:
+            loader._call(f"loader_feed_{name}", *args)
         if self._inline:
-            if self._stopped and threading.get_ident() in self._stopped:
-                self._interrupted(read.read_id, None)   # an interrupt ends this call
-                return None
+            self._run_here(0)
+
+    def _run_here(self, wait_ms: int) -> bool:
+        """``max_workers=0``: runs here the jobs ready (waiting up to ``wait_ms`` for the
+        first). An interrupt from a load is raised, its read failed. Returns whether one
+        ran."""
+        engine = self._engine
+        lib = engine.lib
+        job = _ffi.loader_feed_job()
+        out = _ffi.loader_load_result()
+        rc = lib.loader_feed_next_job(engine.handle, wait_ms, ctypes.byref(job))
+        ran = False
+        while rc == Result.OK and job.token != 0:
+            ran = True
+            engine.took()
             try:
-                result = self._call_load(read)
-            except BaseException as e:
-                if self._finish(read.read_id, error=e):
-                    raise
-            else:
-                self._finish(read.read_id, result=result)
-            return None
-        if self._pool is not None:
-            return self._pool.submit(read)
-        assert self._executor is not None
-        job = self._executor.submit(self._call_load, read)
-        with self._lock:
-            self._jobs.add(job)
-        job.add_done_callback(functools.partial(self._job_done, read.read_id))
-        return job
+                status, _buf = engine.run(_read_from_c(ctypes.addressof(job.read), 0), out,
+                                          inline=True)
+            except BaseException:
+                engine.answer(job.token, _INTERRUPTED_CODE, None)
+                raise
+            rc = lib.loader_feed_complete_next_job(
+                job.token, status, ctypes.byref(out) if status == 0 else None, 0,
+                ctypes.byref(job))
+            engine.answered(rc, status, out)
+            del _buf
+        return ran
 
-    def _replace(self, job: Any) -> None:
-        if self._pool is not None and isinstance(job, _workers.Job):
-            self._pool.let_go(job)
+    # ---- the user's calls ----
 
-    def _run_job(self, job: _workers.Job) -> None:
-        """On a worker thread: loads ``job``'s read and answers it."""
-        read = job.read
-        try:
-            result = self._call_load(read)
-        except BaseException as e:
-            self._finish(read.read_id, error=e)
+    def set_window(self, start: int, length: int) -> None:
+        """Shows items ``[start, start + length)``: loads what is missing (and retries a
+        recorded failure)."""
+        self._act("set_window", _unsigned("start", start, 64), _unsigned("length", length, 64))
+
+    def jump(self, cursor: bytes, position: int) -> None:
+        """Rebuilds the view around the item just after ``cursor`` (``b""``: the source's
+        start), numbered ``position``; the window moves to start there (its length kept).
+        See :meth:`Loader.jump`."""
+        raw = _cursor("cursor", cursor)
+        pos = _unsigned("position", position, 64)
+        ptr, n = _ffi.cursor_arg(raw)
+        self._act("jump", ptr, n, pos)
+
+    def invalidate(self) -> None:
+        """The source changed: re-reads what the view shows. Call it after the change is
+        visible to new loads (after the commit)."""
+        self._act("invalidate")
+
+    def invalidate_range(self, from_cursor: bytes, to_cursor: Optional[bytes]) -> None:
+        """The source changed only between two positions: every changed row lies at a cursor
+        ``k`` (the cursor just after it: its key) with ``from_cursor <= k <= to_cursor``;
+        ``b""`` is the source's start, ``None`` its end. For one changed row, pass its cursor
+        as both. Re-reads only the held pages the range touches, with bounded loads, and
+        keeps the others (see :meth:`Loader.invalidate_range`, and the module documentation
+        for what a bounded load returns). Call it after the change is visible to new loads.
+
+        Needs ``compare=`` given to the feed and a load function that accepts ``until=``:
+        TypeError otherwise, before anything changes."""
+        if self._compare is None:
+            raise TypeError("invalidate_range needs compare= given to the feed (a function "
+                            "ordering two cursors as the source does)")
+        if not self._takes_until:
+            raise TypeError("invalidate_range needs a load function that accepts until= "
+                            "(def load(cursor, limit, direction, until=None)): the repair "
+                            "reads bounded")
+        start = _cursor("from_cursor", from_cursor)
+        end = None if to_cursor is None else _cursor("to_cursor", to_cursor)
+        from_ptr, from_len = _ffi.cursor_arg(start)
+        if end is None:
+            to_ptr, to_len = None, 0         # NULL: the source's end
+        elif end:
+            to_ptr, to_len = _ffi.cursor_arg(end)
         else:
-            self._finish(read.read_id, result=result)
+            to_ptr, to_len = (ctypes.c_uint8 * 1)(), 0   # not NULL, empty: the source's start
+        self._act("invalidate_range", from_ptr, from_len, to_ptr, to_len)
 
-    def _now_ms(self) -> int:
-        return int((time.monotonic() - self._t0) * 1000)
+    def appended(self) -> None:
+        """Rows were added after the source's last row, and nothing else changed (a log
+        line, a chat message, a row with a growing key). The cheap report of an append: the
+        feed loads only the new rows, once the window wants the end (see
+        :meth:`Loader.appended`). Call it after they are visible to new loads."""
+        self._act("appended")
 
-    def _signal(self, changed: bool, urgent: bool = False) -> None:
-        if not (changed or urgent):
-            # An answer the loader took as it is: only a settling waiter may care, once
-            # nothing is in flight. Read without the lock: a waiter counts itself under the
-            # lock after it looked at the slots, and the answer took its slot under the lock
-            # before this, so a waiter either saw the slot gone or is counted here.
-            if self._settle_waiters and not self._slots:
-                with self._lock:
-                    self._cond.notify_all()
-            return
-        with self._lock:
-            if changed:
-                self._generation += 1
-            # Settling waiters look again when nothing is in flight (or something went
-            # wrong); change waiters at every change.
-            if ((self._settle_waiters and (urgent or not self._slots))
-                    or (changed and self._change_waiters)):
-                self._cond.notify_all()
-            # The timer is woken only for a failure or a stall, whose backoff deadline may
-            # come before the one it waits for. The only other deadline, a superseded read's
-            # timeout, is rare here (the feed answers a read as soon as it is hinted) and
-            # the timer looks at least every _TIMER_HORIZON_S anyway.
-            if urgent:
-                self._timer.wake = True   # if it is looking, it looks again before it waits
-                if self._timer.armed is not _RUNNING:
-                    self._timer_cond.notify()
-        if changed and self._user_change is not None:
-            try:
-                self._user_change()
-            except BaseException as e:
-                self._record(e, "on_change")
+    def follow(self, on: bool = True) -> None:
+        """Pins the window to the source's end, as ``tail -f``: it stays on the last rows
+        as the source grows. Scrolling away (:meth:`set_window`) unpins it, scrolling back to
+        the end pins it again, until ``follow(False)`` (see :meth:`Loader.follow`)."""
+        if type(on) is not bool:
+            raise TypeError(f"on: expected a bool, got {type(on).__name__}")
+        self._act("follow", on)
 
-    def _exit_signal(self, urgent: bool) -> None:
-        # _exit and _signal under one lock: the answer's last step, once per load.
-        self._inside.depth -= 1
-        changed = self._bump
-        with self._lock:
-            self._busy -= 1
-            if self._busy == 0 and self._closer_waits:
-                self._cond.notify_all()
-            if changed:
-                self._generation += 1
-            if ((self._settle_waiters and (urgent or not self._slots))
-                    or (changed and self._change_waiters)):
-                self._cond.notify_all()
-            if urgent:
-                self._timer.wake = True
-                if self._timer.armed is not _RUNNING:
-                    self._timer_cond.notify()
+    @property
+    def following(self) -> bool:
+        """Whether the window is pinned to the source's end now."""
+        with self._calling() as loader:
+            return loader.following
 
-    def _timer_look(self) -> Optional[int]:
-        """The timer's step: lets go of the loads past the read timeout, and ticks if the
-        backoff deadline is due. Returns the deadline it waits for next (None: none; -1: look
-        again at once), or -2 to stop."""
-        if not self._enter():
-            return -2
-        try:
-            overdue = self._let_go_overdue()
-            if self._bad_result is not None:
-                return overdue   # a bug in the load: not retried until the user acts
-            deadline = self._loader.next_deadline()
-            now = self._now_ms()
-            if deadline is not None and deadline <= now:
-                self._loader.tick(now)
-                self._signal(self._bump)
-                return -1
-            if overdue is not None and (deadline is None or overdue < deadline):
-                return overdue
-            return deadline
-        except BaseException as e:
-            self._record(e, "the backoff timer")
+    def retry(self) -> bool:
+        """Retries a recorded failure now. Returns whether a read started."""
+        out = ctypes.c_bool(False)
+        self._act("retry", out)
+        return bool(out.value)
+
+    @property
+    def needs_retry(self) -> bool:
+        """A failure is recorded and the automatic retries are spent: nothing loads again
+        until :meth:`retry`, a window move or an invalidation."""
+        return self._wait(0) == Result.RETRIES_SPENT
+
+    @property
+    def state(self) -> Snapshot:
+        """The loader's state."""
+        with self._calling() as loader:
+            return loader.state
+
+    def stats(self) -> Counts:
+        """The loader's counters: reads by kind, answers, failures, retries, cancels. After
+        :meth:`close`, the counters as the loader ended (every page released)."""
+        if self._closing:
+            self._freed.wait()
+            if self._final_stats is not None:
+                return self._final_stats
+        with self._calling() as loader:
+            return loader.stats()
+
+    def pages(self) -> List[FeedPage[T]]:
+        """The view's pages, in source order."""
+        with self._calling() as loader:
+            view = loader.view()
+        return [FeedPage(p.start, p.acquisition.cursor, p.acquisition.result)
+                for p in view.pages if p.acquisition.result is not None]
+
+    def items(self) -> List[T]:
+        """The view's items, in source order."""
+        return [x for p in self.pages() for x in p.result.items]
+
+    def snapshot(self) -> FeedSnapshot[T]:
+        """The view's items and the state, from one moment: taken again while another
+        thread changed the loader in between (every change moves a counter)."""
+        with self._calling() as loader:
+            for _ in range(_LOOKS):
+                s = loader.state
+                view = loader.view()
+                if loader.state == s:
+                    break
+        problem = None if _quiet(s) else self._problem()
+        pages = [p for p in view.pages if p.acquisition.result is not None]
+        return FeedSnapshot(
+            items=[x for p in pages for x in p.acquisition.result.items],  # type: ignore
+            start=pages[0].start if pages else s.covered_start,
+            revalidating=s.revalidating, reads_in_flight=s.outstanding_reads,
+            failed=s.failure is Failure.OWN, settled=_quiet(s), problem=problem)
+
+    # ---- problems ----
+
+    def _wait(self, timeout_ms: int) -> int:
+        """``loader_feed_wait_quiescent``: OK, TIMED_OUT, or a problem's code."""
+        if self._closing:
+            raise RuntimeError("the feed is closed")
+        rc: int = self._engine.lib.loader_feed_wait_quiescent(self._engine.handle, timeout_ms)
+        if rc in (Result.STALE_HANDLE, Result.INVALID_HANDLE):
+            raise RuntimeError("the feed is closed")
+        return rc
+
+    def _problem(self, rc: Optional[int] = None) -> Optional[FeedProblem]:
+        """The problem the engine reports now (or as ``rc``), in Python's words, with what
+        the loader says."""
+        self._engine.look_overdue()
+        if rc is None:
+            rc = self._wait(0)
+        problem = self._problem_of(rc)
+        if problem is None:
             return None
-        finally:
-            self._exit()
+        return dataclasses.replace(problem, explanation=self._loader_says())
+
+    def _problem_of(self, rc: int) -> Optional[FeedProblem]:
+        engine = self._engine
+        if rc in (Result.COUNT_OVER_LIMIT, Result.NULL_CURSOR, Result.CURSOR_TOO_LONG):
+            bad = engine.bad or TypeError(
+                f"the load function {self._load_name} returned a page the loader refused "
+                f"({Result(rc).name})")
+            return FeedProblem("bad_load_result",
+                               f"{bad}. The feed does not retry a bug in the load: fix it, "
+                               "then call Feed.retry() or move the window", bad)
+        if rc == Result.CURSOR_STALLED:
+            return FeedProblem("cursor_stalled", engine.stall or (
+                f"the load function {self._load_name} answered with the cursor it was "
+                "given: a stalled cursor, and the feed cannot move past it"))
+        if rc == Result.RETRIES_SPENT:
+            last = engine.last_error
+            cause = (f"; the last error was {type(last).__name__}: {_text(last)}"
+                     if last is not None else "")
+            return FeedProblem(
+                "retries_spent",
+                f"{engine.failures} loads failed in a row and the automatic retries "
+                f"(Config.max_auto_retries = {self._max_auto_retries}) are spent{cause}. "
+                "Nothing loads until the feed is told to: fix the cause, then call "
+                "Feed.retry() or move the window", last)
+        return None
+
+    def _loader_says(self) -> str:
+        """The loader's explanation, naming this feed's methods, without the engine's own
+        ``feed:`` lines (Python says what its loads do)."""
+        with self._calling() as loader:
+            said = loader.explain()
+        lines = [line for line in said.replace("Loader.retry()", "Feed.retry()").splitlines()
+                 if not line.startswith("feed:")]
+        return "\n".join(lines)
+
+    @property
+    def problem(self) -> Optional[FeedProblem]:
+        """Why the feed cannot settle until its user acts (a load result that is not valid,
+        a stalled cursor, the automatic retries spent), or None."""
+        return self._problem()
+
+    def explain(self) -> str:
+        """Why the feed waits, in plain sentences, one a line: the loader's
+        (:meth:`Loader.explain <libloader.Loader.explain>`: ``"quiescent"``, the reads it
+        waits for and how long ago each started, a repair running, a failure and what
+        retries it), as of now (its times move while loads run or a retry waits), naming
+        this feed's methods (``Feed.retry()``); then the loads let go of at
+        ``Config.read_timeout_ms`` that still run, if any; then the problem that keeps the
+        feed from settling until its user acts (:attr:`problem`), if any."""
+        self._engine.look_overdue()
+        lines = [self._loader_says()]
+        let_go = self._engine.let_go_says()
+        if let_go is not None:
+            lines.append(let_go)
+        problem = self._problem_of(self._wait(0))
+        if problem is not None:
+            lines.append(problem.message)
+        return "\n".join(lines)
+
+    # ---- waiting ----
+
+    def _raise_interrupt(self) -> None:
+        engine = self._engine
+        if engine.interrupt is not None:
+            with engine.lock:
+                interrupt, engine.interrupt = engine.interrupt, None
+            if interrupt is not None:
+                raise interrupt
 
     def settled(self, timeout: Optional[float] = None) -> bool:
         """Waits until the feed is quiescent (no read outstanding, not revalidating, no
@@ -1545,48 +2172,34 @@ class Feed(_FeedCore[T]):
         for a ``next_cursor`` over ``MAX_CURSOR_LEN``), or :class:`FeedStalledError` for a
         stalled cursor or spent automatic retries. Raises the ``KeyboardInterrupt``,
         ``SystemExit`` or ``GeneratorExit`` a load raised on a worker thread (once; its read
-        was failed and is retried). With ``max_workers=0`` it also serves the backoff
-        retries (their loads run here, and an interrupt in one is raised at once)."""
+        was failed and is retried). With ``max_workers=0`` it also runs the loads the feed
+        needs meanwhile (the backoff retries among them), and an interrupt in one is raised
+        at once."""
         wait = _seconds("settled", timeout)
         end = None if wait is None else time.monotonic() + wait
         while True:
-            with self._lock:
-                seen = self._generation, len(self._slots)
-            if self._settled_or_raise():
-                return True
+            self._raise_interrupt()
+            self._engine.look_overdue()
+            if self._inline:
+                self._run_here(0)
             remaining = None if end is None else end - time.monotonic()
+            step = _SETTLE_POLL_S if remaining is None else max(min(remaining, _SETTLE_POLL_S),
+                                                                 0)
+            rc = self._wait(0 if self._inline else int(step * 1000))
+            if rc == Result.OK:
+                self._raise_interrupt()
+                return True
+            if rc != Result.TIMED_OUT:
+                problem = self._problem(rc)
+                if problem is not None:
+                    if problem.reason == "bad_load_result":
+                        assert isinstance(problem.error, (TypeError, ValueError))
+                        raise problem.error
+                    raise FeedStalledError(problem)
             if remaining is not None and remaining <= 0:
                 return False
-            if self._inline and self._serve_backoff(remaining):
-                continue
-            with self._lock:
-                if (self._generation, len(self._slots)) == seen and not self._closing:
-                    self._settle_waiters += 1
-                    try:
-                        self._cond.wait(_SETTLE_POLL_S if remaining is None
-                                        else min(remaining, _SETTLE_POLL_S))
-                    finally:
-                        self._settle_waiters -= 1
-
-    def _serve_backoff(self, remaining: Optional[float]) -> bool:
-        """``max_workers=0``: sleeps until the backoff deadline (within ``remaining``) and
-        ticks, which runs the retry's loads here. Returns whether it ticked or slept."""
-        with self._calling() as loader:
-            if self._bad_result is not None:
-                return False
-            deadline = loader.next_deadline()
-        if deadline is None:
-            return False
-        delay = (deadline - self._now_ms() + 1) / 1000
-        if remaining is not None and delay > remaining:
-            time.sleep(max(remaining, 0))
-            return True
-        if delay > 0:
-            time.sleep(delay)
-        with self._calling() as loader:
-            loader.tick(self._now_ms())
-        self._signal(self._bump)
-        return True
+            if self._inline:
+                self._run_here(int(step * 1000))
 
     def changes(self, timeout: Optional[float] = None) -> Iterator[FeedSnapshot[T]]:
         """A snapshot now, then one after each change (several changes while the consumer
@@ -1594,19 +2207,28 @@ class Feed(_FeedCore[T]):
         the feed cannot settle until its user acts. Ends when the feed closes, or when
         ``timeout`` seconds pass without a change."""
         wait = _seconds("changes", timeout)
+        engine = self._engine
         seen = None
         while True:
-            with self._lock:
-                self._change_waiters += 1
+            with engine.lock:
+                engine.change_waiters += 1
                 try:
-                    while self._generation == seen and not self._closing:
-                        if not self._cond.wait(wait):
+                    while engine.generation == seen and not self._closing:
+                        if self._inline:
+                            engine.lock.release()
+                            try:
+                                ran = self._run_here(int((wait or _SETTLE_POLL_S) * 1000))
+                            finally:
+                                engine.lock.acquire()
+                            if not ran and wait is not None:
+                                return
+                        elif not engine.cond.wait(wait):
                             return
                 finally:
-                    self._change_waiters -= 1
+                    engine.change_waiters -= 1
                 if self._closing:
                     return
-                seen = self._generation
+                seen = engine.generation
             try:
                 snap = self.snapshot()
             except RuntimeError:
@@ -1614,6 +2236,8 @@ class Feed(_FeedCore[T]):
                     return   # closed between the check and the snapshot
                 raise
             yield snap
+
+    # ---- closing ----
 
     def close(self, timeout: Optional[float] = None) -> None:
         """Cancels the loads that have not started, closes the loader (every page goes to
@@ -1624,64 +2248,88 @@ class Feed(_FeedCore[T]):
         its own ``timeout``). RuntimeError from inside a load or a callback of this feed:
         closing there would wait for itself."""
         wait = _seconds("close", timeout)
-        end = None if wait is None else time.monotonic() + wait
-
-        def remaining() -> Optional[float]:
-            return None if end is None else max(end - time.monotonic(), 0)
-
-        if not self._shut(end):
-            self._closed.wait(remaining())
+        if self._engine.inside.load:
+            raise RuntimeError(
+                "close() was called from inside the feed's load function: it would wait for "
+                "that very load to end. Return from the load first, or close the feed from "
+                "another thread (or task)")
+        with self._engine.lock:
+            first = not self._closing
+            self._closing = True
+        if not first:
+            if not self._engine.inside.depth:   # a callback's close does not wait for it
+                self._closed.wait(wait)
             return
-        interrupt, self._close_interrupt = self._close_interrupt, None
-        if interrupt is not None:
-            end = time.monotonic()   # interrupted: close without waiting any longer
+        ms = -1 if wait is None else max(int(wait * 1000), 0)
+        if self._engine.inside.depth:
+            # From inside the feed's own callback: the engine frees without waiting for the
+            # answer this thread is giving.
+            self._free(ms)
+            return
+        # The free runs on a thread of its own, and this one waits for it in Python: an
+        # interrupt (Ctrl-C) ends the wait, not the free, which finishes behind it (every
+        # page released once the calls it waits for return).
+        freeing = threading.Thread(target=self._free, args=(ms,),
+                                   name="libloader-feed-close", daemon=True)
+        freeing.start()
         try:
-            if self._pool is not None:
-                self._pool.cancel_queued()
-            self._close_loader()
-            with self._lock:
-                jobs = list(self._jobs)
-                self._cond.notify_all()
-            with self._timer_cond:
-                self._timer.closing = True
-                self._timer_cond.notify_all()
-            for job in jobs:
-                job.cancel()
-            if self._pool is not None:
-                self._pool.stop()
-                self._pool.wait_idle(end)
-            elif jobs:
-                concurrent.futures.wait(jobs, remaining())
-            if self._driver is not None and self._driver is not threading.current_thread():
-                self._driver.join(remaining())
+            while not self._freed.wait(_SETTLE_POLL_S if wait is None else wait + 1):
+                pass
         finally:
             self._closed.set()
-        if interrupt is not None:
-            raise interrupt
+
+    def _free(self, timeout_ms: int) -> None:
+        """Frees the engine (every page released; the loads still running waited for up to
+        ``timeout_ms``, -1: as long as they take), keeping the loader's counters as they
+        ended, and lets Python's threads end."""
+        engine = self._engine
+        lib = engine.lib
+        self._closing = True
+        try:
+            try:
+                before: Optional[Counts] = self._loader.stats()
+            except BaseException:
+                before = None
+            left = ctypes.c_uint32(0)
+            counts = _ffi.loader_feed_counts()
+            counts.struct_size = ctypes.sizeof(counts)
+            rc = lib.loader_feed_free_counted(engine.handle, timeout_ms, ctypes.byref(left),
+                                              ctypes.byref(counts))
+            if rc != Result.OK:
+                engine.record(error_for(rc, result_message, "loader_feed_free_counted"),
+                              "closing the feed")
+            elif before is not None:
+                # The pages' counters as the free left them: the engine's, which count the
+                # same pages as the loader's (every page the loader accepted, every one it
+                # released), exact once the free returned.
+                self._final_stats = dataclasses.replace(
+                    before, accepted=counts.accepted, released=counts.released_by_loader)
+            with engine.lock:
+                engine.freed = True
+                # Jobs still out (a thread may have taken one it has not counted yet: the
+                # engine's `running` says so) keep the engine registered until answered.
+                gone = engine.out == 0 and (rc != Result.OK or counts.running == 0)
+            if gone:
+                _ENGINES.pop(engine.host.key, None)
+            with engine.lock:
+                engine.cond.notify_all()
+            end = None if timeout_ms < 0 else time.monotonic() + timeout_ms / 1000
+            for t in list(engine.threads):
+                if t is not threading.current_thread():
+                    t.join(None if end is None else max(end - time.monotonic(), 0))
+        finally:
+            self._freed.set()
+            self._closed.set()
 
 
-def _drive(ref: "weakref.ReferenceType[Feed[Any]]", timer: _Timer,
-           cond: threading.Condition) -> None:
-    """The timer thread: calls ``tick`` when the loader's backoff deadline is due. It holds
-    the feed only while it looks, and never under the lock (dropping the last reference
-    there would finalize the feed, which takes that lock), so a feed never closed can
-    still be collected."""
-    while True:
-        feed = ref()
-        if feed is None:
-            return
-        deadline = feed._timer_look()
-        del feed
-        if deadline == -2:
-            return
-        with cond:
-            if timer.closing:
-                return
-            if deadline != -1 and not timer.wake:
-                # A signal since next_deadline() set `wake`: then look again at once.
-                timer.armed = deadline
-                now_ms = (time.monotonic() - timer.t0) * 1000
-                cond.wait(_TIMER_HORIZON_S if deadline is None
-                          else min((deadline + 1 - now_ms) / 1000, _TIMER_HORIZON_S))
-            timer.armed = _RUNNING
-            timer.wake = False
+def _feed_counts(lib: Any, handle: int) -> Any:
+    counts = _ffi.loader_feed_counts()
+    counts.struct_size = ctypes.sizeof(counts)
+    rc = lib.loader_feed_stats(handle, ctypes.byref(counts))
+    if rc != Result.OK:
+        raise error_for(rc, result_message, "loader_feed_stats")
+    return counts
+
+
+_MAX_WORKERS = 256
+"""``LOADER_FEED_MAX_WORKERS``."""

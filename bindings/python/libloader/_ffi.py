@@ -224,7 +224,8 @@ class loader_view_snapshot(Structure):
 
 
 class loader_load_result(Structure):
-    """The C feed's answer from a load (``loader_feed_*``; the Python Feed does not use it)."""
+    """The C feed's answer from a load (``loader_feed_*``; the threaded Python Feed answers its
+    jobs with it)."""
 
     _fields_ = [
         ("acquisition", c_size_t),
@@ -364,7 +365,7 @@ FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
 
 ADDED_FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
     "loader_explain": (c_enum, [loader_handle, POINTER(c_char), c_size_t, POINTER(c_size_t)]),
-    # The C feed: declared for completeness; the Python Feed runs its own threads.
+    # The C feed: the threaded Python Feed is this feed in hosted mode (below).
     "loader_feed_new": (c_enum, [POINTER(loader_feed_config), POINTER(loader_feed_handle)]),
     "loader_feed_loader": (c_enum, [loader_feed_handle, POINTER(loader_handle)]),
     "loader_feed_set_window": (c_enum, [loader_feed_handle, c_uint64, c_uint64]),

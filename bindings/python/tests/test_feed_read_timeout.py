@@ -6,12 +6,14 @@ exactly once."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 import time
+from typing import List
 
 import pytest
 
-from libloader import Direction, Feed, FeedStalledError, LoadResult, aio
+from libloader import Config, Direction, Feed, FeedStalledError, LoadResult, aio
 from test_feed import Source, config, make
 
 
@@ -95,3 +97,34 @@ def test_the_asyncio_feed_lets_a_hung_load_go_too() -> None:
 
     asyncio.run(asyncio.wait_for(main(), 30))
     assert src.released_exactly_once()
+
+
+@pytest.mark.parametrize("where", ["threads", "executor"])
+def test_a_load_let_go_of_and_still_running_at_close_has_its_page_released(where: str) -> None:
+    """A load the read timeout let go of no longer counts as one the free leaves running;
+    its page, returned after ``close(0)``, still reaches ``on_release`` (it was lost: the
+    feed stopped hearing the engine's releases once the free reported no load left)."""
+    src = Source(100)
+    gate = threading.Event()
+    first: List[int] = []
+
+    def load(cursor: bytes, limit: int, direction: Direction) -> LoadResult[str]:
+        if not first:
+            first.append(1)
+            gate.wait(10)                  # hangs past the read timeout, then returns
+        return src.load(cursor, limit, direction)
+
+    pool = concurrent.futures.ThreadPoolExecutor(2) if where == "executor" else None
+    try:
+        feed = Feed(load, config=Config(page_size=10, prefetch_distance=0,
+                                        read_timeout_ms=100),
+                    max_workers=1, executor=pool, on_release=src.on_release)
+        feed.set_window(0, 20)
+        assert feed.settled(5), feed.explain()
+        feed.close(0)
+        gate.set()
+        wait_until(src.released_exactly_once)
+    finally:
+        gate.set()
+        if pool is not None:
+            pool.shutdown()

@@ -4,7 +4,7 @@
 //! answered after close), read timeouts, at most `workers` reads held, exact counters.
 
 use super::{close, feed_built, page, Fake, Feed, Items, Src};
-use crate::feed::{NoJob, Outcome};
+use crate::feed::{NoJob, Outcome, Problem};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{JoinHandle, ThreadId};
@@ -295,4 +295,26 @@ fn an_answer_given_inside_another_feeds_answer_leaves_that_answer_its_own() {
     fake_a.call(|l| l.close());
     close(&fb, &fake_b);
     assert_eq!(items_b.released.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn a_problem_found_while_the_host_acts_is_not_cleared_when_the_action_ends() {
+    // Hosted mode: the read a window move issues may be taken and answered by a host thread
+    // before the move returns; a bug in that answer is the move's to report, not to clear.
+    let (f, fake, items) = hosted(1, None);
+    f.will_act();
+    fake.call(|l| l.set_window(0, 10)).unwrap();
+    let read = f.take(Some(Duration::from_secs(10))).unwrap();
+    let Outcome::Page(mut over) = page(&items, &read.0) else {
+        unreachable!("page() returns a page")
+    };
+    over.count = read.0.limit + 1;
+    f.give(&read, Outcome::Page(over));
+    f.acted();
+    assert_eq!(
+        f.wait_quiescent(Some(Duration::from_millis(300))),
+        Err(Problem::CountOverLimit)
+    );
+    close(&f, &fake);
+    assert_eq!(items.released.load(Ordering::Relaxed), 1);
 }
