@@ -2418,7 +2418,7 @@ enum loader_result loader_view_release(struct loader_view_snapshot *view);
  * NUL-terminated. The first line is `quiescent` exactly when `loader_snapshot.quiescent` is
  * true; otherwise the lines name each thing the loader waits for: the reads it waits to have
  * answered (id, direction, cursor, how long ago they were issued, on the `loader_tick`
- * clock; a feed's clock is brought up to now first), a repair or full read running (pages read of those it needs), a failure recorded
+ * clock; a feed's, on the feed's clock now), a repair or full read running (pages read of those it needs), a failure recorded
  * and its cause (a read that failed, or whose answer repeated its cursor), what retries it
  * (a backoff deadline, or the host: "retry budget spent after 5 failures: call loader_retry
  * or move the window"), the reads let go of, and the releases pinned views hold back. On a

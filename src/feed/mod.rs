@@ -336,17 +336,12 @@ impl<S: Source> Feed<S> {
         self.stalled.store(false, Ordering::Relaxed);
     }
 
-    /// Brings the loader's clock up to now, short of a deadline (the supervisor serves
-    /// those), so that what the loader explains ("issued ... ago", "... from now") moves
-    /// while loads run and a retry waits: the clock otherwise moves only at a deadline or a
-    /// failure.
-    pub fn clock_to_now(&self) {
-        if let Some(ledger) = self.ledger() {
-            let now = self.now_ms();
-            if ledger.next_deadline().is_none_or(|d| d > now) {
-                ledger.tick(now);
-            }
-        }
+    /// The feed's clock now (ms, the loader's time base: the supervisor ticks the loader
+    /// with it), for what the loader explains ("issued ... ago", "... from now") to move
+    /// while loads run and a retry waits: the loader's own clock moves only at a deadline
+    /// or a failure, and explaining must not tick it (a tick acts: it may issue reads).
+    pub fn clock_now(&self) -> u64 {
+        self.now_ms()
     }
 
     /// The host acted ([`Feed::will_act`] before it): the loader's deadline may have moved.

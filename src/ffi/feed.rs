@@ -588,12 +588,10 @@ pub(super) fn tally(feed: loader_feed_handle) -> Result<Arc<Tally>, loader_resul
 
 /// What the feed adds to `loader_explain` on its handle: the last load that failed and the
 /// value it returned; `None` for a handle that is no feed's.
-/// A feed's loader's clock brought up to now before it explains ([`Feed::clock_to_now`]);
-/// nothing for a plain loader, whose host ticks it.
-pub(super) fn clock_to_now(handle: loader_handle) {
-    if let Ok(e) = entry(handle) {
-        e.feed.clock_to_now();
-    }
+/// The feed's clock now, which its loader explains at ([`Feed::clock_now`]); `None` for a
+/// plain loader, whose host ticks it.
+pub(super) fn clock_now(handle: loader_handle) -> Option<u64> {
+    entry(handle).ok().map(|e| e.feed.clock_now())
 }
 
 pub(super) fn explain_lines(handle: loader_handle) -> Option<String> {

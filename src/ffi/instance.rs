@@ -115,11 +115,14 @@ impl Instance {
         Ok(f(&self.loader.lock()))
     }
 
-    /// Why the loader waits (`Loader::explain`), and what pinned views hold back, read under
-    /// the loader's lock (then the pins').
-    pub(crate) fn explain(&self) -> Result<String, loader_result> {
+    /// Why the loader waits (`Loader::explain`, at `now` when given: `Loader::explain_at`),
+    /// and what pinned views hold back, read under the loader's lock (then the pins').
+    pub(crate) fn explain(&self, now: Option<u64>) -> Result<String, loader_result> {
         self.read(|l| {
-            let mut text = l.explain();
+            let mut text = match now {
+                Some(now) => l.explain_at(now),
+                None => l.explain(),
+            };
             let (pinned, deferred) = self.pins.lock().held();
             if pinned > 0 {
                 text.push_str(&format!(

@@ -21,6 +21,15 @@ impl Loader {
     /// to do (no read outstanding, nothing owed, no failure recorded), and otherwise each
     /// thing it waits for. Times are on the loader's clock: the latest `tick` the host made.
     pub fn explain(&self) -> String {
+        self.explain_at(self.now)
+    }
+
+    /// [`Loader::explain`] with its durations ("issued ... ago", "... from now") measured
+    /// to `now` when that is later than the loader's clock: a host whose clock runs while the
+    /// loader's moves only at its events (a feed's) explains at its own time, without ticking
+    /// the loader (explaining acts on nothing).
+    pub fn explain_at(&self, now: u64) -> String {
+        let now = now.max(self.now);
         let mut lines = Lines(String::with_capacity(256));
         if self.closed {
             lines.push("closed: the loader takes no more events");
@@ -29,9 +38,9 @@ impl Loader {
         if self.is_quiescent() {
             lines.push("quiescent");
         } else {
-            self.explain_reads(&mut lines);
+            self.explain_reads(&mut lines, now);
             self.explain_work(&mut lines);
-            self.explain_failure(&mut lines);
+            self.explain_failure(&mut lines, now);
             self.explain_debt(&mut lines);
             if lines.0.is_empty() {
                 let s = self.ledger.snapshot();
@@ -77,7 +86,7 @@ impl Loader {
             && self.reads.len() == 0
     }
 
-    fn explain_reads(&self, lines: &mut Lines) {
+    fn explain_reads(&self, lines: &mut Lines, now: u64) {
         let timeout = self.config.read_timeout_ms;
         for (id, r) in self.reads.iter() {
             let s = lines.line();
@@ -85,7 +94,7 @@ impl Loader {
                 let _ = write!(
                     s,
                     "read {id} is no longer needed (superseded {} ago{}): answer it, its answer is stale, or abandon it",
-                    Ago(self.now.saturating_sub(r.superseded_at)),
+                    Ago(now.saturating_sub(r.superseded_at)),
                     if r.cancelled { ", and cancel said so" } else { "" },
                 );
                 if timeout > 0 {
@@ -95,11 +104,7 @@ impl Loader {
             } else {
                 let _ = write!(s, "waiting for read {id} (");
                 self.describe_read(r, s);
-                let _ = write!(
-                    s,
-                    ", issued {} ago)",
-                    Ago(self.now.saturating_sub(r.issued_at))
-                );
+                let _ = write!(s, ", issued {} ago)", Ago(now.saturating_sub(r.issued_at)));
             }
         }
     }
@@ -162,7 +167,7 @@ impl Loader {
         }
     }
 
-    fn explain_failure(&self, lines: &mut Lines) {
+    fn explain_failure(&self, lines: &mut Lines, now: u64) {
         let failure = self.ledger.failure();
         match failure {
             Failure::None => return,
@@ -206,7 +211,7 @@ impl Loader {
             write!(
                 s,
                 "{what}: backoff waits until {d} ms ({} from now), then automatic retry {} of {max} starts at the next tick",
-                Ago(d.saturating_sub(self.now)),
+                Ago(d.saturating_sub(now)),
                 b.retries.saturating_add(1),
             )
         } else if self.ledger.retry_enabled() && self.reads.len() == 0 {
