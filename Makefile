@@ -58,6 +58,9 @@ rust-test:
 # The API documentation, with every rustdoc warning (a broken or private link) an error.
 doc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps
+	# The test instruments too (the checker, the simulation, the guard): their docs link
+	# only to what those docs can see.
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --features testing
 
 lint: check-header
 	$(CARGO) fmt --all -- --check
@@ -147,7 +150,7 @@ check: test-lib | $(OUT)
 	$(call violates,--progress --gone-cursor --rules mutantEscalateNever --max-epoch 3 --ids 5 --spare-ids 3 --no-model-bounds --stop-at-first,ProgressGoneCursor)
 	./$(TEST_DIR)/loader-check --impl --max-epoch 3 --ids 6
 	# The production Loader, explored exhaustively over the quick grid of small sources and
-	# settings (src/check: every host event interleaving to depth 9, 10 for the bound grid,
+	# settings (src/check: every host event interleaving to depth 8, 10 for the bound grid,
 	# 12 for the far grid and 6 for the fault grid, every property after every event and
 	# progress from every state, in the fault grid with a host that repeats a cursor or loses
 	# one for good); `--deep` is the longer run.

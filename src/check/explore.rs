@@ -57,10 +57,10 @@ fn guarded<T>(f: impl FnOnce() -> Result<T, (Property, String)>) -> Result<T, (P
 /// `Debug`-text form it replaced (`loader-check --loader --canon text`, for comparison).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Dedup {
-    /// The structural form ([`canon::Form::Fields`]).
+    /// The structural form (`canon::Form::Fields`).
     #[default]
     Fields,
-    /// The structural form restricted to what the text form saw ([`canon::Form::AsText`]):
+    /// The structural form restricted to what the text form saw (`canon::Form::AsText`):
     /// it finds the same states as [`Dedup::Text`].
     AsText,
     /// The `Debug` text of the state, parsed and renumbered (`text`).

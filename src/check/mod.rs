@@ -218,7 +218,7 @@ pub(crate) struct State {
 /// the twelve setting combinations (`max_pages` 0 or 2; the three ledger settings; retries
 /// and timeouts at their extremes: 5 retries and 10 s, or none and 1 ms), rotating so that
 /// every combination meets four geometries; plus starting points given before the first
-/// call; each to depth 7 with one source change, one move and one fault. `deep` takes
+/// call; each to depth 8 with one source change, one move and one fault. `deep` takes
 /// sources of 0, 3 or 5 items and three combinations per geometry, to depth 9. Then the
 /// grids of the pages-held bound ([`bound_grid`]), of far moves ([`far_grid`]) and of the
 /// faulty hosts of issue 35 ([`fault_grid`]).

@@ -8,7 +8,7 @@
 //!
 //! The pump is a function of the loader's canonical state (`check::canon`: what every rule
 //! reads) and its config, so the guard remembers, per thread, the canonical states (under
-//! one config) it has found the pump idle in, and checks each such state once ([`Seen`]), as
+//! one config) it has found the pump idle in, and checks each such state once (`Seen`), as
 //! the loader checker judges each canonical state's properties once.
 
 #[cfg(feature = "testing")]

@@ -14,7 +14,7 @@
 //! mutants of this project's variants that show their checks can fail (mutant.rs).
 //!
 //! This layer knows nothing of the production ledger; `crate::refinement` relates the two. The
-//! values both share live in [`crate::vocab`].
+//! values both share live in `crate::vocab`.
 
 mod action;
 pub mod explore;
