@@ -142,11 +142,15 @@ struct State<R> {
     problem: Option<Problem>,
     /// The supervisor is to look at the deadline again before it waits.
     wake: bool,
-    /// Counts every answer and every change: a waiter looks again when it moved.
+    /// Moves at every change that may end a wait for quiescence (the last answer given, a
+    /// change with no read held, a failure, a host's act): a waiter looks again when it moved.
     generation: u64,
     /// Threads in `wait_quiescent`: woken by a change only while no read is unanswered (the
     /// loader cannot be quiescent before), and by a failure or a stall.
     settle_waiters: usize,
+    /// How many times a waiter for quiescence went to sleep: a chain of answers must not
+    /// wake it at each one (`tests::a_chain_of_answers_does_not_wake_a_waiter_at_each`).
+    settle_sleeps: u64,
 }
 
 /// A feed: the host's [`Source`], the loader's [`Ledger`], the threads, and their state.
@@ -228,6 +232,7 @@ impl<S: Source> Feed<S> {
                 wake: false,
                 generation: 0,
                 settle_waiters: 0,
+                settle_sleeps: 0,
             }),
             work: Condvar::new(),
             changed: Condvar::new(),
@@ -354,6 +359,12 @@ impl<S: Source> Feed<S> {
         self.changed.notify_all();
     }
 
+    /// How many times a waiter for quiescence went to sleep, since the feed was made.
+    #[cfg(all(test, not(feature = "shuttle")))]
+    pub(super) fn settle_sleeps(&self) -> u64 {
+        self.state().settle_sleeps
+    }
+
     /// The loader's `changed` callback: wakes the waiters.
     pub fn on_changed(&self) {
         let mut st = self.state();
@@ -409,6 +420,7 @@ impl<S: Source> Feed<S> {
             let mut st = self.state();
             if st.generation == seen {
                 st.settle_waiters += 1;
+                st.settle_sleeps += 1;
                 let (mut st, _) = self
                     .changed
                     .wait_timeout(st, wait)

@@ -308,12 +308,17 @@ impl<S: Source> Feed<S> {
             set_busy(&mut st, me, false);
         }
         let closing = st.closing;
-        // A waiter for quiescence may be waiting for the last answer to be given.
-        let settled = st.answering == 0 && st.settle_waiters > 0;
-        if urgent || settled {
+        // The last answer given, and no read held (none issued by this answer, say): the
+        // loader may be quiescent now, so the generation moves (a waiter between its look at
+        // the loader and its sleep sees it) and the waiters are woken. While a read is held
+        // the loader is not quiescent: waking them on every answer of a chain cost each
+        // answer a thread switch (as for the loader's `changed`: [`Feed::on_changed`]).
+        let last = st.answering == 0 && st.slots.is_empty();
+        if urgent || last {
             st.wake |= urgent;
             st.generation += 1;
         }
+        let settled = last && st.settle_waiters > 0;
         drop(st);
         // Waiters for quiescence hear the loader's `changed` and the last answer given; a
         // closer and the clock hear this.
