@@ -14,7 +14,7 @@ text from ``loader_result_str``). :func:`error_for` picks the class for a code.
 
 from __future__ import annotations
 
-from typing import Callable, Dict, Optional, Type, Union
+from typing import Any, Callable, Dict, Optional, Tuple, Type, Union
 
 from . import _attribute
 from ._enums import Result
@@ -39,6 +39,11 @@ class LoaderError(Exception):
         name = code.name if isinstance(code, Result) else str(int(code))
         where = f"{function}: " if function else ""
         super().__init__(f"{where}{message} (LOADER_RESULT_{name})")
+
+    def __reduce__(self) -> Tuple[Any, ...]:
+        # Made again from its fields, not from the formatted text (``args``): the error
+        # crosses a process boundary (pickle, multiprocessing, concurrent.futures) whole.
+        return (type(self), (self.code, self.message, self.function), self.__dict__ or None)
 
 
 class UsageError(LoaderError):

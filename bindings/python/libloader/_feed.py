@@ -219,6 +219,10 @@ class FeedStalledError(RuntimeError):
                          else problem.message)
         self.problem = problem
 
+    def __reduce__(self) -> Tuple[Any, ...]:
+        # Made again from its problem, not from the formatted text: it pickles whole.
+        return (type(self), (self.problem,), self.__dict__ or None)
+
 
 @dataclass(frozen=True)
 class FeedPage(Generic[T]):

@@ -96,3 +96,23 @@ def test_each_error_is_under_exactly_one_of_three_bases() -> None:
     assert {c for c, cls in ERRORS.items() if issubclass(cls, libloader.ExhaustedError)} == \
         {Result.EPOCH_OVERFLOW, Result.ID_OVERFLOW, Result.TOO_MANY_HANDLES, Result.TIMED_OUT,
          Result.RETRIES_SPENT, Result.THREAD_START}
+
+
+def test_every_error_pickles_whole() -> None:
+    """An error crosses a process boundary (pickle, multiprocessing, a process pool's future)
+    with its class, code, message and function; made again from the formatted text, it
+    raised TypeError."""
+    import pickle
+
+    from libloader import FeedProblem, FeedStalledError
+
+    for code in list(ERRORS) + [999]:
+        e = errors.error_for(code, libloader.result_message, "loader_x")
+        back = pickle.loads(pickle.dumps(e))
+        assert type(back) is type(e) and str(back) == str(e)
+        assert (back.code, back.message, back.function) == (e.code, e.message, e.function)
+    problem = FeedProblem("retries_spent", "the automatic retries are spent",
+                          explanation="waiting for: a retry")
+    stalled = pickle.loads(pickle.dumps(FeedStalledError(problem)))
+    assert type(stalled) is FeedStalledError and stalled.problem == problem
+    assert str(stalled) == str(FeedStalledError(problem))
