@@ -338,10 +338,13 @@ pub unsafe extern "C" fn loader_feed_job_hinted(
             Ok(o) => o,
             Err(e) => return e,
         };
-        let hinted = JOBS.get(token).map_err(loader_result::from).map(|taken| match &taken.job {
-            Holder::Hosted(feed, read) => feed.hinted(read.read_id()),
-            Holder::Handed(..) => false,
-        });
+        let hinted = JOBS
+            .get(token)
+            .map_err(loader_result::from)
+            .map(|taken| match &taken.job {
+                Holder::Hosted(feed, read) => feed.hinted(read.read_id()),
+                Holder::Handed(..) => false,
+            });
         finish(hinted, out)
     })
 }

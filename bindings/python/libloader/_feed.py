@@ -914,7 +914,7 @@ class _EngineFeed(Generic[T]):
     _compare: Optional[Callable[[bytes, bytes], int]]
     _takes_until: bool
     _load_name: str
-    _max_auto_retries: int
+    _max_auto_retries: Optional[int]
     _final_stats: Optional[Counts]
     _freed: threading.Event
     _closed: threading.Event

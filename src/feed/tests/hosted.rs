@@ -5,10 +5,10 @@
 //! host woken by the `ready` hook alone, as an event loop is ([`Feed::set_ready`]).
 
 use super::{close, feed_built, feed_configured, page, Fake, Feed, Items, Src};
-use crate::loader::Config;
-use std::sync::mpsc::{channel, Receiver};
 use crate::feed::{NoJob, Outcome, Problem};
+use crate::loader::Config;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, Receiver};
 use std::sync::{Arc, Mutex};
 use std::thread::{JoinHandle, ThreadId};
 use std::time::{Duration, Instant};
@@ -382,8 +382,7 @@ fn the_ready_hook_tells_the_host_when_a_read_let_go_at_its_timeout_frees_a_place
         ..Config::default()
     };
     let items = Arc::new(Items::default());
-    let (f, fake, items) =
-        feed_configured(items, 1, Some(Duration::from_millis(50)), true, config);
+    let (f, fake, items) = feed_configured(items, 1, Some(Duration::from_millis(50)), true, config);
     let woken = ready_hook(&f);
     fake.call(|l| l.set_window(0, 10)).unwrap();
     woken.recv_timeout(Duration::from_secs(10)).unwrap();
