@@ -17,9 +17,9 @@ What a load returns, by direction (:class:`~libloader.Direction`; cursors are po
   ones closest to the cursor); ``next_cursor`` the position just before the first one (a
   forward load from it returns these items first); ``end_of_source`` when the source's
   *start* was reached, and then ``next_cursor`` is ``b""``. A deep window's repairs, pages
-  released by ``Config.max_pages`` and :meth:`~_FeedCore.jump` make backward reads.
+  released by ``Config.max_pages`` and :meth:`~Feed.jump` make backward reads.
 * Bounded (``until`` not ``None``, always forward): the repair after
-  :meth:`~_FeedCore.invalidate_range`. Return the items after ``cursor`` and at or before
+  :meth:`~Feed.invalidate_range`. Return the items after ``cursor`` and at or before
   ``until`` (keyset: ``cursor < key <= until``), at most ``limit``; fewer than ``limit``
   means ``until`` or the source's end was reached (a load that filters rows keeps scanning
   until it has ``limit`` or reaches ``until``). ``next_cursor`` as for any forward load:
@@ -45,17 +45,17 @@ What goes wrong, and how the feed says so:
   raised ``TypeError`` (a :class:`LoadResult` refuses fields of the wrong type), is a bug in
   the load: the read is failed at once and *not* retried, the ``TypeError`` (naming the load
   function) is logged to the ``libloader.feed`` logger, and :meth:`Feed.settled` raises it.
-  :meth:`~_FeedCore.retry`, or a window move, tries again.
+  :meth:`~Feed.retry`, or a window move, tries again.
 * A load that runs past ``Config.read_timeout_ms`` (10 s by default) is let go of, as the C
   feed does: its read fails with a :class:`TimeoutError` (the backoff retries it, on another
-  worker thread in the threaded feed), :meth:`~_FeedCore.explain` names it while it still
+  worker thread in the threaded feed), :meth:`~Feed.explain` names it while it still
   runs, and its result goes to ``on_release`` when it returns. A load run on the caller's
   thread (``max_workers=0``) is let go of too, but holds that thread until it returns: its
   retry runs after it, in the caller's next call.
 * A load that answers with the cursor it was given (a stalled cursor) and the automatic
   retries the loader spent are surfaced as a :class:`FeedProblem`: :meth:`Feed.settled`
   raises :class:`FeedStalledError` carrying it, :attr:`FeedSnapshot.problem` (and so
-  :meth:`Feed.changes`) shows it, and :attr:`_FeedCore.problem` reads it. Its message is a
+  :meth:`Feed.changes`) shows it, and :attr:`Feed.problem` reads it. Its message is a
   sentence saying what happened and what to do.
 
 One engine: the threaded :class:`Feed` is the library's feed (``loader_feed_*``, the same
@@ -73,9 +73,10 @@ and Ctrl-C ends a program with one press (leaving ``with`` on an exception waits
 load). A feed that is never closed warns (``ResourceWarning``) when it is collected, and
 releases its pages and stops its threads then.
 
-:mod:`libloader.aio` has the same feed for asyncio, on :class:`_FeedCore` (its own copy of
-the policy, which owns the reads, the answers, the problems and the gate that ``close``
-shuts: it does not run on the engine yet). The low-level loader is unchanged.
+:mod:`libloader.aio` has the same feed for asyncio, on the same engine in hosted mode: the
+event loop's thread takes the reads, when the engine's ``ready`` hook says one is there, and
+answers them from the loads' tasks. Both share :class:`_EngineFeed` (the user's calls, the
+view, the problems in Python's words, the free). The low-level loader is unchanged.
 """
 
 from __future__ import annotations

@@ -1,23 +1,28 @@
-"""The asyncio :class:`Feed`: loads run as coroutines, the backoff timer is ``loop.call_at``.
+"""The asyncio :class:`Feed`: loads run as coroutines on the event loop.
 
 The same feed as :class:`libloader.Feed` (see :class:`libloader.Feed`: what a load returns,
 and how the feed reports a load's bugs, a stalled cursor and spent retries), for one event
-loop. A load starts at once, inside the call that needs it (as an eager task does): a load
-that completes without waiting (a local database query) is answered there, with no task and
-no turn of the loop; one that waits continues as a task.
+loop, and the same engine: the library's feed (``loader_feed_*``) in hosted mode, whose
+policy (which read loads, backoff retries, read timeouts, cancel hints, problems, page
+accounting, the close) is the engine's. The loop's thread takes each read the engine has
+ready, when the engine's ``ready`` hook says so (from its clock thread, through
+``loop.call_soon_threadsafe``). A load starts at once, inside the call that needs it (as an
+eager task does): a load that completes without waiting (a local database query) is answered
+there, with no task and no turn of the loop; one that waits continues as a task.
+``on_release`` runs on the loop's thread.
 
 The trap it avoids: a task cancelled before it starts never runs its body, so an answer
-given from inside the task (an ``except`` or ``finally``) is never given, and the loader
-waits for that read until the next invalidation. Here no answer depends on the task's body:
-the cancel hint answers its read itself, and every other outcome is answered from the task's
-done-callback, which asyncio runs however the task ended.
+given from inside the task (an ``except`` or ``finally``) is never given, and the read
+waits for ever. Here no answer depends on the task's body: a cancel hint lets the read go
+in the engine at once, and every task's outcome is answered from its done-callback, which
+asyncio runs however the task ended.
 
 The other trap: a load waiting in ``asyncio.to_thread`` cannot be stopped (a thread is not
 cancelled), and cancelling the task that waits for it drops the page the thread goes on to
 make (asyncio discards a result that arrives for a cancelled future): it never reached
 ``on_release``. So the feed does not cancel a task while its load waits in
-``asyncio.to_thread``: it answers the read at once as ever, lets the thread finish and
-releases the page the load returns; a load that waits for anything else once its thread is
+``asyncio.to_thread``: the read is let go of at once as ever, the thread finishes and the
+page the load returns is released; a load that waits for anything else once its thread is
 done is cancelled there. (A thread the load waits for by another way, such as
 ``loop.run_in_executor``, cannot be told apart from other waits: use ``asyncio.to_thread``.)
 """
