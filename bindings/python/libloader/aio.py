@@ -210,14 +210,18 @@ class _LoopEngine(_Engine):
     def enter(self) -> None:
         """Before a call of the engine's on the loop's thread that may run the loader's
         callbacks (``compare`` runs inside an answer): they find this feed's host here."""
+        self.calls += 1
+        if self.host.compare is None:
+            return   # no callback of the loader's own to run here
         st = _tls.state
         st.pinned[self.host.key] = self.host
         st.depth += 1
-        self.calls += 1
 
     def leave(self) -> None:
         """After it: what a callback raised goes to :attr:`Feed.errors` (and the log)."""
         self.calls -= 1
+        if self.host.compare is None:
+            return
         st = _tls.state
         st.depth -= 1
         if st.depth == 0:
@@ -316,8 +320,6 @@ class _LoopEngine(_Engine):
         the cursor's buffer), or None when it goes on as a task."""
         out = self.result
         self.running[token] = (time.monotonic(), read, False)
-        inside = self.inside
-        inside.load += 1
         try:
             if self.takes_until:
                 made = self.load(read.cursor, read.limit, read.direction, until=read.until)
@@ -346,8 +348,6 @@ class _LoopEngine(_Engine):
                 self.ready()
                 raise
             return self.failed(read, out, e, let_go), None
-        finally:
-            inside.load -= 1
         return self.fill(read, out, made, self._ended(token))
 
     def _ended(self, me: int) -> bool:
