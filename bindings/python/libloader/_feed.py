@@ -105,8 +105,8 @@ from . import _attribute, _ffi, _record_env
 from ._errors import CursorTooLongError, StaleHandleError, error_for
 from ._ffi import MAX_CURSOR_LEN
 from ._enums import Answer, Direction, Failure, Result
-from ._loader import (_COMPARE_BY_ADDRESS, _LOCATE_BY_ADDRESS, Loader, _cursor, _Host, _keys,
-                      _keys_lock, result_message)
+from ._loader import (_LOCATE_BY_ADDRESS, Loader, _capture, _cursor, _Host, _keys, _keys_lock,
+                      _tls, result_message)
 from ._types import Config, Counts, Read, Snapshot, _read_from_c, _unsigned
 
 T = TypeVar("T")
@@ -467,7 +467,39 @@ def _changed_thunk(userdata: Optional[int]) -> None:
         engine.changed()
 
 
+def _compare_thunk(userdata: Optional[int], a: int, a_len: int, b: int, b_len: int) -> int:
+    """The feed's ``compare``, found by its engine (not by the thread's call, as a
+    :class:`Loader`'s is): the engine calls it on the thread of the user's
+    ``invalidate_range`` and on a thread answering a read (a settle deciding a ranged change
+    the read may contain). What it raises is re-raised by the user's call it ran in, or kept
+    in the feed's ``errors`` when it ran inside an answer; the library takes the cursors as
+    equal meanwhile."""
+    left = right = b""
+    engine = _engine_of(userdata)
+    try:
+        if engine is None or engine.host.compare is None:
+            raise RuntimeError(f"libloader: compare for feed key {userdata}, which is gone")
+        left = _ffi.bytes_at(a, a_len) if a and a_len else b""
+        right = _ffi.bytes_at(b, b_len) if b and b_len else b""
+        r = engine.host.compare(left, right)
+        if isinstance(r, bool) or not isinstance(r, int):
+            raise TypeError(f"compare must return an int, not {type(r).__name__}")
+        return -1 if r < 0 else (1 if r > 0 else 0)
+    except BaseException as e:
+        where = f"compare({left!r}, {right!r})"
+        if _tls.state.depth or engine is None:
+            _capture(e, where)   # re-raised by the user's call on this thread
+        else:
+            engine.record(e, where)
+        return 0
+
+
 _RELEASE_FN = _ffi.loader_release_fn(_release_thunk)
+_COMPARE_BY_ADDRESS = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+                                       ctypes.c_size_t, ctypes.c_void_p,
+                                       ctypes.c_size_t)(_compare_thunk)
+"""The feed's compare thunk, taking the cursors by address; kept alive: _COMPARE_FN points at
+it."""
 _COMPARE_FN: Any = ctypes.cast(_COMPARE_BY_ADDRESS, _ffi.loader_compare_fn)
 _LOCATE_FN: Any = ctypes.cast(_LOCATE_BY_ADDRESS, _ffi.loader_locate_fn)
 _CHANGED_FN = _ffi.loader_changed_fn(_changed_thunk)

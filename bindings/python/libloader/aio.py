@@ -47,7 +47,7 @@ from ._feed import (_CHANGED_FN, _COMPARE_FN, _ENGINES, _FAIL_CODE, _INTERRUPTED
                     _LOCATE_FN, _MAX_WORKERS, _RELEASE_FN, _SETTLE_POLL_S, FeedPage,
                     FeedProblem, FeedSnapshot, FeedStalledError, LoadResult, T, _accepts_until,
                     _check_load, _Engine, _EngineFeed, _FeedLoader, _is_failure, _seconds)
-from ._loader import _keys, _keys_lock, _tls, result_message
+from ._loader import _keys, _keys_lock, result_message
 from ._types import Config, Read, _read_from_c
 
 __all__ = ["Feed", "Direction", "FeedPage", "FeedProblem", "FeedSnapshot", "FeedStalledError",
@@ -208,27 +208,12 @@ class _LoopEngine(_Engine):
         return threading.get_ident() == self.thread
 
     def enter(self) -> None:
-        """Before a call of the engine's on the loop's thread that may run the loader's
-        callbacks (``compare`` runs inside an answer): they find this feed's host here."""
+        """Before a call of the engine's on the loop's thread: a ``ready`` inside it is
+        served as the call ends."""
         self.calls += 1
-        if self.host.compare is None:
-            return   # no callback of the loader's own to run here
-        st = _tls.state
-        st.pinned[self.host.key] = self.host
-        st.depth += 1
 
     def leave(self) -> None:
-        """After it: what a callback raised goes to :attr:`Feed.errors` (and the log)."""
         self.calls -= 1
-        if self.host.compare is None:
-            return
-        st = _tls.state
-        st.depth -= 1
-        if st.depth == 0:
-            errors, st.errors = st.errors, []
-            st.pinned.clear()
-            for e, where in errors:
-                self.record(e, where)
 
     def soon(self, fn: Callable[..., Any], *args: Any) -> None:
         """``fn(*args)`` on the loop's thread; here, when the loop is closed (a release is made
