@@ -82,7 +82,6 @@ view, the problems in Python's words, the free). The low-level loader is unchang
 from __future__ import annotations
 
 import asyncio
-import collections.abc
 import concurrent.futures
 import ctypes
 import dataclasses
@@ -98,13 +97,13 @@ import warnings
 import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import (Any, Callable, Dict, Generic, Iterator, List, Optional, Sequence, Set,
-                    Tuple, TypeVar, Union)
+from typing import (Any, Callable, Dict, Generic, Iterator, List, Optional, Sequence, Tuple,
+                    TypeVar, Union)
 
 from . import _attribute, _ffi, _record_env
-from ._errors import CursorTooLongError, StaleHandleError, error_for
+from ._errors import StaleHandleError, error_for
 from ._ffi import MAX_CURSOR_LEN
-from ._enums import Answer, Direction, Failure, Result
+from ._enums import Direction, Failure, Result
 from ._loader import (_LOCATE_BY_ADDRESS, Loader, _capture, _cursor, _Host, _keys, _keys_lock,
                       _tls, result_message)
 from ._types import Config, Counts, Read, Snapshot, _read_from_c, _unsigned
@@ -119,9 +118,6 @@ that may settle the feed wakes it; this covers one that changed nothing the feed
 
 _FAIL_CODE = 1
 """The code ``fail`` gets for a failed load; the loader does not interpret it."""
-
-_BAD_RESULT_CODE = 2
-"""The code ``fail`` gets for a load whose result (or TypeError) shows a bug in the load."""
 
 _INTERRUPTED_CODE = 3
 """The code ``fail`` gets for a read whose load was interrupted (:func:`_is_failure`), or not
@@ -285,18 +281,6 @@ class _Acquisition:
         self.result = result
 
 
-class _Slot:
-    """A read the loader issued and nobody has answered yet, the job loading it, and when its
-    load started (``time.monotonic()``; None before)."""
-
-    __slots__ = ("read", "job", "started")
-
-    def __init__(self, read: Read) -> None:
-        self.read = read
-        self.job: Any = None
-        self.started: Optional[float] = None
-
-
 class _Inside(threading.local):
     """Per thread: how deep in the feed's own calls (a user's call counts :data:`_USER`),
     and whether inside a load."""
@@ -389,31 +373,6 @@ def _describe(read: Read) -> str:
     bound = "" if read.until is None else f", until={read.until!r}"
     return (f"read {read.read_id} ({read.direction.name.lower()} from cursor "
             f"{read.cursor!r}, limit {read.limit}{bound})")
-
-
-def _weak(method: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """``method`` (bound, one argument), called through a weak reference to its object: the
-    loader's callbacks must not keep the feed alive, so an unclosed feed can be collected."""
-    ref = weakref.ref(method.__self__)  # type: ignore[attr-defined]
-    func = method.__func__  # type: ignore[attr-defined]
-
-    def call(arg: Any) -> Any:
-        owner = ref()
-        return None if owner is None else func(owner, arg)
-
-    return call
-
-
-def _weak0(method: Callable[[], Any]) -> Callable[[], Any]:
-    """:func:`_weak` for a method without arguments."""
-    ref = weakref.ref(method.__self__)  # type: ignore[attr-defined]
-    func = method.__func__  # type: ignore[attr-defined]
-
-    def call() -> Any:
-        owner = ref()
-        return None if owner is None else func(owner)
-
-    return call
 
 
 def _accepts_until(load: Callable[..., Any]) -> bool:
@@ -1167,8 +1126,8 @@ class _EngineFeed(Generic[T]):
         ``feed:`` lines (Python says what its loads do)."""
         with self._calling() as loader:
             said = loader.explain()
-        lines = [line for line in said.replace("Loader.retry()", f"{self._name}.retry()").splitlines()
-                 if not line.startswith("feed:")]
+        said = said.replace("Loader.retry()", f"{self._name}.retry()")
+        lines = [line for line in said.splitlines() if not line.startswith("feed:")]
         return "\n".join(lines)
 
     @property
