@@ -62,7 +62,7 @@ impl<S: Source> Feed<S> {
         }
         st.generation += 1;
         // Hosted mode: a read let go of no longer counts as held, so a queued one may be taken.
-        let place = freed && !st.queue.is_empty();
+        let place = freed && self.hosted && !st.queue.is_empty();
         drop(st);
         if place {
             self.work.notify_one();
