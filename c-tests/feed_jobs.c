@@ -8,7 +8,8 @@
  * cancel hints; every page is released exactly once (a page released twice is a double free
  * under ASan/valgrind, one never released a leak), late ones included: a job held past the
  * read timeout, a job answered after free; free withdraws the jobs nobody took and does not
- * wait for a job its own thread holds; `ready` is called for each job queued (job mode). */
+ * wait for a job its own thread holds; `ready` is called for each job queued (job mode); an
+ * event loop's host woken by `ready` alone, and a cancel hint it is told of (hosted mode). */
 #define main feed_tests_main
 #pragma GCC diagnostic ignored "-Wunused-function"
 #include "feed.c"
@@ -261,6 +262,68 @@ static void hosted_free_from_inside_release(int timeout_ms) {
 #endif
 
 #ifdef LOADER_TEST_HOSTED
+/* An event loop's host (loader_feed_new_hosted_ready): this thread takes jobs only after
+ * `ready` said one is there, with no wait, and answers each with loader_feed_complete_job (the
+ * read an answer issues is queued, and `ready` says so). The first load fails: its retry is
+ * the feed's clock's read, told by `ready` from the clock thread. Then a job held across a far
+ * jump is let go of by a cancel hint, which loader_feed_job_hinted says. */
+static void hosted_event_loop_woken_by_ready(void) {
+    source s = {.items = 100000};
+    loader_config lc = loader_cfg();
+    loader_feed_config fc = {.struct_size = sizeof fc, .workers = 4, .userdata = &s,
+                             .release = release, .loader = &lc};
+    loader_feed_handle f = 0;
+    atomic_store(&readies, 0);
+    CHECK_CODE(loader_feed_new_hosted_ready(&fc, ready, NULL), LOADER_RESULT_NULL_POINTER);
+    CHECK_CODE(loader_feed_new_hosted_ready(&fc, ready, &f), LOADER_RESULT_OK);
+    CHECK_CODE(loader_feed_set_window(f, 0, 40), LOADER_RESULT_OK);
+    int seen = 0, answered = 0;
+    bool failed_one = false;
+    loader_feed_job job;
+    loader_load_result out;
+    for (int i = 0; i < 10000 && loader_feed_wait_quiescent(f, 0) != LOADER_RESULT_OK; i++) {
+        int now = atomic_load(&readies);
+        if (now == seen) {
+            sleep_ms(1);
+            continue;
+        }
+        seen = now;
+        while (loader_feed_next_job(f, 0, &job) == LOADER_RESULT_OK) {
+            bool held = false;
+            CHECK_CODE(loader_feed_job_hinted(job.token, &held), LOADER_RESULT_OK);
+            CHECK(!held);
+            memset(&out, 0, sizeof out);
+            int32_t status = failed_one ? load(&s, &job.read, &out) : 1;
+            failed_one = true;
+            CHECK_CODE(loader_feed_complete_job(job.token, status, status ? NULL : &out),
+                       LOADER_RESULT_OK);
+            answered++;
+        }
+    }
+    CHECK_CODE(loader_feed_wait_quiescent(f, 0), LOADER_RESULT_OK);
+    CHECK(answered > 4 && failed_one);
+    check_view(f, 0, 40);
+    /* A job held across a far jump: the hint lets it go, and the host is told. */
+    CHECK_CODE(loader_feed_set_window(f, 0, 60), LOADER_RESULT_OK);
+    CHECK_CODE(loader_feed_next_job(f, 10000, &job), LOADER_RESULT_OK);
+    bool hinted = true;
+    CHECK_CODE(loader_feed_job_hinted(job.token, NULL), LOADER_RESULT_NULL_POINTER);
+    CHECK_CODE(loader_feed_job_hinted(0, &hinted), LOADER_RESULT_INVALID_HANDLE);
+    CHECK_CODE(loader_feed_job_hinted(job.token, &hinted), LOADER_RESULT_OK);
+    CHECK(!hinted);
+    uint8_t c[8];
+    put_pos(c, 50000);
+    CHECK_CODE(loader_feed_jump(f, c, 8, 50000), LOADER_RESULT_OK);
+    CHECK_CODE(loader_feed_job_hinted(job.token, &hinted), LOADER_RESULT_OK);
+    CHECK(hinted);
+    memset(&out, 0, sizeof out);
+    CHECK_CODE(loader_feed_complete_job(job.token, load(&s, &job.read, &out), &out), LOADER_RESULT_OK);
+    CHECK_CODE(loader_feed_job_hinted(job.token, &hinted), LOADER_RESULT_STALE_HANDLE);
+    finish(f, &s);
+}
+#endif
+
+#ifdef LOADER_TEST_HOSTED
 #define NAME "feed_hosted"
 #else
 #define NAME "feed_jobs"
@@ -275,6 +338,7 @@ int main(void) {
 #ifdef LOADER_TEST_HOSTED
     hosted_free_from_inside_release(-1);
     hosted_free_from_inside_release(5000);
+    hosted_event_loop_woken_by_ready();
 #endif
     if (failed) {
         fprintf(stderr, NAME ": FAILED\n");

@@ -85,6 +85,8 @@
  *   loader_feed_next_job        take the next one (waiting up to a timeout)
  *   loader_feed_complete_job    answer it with the load's page or failure
  *   loader_feed_new_hosted    a feed whose workers are the host's own threads (hosted mode)
+ *   loader_feed_new_hosted_ready  the same, with a hook that wakes an event loop to take
+ *   loader_feed_job_hinted    whether a cancel hint let a taken job go (its load may stop)
  *   loader_feed_complete_next_job  answer a job and take the next: in hosted mode the read
  *                               the answer issued, at once
  * The test ABI (THE TEST ABI)
@@ -1721,7 +1723,8 @@ typedef struct loader_feed_counts {
 } loader_feed_counts;
 
 /**
- * Called after a job is queued, on the feed thread that queued it, with the config's
+ * Called after a job is queued, on the feed thread that queued it (in hosted mode, when a
+ * job may be there to take: `loader_feed_new_hosted_ready`), with the config's
  * `userdata`: a host that waits on an event loop rather than in `loader_feed_next_job`
  * wakes it from here (then calls `loader_feed_next_job` with a timeout of 0). It must be
  * short, call no loader_feed_* function, and return normally.
@@ -2689,7 +2692,8 @@ enum loader_result loader_feed_complete_job(loader_feed_job_token token,
  * load is: its read fails (when still needed), it no longer counts as held, and the read
  * issued in its place goes to another host thread; when it is answered at last, its page
  * goes to `release`. A job whose read a cancel hint let go of no longer counts as held
- * either. There is no `ready` callback: the host's threads wait in `loader_feed_next_job`.
+ * either. There is no `ready` callback: the host's threads wait in `loader_feed_next_job`
+ * (`loader_feed_new_hosted_ready` has one, for a host that waits on an event loop).
  * A host thread that ends while holding a job (`pthread_exit`) leaves that job to the read
  * timeout.
  *
@@ -2700,6 +2704,42 @@ enum loader_result loader_feed_complete_job(loader_feed_job_token token,
  */
 enum loader_result loader_feed_new_hosted(const struct loader_feed_config *config,
                                           loader_feed_handle *out);
+
+/**
+ * Creates a feed in hosted mode, as `loader_feed_new_hosted`, for a host whose loads start
+ * on an event loop rather than on threads waiting in `loader_feed_next_job`: `ready` (may
+ * be NULL) is called when a read may be there to take, after a read is queued for the
+ * host's threads and after a place to take one frees up (a held job let go of by a cancel
+ * hint or its read timeout). It runs on the thread that did it: the host's own, inside the
+ * call that issued the read (`loader_feed_set_window`, `loader_feed_complete_job`, ...), or
+ * the feed's clock thread (a backoff retry, a read timeout). Wake the loop there; the loop
+ * then takes every job ready with `loader_feed_next_job` and a timeout of 0. A call may find
+ * nothing left to take (another thread took it). `ready` follows `loader_feed_ready_fn`'s
+ * contract. Errors: those of `loader_feed_new_hosted`.
+ *
+ * # Safety
+ * As `loader_feed_new`; `ready` follows its contract.
+ */
+enum loader_result loader_feed_new_hosted_ready(const struct loader_feed_config *config,
+                                                loader_feed_ready_fn ready,
+                                                loader_feed_handle *out);
+
+/**
+ * Whether a job taken from a feed in hosted mode was let go of by a cancel hint: the loader
+ * no longer needs its answer (the source changed under it, or the window moved away), so a
+ * host that can stop its load (cancel a task) may do so. The job must still be answered,
+ * exactly once (a page it makes goes to `release`). Writes false for a job still needed,
+ * one let go of at the read timeout (its load may still return the only page), a job of a
+ * freed feed, and a job in job mode (its feed's workers keep the hints).
+ *
+ * Returns `LOADER_RESULT_OK` with `*out_hinted` written; `LOADER_RESULT_STALE_HANDLE`
+ * (answered already), `LOADER_RESULT_INVALID_HANDLE` (never a job's token),
+ * `LOADER_RESULT_NULL_POINTER` (`out_hinted` NULL).
+ *
+ * # Safety
+ * `out_hinted` is NULL or valid for a write.
+ */
+enum loader_result loader_feed_job_hinted(loader_feed_job_token token, bool *out_hinted);
 
 /**
  * Answers a job, as `loader_feed_complete_job`, then takes the next job as

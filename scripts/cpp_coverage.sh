@@ -11,8 +11,8 @@
 # whose loads must run on threads of their own (Python, an event loop); `loader::Feed<T>` runs
 # its C++ loads on the feed's own threads, through `loader_feed_new`.
 set -eu
-exempt="loader_feed_new_jobs loader_feed_new_hosted loader_feed_next_job"
-exempt="$exempt loader_feed_complete_job loader_feed_complete_next_job"
+exempt="loader_feed_new_jobs loader_feed_new_hosted loader_feed_new_hosted_ready loader_feed_next_job"
+exempt="$exempt loader_feed_complete_job loader_feed_complete_next_job loader_feed_job_hinted"
 header=${1:-include/loader.h}
 wrapper=${2:-bindings/cpp/loader.hpp}
 

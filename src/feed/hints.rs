@@ -36,6 +36,7 @@ impl<S: Source> Feed<S> {
         st.queue.push_back(id);
         drop(st);
         self.work.notify_one();
+        self.wake_host();
     }
 
     /// The loader no longer needs read `read_id`: it is let go now, free of cost. A load
@@ -53,13 +54,20 @@ impl<S: Source> Feed<S> {
             st.early_cancels.insert(read_id);
             return;
         };
+        let freed = slot.started.is_some();
         if let Some(started) = slot.started {
             // Running: its worker is still the load's until it returns (or its timeout).
             st.hinted.insert(read_id, started);
             st.wake = true;
         }
         st.generation += 1;
+        // Hosted mode: a read let go of no longer counts as held, so a queued one may be taken.
+        let place = freed && self.hosted && !st.queue.is_empty();
         drop(st);
+        if place {
+            self.work.notify_one();
+            self.wake_host();
+        }
         if let Some(l) = self.ledger() {
             l.abandon(read_id);
         }

@@ -7,7 +7,8 @@
 //! Every rule is the worker's: a read taken is a load running (`running`, the counters, the
 //! read timeout: one held past it is let go of, and the read issued in its place goes to
 //! another host thread), a let-go read's late page goes back to the host, and a close waits
-//! for, or lets go of, the reads the host's threads hold. This file owns only taking and giving.
+//! for, or lets go of, the reads the host's threads hold. This file owns only taking and giving,
+//! and the `ready` hook that tells an event loop a read is there to take.
 
 use super::sync::{mutant, Instant, Mutant};
 use super::{poll_wait, wait_on, work, Feed, NoJob, Outcome, Source, Spawn, StartError, State};
@@ -47,6 +48,34 @@ impl<S: Source> Feed<S> {
         load_timeout: Option<Duration>,
     ) -> Result<Arc<Self>, StartError> {
         Self::make(source, spawner, workers, load_timeout, true)
+    }
+
+    /// Hosted mode: `ready` is called after a read is queued for the host's threads, and after
+    /// a place to take one frees up (a held read let go of, by a cancel hint or its read
+    /// timeout), on the thread that did it, with no lock of the feed's held: a host that
+    /// waits on an event loop, rather than in [`Feed::take`], is told to take (without
+    /// waiting: [`Feed::take`] with a zero timeout). It may be called when nothing is left to
+    /// take (another thread took it first). Set it before [`Feed::start`]; false, and
+    /// nothing changes, if it was set already or the feed is not in hosted mode.
+    pub fn set_ready(&self, ready: Box<dyn Fn() + Send + Sync>) -> bool {
+        self.hosted && self.ready.set(ready).is_ok()
+    }
+
+    /// Tells the host a read may be ready to take (hosted mode, with a `ready` hook).
+    pub(super) fn wake_host(&self) {
+        if let Some(ready) = self.ready.get() {
+            ready();
+        }
+    }
+
+    /// Hosted mode: whether read `read_id`, taken by a host thread and not yet answered, was
+    /// let go of by a cancel hint (the loader no longer needs its answer: a host that can stop
+    /// its load may; a page it still makes goes back to the source when answered). False for
+    /// a read still needed, one let go of at its read timeout (its load may be the only one
+    /// left to return), and after the close.
+    pub fn hinted(&self, read_id: u64) -> bool {
+        let st = self.state();
+        !st.closing && st.hinted.contains_key(&read_id)
     }
 
     /// Whether the feed is in hosted mode.
@@ -99,6 +128,7 @@ impl<S: Source> Feed<S> {
         drop(st);
         if wake {
             self.work.notify_one();
+            self.wake_host();
         }
     }
 

@@ -178,6 +178,10 @@ pub struct Feed<S: Source> {
     /// Hosted mode ([`Feed::new_hosted`]): the feed starts no worker; the host's threads take
     /// its reads ([`Feed::take`]) and answer them ([`Feed::give`]).
     hosted: bool,
+    /// Hosted mode: called after a read is queued for the host's threads, or a place to take
+    /// one frees up ([`Feed::set_ready`]), so a host that waits on an event loop rather than
+    /// in [`Feed::take`] knows to take.
+    ready: OnceLock<Box<dyn Fn() + Send + Sync>>,
 }
 
 /// How long a waiter sleeps before it looks at the loader again, woken or not.
@@ -241,6 +245,7 @@ impl<S: Source> Feed<S> {
             stalled: AtomicBool::new(false),
             tally: Arc::default(),
             hosted,
+            ready: OnceLock::new(),
         }))
     }
 

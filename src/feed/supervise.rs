@@ -108,6 +108,11 @@ impl<S: Source> Feed<S> {
             if !gone.is_empty() || !overdue.is_empty() {
                 self.on_changed();
             }
+            if self.hosted && !overdue.is_empty() {
+                // Places freed: a read queued behind the held ones may be taken now.
+                self.work.notify_all();
+                self.wake_host();
+            }
             // A bug in the load is not retried until the host acts.
             let deadline = if bad || mutant(Mutant::NoTick) {
                 None

@@ -210,6 +210,17 @@ fn feed_built(
         prefetch_distance: 0,
         ..Config::default()
     };
+    feed_configured(items, workers, load_timeout, hosted, config)
+}
+
+/// [`feed_built`] over a loader of `config`.
+fn feed_configured(
+    items: Arc<Items>,
+    workers: u32,
+    load_timeout: Option<Duration>,
+    hosted: bool,
+    config: Config,
+) -> (Arc<Feed<Src>>, Arc<Fake>, Arc<Items>) {
     let fake = Arc::new(Fake {
         loader: Mutex::new(Loader::new(config).unwrap()),
         feed: Mutex::new(Weak::new()),

@@ -275,7 +275,8 @@ pub(super) unsafe fn outcome_of(rc: i32, out: &loader_load_result) -> Outcome {
     })
 }
 
-/// The host's `ready` as the feed's jobs call it, after each job is queued.
+/// The host's `ready` as the feed calls it: after each job is queued (job mode), or when a
+/// read may be there to take (hosted mode).
 fn ready_call(
     host: HostFns,
     ready: super::feed_jobs::loader_feed_ready_fn,
@@ -636,8 +637,9 @@ pub(super) enum Mode {
     /// Job mode: the feed's workers hand each load to a host thread, calling this `ready`
     /// after each job is queued (`loader_feed_new_jobs`).
     Jobs(super::feed_jobs::loader_feed_ready_fn),
-    /// Hosted mode: the host's threads are the workers (`loader_feed_new_hosted`).
-    Hosted,
+    /// Hosted mode: the host's threads are the workers (`loader_feed_new_hosted`), told by
+    /// this `ready` that a read is there to take (`loader_feed_new_hosted_ready`; NULL: none).
+    Hosted(super::feed_jobs::loader_feed_ready_fn),
 }
 
 fn problem_code(p: Problem) -> loader_result {
@@ -708,7 +710,7 @@ pub(super) unsafe fn create(
     let host = HostFns(cfg);
     let jobs = match mode {
         Mode::Jobs(ready) => Some(Arc::new(Hub::new(ready_call(host, ready)))),
-        Mode::Own | Mode::Hosted => None,
+        Mode::Own | Mode::Hosted(_) => None,
     };
     // SAFETY: the host's config, valid by contract when not NULL.
     let timeout_ms = match unsafe { read_in(cfg.loader) } {
@@ -717,7 +719,7 @@ pub(super) unsafe fn create(
         Err(e) => return e,
     };
     let load_timeout = (timeout_ms > 0).then(|| Duration::from_millis(timeout_ms));
-    let make = if matches!(mode, Mode::Hosted) {
+    let make = if matches!(mode, Mode::Hosted(_)) {
         Feed::new_hosted
     } else {
         Feed::new
@@ -735,6 +737,12 @@ pub(super) unsafe fn create(
         Ok(f) => f,
         Err(_) => return loader_result::InvalidWorkers,
     };
+    // Before the loader exists: a read its config issues at once is told too.
+    if let Mode::Hosted(ready) = mode {
+        if let Some(ready) = ready_call(host, ready) {
+            feed.set_ready(ready);
+        }
+    }
     let route = Arc::new(Route {
         host,
         feed: OnceLock::new(),

@@ -16,7 +16,7 @@ use super::panic::boundary;
 use super::pointer::{finish, Out};
 use super::result::loader_result;
 use super::types::{loader_direction, loader_kind, loader_read};
-use crate::feed::{Feed, Hub, NoJob, Outcome, Pending};
+use crate::feed::{Feed, Hub, Job, NoJob, Outcome, Pending};
 use std::cell::RefCell;
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -36,7 +36,8 @@ pub struct loader_feed_job {
     pub read: loader_read,
 }
 
-/// Called after a job is queued, on the feed thread that queued it, with the config's
+/// Called after a job is queued, on the feed thread that queued it (in hosted mode, when a
+/// job may be there to take: `loader_feed_new_hosted_ready`), with the config's
 /// `userdata`: a host that waits on an event loop rather than in `loader_feed_next_job`
 /// wakes it from here (then calls `loader_feed_next_job` with a timeout of 0). It must be
 /// short, call no loader_feed_* function, and return normally.
@@ -268,7 +269,8 @@ pub unsafe extern "C" fn loader_feed_complete_job(
 /// load is: its read fails (when still needed), it no longer counts as held, and the read
 /// issued in its place goes to another host thread; when it is answered at last, its page
 /// goes to `release`. A job whose read a cancel hint let go of no longer counts as held
-/// either. There is no `ready` callback: the host's threads wait in `loader_feed_next_job`.
+/// either. There is no `ready` callback: the host's threads wait in `loader_feed_next_job`
+/// (`loader_feed_new_hosted_ready` has one, for a host that waits on an event loop).
 /// A host thread that ends while holding a job (`pthread_exit`) leaves that job to the read
 /// timeout.
 ///
@@ -283,7 +285,67 @@ pub unsafe extern "C" fn loader_feed_new_hosted(
 ) -> loader_result {
     // SAFETY: forwarded contract.
     boundary(loader_result::Panic, || unsafe {
-        create(config, out, Mode::Hosted)
+        create(config, out, Mode::Hosted(None))
+    })
+}
+
+/// Creates a feed in hosted mode, as `loader_feed_new_hosted`, for a host whose loads start
+/// on an event loop rather than on threads waiting in `loader_feed_next_job`: `ready` (may
+/// be NULL) is called when a read may be there to take, after a read is queued for the
+/// host's threads and after a place to take one frees up (a held job let go of by a cancel
+/// hint or its read timeout). It runs on the thread that did it: the host's own, inside the
+/// call that issued the read (`loader_feed_set_window`, `loader_feed_complete_job`, ...), or
+/// the feed's clock thread (a backoff retry, a read timeout). Wake the loop there; the loop
+/// then takes every job ready with `loader_feed_next_job` and a timeout of 0. A call may find
+/// nothing left to take (another thread took it). `ready` follows `loader_feed_ready_fn`'s
+/// contract. Errors: those of `loader_feed_new_hosted`.
+///
+/// # Safety
+/// As `loader_feed_new`; `ready` follows its contract.
+#[no_mangle]
+pub unsafe extern "C" fn loader_feed_new_hosted_ready(
+    config: *const loader_feed_config,
+    ready: loader_feed_ready_fn,
+    out: *mut loader_feed_handle,
+) -> loader_result {
+    // SAFETY: forwarded contract.
+    boundary(loader_result::Panic, || unsafe {
+        create(config, out, Mode::Hosted(ready))
+    })
+}
+
+/// Whether a job taken from a feed in hosted mode was let go of by a cancel hint: the loader
+/// no longer needs its answer (the source changed under it, or the window moved away), so a
+/// host that can stop its load (cancel a task) may do so. The job must still be answered,
+/// exactly once (a page it makes goes to `release`). Writes false for a job still needed,
+/// one let go of at the read timeout (its load may still return the only page), a job of a
+/// freed feed, and a job in job mode (its feed's workers keep the hints).
+///
+/// Returns `LOADER_RESULT_OK` with `*out_hinted` written; `LOADER_RESULT_STALE_HANDLE`
+/// (answered already), `LOADER_RESULT_INVALID_HANDLE` (never a job's token),
+/// `LOADER_RESULT_NULL_POINTER` (`out_hinted` NULL).
+///
+/// # Safety
+/// `out_hinted` is NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn loader_feed_job_hinted(
+    token: loader_feed_job_token,
+    out_hinted: *mut bool,
+) -> loader_result {
+    boundary(loader_result::Panic, || {
+        // SAFETY: by this function's contract.
+        let out = match unsafe { Out::required(out_hinted) } {
+            Ok(o) => o,
+            Err(e) => return e,
+        };
+        let hinted = JOBS
+            .get(token)
+            .map_err(loader_result::from)
+            .map(|taken| match &taken.job {
+                Holder::Hosted(feed, read) => feed.hinted(read.read_id()),
+                Holder::Handed(..) => false,
+            });
+        finish(hinted, out)
     })
 }
 

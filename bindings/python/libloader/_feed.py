@@ -17,9 +17,9 @@ What a load returns, by direction (:class:`~libloader.Direction`; cursors are po
   ones closest to the cursor); ``next_cursor`` the position just before the first one (a
   forward load from it returns these items first); ``end_of_source`` when the source's
   *start* was reached, and then ``next_cursor`` is ``b""``. A deep window's repairs, pages
-  released by ``Config.max_pages`` and :meth:`~_FeedCore.jump` make backward reads.
+  released by ``Config.max_pages`` and :meth:`~Feed.jump` make backward reads.
 * Bounded (``until`` not ``None``, always forward): the repair after
-  :meth:`~_FeedCore.invalidate_range`. Return the items after ``cursor`` and at or before
+  :meth:`~Feed.invalidate_range`. Return the items after ``cursor`` and at or before
   ``until`` (keyset: ``cursor < key <= until``), at most ``limit``; fewer than ``limit``
   means ``until`` or the source's end was reached (a load that filters rows keeps scanning
   until it has ``limit`` or reaches ``until``). ``next_cursor`` as for any forward load:
@@ -45,17 +45,17 @@ What goes wrong, and how the feed says so:
   raised ``TypeError`` (a :class:`LoadResult` refuses fields of the wrong type), is a bug in
   the load: the read is failed at once and *not* retried, the ``TypeError`` (naming the load
   function) is logged to the ``libloader.feed`` logger, and :meth:`Feed.settled` raises it.
-  :meth:`~_FeedCore.retry`, or a window move, tries again.
+  :meth:`~Feed.retry`, or a window move, tries again.
 * A load that runs past ``Config.read_timeout_ms`` (10 s by default) is let go of, as the C
   feed does: its read fails with a :class:`TimeoutError` (the backoff retries it, on another
-  worker thread in the threaded feed), :meth:`~_FeedCore.explain` names it while it still
+  worker thread in the threaded feed), :meth:`~Feed.explain` names it while it still
   runs, and its result goes to ``on_release`` when it returns. A load run on the caller's
   thread (``max_workers=0``) is let go of too, but holds that thread until it returns: its
   retry runs after it, in the caller's next call.
 * A load that answers with the cursor it was given (a stalled cursor) and the automatic
   retries the loader spent are surfaced as a :class:`FeedProblem`: :meth:`Feed.settled`
   raises :class:`FeedStalledError` carrying it, :attr:`FeedSnapshot.problem` (and so
-  :meth:`Feed.changes`) shows it, and :attr:`_FeedCore.problem` reads it. Its message is a
+  :meth:`Feed.changes`) shows it, and :attr:`Feed.problem` reads it. Its message is a
   sentence saying what happened and what to do.
 
 One engine: the threaded :class:`Feed` is the library's feed (``loader_feed_*``, the same
@@ -73,15 +73,15 @@ and Ctrl-C ends a program with one press (leaving ``with`` on an exception waits
 load). A feed that is never closed warns (``ResourceWarning``) when it is collected, and
 releases its pages and stops its threads then.
 
-:mod:`libloader.aio` has the same feed for asyncio, on :class:`_FeedCore` (its own copy of
-the policy, which owns the reads, the answers, the problems and the gate that ``close``
-shuts: it does not run on the engine yet). The low-level loader is unchanged.
+:mod:`libloader.aio` has the same feed for asyncio, on the same engine in hosted mode: the
+event loop's thread takes the reads, when the engine's ``ready`` hook says one is there, and
+answers them from the loads' tasks. Both share :class:`_EngineFeed` (the user's calls, the
+view, the problems in Python's words, the free). The low-level loader is unchanged.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections.abc
 import concurrent.futures
 import ctypes
 import dataclasses
@@ -97,15 +97,15 @@ import warnings
 import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import (Any, Callable, Dict, Generic, Iterator, List, Optional, Sequence, Set,
-                    Tuple, TypeVar, Union)
+from typing import (Any, Callable, Dict, Generic, Iterator, List, Optional, Sequence, Tuple,
+                    TypeVar, Union)
 
 from . import _attribute, _ffi, _record_env
-from ._errors import CursorTooLongError, StaleHandleError, error_for
+from ._errors import StaleHandleError, error_for
 from ._ffi import MAX_CURSOR_LEN
-from ._enums import Answer, Direction, Failure, Result
-from ._loader import (_COMPARE_BY_ADDRESS, _LOCATE_BY_ADDRESS, Loader, _cursor, _Host, _keys,
-                      _keys_lock, result_message)
+from ._enums import Direction, Failure, Result
+from ._loader import (_LOCATE_BY_ADDRESS, Loader, _capture, _cursor, _Host, _keys, _keys_lock,
+                      _tls, result_message)
 from ._types import Config, Counts, Read, Snapshot, _read_from_c, _unsigned
 
 T = TypeVar("T")
@@ -118,9 +118,6 @@ that may settle the feed wakes it; this covers one that changed nothing the feed
 
 _FAIL_CODE = 1
 """The code ``fail`` gets for a failed load; the loader does not interpret it."""
-
-_BAD_RESULT_CODE = 2
-"""The code ``fail`` gets for a load whose result (or TypeError) shows a bug in the load."""
 
 _INTERRUPTED_CODE = 3
 """The code ``fail`` gets for a read whose load was interrupted (:func:`_is_failure`), or not
@@ -288,18 +285,6 @@ class _Acquisition:
         self.result = result
 
 
-class _Slot:
-    """A read the loader issued and nobody has answered yet, the job loading it, and when its
-    load started (``time.monotonic()``; None before)."""
-
-    __slots__ = ("read", "job", "started")
-
-    def __init__(self, read: Read) -> None:
-        self.read = read
-        self.job: Any = None
-        self.started: Optional[float] = None
-
-
 class _Inside(threading.local):
     """Per thread: how deep in the feed's own calls (a user's call counts :data:`_USER`),
     and whether inside a load."""
@@ -394,879 +379,6 @@ def _describe(read: Read) -> str:
             f"{read.cursor!r}, limit {read.limit}{bound})")
 
 
-def _weak(method: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """``method`` (bound, one argument), called through a weak reference to its object: the
-    loader's callbacks must not keep the feed alive, so an unclosed feed can be collected."""
-    ref = weakref.ref(method.__self__)  # type: ignore[attr-defined]
-    func = method.__func__  # type: ignore[attr-defined]
-
-    def call(arg: Any) -> Any:
-        owner = ref()
-        return None if owner is None else func(owner, arg)
-
-    return call
-
-
-def _weak0(method: Callable[[], Any]) -> Callable[[], Any]:
-    """:func:`_weak` for a method without arguments."""
-    ref = weakref.ref(method.__self__)  # type: ignore[attr-defined]
-    func = method.__func__  # type: ignore[attr-defined]
-
-    def call() -> Any:
-        owner = ref()
-        return None if owner is None else func(owner)
-
-    return call
-
-
-class _FeedCore(Generic[T]):
-    """What both feeds share: the loader, the unanswered reads, the answers, the problems,
-    the gate.
-
-    Every read is answered exactly once by whoever takes its slot out of ``_slots`` first:
-    the job's end (with the page, or ``fail`` for an exception, an interrupt or a
-    cancellation the feed did not ask for), or the cancel hint (with an empty page, at once,
-    whether or not the job ever starts). Answering from outside the job is what keeps a job
-    cancelled before it ran from leaving its read unanswered.
-
-    The gate: every loader call the feed makes runs between ``_enter`` and ``_exit``.
-    ``close`` shuts the gate, waits until no call is inside, then closes the loader, so no
-    answer can race the close; anything that arrives later is discarded (and its result
-    released to the user)."""
-
-    errors = _attribute.Documented[List[BaseException]](
-        """Exceptions the user's callbacks (``on_release``, ``on_change``) raised, and the
-        feed's own loader calls that failed (the backoff timer's ``tick``, say): each is also
-        logged to the ``libloader.feed`` logger. Empty in a correct host.""")
-    last_error = _attribute.Documented[Optional[BaseException]](
-        """The exception that failed the latest failed read: what a load raised, or the
-        TypeError of a result that is not a valid :class:`LoadResult`; None before any.""")
-
-    def __init__(self, load: Callable[..., Any], config: Optional[Config],
-                 on_release: Optional[Callable[[LoadResult[T]], Any]],
-                 compare: Optional[Callable[[bytes, bytes], int]] = None, *,
-                 threaded: bool = True, hear_changes: bool = False,
-                 locate: Optional[Callable[[int], Optional[bytes]]] = None,
-                 record: Optional[Union[str, "os.PathLike[str]"]] = None) -> None:
-        self._closing = True   # until the loader exists: __del__ then has nothing to do
-        self._name = "Feed" if threaded else "aio.Feed"
-        what = f"{self._name}()"
-        self._load_name = _check_load(load, what, threaded)
-        if compare is not None and not callable(compare):
-            raise TypeError("compare must be callable or None")
-        self._takes_until = _accepts_until(load)
-        self._compare = compare
-        if locate is None:
-            # A load function may carry its own: ``load.locate = ...``.
-            locate = getattr(load, "locate", None)
-        if locate is not None and not callable(locate):
-            raise TypeError("locate must be callable or None")
-        if on_release is not None and not callable(on_release):
-            raise TypeError("on_release must be callable or None")
-        if config is not None and not isinstance(config, Config):
-            raise TypeError("config must be a libloader.Config or None, not "
-                            f"{type(config).__name__}")
-        self._load = load
-        self._user_release = on_release
-        self._lock = threading.Lock()
-        self._cond = threading.Condition(self._lock)
-        self._slots: Dict[int, _Slot] = {}
-        self._jobs: Set[Any] = set()
-        self._busy = 0
-        self._closer_waits = False
-        self._settle_waiters = 0
-        self._change_waiters = 0
-        self._closed = threading.Event()
-        self._inside = _Inside()
-        self._generation = 0
-        self._bad_result: Optional[Exception] = None
-        self._stall: Optional[str] = None
-        self._failures = 0
-        self._final_stats: Optional[Counts] = None
-        self._stats_ready = threading.Event()
-        self._closing_releases = 0
-        self._closing_cancels = 0
-        self._closer: Optional[int] = None
-        """The thread inside ``loader.close()``: the releases and hints made there are the ones
-        the counters read before it lack."""
-        self._interrupt: Optional[BaseException] = None
-        """An interrupt a load on another thread or task raised, for :meth:`settled` to
-        raise."""
-        self._stopped: Set[int] = set()
-        """The threads whose user's call an interrupt is ending: it runs no more loads."""
-        self._close_interrupt: Optional[BaseException] = None
-        """What interrupted ``close()`` while it waited for the calls inside (Ctrl-C): it
-        closes without waiting any longer, then raises it."""
-        retries = config.max_auto_retries if config is not None else None
-        self._max_auto_retries = (retries if retries is not None
-                                  else Config.defaults().max_auto_retries)
-        timeout_ms = config.read_timeout_ms if config is not None else None
-        if timeout_ms is None:
-            timeout_ms = Config.defaults().read_timeout_ms
-        self._read_timeout_ms: int = timeout_ms or 0
-        """How long a load may run before its read is let go of (0: as long as it takes)."""
-        self._lets_go = True
-        """Whether loads run where the feed can let go of them (not on the caller's thread)."""
-        self._let_go: Dict[int, float] = {}
-        """The loads let go of at the read timeout that have not returned: when each
-        started, by read id."""
-        self.errors = []
-        self.last_error = None
-        self._bump = not hear_changes
-        """The loader's ``changed`` callback is not registered (nobody needs it called at each
-        change: it costs a crossing into Python per answer): the feed counts a change after
-        each loader call of its own instead, which covers every change (and some answers
-        that changed nothing)."""
-        self._loader: Loader[_Acquisition] = Loader(
-            _weak(self._on_issue), _weak(self._on_release),
-            on_change=_weak0(self._on_change) if hear_changes else None,
-            on_cancel=_weak(self._on_cancel), config=config, compare=compare,
-            locate=locate, record=record)
-        # The feed closes it: when the feed is collected unclosed, its finalizer does, and
-        # the loader's own (which may run first, in a cycle) leaves it.
-        self._loader._owned = True
-        self._closing = False
-
-    # ---- what each feed provides ----
-
-    def _start(self, read: Read) -> Any:
-        """Starts loading ``read``; returns the job (it has ``cancel()``), or None when the
-        load already ran."""
-        raise NotImplementedError
-
-    def _now_ms(self) -> int:
-        """The monotonic clock the loader's backoff runs on, in ms."""
-        raise NotImplementedError
-
-    def _signal(self, changed: bool, urgent: bool = False) -> None:
-        """Something happened (``changed``: the view or the state): wake the waiters and
-        re-arm the backoff timer. ``urgent``: a failure or a stall was recorded, so the
-        loader may have a deadline earlier than any it had (a backoff)."""
-        raise NotImplementedError
-
-    def _user_called(self) -> None:
-        """After a user's call that may have loaded, retried or moved the deadline."""
-        self._signal(self._bump)
-
-    def _call_load(self, read: Read) -> Any:
-        """Runs the user's load for ``read``, passing ``until`` when the load accepts it.
-        Marks the thread as inside a load meanwhile (``close`` refuses to run there)."""
-        inside = self._inside
-        inside.load += 1
-        slot = self._slots.get(read.read_id)
-        if slot is not None:
-            slot.started = time.monotonic()
-        try:
-            if self._takes_until:
-                return self._load(read.cursor, read.limit, read.direction, until=read.until)
-            if read.until is not None:
-                # Only a ranged repair reads bounded, and invalidate_range refuses such a
-                # load; answering unbounded would hand the loader items past the range.
-                raise TypeError("a bounded read (until) reached a load that does not accept "
-                                "until=")
-            return self._load(read.cursor, read.limit, read.direction)
-        finally:
-            inside.load -= 1
-
-    # ---- the gate ----
-
-    def _enter(self) -> bool:
-        with self._lock:
-            if self._closing:
-                return False
-            self._busy += 1
-        self._inside.depth += 1
-        return True
-
-    def _exit(self) -> None:
-        self._inside.depth -= 1
-        with self._lock:
-            self._busy -= 1
-            if self._busy == 0 and self._closer_waits:
-                self._cond.notify_all()
-
-    def _exit_signal(self, urgent: bool) -> None:
-        """``_exit``, then ``_signal`` for an answer: a feed may do both under one lock."""
-        self._exit()
-        self._signal(self._bump, urgent)
-
-    @contextmanager
-    def _calling(self) -> Iterator["Loader[_Acquisition]"]:
-        """A user's call: through the gate, or RuntimeError once the feed is closing. A load
-        it runs on this thread and that is interrupted ends it: see :meth:`_interrupted`."""
-        with self._lock:
-            if self._closing:
-                raise RuntimeError("the feed is closed")
-            self._busy += 1
-        inside = self._inside
-        inside.depth += _USER
-        try:
-            yield self._loader
-        finally:
-            inside.depth -= _USER
-            if self._stopped and inside.depth < _USER:
-                self._stopped.discard(threading.get_ident())
-            with self._lock:
-                self._busy -= 1
-                if self._busy == 0 and self._closer_waits:
-                    self._cond.notify_all()
-
-    def _refuse_close_inside(self) -> None:
-        if self._inside.load:
-            raise RuntimeError(
-                "close() was called from inside the feed's load function: it would wait for "
-                "that very load to end. Return from the load first, or close the feed from "
-                "another thread (or task)")
-        if self._inside.depth:
-            raise RuntimeError("close() called from inside the feed's own call or callback")
-
-    def _shut(self, deadline: Optional[float] = None) -> bool:
-        """Shuts the gate and waits until no call is inside (until ``deadline``, on
-        ``time.monotonic()``, at the latest: a call still inside then finds the loader
-        closed, and its answer is discarded). False if it was already shut. An interrupt
-        (Ctrl-C) ends the wait as the deadline would, and is kept in ``_close_interrupt``
-        for ``close`` to raise once the feed is closed: raised here, it left the gate shut
-        and the loader open, a feed no later ``close`` could close."""
-        self._refuse_close_inside()
-        with self._lock:
-            if self._closing:
-                return False
-            self._closing = True
-            self._closer_waits = True
-            try:
-                while self._busy:
-                    remaining = None if deadline is None else deadline - time.monotonic()
-                    if remaining is not None and remaining <= 0:
-                        break
-                    self._cond.wait(remaining)
-            except BaseException as e:
-                self._close_interrupt = e
-            finally:
-                self._closer_waits = False
-        return True
-
-    def _close_loader(self) -> None:
-        """Closes the loader (every page to ``on_release``, every unanswered read hinted),
-        keeping its counters as they end for :meth:`stats`."""
-        try:
-            try:
-                before: Optional[Counts] = self._loader.stats()
-            except BaseException:
-                before = None
-            # Only what close() itself releases and hints is missing from `before`: a call
-            # still inside when the gate shut (close waits for it) released on its own
-            # thread, and `before` counts that already.
-            self._closer = threading.get_ident()
-            try:
-                self._loader.close()   # hints every unanswered read: their jobs are cancelled
-            except BaseException as e:
-                self._record(e, "closing the loader")
-            finally:
-                self._closer = None
-            if before is not None:
-                self._final_stats = dataclasses.replace(
-                    before, released=before.released + self._closing_releases,
-                    cancels=before.cancels + self._closing_cancels)
-        finally:
-            self._stats_ready.set()
-
-    def _collect_loader(self) -> None:
-        """Closes the loader of a feed being collected. The loader's callbacks hold the
-        feed weakly, and a collected cycle has its weak references cleared first: they are
-        made strong again, so every page still reaches ``on_release``."""
-        host = self._loader._host
-        host.on_issue, host.on_release = self._on_issue, self._on_release
-        host.on_change, host.on_cancel = self._on_change, self._on_cancel
-        self._close_loader()
-
-    def _record(self, e: BaseException, where: str) -> None:
-        self.errors.append(e)
-        _log.error("libloader feed: %s raised %s: %s", where, type(e).__name__, _text(e),
-                   exc_info=e)
-
-    # ---- the loader's callbacks (they never raise) ----
-
-    def _on_issue(self, read: Read) -> None:
-        slot = _Slot(read)
-        with self._lock:
-            self._slots[read.read_id] = slot
-            if self._closing:
-                return   # the loader is being closed: it hints this read cancelled
-        try:
-            slot.job = self._start(read)
-        except BaseException as e:
-            # What starting the load raised (the workers are stopped, say): the read fails.
-            # An interrupt that ends this call (answered already) passes through here.
-            if self._finish(read.read_id, error=e):
-                raise
-
-    def _on_cancel(self, read_id: int) -> None:
-        with self._lock:
-            closing = self._closing
-            if closing and self._closer == threading.get_ident():
-                self._closing_cancels += 1
-            slot = self._slots.get(read_id) if closing else self._slots.pop(read_id, None)
-        if slot is None:
-            return   # already answered: the hint was queued before the answer
-        if slot.job is not None:
-            self._cancel_job(slot.job)
-        if closing:
-            return   # the loader is closed: nothing to answer
-        read = slot.read
-        try:
-            # Empty, with the end flag so the answer is neither a cursor stall nor a step
-            # that asks for another read: the cheapest stale answer there is.
-            self._loader.settle(read, _Acquisition(read.cursor, None), count=0,
-                                next_cursor=read.cursor, end_of_source=True)
-        except BaseException as e:
-            if not self._closing:
-                self._record(e, f"the empty answer to cancelled read {read_id}")
-        self._signal(self._bump)
-
-    def _on_release(self, acq: _Acquisition) -> None:
-        if self._closing and self._closer == threading.get_ident():
-            self._closing_releases += 1
-        if acq.result is not None:
-            self._release(acq.result)
-
-    def _on_change(self) -> None:
-        self._signal(True)
-
-    # ---- answers ----
-
-    def _job_done(self, read_id: int, job: Any) -> None:
-        """A future's or a task's done-callback: it runs however the job ended, even
-        cancelled unstarted."""
-        with self._lock:
-            self._jobs.discard(job)
-        try:
-            result = job.result()
-        except BaseException as e:
-            # A cancellation the feed did not ask for (a hint takes the slot first) fails
-            # the read like an exception: the read is still wanted. An interrupt is raised
-            # here only when this runs inside the user's call that started the job (a
-            # future already done when the callback was added).
-            if self._finish(read_id, error=e):
-                raise
-        else:
-            self._finish(read_id, result=result)
-
-    def _cancel_job(self, job: Any) -> None:
-        """Cancels the job of a read the loader no longer needs (or of a closing feed)."""
-        job.cancel()
-
-    def _check(self, read: Read, result: Any) -> Optional[TypeError]:
-        """Why ``result`` cannot answer ``read`` (a TypeError naming the load), or None."""
-        if not isinstance(result, LoadResult):
-            name = type(result).__name__
-            if inspect.iscoroutine(result):
-                result.close()   # never awaited: no "never awaited" warning on top
-                return TypeError(
-                    f"the load function {self._load_name} returned a coroutine for "
-                    f"{_describe(read)}: it is an async def (or returns an awaitable), which "
-                    "the threaded Feed does not await. Use libloader.aio.Feed, or return a "
-                    "LoadResult")
-            return TypeError(
-                f"the load function {self._load_name} returned {name} for {_describe(read)}, "
-                "not a LoadResult: return LoadResult(items, next_cursor, end_of_source)")
-        n = len(result.items)
-        if n > read.limit:
-            return TypeError(
-                f"the load function {self._load_name} returned {n} items for "
-                f"{_describe(read)}, more than its limit of {read.limit}")
-        return None
-
-    def _bad_load(self, read: Read, error: TypeError) -> TypeError:
-        """A TypeError the load raised, as one naming the load (the original its cause)."""
-        bad = TypeError(f"the load function {self._load_name} raised TypeError for "
-                        f"{_describe(read)}: {_text(error)}")
-        bad.__cause__ = error
-        return bad
-
-    def _finish(self, read_id: int, result: Any = None,
-                error: Optional[BaseException] = None) -> bool:
-        """Answers read ``read_id`` with a load's outcome, unless it was answered already.
-        Returns whether the caller raises ``error``: an interrupt from a load run inside the
-        user's call on this thread (see :meth:`_interrupted`)."""
-        if error is not None and not _is_failure(error):
-            return self._interrupted(read_id, error)
-        entered = False
-        with self._lock:   # the gate's _enter, and the slot taken, under one lock
-            if self._let_go:
-                self._let_go.pop(read_id, None)   # a load let go of returned at last
-            if self._closing:
-                slot = None
-            else:
-                self._busy += 1
-                slot = self._slots.pop(read_id, None)
-                entered = True
-        if slot is None and not entered:
-            self._discard(result)
-            return False
-        self._inside.depth += 1
-        urgent = True   # unless the answer below is a page the loader took as it is
-        try:
-            if slot is None:
-                self._discard(result)   # its read was answered when it was cancelled
-                return False
-            read = slot.read
-            bad: Optional[Exception] = None
-            if error is None:
-                # A LoadResult of at most `limit` items checked inline: the common case.
-                bad = (None if type(result) is LoadResult and len(result.items) <= read.limit
-                       else self._check(read, result))
-                if bad is not None:
-                    self._discard(result)
-                else:
-                    try:
-                        # The page's cursor is the one just before its first item.
-                        cursor = result.next_cursor
-                        if type(cursor) is not bytes:
-                            cursor = bytes(cursor)
-                        before = cursor if read.direction is Direction.BACKWARD else read.cursor
-                        answer = self._loader.settle(read, _Acquisition(before, result),
-                                                     count=len(result.items),
-                                                     next_cursor=cursor,
-                                                     end_of_source=result.end_of_source)
-                    except BaseException as e:   # refused (a cursor too long): still ours
-                        self._discard(result)
-                        if self._closing:
-                            return False   # closed under this answer: nothing to fail
-                        if isinstance(e, CursorTooLongError):
-                            # The load's bug, as a result over its limit: not retried.
-                            bad = ValueError(
-                                f"the load function {self._load_name} returned a next_cursor "
-                                f"of {len(result.next_cursor)} bytes for {_describe(read)}, "
-                                f"longer than MAX_CURSOR_LEN ({MAX_CURSOR_LEN})")
-                            bad.__cause__ = e
-                        else:
-                            error = e
-                    else:
-                        if answer is Answer.CURSOR_STALLED:
-                            # It records a failure, with its backoff deadline.
-                            self._stall = self._stall_message(read, result)
-                            self._failures += 1
-                        else:
-                            urgent = False
-                            if answer is Answer.CURRENT:
-                                self._stall = None
-                                self._failures = 0
-                        return False
-            elif isinstance(error, TypeError):
-                bad = self._bad_load(read, error)
-            if bad is not None:
-                # A bug in the load: failed now, not retried by the backoff (the timer
-                # leaves it), and reported to whoever waits or watches.
-                self._bad_result = bad
-                self.last_error = bad
-                _log.error("libloader feed: %s", bad)
-                self._loader.fail(read, _BAD_RESULT_CODE)
-                return False
-            self.last_error = error
-            self._failures += 1
-            # The backoff is timed from the loader's clock: bring it up to now first.
-            self._loader.tick(self._now_ms())
-            self._loader.fail(read, _FAIL_CODE)
-        except BaseException as e:
-            if not self._closing:
-                self._record(e, f"answering read {read_id}")
-        finally:
-            self._exit_signal(urgent)
-        return False
-
-    def _interrupted(self, read_id: int, error: Optional[BaseException]) -> bool:
-        """A load raised ``error``, an interrupt (not a failure: :func:`_is_failure`); None:
-        the load was not run, as an interrupt ends the call it would run in. Its read is let
-        go (failed: the retry rules recover it, no read is left unanswered), and ``error``
-        goes to the caller. Returns True when the load ran inside the user's call on this
-        thread: the caller raises it, and that call runs no more loads. Otherwise (a worker
-        thread, a task, the timer) :meth:`settled` raises it."""
-        inside = self._inside
-        here = inside.depth >= _USER
-        if here and error is not None:
-            self._stopped.add(threading.get_ident())
-        slot = None
-        with self._lock:
-            if self._let_go:
-                self._let_go.pop(read_id, None)
-            if self._closing:
-                return here
-            self._busy += 1
-            slot = self._slots.pop(read_id, None)
-            if error is not None and not here and self._interrupt is None:
-                self._interrupt = error
-        inside.depth += 1
-        try:
-            if slot is not None:
-                self._loader.tick(self._now_ms())
-                self._loader.fail(slot.read, _INTERRUPTED_CODE)
-        except BaseException as e:
-            if not self._closing:
-                self._record(e, f"letting go of interrupted read {read_id}")
-        finally:
-            self._exit_signal(True)
-        return here
-
-    def _stall_message(self, read: Read, result: LoadResult[Any]) -> str:
-        what = (f"with {len(result.items)} items" if result.items
-                else "with no items and end_of_source false")
-        side = "before the first item" if read.direction is Direction.BACKWARD else \
-            "after the last item"
-        return (f"the load function {self._load_name} answered {_describe(read)} {what} and "
-                f"next_cursor {bytes(result.next_cursor)!r}, the cursor it was given: a "
-                "stalled cursor, and the feed cannot move past it. Return the cursor "
-                f"{side} the load looked at (it must move), or end_of_source=True at the "
-                "source's end; the feed retries after the backoff, and retry() tries again "
-                "at once")
-
-    def _discard(self, result: Any) -> None:
-        """A result the loader never got: it goes back to the user here, instead."""
-        if isinstance(result, LoadResult):
-            self._release(result)
-
-    def _release(self, result: LoadResult[T]) -> None:
-        if self._user_release is None:
-            return
-        try:
-            self._user_release(result)
-        except BaseException as e:
-            self._record(e, "on_release")
-
-    def _let_go_overdue(self) -> Optional[int]:
-        """Lets go of every load running past ``Config.read_timeout_ms`` (on the feed's
-        threads, an executor or a task; a load on the caller's thread, ``max_workers=0``,
-        cannot be): its read fails as one whose load raised :class:`TimeoutError` (the
-        backoff retries it; a worker thread stuck in it leaves the pool, another takes its
-        place), and its result is released when the load returns. Inside the gate. Returns
-        when the next running load is due (the feed's clock, ms), or None."""
-        limit = self._read_timeout_ms
-        if not limit or not self._lets_go:
-            return None
-        now = time.monotonic()
-        overdue: List[_Slot] = []
-        next_due: Optional[float] = None
-        with self._lock:
-            for read_id, slot in self._slots.items():
-                if slot.started is None:
-                    continue
-                due = slot.started + limit / 1000
-                if due <= now:
-                    overdue.append(slot)
-                elif next_due is None or due < next_due:
-                    next_due = due
-            for slot in overdue:
-                del self._slots[slot.read.read_id]
-                self._let_go[slot.read.read_id] = slot.started  # type: ignore[assignment]
-        for slot in overdue:
-            read = slot.read
-            error = TimeoutError(
-                f"the load function {self._load_name} ran past read_timeout_ms ({limit} ms) "
-                f"for {_describe(read)}: its read was let go of (the backoff retries it on "
-                "another thread), and its result is released when it returns")
-            self.last_error = error
-            self._failures += 1
-            try:
-                self._loader.tick(self._now_ms())
-                self._loader.abandon(read)
-            except BaseException as e:
-                self._record(e, f"letting go of read {read.read_id} at its read timeout")
-        if overdue:
-            self._signal(self._bump, urgent=True)
-        if next_due is None:
-            return None
-        return self._now_ms() + int((next_due - time.monotonic()) * 1000) + 1
-
-    # ---- problems ----
-
-    def _look(self, loader: "Loader[_Acquisition]"
-              ) -> Optional[Tuple[Snapshot, Optional[int]]]:
-        """The loader's state and its next deadline (:meth:`Loader.next_deadline
-        <libloader.Loader.next_deadline>`) from one moment, as the C feed reads both under
-        the loader's lock: read again while another thread (the timer starting a retry, an
-        answer) changed the loader in between (every change moves a counter of the state).
-        None while it keeps changing: then it is not stuck."""
-        for _ in range(_LOOKS):
-            s = loader.state
-            deadline = loader.next_deadline()
-            if loader.state == s:
-                return s, deadline
-        return None
-
-    def _problem_now(self, loader: "Loader[_Acquisition]",
-                     look: Optional[Tuple[Snapshot, Optional[int]]] = None
-                     ) -> Optional[FeedProblem]:
-        """What keeps the feed from settling until its user acts, or None, with what the
-        loader says it waits for. ``look``: the state and deadline from one moment
-        (:meth:`_look`), read here if not given. Inside the gate."""
-        problem = self._problem_of(loader, look)
-        if problem is None:
-            return None
-        try:
-            said = self._loader_says(loader)
-        except NotImplementedError:
-            return problem
-        return dataclasses.replace(problem, explanation=said)
-
-    def _loader_says(self, loader: "Loader[_Acquisition]") -> str:
-        """The loader's :meth:`~libloader.Loader.explain` as of now, naming this feed's
-        methods. The loader's clock is the one the feed ticks, which moves only when a
-        deadline or a failure makes it: it is brought up to now first (but never past a
-        deadline, which the feed's timer serves), so "issued ... ago" and "... from now"
-        move."""
-        now = self._now_ms()
-        deadline = loader.next_deadline()
-        if deadline is None or deadline > now:
-            loader.tick(now)
-        said = loader.explain()
-        return said.replace("Loader.retry()", f"{self._name}.retry()")
-
-    def _let_go_says(self) -> Optional[str]:
-        """A sentence on the loads let go of at the read timeout that still run, or None."""
-        with self._lock:
-            ids = sorted(self._let_go)
-        if not ids:
-            return None
-        limit = self._read_timeout_ms
-        if len(ids) == 1:
-            return (f"the load of read {ids[0]} ran past read_timeout_ms ({limit} ms) and was "
-                    "let go of: it still runs, and its result is released when it returns")
-        return (f"the loads of reads {', '.join(map(str, ids))} ran past read_timeout_ms "
-                f"({limit} ms) and were let go of: they still run, and their results are "
-                "released when they return")
-
-    def _problem_of(self, loader: "Loader[_Acquisition]",
-                    look: Optional[Tuple[Snapshot, Optional[int]]] = None
-                    ) -> Optional[FeedProblem]:
-        bad = self._bad_result
-        if bad is not None:
-            return FeedProblem("bad_load_result",
-                               f"{bad}. The feed does not retry a bug in the load: fix it, "
-                               f"then call {self._name}.retry() or move the window", bad)
-        if look is None:
-            look = self._look(loader)
-            if look is None:
-                return None   # changing as it is read: something is running
-        s, deadline = look
-        if s.failure is not Failure.OWN:
-            return None
-        stall = self._stall
-        if stall is not None:
-            return FeedProblem("cursor_stalled", stall)
-        # The retries are spent when the same moment shows no retry armed and none running.
-        if deadline is None and s.outstanding_reads == 0:
-            last = self.last_error
-            cause = (f"; the last error was {type(last).__name__}: {_text(last)}"
-                     if last is not None else "")
-            return FeedProblem(
-                "retries_spent",
-                f"{self._failures} loads failed in a row and the automatic retries "
-                f"(Config.max_auto_retries = {self._max_auto_retries}) are spent{cause}. "
-                "Nothing loads until the feed is told to: fix the cause, then call "
-                f"{self._name}.retry() or move the window", last)
-        return None
-
-    @property
-    def problem(self) -> Optional[FeedProblem]:
-        """Why the feed cannot settle until its user acts (a load result that is not valid,
-        a stalled cursor, the automatic retries spent), or None."""
-        with self._calling() as loader:
-            return self._problem_now(loader)
-
-    def explain(self) -> str:
-        """Why the feed waits, in plain sentences, one a line: the loader's
-        (:meth:`Loader.explain <libloader.Loader.explain>`: ``"quiescent"``, the reads it
-        waits for and how long ago each started, a repair running, a failure and what
-        retries it), as of now (its times move while loads run or a retry waits), naming
-        this feed's methods (``Feed.retry()``); then the loads let go of at
-        ``Config.read_timeout_ms`` that still run, if any; then the problem that keeps the
-        feed from settling until its user acts (:attr:`problem`), if any."""
-        with self._calling() as loader:
-            said = self._loader_says(loader)
-            problem = self._problem_of(loader)
-        lines = [said]
-        let_go = self._let_go_says()
-        if let_go is not None:
-            lines.append(let_go)
-        if problem is not None:
-            lines.append(problem.message)
-        return "\n".join(lines)
-
-    def _acted(self) -> None:
-        """The user moved, invalidated or retried: what stopped the feed may be over."""
-        self._bad_result = None
-        self._stall = None
-
-    # ---- the user's calls ----
-
-    @property
-    def loader(self) -> "Loader[_Acquisition]":
-        """The loader, for introspection (``state``, ``stats()``, ``requests()``). Answering
-        its reads or closing it directly breaks the feed."""
-        return self._loader
-
-    def set_window(self, start: int, length: int) -> None:
-        """Shows items ``[start, start + length)``: loads what is missing (and retries a
-        recorded failure)."""
-        with self._calling() as loader:
-            self._acted()
-            loader.set_window(start, length)
-        self._user_called()
-
-    def jump(self, cursor: bytes, position: int) -> None:
-        """Rebuilds the view around the item just after ``cursor`` (``b""``: the source's
-        start), numbered ``position``; the window moves to start there (its length kept).
-        See :meth:`Loader.jump`."""
-        with self._calling() as loader:
-            self._acted()
-            loader.jump(cursor, position)
-        self._user_called()
-
-    def invalidate(self) -> None:
-        """The source changed: re-reads what the view shows. Call it after the change is
-        visible to new loads (after the commit)."""
-        with self._calling() as loader:
-            self._acted()
-            loader.invalidate()
-        self._user_called()
-
-    def invalidate_range(self, from_cursor: bytes, to_cursor: Optional[bytes]) -> None:
-        """The source changed only between two positions: every changed row lies at a cursor
-        ``k`` (the cursor just after it: its key) with ``from_cursor <= k <= to_cursor``;
-        ``b""`` is the source's start, ``None`` its end. For one changed row, pass its cursor
-        as both. Re-reads only the held pages the range touches, with bounded loads, and
-        keeps the others (see :meth:`Loader.invalidate_range`, and the module documentation
-        for what a bounded load returns). Call it after the change is visible to new loads.
-
-        Needs ``compare=`` given to the feed and a load function that accepts ``until=``:
-        TypeError otherwise, before anything changes."""
-        if self._compare is None:
-            raise TypeError("invalidate_range needs compare= given to the feed (a function "
-                            "ordering two cursors as the source does)")
-        if not self._takes_until:
-            raise TypeError("invalidate_range needs a load function that accepts until= "
-                            "(def load(cursor, limit, direction, until=None)): the repair "
-                            "reads bounded")
-        with self._calling() as loader:
-            self._acted()
-            loader.invalidate_range(from_cursor, to_cursor)
-        self._user_called()
-
-    def appended(self) -> None:
-        """Rows were added after the source's last row, and nothing else changed (a log
-        line, a chat message, a row with a growing key). The cheap report of an append: the
-        feed loads only the new rows, once the window wants the end (see
-        :meth:`Loader.appended`). Call it after they are visible to new loads."""
-        with self._calling() as loader:
-            self._acted()
-            loader.appended()
-        self._user_called()
-
-    def follow(self, on: bool = True) -> None:
-        """Pins the window to the source's end, as ``tail -f``: it stays on the last rows
-        as the source grows. Scrolling away (:meth:`set_window`) unpins it, scrolling back to
-        the end pins it again, until ``follow(False)`` (see :meth:`Loader.follow`)."""
-        with self._calling() as loader:
-            self._acted()
-            loader.follow(on)
-        self._user_called()
-
-    @property
-    def following(self) -> bool:
-        """Whether the window is pinned to the source's end now."""
-        with self._calling() as loader:
-            return loader.following
-
-    def retry(self) -> bool:
-        """Retries a recorded failure now. Returns whether a read started."""
-        with self._calling() as loader:
-            self._acted()
-            started = loader.retry()
-        self._user_called()
-        return started
-
-    @property
-    def needs_retry(self) -> bool:
-        """A failure is recorded and the automatic retries are spent: nothing loads again
-        until :meth:`retry`, a window move or an invalidation."""
-        with self._calling() as loader:
-            look = self._look(loader)
-        return look is not None and look[0].failure is Failure.OWN and look[1] is None
-
-    @property
-    def state(self) -> Snapshot:
-        """The loader's state."""
-        with self._calling() as loader:
-            return loader.state
-
-    def stats(self) -> Counts:
-        """The loader's counters: reads by kind, answers, failures, retries, cancels. After
-        :meth:`close`, the counters as the loader ended (every page released)."""
-        if self._closing:
-            self._stats_ready.wait()
-            if self._final_stats is not None:
-                return self._final_stats
-        with self._calling() as loader:
-            return loader.stats()
-
-    def pages(self) -> List[FeedPage[T]]:
-        """The view's pages, in source order."""
-        with self._calling() as loader:
-            view = loader.view()
-        pages: List[FeedPage[T]] = []
-        for p in view.pages:
-            # Only answers with items enter the view, and those always carry a result.
-            result = p.acquisition.result
-            if result is not None:
-                pages.append(FeedPage(p.start, p.acquisition.cursor, result))
-        return pages
-
-    def items(self) -> List[T]:
-        """The view's items, in source order."""
-        return [x for p in self.pages() for x in p.result.items]
-
-    def snapshot(self) -> FeedSnapshot[T]:
-        """The view's items and the state, from one moment: taken again while another
-        thread changed the loader in between (every change moves a counter)."""
-        with self._calling() as loader:
-            look: Optional[Tuple[Snapshot, Optional[int]]] = None
-            for _ in range(_LOOKS):
-                s = loader.state
-                view = loader.view()
-                deadline = loader.next_deadline()
-                if loader.state == s:
-                    look = s, deadline
-                    break
-            problem = None if _quiet(s) else self._problem_now(loader, look)
-        pages = [p for p in view.pages if p.acquisition.result is not None]
-        return FeedSnapshot(
-            items=[x for p in pages for x in p.acquisition.result.items],  # type: ignore
-            start=pages[0].start if pages else s.covered_start,
-            revalidating=s.revalidating, reads_in_flight=s.outstanding_reads,
-            failed=s.failure is Failure.OWN, settled=_quiet(s), problem=problem)
-
-    def _settled_or_raise(self) -> bool:
-        """True when quiescent; raises an interrupt a load raised on another thread or task
-        (once), and what keeps the feed from settling on its own; False otherwise."""
-        if self._interrupt is not None:
-            with self._lock:
-                interrupt, self._interrupt = self._interrupt, None
-            if interrupt is not None:
-                raise interrupt
-        with self._calling() as loader:
-            if _quiet(loader.state):
-                return True
-            problem = self._problem_now(loader)
-        if problem is None:
-            return False
-        if problem.reason == "bad_load_result":
-            assert isinstance(problem.error, (TypeError, ValueError))
-            raise problem.error
-        raise FeedStalledError(problem)
-
-    def _is_settled(self) -> bool:
-        return _quiet(self.state)
-
-
 def _accepts_until(load: Callable[..., Any]) -> bool:
     """Whether ``load`` takes ``until`` as a keyword: a parameter of that name that is not
     positional-only, or ``**kwargs``. A callable without a signature (some builtins) does
@@ -1318,7 +430,39 @@ def _changed_thunk(userdata: Optional[int]) -> None:
         engine.changed()
 
 
+def _compare_thunk(userdata: Optional[int], a: int, a_len: int, b: int, b_len: int) -> int:
+    """The feed's ``compare``, found by its engine (not by the thread's call, as a
+    :class:`Loader`'s is): the engine calls it on the thread of the user's
+    ``invalidate_range`` and on a thread answering a read (a settle deciding a ranged change
+    the read may contain). What it raises is re-raised by the user's call it ran in, or kept
+    in the feed's ``errors`` when it ran inside an answer; the library takes the cursors as
+    equal meanwhile."""
+    left = right = b""
+    engine = _engine_of(userdata)
+    try:
+        if engine is None or engine.host.compare is None:
+            raise RuntimeError(f"libloader: compare for feed key {userdata}, which is gone")
+        left = _ffi.bytes_at(a, a_len) if a and a_len else b""
+        right = _ffi.bytes_at(b, b_len) if b and b_len else b""
+        r = engine.host.compare(left, right)
+        if isinstance(r, bool) or not isinstance(r, int):
+            raise TypeError(f"compare must return an int, not {type(r).__name__}")
+        return -1 if r < 0 else (1 if r > 0 else 0)
+    except BaseException as e:
+        where = f"compare({left!r}, {right!r})"
+        if _tls.state.depth or engine is None:
+            _capture(e, where)   # re-raised by the user's call on this thread
+        else:
+            engine.record(e, where)
+        return 0
+
+
 _RELEASE_FN = _ffi.loader_release_fn(_release_thunk)
+_COMPARE_BY_ADDRESS = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+                                       ctypes.c_size_t, ctypes.c_void_p,
+                                       ctypes.c_size_t)(_compare_thunk)
+"""The feed's compare thunk, taking the cursors by address; kept alive: _COMPARE_FN points at
+it."""
 _COMPARE_FN: Any = ctypes.cast(_COMPARE_BY_ADDRESS, _ffi.loader_compare_fn)
 _LOCATE_FN: Any = ctypes.cast(_LOCATE_BY_ADDRESS, _ffi.loader_locate_fn)
 _CHANGED_FN = _ffi.loader_changed_fn(_changed_thunk)
@@ -1340,7 +484,7 @@ class _Engine:
     behind the acquisitions, the loads running on Python's threads, and what only Python
     knows of them (the exceptions, the wording of a problem)."""
 
-    def __init__(self, feed: "Feed[Any]", load: Callable[..., Any], takes_until: bool,
+    def __init__(self, feed: "_EngineFeed[Any]", load: Callable[..., Any], takes_until: bool,
                  load_name: str, read_timeout_ms: int, workers: int) -> None:
         self.lib = _ffi.lib()
         self.load = load
@@ -1448,16 +592,28 @@ class _Engine:
                             self.interrupt = e
                     return _INTERRUPTED_CODE, None
                 raise
-            if isinstance(e, TypeError):
-                return self._bad_page(read, out, self._bad_load(read, e)), None
-            if not let_go:
-                self.last_error = e
-                self.failures += 1
-            return _FAIL_CODE, None
+            return self.failed(read, out, e, let_go), None
         finally:
             inside.load -= 1
         let_go = self._ended(me)
         inside.replaced = let_go and self.workers > 0
+        return self.fill(read, out, result, let_go)
+
+    def failed(self, read: Read, out: Any, e: BaseException, let_go: bool) -> int:
+        """The status that answers ``read`` whose load raised ``e`` (a failure, not an
+        interrupt): a TypeError is a bug in the load (a page over its limit, see
+        :meth:`_bad_page`)."""
+        if isinstance(e, TypeError):
+            return self._bad_page(read, out, self._bad_load(read, e))
+        if not let_go:
+            self.last_error = e
+            self.failures += 1
+        return _FAIL_CODE
+
+    def fill(self, read: Read, out: Any, result: Any, let_go: bool) -> Tuple[int, Any]:
+        """Fills ``out`` with what the load of ``read`` returned (``let_go``: its read was let
+        go of at the read timeout meanwhile): the status to answer it with (0: a page) and
+        the cursor's buffer, to keep until it is answered."""
         if type(result) is not LoadResult or len(result.items) > read.limit:
             bad = self._check(read, result)
             if bad is not None:
@@ -1519,13 +675,44 @@ class _Engine:
         return 0
 
     def _check(self, read: Read, result: Any) -> Optional[TypeError]:
-        return _FeedCore._check(self, read, result)  # type: ignore[arg-type]
+        """Why ``result`` cannot answer ``read`` (a TypeError naming the load), or None."""
+        if not isinstance(result, LoadResult):
+            name = type(result).__name__
+            if inspect.iscoroutine(result):
+                result.close()   # never awaited: no "never awaited" warning on top
+                return TypeError(
+                    f"the load function {self._load_name} returned a coroutine for "
+                    f"{_describe(read)}: it is an async def (or returns an awaitable), which "
+                    "the threaded Feed does not await. Use libloader.aio.Feed, or return a "
+                    "LoadResult")
+            return TypeError(
+                f"the load function {self._load_name} returned {name} for {_describe(read)}, "
+                "not a LoadResult: return LoadResult(items, next_cursor, end_of_source)")
+        n = len(result.items)
+        if n > read.limit:
+            return TypeError(
+                f"the load function {self._load_name} returned {n} items for "
+                f"{_describe(read)}, more than its limit of {read.limit}")
+        return None
 
     def _bad_load(self, read: Read, error: TypeError) -> TypeError:
-        return _FeedCore._bad_load(self, read, error)  # type: ignore[arg-type]
+        """A TypeError the load raised, as one naming the load (the original its cause)."""
+        bad = TypeError(f"the load function {self._load_name} raised TypeError for "
+                        f"{_describe(read)}: {_text(error)}")
+        bad.__cause__ = error
+        return bad
 
     def _stall_message(self, read: Read, result: LoadResult[Any]) -> str:
-        return _FeedCore._stall_message(self, read, result)  # type: ignore[arg-type]
+        what = (f"with {len(result.items)} items" if result.items
+                else "with no items and end_of_source false")
+        side = "before the first item" if read.direction is Direction.BACKWARD else \
+            "after the last item"
+        return (f"the load function {self._load_name} answered {_describe(read)} {what} and "
+                f"next_cursor {bytes(result.next_cursor)!r}, the cursor it was given: a "
+                "stalled cursor, and the feed cannot move past it. Return the cursor "
+                f"{side} the load looked at (it must move), or end_of_source=True at the "
+                "source's end; the feed retries after the backoff, and retry() tries again "
+                "at once")
 
     @property
     def _load_name(self) -> str:
@@ -1709,157 +896,29 @@ _PROBLEM_CODES = {Result.COUNT_OVER_LIMIT, Result.NULL_CURSOR, Result.CURSOR_TOO
                   Result.CURSOR_STALLED, Result.RETRIES_SPENT}
 
 
-class Feed(Generic[T]):
-    """A loader that runs ``load(cursor, limit, direction)`` (with ``until=`` if it takes
-    it: see the module documentation) on worker threads.
+class _EngineFeed(Generic[T]):
+    """What both feeds on the engine share (the threaded :class:`Feed` and
+    :class:`libloader.aio.Feed`): the user's calls, the reads of the view and the state, the
+    problems in Python's words, and the free. Each feed adds where its loads run, how it
+    waits and how it closes (``_act``, ``settled``, ``changes``, ``close``)."""
 
-    ``load`` returns a :class:`LoadResult` (at most ``limit`` items after ``cursor``, or
-    before it for :attr:`Direction.BACKWARD`: see the module documentation) or raises: the
-    read fails and the loader's backoff retries it, on a timer the feed drives (a TypeError,
-    or a result that is not a valid LoadResult, is a bug in the load: reported, not
-    retried). Only an ``Exception`` fails a read: a ``KeyboardInterrupt``, ``SystemExit`` or
-    ``GeneratorExit`` in a load ends the wait it interrupts and reaches the caller (the call
-    the load ran in with ``max_workers=0``, :meth:`settled` for a load on a worker thread).
-    When the loader no longer needs a read (the source changed under it), the feed lets
-    the read go at once and drops its load if it has not started; a load already running
-    finishes and its result is released. ``on_release(result)`` gets every result a
-    load returned, exactly once: when the view drops it, or at once if it was never used.
-    ``on_change()`` runs after the view or the state changed, on whichever thread changed
-    it, possibly inside the loader's callbacks: keep it short (it may call :meth:`items`).
+    _name = "Feed"
+    """The class as the user names it, in the sentences that tell them what to call."""
+    _engine: "_Engine"
+    _loader: "_FeedLoader"
+    _closing: bool
+    _compare: Optional[Callable[[bytes, bytes], int]]
+    _takes_until: bool
+    _load_name: str
+    _max_auto_retries: Optional[int]
+    _final_stats: Optional[Counts]
+    _freed: threading.Event
+    _closed: threading.Event
 
-    Where loads run: by default on up to ``max_workers`` daemon threads of the feed's own
-    (a load's answer runs the next read on the same thread, so a scroll costs no thread
-    switch per load). ``max_workers=0``: on the caller's thread, inside the call that needs
-    them (:meth:`set_window`, :meth:`invalidate`, ...), and the backoff retries inside
-    :meth:`settled` (and :meth:`changes`); no Python thread of the feed's own (the engine's
-    clock thread serves the backoff and read timeouts). ``executor``: on that
-    :class:`concurrent.futures.Executor` (the feed does not shut it down; its threads are
-    its own: a ThreadPoolExecutor's are joined at exit); one thread of the feed's hands
-    them the reads. All three are the same engine in hosted mode (see the module
-    documentation).
-
-    Any thread may call any method, except :meth:`close` from inside a load (RuntimeError);
-    from inside ``on_release`` or ``on_change`` it closes without waiting for the answer
-    that callback is part of. A context manager: ``with Feed(load) as feed:`` closes it on exit, and
-    on an exception (Ctrl-C) without waiting for loads still running. A feed never closed
-    warns (``ResourceWarning``) when collected, and releases its pages and threads then.
-
-    ``compare(a, b)`` orders two non-empty cursors as the source does (negative, 0,
-    positive); with a load that accepts ``until=`` it enables :meth:`invalidate_range`.
-
-    ``locate(position)`` (or a ``locate`` attribute of the load function) returns the
-    cursor whose next item is at ``position`` (the key of item ``position - 1``, ``b""``
-    for 0), or None when unknown: a far :meth:`set_window` then starts there instead of
-    walking (see :class:`~libloader.Loader`). It runs on the thread calling
-    :meth:`set_window`, inside it.
-
-    ``record=path`` records the feed's loader's run to that file, as
-    ``Loader(record=path)`` does, for ``loader-check --replay``: a path that cannot be
-    created raises :class:`~libloader.RecordFailedError` and makes no feed.
-
-    ``load`` is typed ``Callable[[bytes, int, Direction], LoadResult[T]]``, so a type
-    checker rejects a load of other parameters or result. A load that takes ``until``
-    declares it with a default, ``until: Optional[bytes] = None``, as above: one that
-    requires it runs (the feed reads the signature and passes it), but the type rejects it.
-    """
-
-    def __init__(self, load: Callable[[bytes, int, Direction], LoadResult[T]], *,
-                 config: Optional[Config] = None,
-                 executor: Optional[concurrent.futures.Executor] = None,
-                 max_workers: int = 4,
-                 on_release: Optional[Callable[[LoadResult[T]], Any]] = None,
-                 on_change: Optional[Callable[[], Any]] = None,
-                 compare: Optional[Callable[[bytes, bytes], int]] = None,
-                 locate: Optional[Callable[[int], Optional[bytes]]] = None,
-                 record: Optional[Union[str, "os.PathLike[str]"]] = None) -> None:
-        self._closing = True   # until the engine exists: __del__ then has nothing to do
-        if on_change is not None and not callable(on_change):
-            raise TypeError("on_change must be callable or None")
-        if isinstance(max_workers, bool) or not isinstance(max_workers, int):
-            raise TypeError(f"max_workers must be an int, not {type(max_workers).__name__}")
-        if max_workers < 0:
-            raise ValueError(f"max_workers must be at least 0, got {max_workers}")
-        if executor is not None and not isinstance(executor, concurrent.futures.Executor):
-            raise TypeError("executor must be a concurrent.futures.Executor or None, not "
-                            f"{type(executor).__name__}")
-        load_name = _check_load(load, "Feed()", True)
-        if compare is not None and not callable(compare):
-            raise TypeError("compare must be callable or None")
-        if locate is None:
-            locate = getattr(load, "locate", None)   # a load function may carry its own
-        if locate is not None and not callable(locate):
-            raise TypeError("locate must be callable or None")
-        if on_release is not None and not callable(on_release):
-            raise TypeError("on_release must be callable or None")
-        if config is not None and not isinstance(config, Config):
-            raise TypeError("config must be a libloader.Config or None, not "
-                            f"{type(config).__name__}")
-        defaults = Config.defaults()
-        retries = config.max_auto_retries if config is not None else None
-        self._max_auto_retries = retries if retries is not None else defaults.max_auto_retries
-        timeout_ms = config.read_timeout_ms if config is not None else None
-        if timeout_ms is None:
-            timeout_ms = defaults.read_timeout_ms
-        self._compare = compare
-        self._takes_until = _accepts_until(load)
-        self._load_name = load_name
-        self._inline = executor is None and max_workers == 0
-        if executor is not None:
-            workers = getattr(executor, "_max_workers", None) or 4
-        else:
-            workers = max(max_workers, 1)
-        workers = min(int(workers), _MAX_WORKERS)
-        engine = _Engine(self, load, self._takes_until, load_name, timeout_ms or 0,
-                         0 if self._inline else workers)
-        engine.executor = executor
-        engine.user_release = on_release
-        engine.user_change = on_change
-        engine.host.compare = compare
-        engine.host.locate = locate
-        with _keys_lock:
-            engine.host.key = next(_keys)
-        lib = engine.lib
-        cfg = _ffi.loader_feed_config()
-        cfg.struct_size = ctypes.sizeof(cfg)
-        cfg.workers = workers
-        cfg.userdata = engine.host.key
-        cfg.release = _RELEASE_FN
-        cfg.changed = _CHANGED_FN
-        if compare is not None:
-            cfg.compare = _COMPARE_FN
-        if locate is not None:
-            cfg.locate = _LOCATE_FN
-        c_config = (config or Config()).to_c()
-        cfg.loader = ctypes.pointer(c_config)
-        handle = _ffi.loader_feed_handle(0)
-        _ENGINES[engine.host.key] = engine
-        rc = lib.loader_feed_new_hosted(ctypes.byref(cfg), ctypes.byref(handle))
-        if rc != Result.OK:
-            del _ENGINES[engine.host.key]
-            raise error_for(rc, result_message, "loader_feed_new_hosted")
-        engine.handle = handle.value
-        engine.host.handle = handle.value
-        self._engine = engine
-        self._loader = _FeedLoader(engine.host, handle.value)
-        _record_env.warn_if_unrecordable(stacklevel=2)
-        if record is not None:
-            rc = lib.loader_record(handle.value, os.fsencode(record))
-            if rc != Result.OK:
-                lib.loader_feed_free(handle.value, 0, None)
-                del _ENGINES[engine.host.key]
-                raise error_for(rc, result_message, "loader_record")
-        self._final_stats: Optional[Counts] = None
-        self._closed = threading.Event()
-        self._freed = threading.Event()
-        self._closing = False
-        if executor is not None:
-            pump = threading.Thread(target=_pump, args=(engine,), name="libloader-feed",
-                                    daemon=True)
-            engine.threads.append(pump)
-            pump.start()
-        elif not self._inline:
-            for _ in range(workers):
-                engine.start_thread()
+    def _act(self, name: str, *args: Any) -> None:
+        """A user's call on the engine (``loader_feed_<name>``), and what the feed does after
+        it."""
+        raise NotImplementedError
 
     # ---- what only Python knows ----
 
@@ -1882,30 +941,6 @@ class Feed(Generic[T]):
         ``view()``, ``explain()``). The feed's engine answers its reads and frees it."""
         return self._loader
 
-    def __enter__(self) -> "Feed[T]":
-        return self
-
-    def __exit__(self, exc_type: Any, *exc: Any) -> None:
-        # On an exception (Ctrl-C among them), loads still running are not waited for.
-        self.close(timeout=None if exc_type is None else 0)
-
-    def __repr__(self) -> str:
-        state = "closed" if self._closing else "open"
-        return f"<libloader.Feed of {getattr(self, '_load_name', '?')} {state}>"
-
-    def __del__(self) -> None:
-        if getattr(self, "_closing", True):
-            return
-        try:
-            warnings.warn(f"unclosed {self!r}: closing it now (call close(), or use `with "
-                          "Feed(...) as feed:`)", ResourceWarning, stacklevel=2)
-        except Exception:  # pragma: no cover - interpreter shutdown
-            pass
-        try:
-            self._free(0)
-        except BaseException:  # pragma: no cover - interpreter shutdown
-            pass
-
     @contextmanager
     def _calling(self) -> Iterator[_FeedLoader]:
         if self._closing:
@@ -1916,40 +951,6 @@ class Feed(Generic[T]):
             if self._closing:
                 raise RuntimeError("the feed is closed") from None
             raise
-
-    def _act(self, name: str, *args: Any) -> None:
-        """A user's call on the engine (``loader_feed_<name>``); with ``max_workers=0``,
-        then the loads it made ready, here."""
-        with self._calling() as loader:
-            loader._call(f"loader_feed_{name}", *args)
-        if self._inline:
-            self._run_here(0)
-
-    def _run_here(self, wait_ms: int) -> bool:
-        """``max_workers=0``: runs here the jobs ready (waiting up to ``wait_ms`` for the
-        first). An interrupt from a load is raised, its read failed. Returns whether one
-        ran."""
-        engine = self._engine
-        lib = engine.lib
-        job = _ffi.loader_feed_job()
-        out = _ffi.loader_load_result()
-        rc = lib.loader_feed_next_job(engine.handle, wait_ms, ctypes.byref(job))
-        ran = False
-        while rc == Result.OK and job.token != 0:
-            ran = True
-            engine.took()
-            try:
-                status, _buf = engine.run(_read_from_c(ctypes.addressof(job.read), 0), out,
-                                          inline=True)
-            except BaseException:
-                engine.answer(job.token, _INTERRUPTED_CODE, None)
-                raise
-            rc = lib.loader_feed_complete_next_job(
-                job.token, status, ctypes.byref(out) if status == 0 else None, 0,
-                ctypes.byref(job))
-            engine.answered(rc, status, out)
-            del _buf
-        return ran
 
     # ---- the user's calls ----
 
@@ -2107,7 +1108,7 @@ class Feed(Generic[T]):
                 f"({Result(rc).name})")
             return FeedProblem("bad_load_result",
                                f"{bad}. The feed does not retry a bug in the load: fix it, "
-                               "then call Feed.retry() or move the window", bad)
+                               f"then call {self._name}.retry() or move the window", bad)
         if rc == Result.CURSOR_STALLED:
             return FeedProblem("cursor_stalled", engine.stall or (
                 f"the load function {self._load_name} answered with the cursor it was "
@@ -2121,7 +1122,7 @@ class Feed(Generic[T]):
                 f"{engine.failures} loads failed in a row and the automatic retries "
                 f"(Config.max_auto_retries = {self._max_auto_retries}) are spent{cause}. "
                 "Nothing loads until the feed is told to: fix the cause, then call "
-                "Feed.retry() or move the window", last)
+                f"{self._name}.retry() or move the window", last)
         return None
 
     def _loader_says(self) -> str:
@@ -2129,8 +1130,8 @@ class Feed(Generic[T]):
         ``feed:`` lines (Python says what its loads do)."""
         with self._calling() as loader:
             said = loader.explain()
-        lines = [line for line in said.replace("Loader.retry()", "Feed.retry()").splitlines()
-                 if not line.startswith("feed:")]
+        said = said.replace("Loader.retry()", f"{self._name}.retry()")
+        lines = [line for line in said.splitlines() if not line.startswith("feed:")]
         return "\n".join(lines)
 
     @property
@@ -2166,6 +1167,262 @@ class Feed(Generic[T]):
                 interrupt, engine.interrupt = engine.interrupt, None
             if interrupt is not None:
                 raise interrupt
+
+    # ---- closing ----
+
+    def _free(self, timeout_ms: int) -> None:
+        """Frees the engine (every page released; the loads still running waited for up to
+        ``timeout_ms``, -1: as long as they take), keeping the loader's counters as they
+        ended, and lets Python's threads end."""
+        engine = self._engine
+        lib = engine.lib
+        self._closing = True
+        try:
+            try:
+                before: Optional[Counts] = self._loader.stats()
+            except BaseException:
+                before = None
+            left = ctypes.c_uint32(0)
+            counts = _ffi.loader_feed_counts()
+            counts.struct_size = ctypes.sizeof(counts)
+            rc = lib.loader_feed_free_counted(engine.handle, timeout_ms, ctypes.byref(left),
+                                              ctypes.byref(counts))
+            if rc != Result.OK:
+                engine.record(error_for(rc, result_message, "loader_feed_free_counted"),
+                              "closing the feed")
+            elif before is not None:
+                # The pages' counters as the free left them: the engine's, which count the
+                # same pages as the loader's (every page the loader accepted, every one it
+                # released), exact once the free returned.
+                self._final_stats = dataclasses.replace(
+                    before, accepted=counts.accepted, released=counts.released_by_loader)
+            with engine.lock:
+                engine.freed = True
+                # Jobs still out (a thread may have taken one it has not counted yet: the
+                # engine's `running` says so) keep the engine registered until answered.
+                gone = engine.out == 0 and (rc != Result.OK or counts.running == 0)
+            if gone:
+                _ENGINES.pop(engine.host.key, None)
+            with engine.lock:
+                engine.cond.notify_all()
+            end = None if timeout_ms < 0 else time.monotonic() + timeout_ms / 1000
+            for t in list(engine.threads):
+                if t is not threading.current_thread():
+                    t.join(None if end is None else max(end - time.monotonic(), 0))
+        finally:
+            self._freed.set()
+            self._closed.set()
+
+
+class Feed(_EngineFeed[T]):
+    """A loader that runs ``load(cursor, limit, direction)`` (with ``until=`` if it takes
+    it: see the module documentation) on worker threads.
+
+    ``load`` returns a :class:`LoadResult` (at most ``limit`` items after ``cursor``, or
+    before it for :attr:`Direction.BACKWARD`: see the module documentation) or raises: the
+    read fails and the loader's backoff retries it, on a timer the feed drives (a TypeError,
+    or a result that is not a valid LoadResult, is a bug in the load: reported, not
+    retried). Only an ``Exception`` fails a read: a ``KeyboardInterrupt``, ``SystemExit`` or
+    ``GeneratorExit`` in a load ends the wait it interrupts and reaches the caller (the call
+    the load ran in with ``max_workers=0``, :meth:`settled` for a load on a worker thread).
+    When the loader no longer needs a read (the source changed under it), the feed lets
+    the read go at once and drops its load if it has not started; a load already running
+    finishes and its result is released. ``on_release(result)`` gets every result a
+    load returned, exactly once: when the view drops it, or at once if it was never used.
+    ``on_change()`` runs after the view or the state changed, on whichever thread changed
+    it, possibly inside the loader's callbacks: keep it short (it may call :meth:`items`).
+
+    Where loads run: by default on up to ``max_workers`` daemon threads of the feed's own
+    (a load's answer runs the next read on the same thread, so a scroll costs no thread
+    switch per load). ``max_workers=0``: on the caller's thread, inside the call that needs
+    them (:meth:`set_window`, :meth:`invalidate`, ...), and the backoff retries inside
+    :meth:`settled` (and :meth:`changes`); no Python thread of the feed's own (the engine's
+    clock thread serves the backoff and read timeouts). ``executor``: on that
+    :class:`concurrent.futures.Executor` (the feed does not shut it down; its threads are
+    its own: a ThreadPoolExecutor's are joined at exit); one thread of the feed's hands
+    them the reads. All three are the same engine in hosted mode (see the module
+    documentation).
+
+    Any thread may call any method, except :meth:`close` from inside a load (RuntimeError);
+    from inside ``on_release`` or ``on_change`` it closes without waiting for the answer
+    that callback is part of. A context manager: ``with Feed(load) as feed:`` closes it on exit, and
+    on an exception (Ctrl-C) without waiting for loads still running. A feed never closed
+    warns (``ResourceWarning``) when collected, and releases its pages and threads then.
+
+    ``compare(a, b)`` orders two non-empty cursors as the source does (negative, 0,
+    positive); with a load that accepts ``until=`` it enables :meth:`invalidate_range`.
+
+    ``locate(position)`` (or a ``locate`` attribute of the load function) returns the
+    cursor whose next item is at ``position`` (the key of item ``position - 1``, ``b""``
+    for 0), or None when unknown: a far :meth:`set_window` then starts there instead of
+    walking (see :class:`~libloader.Loader`). It runs on the thread calling
+    :meth:`set_window`, inside it.
+
+    ``record=path`` records the feed's loader's run to that file, as
+    ``Loader(record=path)`` does, for ``loader-check --replay``: a path that cannot be
+    created raises :class:`~libloader.RecordFailedError` and makes no feed.
+
+    ``load`` is typed ``Callable[[bytes, int, Direction], LoadResult[T]]``, so a type
+    checker rejects a load of other parameters or result. A load that takes ``until``
+    declares it with a default, ``until: Optional[bytes] = None``, as above: one that
+    requires it runs (the feed reads the signature and passes it), but the type rejects it.
+    """
+
+    def __init__(self, load: Callable[[bytes, int, Direction], LoadResult[T]], *,
+                 config: Optional[Config] = None,
+                 executor: Optional[concurrent.futures.Executor] = None,
+                 max_workers: int = 4,
+                 on_release: Optional[Callable[[LoadResult[T]], Any]] = None,
+                 on_change: Optional[Callable[[], Any]] = None,
+                 compare: Optional[Callable[[bytes, bytes], int]] = None,
+                 locate: Optional[Callable[[int], Optional[bytes]]] = None,
+                 record: Optional[Union[str, "os.PathLike[str]"]] = None) -> None:
+        self._closing = True   # until the engine exists: __del__ then has nothing to do
+        if on_change is not None and not callable(on_change):
+            raise TypeError("on_change must be callable or None")
+        if isinstance(max_workers, bool) or not isinstance(max_workers, int):
+            raise TypeError(f"max_workers must be an int, not {type(max_workers).__name__}")
+        if max_workers < 0:
+            raise ValueError(f"max_workers must be at least 0, got {max_workers}")
+        if executor is not None and not isinstance(executor, concurrent.futures.Executor):
+            raise TypeError("executor must be a concurrent.futures.Executor or None, not "
+                            f"{type(executor).__name__}")
+        load_name = _check_load(load, "Feed()", True)
+        if compare is not None and not callable(compare):
+            raise TypeError("compare must be callable or None")
+        if locate is None:
+            locate = getattr(load, "locate", None)   # a load function may carry its own
+        if locate is not None and not callable(locate):
+            raise TypeError("locate must be callable or None")
+        if on_release is not None and not callable(on_release):
+            raise TypeError("on_release must be callable or None")
+        if config is not None and not isinstance(config, Config):
+            raise TypeError("config must be a libloader.Config or None, not "
+                            f"{type(config).__name__}")
+        defaults = Config.defaults()
+        retries = config.max_auto_retries if config is not None else None
+        self._max_auto_retries = retries if retries is not None else defaults.max_auto_retries
+        timeout_ms = config.read_timeout_ms if config is not None else None
+        if timeout_ms is None:
+            timeout_ms = defaults.read_timeout_ms
+        self._compare = compare
+        self._takes_until = _accepts_until(load)
+        self._load_name = load_name
+        self._inline = executor is None and max_workers == 0
+        if executor is not None:
+            workers = getattr(executor, "_max_workers", None) or 4
+        else:
+            workers = max(max_workers, 1)
+        workers = min(int(workers), _MAX_WORKERS)
+        engine = _Engine(self, load, self._takes_until, load_name, timeout_ms or 0,
+                         0 if self._inline else workers)
+        engine.executor = executor
+        engine.user_release = on_release
+        engine.user_change = on_change
+        engine.host.compare = compare
+        engine.host.locate = locate
+        with _keys_lock:
+            engine.host.key = next(_keys)
+        lib = engine.lib
+        cfg = _ffi.loader_feed_config()
+        cfg.struct_size = ctypes.sizeof(cfg)
+        cfg.workers = workers
+        cfg.userdata = engine.host.key
+        cfg.release = _RELEASE_FN
+        cfg.changed = _CHANGED_FN
+        if compare is not None:
+            cfg.compare = _COMPARE_FN
+        if locate is not None:
+            cfg.locate = _LOCATE_FN
+        c_config = (config or Config()).to_c()
+        cfg.loader = ctypes.pointer(c_config)
+        handle = _ffi.loader_feed_handle(0)
+        _ENGINES[engine.host.key] = engine
+        rc = lib.loader_feed_new_hosted(ctypes.byref(cfg), ctypes.byref(handle))
+        if rc != Result.OK:
+            del _ENGINES[engine.host.key]
+            raise error_for(rc, result_message, "loader_feed_new_hosted")
+        engine.handle = handle.value
+        engine.host.handle = handle.value
+        self._engine = engine
+        self._loader = _FeedLoader(engine.host, handle.value)
+        _record_env.warn_if_unrecordable(stacklevel=2)
+        if record is not None:
+            rc = lib.loader_record(handle.value, os.fsencode(record))
+            if rc != Result.OK:
+                lib.loader_feed_free(handle.value, 0, None)
+                del _ENGINES[engine.host.key]
+                raise error_for(rc, result_message, "loader_record")
+        self._final_stats: Optional[Counts] = None
+        self._closed = threading.Event()
+        self._freed = threading.Event()
+        self._closing = False
+        if executor is not None:
+            pump = threading.Thread(target=_pump, args=(engine,), name="libloader-feed",
+                                    daemon=True)
+            engine.threads.append(pump)
+            pump.start()
+        elif not self._inline:
+            for _ in range(workers):
+                engine.start_thread()
+
+    def __enter__(self) -> "Feed[T]":
+        return self
+
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        # On an exception (Ctrl-C among them), loads still running are not waited for.
+        self.close(timeout=None if exc_type is None else 0)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closing else "open"
+        return f"<libloader.Feed of {getattr(self, '_load_name', '?')} {state}>"
+
+    def __del__(self) -> None:
+        if getattr(self, "_closing", True):
+            return
+        try:
+            warnings.warn(f"unclosed {self!r}: closing it now (call close(), or use `with "
+                          "Feed(...) as feed:`)", ResourceWarning, stacklevel=2)
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
+        try:
+            self._free(0)
+        except BaseException:  # pragma: no cover - interpreter shutdown
+            pass
+
+    def _act(self, name: str, *args: Any) -> None:
+        """A user's call on the engine (``loader_feed_<name>``); with ``max_workers=0``,
+        then the loads it made ready, here."""
+        with self._calling() as loader:
+            loader._call(f"loader_feed_{name}", *args)
+        if self._inline:
+            self._run_here(0)
+
+    def _run_here(self, wait_ms: int) -> bool:
+        """``max_workers=0``: runs here the jobs ready (waiting up to ``wait_ms`` for the
+        first). An interrupt from a load is raised, its read failed. Returns whether one
+        ran."""
+        engine = self._engine
+        lib = engine.lib
+        job = _ffi.loader_feed_job()
+        out = _ffi.loader_load_result()
+        rc = lib.loader_feed_next_job(engine.handle, wait_ms, ctypes.byref(job))
+        ran = False
+        while rc == Result.OK and job.token != 0:
+            ran = True
+            engine.took()
+            try:
+                status, _buf = engine.run(_read_from_c(ctypes.addressof(job.read), 0), out,
+                                          inline=True)
+            except BaseException:
+                engine.answer(job.token, _INTERRUPTED_CODE, None)
+                raise
+            rc = lib.loader_feed_complete_next_job(
+                job.token, status, ctypes.byref(out) if status == 0 else None, 0,
+                ctypes.byref(job))
+            engine.answered(rc, status, out)
+            del _buf
+        return ran
 
     def settled(self, timeout: Optional[float] = None) -> bool:
         """Waits until the feed is quiescent (no read outstanding, not revalidating, no
@@ -2280,49 +1537,6 @@ class Feed(Generic[T]):
             while not self._freed.wait(_SETTLE_POLL_S if wait is None else wait + 1):
                 pass
         finally:
-            self._closed.set()
-
-    def _free(self, timeout_ms: int) -> None:
-        """Frees the engine (every page released; the loads still running waited for up to
-        ``timeout_ms``, -1: as long as they take), keeping the loader's counters as they
-        ended, and lets Python's threads end."""
-        engine = self._engine
-        lib = engine.lib
-        self._closing = True
-        try:
-            try:
-                before: Optional[Counts] = self._loader.stats()
-            except BaseException:
-                before = None
-            left = ctypes.c_uint32(0)
-            counts = _ffi.loader_feed_counts()
-            counts.struct_size = ctypes.sizeof(counts)
-            rc = lib.loader_feed_free_counted(engine.handle, timeout_ms, ctypes.byref(left),
-                                              ctypes.byref(counts))
-            if rc != Result.OK:
-                engine.record(error_for(rc, result_message, "loader_feed_free_counted"),
-                              "closing the feed")
-            elif before is not None:
-                # The pages' counters as the free left them: the engine's, which count the
-                # same pages as the loader's (every page the loader accepted, every one it
-                # released), exact once the free returned.
-                self._final_stats = dataclasses.replace(
-                    before, accepted=counts.accepted, released=counts.released_by_loader)
-            with engine.lock:
-                engine.freed = True
-                # Jobs still out (a thread may have taken one it has not counted yet: the
-                # engine's `running` says so) keep the engine registered until answered.
-                gone = engine.out == 0 and (rc != Result.OK or counts.running == 0)
-            if gone:
-                _ENGINES.pop(engine.host.key, None)
-            with engine.lock:
-                engine.cond.notify_all()
-            end = None if timeout_ms < 0 else time.monotonic() + timeout_ms / 1000
-            for t in list(engine.threads):
-                if t is not threading.current_thread():
-                    t.join(None if end is None else max(end - time.monotonic(), 0))
-        finally:
-            self._freed.set()
             self._closed.set()
 
 

@@ -393,6 +393,9 @@ ADDED_FUNCTIONS: Dict[str, Tuple[Any, List[Any]]] = {
                                           POINTER(loader_load_result)]),
     # The C feed in hosted mode: the host's threads are its workers.
     "loader_feed_new_hosted": (c_enum, [POINTER(loader_feed_config), POINTER(loader_feed_handle)]),
+    "loader_feed_new_hosted_ready": (c_enum, [POINTER(loader_feed_config), loader_feed_ready_fn,
+                                              POINTER(loader_feed_handle)]),
+    "loader_feed_job_hinted": (c_enum, [loader_feed_job_token, POINTER(c_bool)]),
     "loader_feed_complete_next_job": (c_enum, [loader_feed_job_token, c_int32,
                                                POINTER(loader_load_result), ctypes.c_int64,
                                                POINTER(loader_feed_job)]),

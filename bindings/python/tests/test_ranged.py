@@ -360,3 +360,49 @@ def test_until_is_passed_only_to_a_load_that_accepts_it() -> None:
             feed.set_window(0, 10)
             assert feed.settled(timeout=10)
         assert seen and all(s == want for s in seen), (load.__name__, seen)
+
+
+def test_compare_called_inside_a_feed_answer_reaches_the_users_compare() -> None:
+    """A settle decides a ranged change a forward read may contain with ``compare``, on the
+    thread answering the read: a feed's worker thread, or the event loop's. The user's compare
+    runs there (it was taken as "equal", its RuntimeError kept on that thread and never
+    reported), and what it raises goes to ``errors``."""
+    import threading
+    import time
+
+    rows = [2000]
+    calls: List[str] = []
+
+    def load(cursor: bytes, limit: int, direction: Direction,
+             until: Optional[bytes] = None) -> LoadResult[int]:
+        time.sleep(0.002)
+        start = int.from_bytes(cursor, "big") if cursor else 0
+        if direction is Direction.BACKWARD:
+            s = max(0, start - limit)
+            return LoadResult(list(range(s, start)), s.to_bytes(8, "big") if s else b"", s == 0)
+        end = min(start + limit, rows[0])
+        if until is not None:
+            end = min(end, int.from_bytes(until, "big"))
+        return LoadResult(list(range(start, end)), end.to_bytes(8, "big"),
+                          end == rows[0] and until is None)
+
+    def by_key(a: bytes, b: bytes) -> int:
+        calls.append(threading.current_thread().name)
+        x, y = int.from_bytes(a, "big"), int.from_bytes(b, "big")
+        return (x > y) - (x < y)
+
+    with libloader.Feed(load, compare=by_key,
+                        config=Config(page_size=20, prefetch_distance=20)) as feed:
+        feed.set_window(0, 60)
+        assert feed.settled(5)
+        for i in range(300):
+            feed.set_window(i * 5, 60)
+            rows[0] += 1
+            feed.invalidate_range((rows[0] - 1).to_bytes(8, "big"), None)
+            time.sleep(0.001)
+            if any(name != threading.current_thread().name for name in calls):
+                break
+        assert feed.settled(10)
+        assert not feed.errors
+    assert any(name != threading.current_thread().name for name in calls), \
+        "compare never ran inside an answer on a worker thread"

@@ -1,11 +1,14 @@
 //! The feed in hosted mode ([`Feed::take`], [`Feed::give_and_take`]): the test's own threads
 //! are the feed's workers, the read an answer issues goes to the answering thread, and the
 //! feed's rules hold as with its own workers: every page released once (late ones and those
-//! answered after close), read timeouts, at most `workers` reads held, exact counters.
+//! answered after close), read timeouts, at most `workers` reads held, exact counters; and a
+//! host woken by the `ready` hook alone, as an event loop is ([`Feed::set_ready`]).
 
-use super::{close, feed_built, page, Fake, Feed, Items, Src};
+use super::{close, feed_built, feed_configured, page, Fake, Feed, Items, Src};
 use crate::feed::{NoJob, Outcome, Problem};
+use crate::loader::Config;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, Receiver};
 use std::sync::{Arc, Mutex};
 use std::thread::{JoinHandle, ThreadId};
 use std::time::{Duration, Instant};
@@ -317,4 +320,114 @@ fn a_problem_found_while_the_host_acts_is_not_cleared_when_the_action_ends() {
     );
     close(&f, &fake);
     assert_eq!(items.released.load(Ordering::Relaxed), 1);
+}
+
+/// A `ready` hook that sends on a channel, as an event loop's wake-up does.
+fn ready_hook(f: &Feed<Src>) -> Receiver<()> {
+    let (tx, rx) = channel();
+    let tx = Mutex::new(tx);
+    assert!(f.set_ready(Box::new(move || {
+        let _ = tx.lock().unwrap().send(());
+    })));
+    assert!(!f.set_ready(Box::new(|| {})), "set once");
+    rx
+}
+
+/// Takes every read ready now, without waiting, as an event loop's pump does.
+fn take_ready(f: &Feed<Src>) -> Vec<super::R> {
+    std::iter::from_fn(|| f.take(Some(Duration::ZERO)).ok()).collect()
+}
+
+#[test]
+fn a_host_woken_only_by_the_ready_hook_loads_every_read_the_feed_issues() {
+    let (f, fake, items) = hosted(4, None);
+    let woken = ready_hook(&f);
+    fake.call(|l| l.set_window(0, 40)).unwrap();
+    let mut failed_once = false;
+    // The host never waits in take: only the hook tells it a read is there. The reads come
+    // from its own call (the first), from each answer (given with `give`: the next read is
+    // queued, not chained) and from the feed's clock (the retry of the failed one).
+    while f.wait_quiescent(Some(Duration::ZERO)).is_err() {
+        woken
+            .recv_timeout(Duration::from_secs(10))
+            .expect("a read was left queued and the host was not told");
+        for read in take_ready(&f) {
+            let loaded = if failed_once {
+                page(&items, &read.0)
+            } else {
+                failed_once = true;
+                Outcome::Failed
+            };
+            f.give(&read, loaded);
+        }
+    }
+    assert_eq!(fake.loader.lock().unwrap().covered(), (0, 40));
+    close(&f, &fake);
+    assert_eq!(
+        items.released.load(Ordering::Relaxed),
+        items.made.load(Ordering::Relaxed)
+    );
+    let c = f.tally().read();
+    assert_eq!((c.failed, c.running), (1, 0));
+    assert_eq!(c.handed_out, c.accepted + c.given_back);
+}
+
+#[test]
+fn the_ready_hook_tells_the_host_when_a_read_let_go_at_its_timeout_frees_a_place() {
+    let config = Config {
+        page_size: 10,
+        prefetch_distance: 0,
+        // No automatic retry: the only news after the timeout is the place it frees.
+        max_auto_retries: 0,
+        ..Config::default()
+    };
+    let items = Arc::new(Items::default());
+    let (f, fake, items) = feed_configured(items, 1, Some(Duration::from_millis(50)), true, config);
+    let woken = ready_hook(&f);
+    fake.call(|l| l.set_window(0, 10)).unwrap();
+    woken.recv_timeout(Duration::from_secs(10)).unwrap();
+    let held = f.take(Some(Duration::ZERO)).unwrap();
+    // A second read queued behind the one place, held as by a hung load.
+    let mut second = held.0.clone();
+    second.read_id = 1_000_000;
+    f.on_issue(super::R(second));
+    woken.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert!(take_ready(&f).is_empty());
+    while woken.try_recv().is_ok() {}
+    // The supervisor lets the held read go at its timeout: the host is told, and takes.
+    woken
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the place freed at the read timeout was not told");
+    let next = take_ready(&f);
+    assert_eq!(next.len(), 1);
+    assert_eq!(next[0].0.read_id, 1_000_000);
+    f.give(&next[0], Outcome::Failed);
+    f.give(&held, page(&items, &held.0));
+    close(&f, &fake);
+    assert_eq!(items.released.load(Ordering::Relaxed), 1);
+    let c = f.tally().read();
+    assert_eq!((c.timed_out, c.late, c.running), (1, 1, 0));
+}
+
+#[test]
+fn a_held_read_reports_a_cancel_hint_and_not_its_read_timeout() {
+    let (f, fake, items) = hosted(2, Some(Duration::from_millis(50)));
+    fake.call(|l| l.set_window(0, 10)).unwrap();
+    let held = f.take(Some(Duration::from_secs(10))).unwrap();
+    let id = held.0.read_id;
+    assert!(!f.hinted(id), "still needed");
+    f.on_cancel(id);
+    assert!(f.hinted(id), "let go of by the hint: its load may stop");
+    f.give(&held, page(&items, &held.0));
+    assert!(!f.hinted(id), "answered");
+    // A read let go of at its read timeout is not a hint: its load may be the only one left.
+    let retry = f.take(Some(Duration::from_secs(10))).unwrap();
+    wait_for(|| f.tally().read().timed_out == 1);
+    assert!(!f.hinted(retry.0.read_id));
+    f.give(&retry, page(&items, &retry.0));
+    close(&f, &fake);
+    assert_eq!(
+        items.released.load(Ordering::Relaxed),
+        items.made.load(Ordering::Relaxed)
+    );
 }
