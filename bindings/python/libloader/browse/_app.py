@@ -215,6 +215,11 @@ def cell_text(parts: List[Tuple[str, str]], width: int,
     return t
 
 
+Cells = Tuple[List[List[Tuple[str, str]]], List[int]]
+"""A row's cells as drawn: each cell's runs of (text, kind) (:func:`cell_parts`), and each
+cell's width in terminal cells, uncut."""
+
+
 class _LineStyles:
     """The styles of a line's segments, combined once per draw's styles: the stale style
     under everything, a run's kind over it, the column cursor's cell style over that, the
@@ -788,10 +793,11 @@ class Browser(App[None]):
         """What the screen shows changed, and is not painted yet."""
         self._hold_timer: Optional[Timer] = None
         self._ask_label = ""
-        self._row_cache: Dict[Row, Tuple[List[List[Tuple[str, str]]], List[int]]] = {}
+        self._row_cache: Dict[Row, Cells] = {}
         """The window's rows' cells and their widths, as last drawn (:meth:`_draw`)."""
-        self._line_cache: Dict[Tuple[Any, ...], Strip] = {}
-        """The window's lines as last drawn, by what each was made from (:meth:`_draw`)."""
+        self._line_cache: Dict[Tuple[int, int], Tuple[Row, Cells, Strip]] = {}
+        """The window's lines as last drawn and those drawn ahead, by row number and column
+        cursor (-1: none), with the row and the cells each was made from (:meth:`_draw`)."""
         self._line_common: Any = None
         """What every line of ``_line_cache`` was made with (:meth:`_draw`)."""
         self._line_styles = _LineStyles({}, Style())
@@ -1298,23 +1304,29 @@ class Browser(App[None]):
 
         A row's cells and a line's strip are kept from the draw before when what they are
         made from is the same (the row, its number, the columns' widths, the cursor on it,
-        the styles): a line or a page move, a cursor move, makes the lines that changed
-        (a line move: the new row and the two the cursor leaves and reaches), not the
-        window's every line."""
+        the styles), or found made ahead (:meth:`_draw_ahead`): a line or a page move, a
+        cursor move, makes no line when its lines were made ahead and the columns' widths
+        stay, else the lines that changed."""
         rows = self.window_rows() if self.gone is None else [None] * self.height
         names = [inert(n) for n in self._columns()]
         widths = [cell_len(n) for n in names]
         old_rows = self._row_cache
-        row_cache: Dict[Row, Tuple[List[List[Tuple[str, str]]], List[int]]] = {}
-        cells: List[Optional[Tuple[List[List[Tuple[str, str]]], List[int]]]] = []
+        row_cache: Dict[Row, Cells] = {}
+        cells: List[Optional[Cells]] = []
         table = self.table
-        for row in rows:
+        old_lines = self._line_cache
+        first = self.top
+        for i, row in enumerate(rows):
             if row is None:
                 cells.append(None)
                 continue
             made = row_cache.get(row) or old_rows.get(row)
             if made is None:
-                made = self._row_cells(row, table)
+                got = old_lines.get((first + i, -1))
+                if got is not None and (got[0] is row or got[0] == row):
+                    made = got[1]   # its line was made ahead
+                else:
+                    made = self._row_cells(row, table)
             row_cache[row] = made
             cells.append(made)
         self._row_cache = row_cache
@@ -1343,7 +1355,7 @@ class Browser(App[None]):
             self._line_styles = _LineStyles(styles, stale)
         line_styles = self._line_styles
         old_lines = self._line_cache
-        line_cache: Dict[Tuple[Any, ...], Strip] = {}
+        line_cache: Dict[Tuple[int, int], Tuple[Row, Cells, Strip]] = {}
         lines: List[Strip] = []
         top, cursor, column, gone = self.top, self.cursor, self.column, self.gone
         for i, made in enumerate(cells):
@@ -1357,18 +1369,21 @@ class Browser(App[None]):
                     lines.append(self._strip(Text(f"{pos + 1:,}".rjust(nw) + SEPARATOR + "…",
                                                   style=styles["more"], end="")))
                 continue
-            key = (rows[i], pos, column if on_cursor else -1)
-            strip = old_lines.get(key)
-            if strip is None:
-                strip = self._line(pos, nw, made, widths, line_styles,
-                                   column if on_cursor else -1)
-            line_cache[key] = strip
+            row = rows[i]
+            assert row is not None
+            key = (pos, column if on_cursor else -1)
+            got = old_lines.get(key)
+            if got is not None and (got[0] is row or got[0] == row):
+                strip = got[2]
+            else:
+                strip = self._line(pos, nw, made, widths, line_styles, key[1])
+            line_cache[key] = (row, made, strip)
             lines.append(strip)
         # The lines drawn ahead (:meth:`_draw_ahead`) a move may show next are kept.
         h = len(cells)
-        for key, strip in old_lines.items():
-            if top - h <= key[1] < top + 2 * h and key not in line_cache:
-                line_cache[key] = strip
+        for key, got in old_lines.items():
+            if top - h <= key[0] < top + 2 * h and key not in line_cache:
+                line_cache[key] = got
         self._line_cache = line_cache
         header = (self._header, styles["header"])
         if self._header_strip is None or self._header_strip[0] != header:
@@ -1408,13 +1423,13 @@ class Browser(App[None]):
             if not 0 <= idx < len(items):
                 continue
             row = items[idx]
-            key = (row, pos, col)
-            if key in cache:
+            got = cache.get((pos, col))
+            if got is not None and (got[0] is row or got[0] == row):
                 continue
             made = rows.get(row)
             if made is None:
                 made = rows[row] = self._row_cells(row, table)
-            cache[key] = self._line(pos, nw, made, widths, st, col)
+            cache[pos, col] = (row, made, self._line(pos, nw, made, widths, st, col))
 
     def _ahead(self) -> None:
         """:meth:`_draw_ahead` after what is queued now (keys pressed meanwhile first)."""
@@ -1423,7 +1438,7 @@ class Browser(App[None]):
             self.call_later(self._draw_ahead)
 
     def _row_cells(self, row: Row,
-                   table: Table) -> Tuple[List[List[Tuple[str, str]]], List[int]]:
+                   table: Table) -> Cells:
         """A row's cells as runs of (text, kind) (:func:`cell_parts`), and each cell's
         width in terminal cells, uncut."""
         values = row[table.nkey:]
@@ -1433,7 +1448,7 @@ class Browser(App[None]):
         return parts, [sum(cell_len(t) for t, _ in c) for c in parts]
 
     def _line(self, pos: int, nw: int,
-              made: Tuple[List[List[Tuple[str, str]]], List[int]], widths: List[int],
+              made: Cells, widths: List[int],
               st: "_LineStyles", column: int) -> Strip:
         """The line of row number ``pos`` (from 0): its number, then each cell cut or padded
         to its column's width, styled (the column cursor's cell when ``column`` >= 0, the
