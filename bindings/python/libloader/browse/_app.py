@@ -15,7 +15,10 @@ The app's state (the first shown row, the cursor row and column, the row count, 
 latest view, the table, the far move in flight, ...) is reactive: setting an attribute is all
 a change takes. Once per batch of changes the title, the status line and the rows view's lines
 are made from it (the lines only when what they are drawn from changed) and reach the widgets
-by data binding; Textual repaints what changed.
+by data binding; Textual repaints what changed. Once a screen is painted, the lines the next
+line, page or cursor move would show are made ahead (:meth:`Browser._draw_ahead`), and a
+keypress whose rows are held keeps the reads it starts (the next prefetch) waiting until its
+screen is painted (:meth:`Browser._read_gate`).
 """
 
 from __future__ import annotations
