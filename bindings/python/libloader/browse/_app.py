@@ -1407,8 +1407,10 @@ class Browser(App[None]):
         36 lines in its keypress before (1.4-2.5 ms of a 4-6 ms screen)."""
         self._ahead_due = False
         snap, feed = self.snap, self.feed
-        if self._pending is not None or feed is None or snap is None or \
+        if self._pending is not None or feed is None or snap is None or snap.revalidating or \
                 self.gone is not None or self._line_common is None or not self.is_running:
+            # While the view is refreshed (another program's commit), its lines are drawn
+            # stale and drawn again when the repair lands: made ahead then, not twice.
             return
         try:
             h = self.height
