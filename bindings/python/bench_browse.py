@@ -9,9 +9,10 @@ of a fresh screen, and the rows the loads returned for it. Beside each, in the s
 - the repaint floor: Down with the cursor row mid-window, which reads nothing, makes the two
   lines the cursor leaves and reaches again (or finds them made ahead) and waits for the
   rows view's paint;
-- the full-repaint floor (the floor as first defined, at 82198f2): the rows view's every
-  line made again from its rows (none kept from before) and painted, no row moved, nothing
-  read, timed as a keypress is (from the action's start to the paint of its screen);
+- the full-repaint floor (the floor as first defined, at 82198f2): every row line of the rows
+  view made again from its rows (none kept from before; the header's strip is kept, as the
+  app keeps it) and painted, no row moved, nothing read, timed as a keypress is (from the
+  action's start to the paint of its screen);
 - for a far move (the top, the bottom, a row number), the reads floor: the same moves made on
   a bare ``aio.Feed`` with the browser's settings and page load (a keyset query in
   ``asyncio.to_thread``), no UI: the cursor's OFFSET query on a database thread (for a row
