@@ -1,7 +1,8 @@
 """What a keypress costs the screen, counted (counts do not drift with the machine's load,
 as the milliseconds of ``make bench-browse`` do): closing the row-number prompt lays nothing
 out and its screen is painted once; a move to the top or the bottom lays nothing out when
-the columns' widths change; a line move makes only the lines that changed."""
+the columns' widths change; a move within the rows held makes no line in its keypress (its
+lines were made ahead) and starts no read before its screen's paint."""
 
 from __future__ import annotations
 
@@ -127,17 +128,41 @@ def test_the_top_and_the_bottom_lay_nothing_out(big_db: Path,
     asyncio.run(run())
 
 
-def test_a_line_move_makes_the_lines_that_changed(big_db: Path,
-                                                  counts: Dict[str, Any],
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_move_within_the_rows_held_makes_no_line_at_its_keypress(
+        big_db: Path, counts: Dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line, a page and a cursor move show lines made ahead, after the screen before
+    was painted (``_draw_ahead``): none is made between the key and its fresh screen, which
+    is one paint with no layout, and the reads the move starts (a page's next prefetch)
+    begin after that paint (``_read_gate``). Once settled, the lines made ahead are those of
+    the rows new to the screen's neighbourhood only: a page down, the page beyond (h) and
+    the cursor row's line for the next line moves and page (3); a line down, the row beyond
+    the next page (1) and the cursor row's line for the next page each way and the next
+    line (3, or fewer when made for an earlier screen)."""
     made: List[int] = [0]
-    strip = Browser._strip
+    line = Browser._line
 
-    def counted_strip(self: Browser, text: Any) -> Any:
+    def counted_line(self: Browser, *a: Any) -> Any:
         made[0] += 1
-        return strip(self, text)
+        return line(self, *a)
 
-    monkeypatch.setattr(Browser, "_strip", counted_strip)
+    monkeypatch.setattr(Browser, "_line", counted_line)
+    at_screen: List[Any] = []
+    painted = Browser._painted
+    reads: List[int] = [0]
+    load_rows = Browser.load_rows
+
+    def counted_load_rows(self: Browser, *a: Any) -> Any:
+        reads[0] += 1   # in the load's thread, as it starts
+        return load_rows(self, *a)
+
+    monkeypatch.setattr(Browser, "load_rows", counted_load_rows)
+
+    def painted_counted(self: Browser) -> None:
+        if self._fresh_pending:   # the paint that records the keypress's screen
+            at_screen.append((made[0], reads[0]))
+        painted(self)
+
+    monkeypatch.setattr(Browser, "_painted", painted_counted)
 
     async def run() -> None:
         app = Browser(Table(open_readonly(str(big_db)), DEMO_TABLE))
@@ -146,16 +171,26 @@ def test_a_line_move_makes_the_lines_that_changed(big_db: Path,
             await pilot.press("colon", *"400000", "enter")
             await fresh(pilot, app)
             await pilot.pause(0.2)
-            for _ in range(3):
-                app.cursor = app.height - 1
+            h = app.height
+            # (the key, the cursor row before, the rows the view moves, the lines made
+            # ahead after it at most; a cursor move's are not counted)
+            for key, cursor, moved, ahead in [("down", h - 1, 1, 4), ("pagedown", 5, h, h + 3),
+                                              ("down", 5, 0, None), ("pagedown", 7, h, h + 3),
+                                              ("down", h - 1, 1, 4)]:
+                app.cursor = cursor
                 await fresh(pilot, app)
-                await pilot.pause(0.05)
+                await pilot.pause(0.1)
                 top = app.top
-                made[0] = 0
-                await measured(pilot, app, counts, "down")
-                assert app.top == top + 1
-                # The new row's line, the line the cursor left, and the header.
-                assert made[0] == 3, made
-                assert counts["paints"] == 1, counts
-                assert counts["layouts"] == counts["scrolls"] == 0, counts
+                made[0] = reads[0] = 0
+                await measured(pilot, app, counts, key)
+                assert (app.top, app.cursor) == (top + moved, cursor + (moved == 0))
+                # No line made from the key to its fresh screen, and no read begun (the
+                # next prefetch waits for that screen's paint).
+                assert at_screen[-1] == (0, 0), (key, at_screen)
+                assert counts["paints"] == 1, (key, counts)
+                assert counts["layouts"] == counts["scrolls"] == 0, (key, counts)
+                await fresh(pilot, app)
+                await pilot.pause(0.1)
+                if ahead is not None:
+                    assert 0 < made[0] <= ahead, (key, made, ahead)
     asyncio.run(run())

@@ -15,7 +15,10 @@ The app's state (the first shown row, the cursor row and column, the row count, 
 latest view, the table, the far move in flight, ...) is reactive: setting an attribute is all
 a change takes. Once per batch of changes the title, the status line and the rows view's lines
 are made from it (the lines only when what they are drawn from changed) and reach the widgets
-by data binding; Textual repaints what changed.
+by data binding; Textual repaints what changed. Once a screen is painted, the lines the next
+line, page or cursor move would show are made ahead (:meth:`Browser._draw_ahead`), and a
+keypress whose rows are held keeps the reads it starts (the next prefetch) waiting until its
+screen is painted (:meth:`Browser._read_gate`).
 """
 
 from __future__ import annotations
@@ -215,6 +218,39 @@ def cell_text(parts: List[Tuple[str, str]], width: int,
     return t
 
 
+Cells = Tuple[List[List[Tuple[str, str]]], List[int]]
+"""A row's cells as drawn: each cell's runs of (text, kind) (:func:`cell_parts`), and each
+cell's width in terminal cells, uncut."""
+
+
+class _LineStyles:
+    """The styles of a line's segments, combined once per draw's styles: the stale style
+    under everything, a run's kind over it, the column cursor's cell style over that, the
+    cursor row's style on top (as a rich ``Text`` with these as spans renders them)."""
+
+    __slots__ = ("styles", "stale", "_made")
+
+    def __init__(self, styles: Dict[str, Style], stale: Style) -> None:
+        self.styles = styles
+        self.stale = stale
+        self._made: Dict[Tuple[Optional[str], bool, bool], Style] = {}
+
+    def get(self, kind: Optional[str], cell: bool, cursor: bool) -> Style:
+        key = (kind, cell, cursor)
+        style = self._made.get(key)
+        if style is None:
+            styles = self.styles
+            style = self.stale
+            if kind is not None:
+                style = style + styles.get(kind, Style())
+            if cell:
+                style = style + styles["cell"]
+            if cursor:
+                style = style + styles["cursor"]
+            self._made[key] = style
+        return style
+
+
 @dataclass
 class KeySample:
     """One keypress, from the action to the first paint of a fresh screen."""
@@ -275,6 +311,7 @@ class RowsView(ScrollView, can_focus=True, inherit_bindings=False):
     def __init__(self, browser: "Browser") -> None:
         super().__init__()
         self.browser = browser
+        self._styles_made: Optional[Tuple[Any, Dict[str, Style]]] = None
 
     def on_resize(self) -> None:
         self.browser.resized()
@@ -313,10 +350,21 @@ class RowsView(ScrollView, can_focus=True, inherit_bindings=False):
         self.scroll_to(x=min(self.scroll_x + 8, self.max_scroll_x), animate=False)
 
     def styles_for(self) -> Dict[str, Style]:
-        """The rich styles of the component classes, by kind of text."""
-        return {k: self.get_component_rich_style(f"rowsview--{k}", partial=True)
+        """The rich styles of the component classes, by kind of text: looked up again when
+        the view's styles change (a theme, say). Textual's own cache of them is emptied at
+        every refresh of the view, and looking them up took a third of a move's draw."""
+        key = (self.app.theme, self.app.ansi_color)
+        made = self._styles_made
+        if made is None or made[0] != key:
+            made = self._styles_made = (key, {
+                k: self.get_component_rich_style(f"rowsview--{k}", partial=True)
                 for k in ("header", "escape", "null", "blob", "more", "stale", "cursor",
-                          "cell")}
+                          "cell")})
+        return made[1]
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._styles_made = None
 
     def watch_shown(self, shown: Optional[Shown]) -> None:
         """The virtual size is the table's (its rows, the header's width), the vertical
@@ -748,16 +796,25 @@ class Browser(App[None]):
         """What the screen shows changed, and is not painted yet."""
         self._hold_timer: Optional[Timer] = None
         self._ask_label = ""
-        self._row_cache: Dict[Row, Tuple[List[List[Tuple[str, str]]], List[int]]] = {}
+        self._row_cache: Dict[Row, Cells] = {}
         """The window's rows' cells and their widths, as last drawn (:meth:`_draw`)."""
-        self._line_cache: Dict[Tuple[Any, ...], Strip] = {}
-        """The window's lines as last drawn, by what each was made from (:meth:`_draw`)."""
+        self._line_cache: Dict[Tuple[int, int], Tuple[Row, Cells, Strip]] = {}
+        """The window's lines as last drawn and those drawn ahead, by row number and column
+        cursor (-1: none), with the row and the cells each was made from (:meth:`_draw`)."""
+        self._line_common: Any = None
+        """What every line of ``_line_cache`` was made with (:meth:`_draw`)."""
+        self._line_styles = _LineStyles({}, Style())
+        self._header_strip: Optional[Tuple[Tuple[str, Style], Strip]] = None
+        self._ahead_due = False
+        """:meth:`_draw_ahead` is queued."""
         self._pass_state: Any = None
         """The loader's state while :meth:`_follow_state` runs (:meth:`_feed_state`)."""
         self._screen_held = False
         """The screen's paints are held while a row number's or a key's move begins
         (:meth:`_hold_screen`)."""
         """While a keypress's screen waits for its rows: the end of the wait (HOLD_S)."""
+        self._reads_gate: Optional[asyncio.Event] = None
+        """Reads waiting for a keypress's screen to be painted (:meth:`_read_gate`)."""
         self._header = ""
         self._spans: List[Tuple[int, int]] = []
         """Each column's first cell and width in a line, past the pinned row numbers."""
@@ -791,10 +848,44 @@ class Browser(App[None]):
                          direction: Direction) -> LoadResult[Row]:
         """A page of the table, read in ``asyncio.to_thread`` (off the UI thread) on that
         thread's own connection, counting the rows its query fetched."""
+        gate = self._read_gate()
+        if gate is not None:
+            await gate.wait()
         result = await asyncio.to_thread(self.load_rows, cursor, limit, direction)
         self.fetched += len(result.items) + (
             1 if direction is Direction.BACKWARD and not result.end_of_source else 0)
         return result
+
+    def _read_gate(self) -> Optional[asyncio.Event]:
+        """While a keypress's screen is made from rows already held (a line or a page within
+        the prefetch), a read it started (the next prefetch) waits for that screen's paint,
+        HOLD_S at most: started at once, its thread took the interpreter from the UI thread
+        in the middle of the screen (a page's ``set_window`` took 3.4-5.4 ms instead of
+        0.05, and its draw waited up to Python's switch interval, 5 ms). A read the screen
+        needs (a far move's, rows not held) starts at once. None: read now."""
+        if self._pending is None or not self._window_held():
+            return None
+        if self._reads_gate is None:
+            self._reads_gate = asyncio.Event()
+            self.set_timer(HOLD_S, self._open_reads)
+        return self._reads_gate
+
+    def _open_reads(self) -> None:
+        """The reads held for a keypress's screen (:meth:`_read_gate`) go on."""
+        gate, self._reads_gate = self._reads_gate, None
+        if gate is not None:
+            gate.set()
+
+    def _window_held(self) -> bool:
+        """The latest view holds every row of the window the table has (whatever is read
+        beyond it)."""
+        snap, feed = self.snap, self.feed
+        if snap is None or feed is None:
+            return False
+        state = self._feed_state()
+        end = state.covered_end if state.end_of_source else None
+        need = self.top + self.height if end is None else min(self.top + self.height, end)
+        return snap.start <= self.top and snap.start + len(snap.items) >= need
 
     def load_rows(self, cursor: bytes, limit: int, direction: Direction) -> LoadResult[Row]:
         """A page of the table on the calling thread's own connection (a worker thread)."""
@@ -1163,11 +1254,14 @@ class Browser(App[None]):
 
     def window_rows(self) -> List[Optional[Row]]:
         """The window's rows from the current view: None where a row is not loaded (yet)."""
-        snap = self.snap
-        out: List[Optional[Row]] = []
-        for i in range(self.height):
-            idx = self.top + i - (snap.start if snap else 0)
-            out.append(snap.items[idx] if snap and 0 <= idx < len(snap.items) else None)
+        snap, h = self.snap, self.height
+        if snap is None:
+            return [None] * h
+        items = snap.items
+        first = self.top - snap.start
+        out: List[Optional[Row]] = [None] * min(max(-first, 0), h)
+        out.extend(items[max(first, 0):max(first + h, 0)])
+        out.extend([None] * (h - len(out)))
         return out
 
     def is_fresh(self) -> bool:
@@ -1189,12 +1283,6 @@ class Browser(App[None]):
         if self.table.key_label == "rowid":
             names = [self.table.key[0]] + names
         return names
-
-    def _cells(self, row: Row) -> List[List[Tuple[str, str]]]:
-        values = row[self.table.nkey:]
-        if self.table.key_label == "rowid":
-            values = (row[0],) + tuple(values)
-        return [cell_parts(v) for v in values]
 
     def _number_width(self) -> int:
         return max(len(f"{self.top + self.height:,}"), len(f"{self.total:,}"), 1)
@@ -1219,29 +1307,34 @@ class Browser(App[None]):
 
         A row's cells and a line's strip are kept from the draw before when what they are
         made from is the same (the row, its number, the columns' widths, the cursor on it,
-        the styles): a line or a page move, a cursor move, makes the lines that changed
-        (a line move: the new row and the two the cursor leaves and reaches), not the
-        window's every line."""
+        the styles), or found made ahead (:meth:`_draw_ahead`): a line or a page move, a
+        cursor move, makes no line when its lines were made ahead and the columns' widths
+        stay, else the lines that changed."""
         rows = self.window_rows() if self.gone is None else [None] * self.height
         names = [inert(n) for n in self._columns()]
         widths = [cell_len(n) for n in names]
         old_rows = self._row_cache
-        row_cache: Dict[Row, Tuple[List[List[Tuple[str, str]]], List[int]]] = {}
-        cells: List[Optional[List[List[Tuple[str, str]]]]] = []
-        for row in rows:
+        row_cache: Dict[Row, Cells] = {}
+        cells: List[Optional[Cells]] = []
+        table = self.table
+        old_lines = self._line_cache
+        first = self.top
+        for i, row in enumerate(rows):
             if row is None:
                 cells.append(None)
                 continue
             made = row_cache.get(row) or old_rows.get(row)
             if made is None:
-                parts = self._cells(row)
-                made = (parts, [min(cell_len("".join(t for t, _ in c)), CELL_WIDTH)
-                                for c in parts])
+                got = old_lines.get((first + i, -1))
+                if got is not None and (got[0] is row or got[0] == row):
+                    made = got[1]   # its line was made ahead
+                else:
+                    made = self._row_cells(row, table)
             row_cache[row] = made
-            cells.append(made[0])
-            widths = [max(w, cw) for w, cw in zip(widths, made[1])]
+            cells.append(made)
         self._row_cache = row_cache
-        widths = [min(w, CELL_WIDTH) for w in widths]
+        widths = [min(max(col), CELL_WIDTH)
+                  for col in zip(widths, *(made[1] for made in cells if made is not None))]
         self._spans = []
         x = 0
         for w in widths:
@@ -1255,47 +1348,168 @@ class Browser(App[None]):
         state = self._feed_state() if self.feed is not None else None
         stale = (styles["stale"] if self.snap is not None and self.snap.revalidating
                  else Style())
-        # What every line is made from besides its row, its number and the cursor.
+        # What every line is made from besides its row, its number and the cursor: when it
+        # changes, no line drawn before is kept (the key of each is then its row, its
+        # number and the column cursor on it: hashing this with each was most of a draw).
         common = (tuple(widths), nw, stale, self.table, tuple(styles.items()))
+        if common != self._line_common:
+            self._line_common = common
+            self._line_cache = {}
+            self._line_styles = _LineStyles(styles, stale)
+        line_styles = self._line_styles
         old_lines = self._line_cache
-        line_cache: Dict[Tuple[Any, ...], Strip] = {}
+        line_cache: Dict[Tuple[int, int], Tuple[Row, Cells, Strip]] = {}
         lines: List[Strip] = []
-        for i, cs in enumerate(cells):
-            pos = self.top + i
-            on_cursor = i == self.cursor
-            key = (rows[i], pos, self.column if on_cursor else -1, common)
-            strip = old_lines.get(key) if cs is not None else None
-            if strip is not None:
-                line_cache[key] = strip
-                lines.append(strip)
-                continue
-            if cs is None:
-                if self.gone is not None or (state is not None and state.end_of_source
-                                             and pos >= state.covered_end):
+        top, cursor, column, gone = self.top, self.cursor, self.column, self.gone
+        for i, made in enumerate(cells):
+            pos = top + i
+            on_cursor = i == cursor
+            if made is None:
+                if gone is not None or (state is not None and state.end_of_source
+                                        and pos >= state.covered_end):
                     lines.append(Strip([]))
                 else:
                     lines.append(self._strip(Text(f"{pos + 1:,}".rjust(nw) + SEPARATOR + "…",
                                                   style=styles["more"], end="")))
                 continue
-            line = Text(f"{pos + 1:,}".rjust(nw) + SEPARATOR, style=stale, no_wrap=True,
-                        end="")
-            for j, (c, w) in enumerate(zip(cs, widths)):
-                if j:
-                    line.append(SEPARATOR)
-                text = cell_text(c, w, styles)
-                if on_cursor and j == self.column:
-                    text.stylize(styles["cell"])
-                line.append_text(text)
-            if on_cursor:
-                line.stylize(styles["cursor"])
-            strip = line_cache[key] = self._strip(line)
+            row = rows[i]
+            assert row is not None
+            key = (pos, column if on_cursor else -1)
+            got = old_lines.get(key)
+            if got is not None and (got[0] is row or got[0] == row):
+                strip = got[2]
+            else:
+                strip = self._line(pos, nw, made, widths, line_styles, key[1])
+            line_cache[key] = (row, made, strip)
             lines.append(strip)
+        # The lines drawn ahead (:meth:`_draw_ahead`) a move may show next are kept.
+        h = len(cells)
+        for key, got in old_lines.items():
+            if top - h <= key[0] < top + 2 * h and key not in line_cache:
+                line_cache[key] = got
         self._line_cache = line_cache
-        return Shown(header=self._strip(Text(self._header, style=styles["header"], end="")),
+        header = (self._header, styles["header"])
+        if self._header_strip is None or self._header_strip[0] != header:
+            self._header_strip = (header, self._strip(Text(self._header,
+                                                           style=styles["header"], end="")))
+        return Shown(header=self._header_strip[1],
                      lines=lines, pin=nw + len(SEPARATOR), top=self.top,
                      rows=self._last_top() + self.height, width=cell_len(self._header),
                      cursor=self.cursor, header_style=styles["header"],
                      cursor_style=styles["cursor"])
+
+    def _draw_ahead(self) -> None:
+        """Once a keypress's screen is painted (or the screen changed with no keypress
+        waiting), makes the lines the next move would show from the rows held, with the
+        columns' widths drawn now: a page up and down (and a line each way), and the cursor
+        row's line for a line, a page or a cursor move each way. The next move's draw then
+        finds them made (unless its rows change the columns' widths); a page move made its
+        36 lines in its keypress before (1.4-2.5 ms of a 4-6 ms screen)."""
+        self._ahead_due = False
+        snap, feed = self.snap, self.feed
+        if self._pending is not None or feed is None or snap is None or snap.revalidating or \
+                self.gone is not None or self._line_common is None or not self.is_running:
+            # While the view is refreshed (another program's commit), its lines are drawn
+            # stale and drawn again when the repair lands: made ahead then, not twice.
+            return
+        try:
+            h = self.height
+        except NoMatches:
+            return
+        widths, nw = list(self._line_common[0]), self._line_common[1]
+        top, cursor, column, table = self.top, self.cursor, self.column, self.table
+        items, start = snap.items, snap.start
+        cache, rows, st = self._line_cache, self._row_cache, self._line_styles
+        wanted = [(pos, -1) for pos in (*range(top - h, top), *range(top + h, top + 2 * h),
+                                        top + cursor)]
+        wanted += [(top + cursor + d, column) for d in (-h, -1, 1, h)]
+        for pos, col in wanted:
+            idx = pos - start
+            if not 0 <= idx < len(items):
+                continue
+            row = items[idx]
+            got = cache.get((pos, col))
+            if got is not None and (got[0] is row or got[0] == row):
+                continue
+            made = rows.get(row)
+            if made is None:
+                made = rows[row] = self._row_cells(row, table)
+            cache[pos, col] = (row, made, self._line(pos, nw, made, widths, st, col))
+
+    def _ahead(self) -> None:
+        """:meth:`_draw_ahead` after what is queued now (keys pressed meanwhile first)."""
+        if not self._ahead_due:
+            self._ahead_due = True
+            self.call_later(self._draw_ahead)
+
+    def _row_cells(self, row: Row,
+                   table: Table) -> Cells:
+        """A row's cells as runs of (text, kind) (:func:`cell_parts`), and each cell's
+        width in terminal cells, uncut."""
+        values = row[table.nkey:]
+        if table.key_label == "rowid":
+            values = (row[0],) + tuple(values)
+        parts = [cell_parts(v) for v in values]
+        return parts, [sum(cell_len(t) for t, _ in c) for c in parts]
+
+    def _line(self, pos: int, nw: int,
+              made: Cells, widths: List[int],
+              st: "_LineStyles", column: int) -> Strip:
+        """The line of row number ``pos`` (from 0): its number, then each cell cut or padded
+        to its column's width, styled (the column cursor's cell when ``column`` >= 0, the
+        cursor row's style over the line), as a strip of segments made here: a cell that
+        fits is its runs and a pad, with no rich ``Text`` made and rendered for it (which
+        took about 50 µs a line); a cell cut to its column goes through :func:`cell_text`."""
+        on_cursor = column >= 0
+        styles = st.styles
+        segments: List[Segment] = []
+        # Runs are joined into one segment where a rich Text of the line would render one:
+        # the stretches no run's or cell's style covers (the number, the separators, the
+        # pads, text of no style), so the screen, and its snapshots, are as they were.
+        run: List[str] = [f"{pos + 1:,}".rjust(nw) + SEPARATOR]
+        run_key: Any = None
+        run_style = base = st.get(None, False, on_cursor)
+        length = nw + len(SEPARATOR)
+
+        def piece(text: str, style: Style, key: Any) -> None:
+            nonlocal run, run_key, run_style
+            if key == run_key:   # a styled run's key is its own: never equal
+                run.append(text)
+                return
+            if run:
+                segments.append(Segment("".join(run), run_style))
+            run, run_key, run_style = [text], key, style
+
+        for j, (parts, full, w) in enumerate(zip(made[0], made[1], widths)):
+            if j:
+                piece(SEPARATOR, base, None)
+                length += len(SEPARATOR)
+            length += w
+            is_cell = j == column and bool(styles["cell"])
+            plain: Any = ("cell", j) if is_cell else None
+            if full <= w:
+                for k, (text, kind) in enumerate(parts):
+                    if text:
+                        piece(text, st.get(kind, is_cell, on_cursor),
+                              (j, k) if styles.get(kind) else plain)
+                if full < w:
+                    piece(" " * (w - full), st.get(None, is_cell, on_cursor), plain)
+                continue
+            cut_text = cell_text(parts, w, styles)
+            if is_cell:
+                cut_text.stylize(styles["cell"])
+            under = st.get(None, False, False)
+            over = styles["cursor"] if on_cursor else None
+            for k, seg in enumerate(cut_text.render(self.console, end="")):
+                style = under + seg.style if seg.style else under
+                piece(seg.text, style + over if over else style,
+                      (j, "cut", k) if seg.style else None)
+        if not segments and not (on_cursor and styles["cursor"]):
+            # A line with no style but its base: rich renders it with no style at all.
+            segments.append(Segment("".join(run), run_style or None))
+        else:
+            segments.append(Segment("".join(run), run_style))
+        return Strip(segments, length)
 
     def header_text(self) -> str:
         return self._header
@@ -1435,6 +1649,8 @@ class Browser(App[None]):
                 self._invalidated_at = None
             pending = self._pending
             if pending is not None and not fresh:
+                # The screen waits for reads: none of them waits for the screen.
+                self._open_reads()
                 wait = pending[1] + HOLD_S - time.perf_counter()
                 if wait > 0:   # the keypress's screen waits for its rows (HOLD_S)
                     if self._hold_timer is None:
@@ -1466,6 +1682,8 @@ class Browser(App[None]):
                 if changed:
                     self._paint_now()
                 self.call_after_refresh(self._after_refresh, 3)
+            if self._pending is None:
+                self._ahead()
         except NoMatches:   # not composed yet, or being torn down
             pass
         finally:
@@ -1544,6 +1762,8 @@ class Browser(App[None]):
         line or a state line is rendered), or there was nothing to paint: if a keypress
         waited for a fresh screen, this is it."""
         self._unpainted = False
+        if self._reads_gate is not None and (self._pending is None or self._fresh_pending):
+            self._open_reads()
         if self._fresh_pending and self._pending is not None and self.feed is not None:
             action, t0, read0, fetched0 = self._pending
             self.samples.append(KeySample(action, time.perf_counter() - t0,
@@ -1551,6 +1771,7 @@ class Browser(App[None]):
                                           self.fetched - fetched0))
             self._pending = None
             self._fresh_pending = False
+            self._ahead()
 
     def schema_text(self) -> str:
         """The table's schema, inert: its columns with their declared types (the key's
