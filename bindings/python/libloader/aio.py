@@ -30,6 +30,7 @@ done is cancelled there. (A thread the load waits for by another way, such as
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import ctypes
 import functools
 import inspect
@@ -190,6 +191,11 @@ class _LoopEngine(_Engine):
         super().__init__(feed, load, takes_until, load_name, read_timeout_ms, 0)
         self.loop = loop
         self.thread = threading.get_ident()
+        self.context = contextvars.copy_context()
+        """The context the feed was made in: what the feed runs on the loop by itself (the
+        loads it starts, ``on_release``, the wake-ups) runs in a copy of it, as a task the
+        maker started would, not in the context of the thread that asked (the engine's
+        clock has none of the application's context variables)."""
         self.tasks: Dict["asyncio.Task[Any]", Tuple[int, Read]] = {}
         """The loads that wait, as tasks: each one's job token and read."""
         self.stopped: Set[int] = set()
@@ -219,7 +225,7 @@ class _LoopEngine(_Engine):
         """``fn(*args)`` on the loop's thread; here, when the loop is closed (a release is made
         once, late rather than never)."""
         try:
-            self.loop.call_soon_threadsafe(fn, *args)
+            self.loop.call_soon_threadsafe(fn, *args, context=self.context.copy())
         except RuntimeError:
             fn(*args)
 
@@ -259,11 +265,11 @@ class _LoopEngine(_Engine):
             if self.calls:
                 return   # the call the loop's thread is in takes it as it ends
             self.scheduled = True
-            self.loop.call_soon(self.pump)
+            self.loop.call_soon(self.pump, context=self.context.copy())
         else:
             self.scheduled = True
             try:
-                self.loop.call_soon_threadsafe(self.pump)
+                self.loop.call_soon_threadsafe(self.pump, context=self.context.copy())
             except RuntimeError:   # the loop is closed: nothing will load
                 pass
 
@@ -439,7 +445,9 @@ class Feed(_EngineFeed[T]):
     that runs past ``Config.read_timeout_ms`` is let go of (its read fails and is retried;
     :meth:`explain` names it) and runs on. ``on_release(result)`` gets every result a load
     returned, exactly once, on the loop's thread: those of loads superseded while they ran
-    and of loads that return after :meth:`close` too.
+    and of loads that return after :meth:`close` too. What the feed starts by itself (a
+    retry, a read an answer issued) and ``on_release`` run in a copy of the context the
+    feed was made in (its :mod:`contextvars`), as a task its maker started would.
 
     The feed is the library's engine (``loader_feed_*``, as :class:`libloader.Feed` is) in
     hosted mode, with the event loop's thread as its one host thread: the engine's policy

@@ -5,6 +5,7 @@ load waiting in ``asyncio.to_thread`` has its page released however it was super
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import random
 import threading
 import time
@@ -83,6 +84,45 @@ def test_loads_that_raise_are_retried_by_the_backoff_timer() -> None:
             assert not feed.errors
 
     run(main)
+    assert src.released_exactly_once()
+
+
+REQUEST: "contextvars.ContextVar[str]" = contextvars.ContextVar("request")
+
+
+def test_loads_and_callbacks_the_feed_starts_itself_run_in_its_makers_context() -> None:
+    """A retry is started by the engine's clock, on a thread with none of the application's
+    context variables: its load, and ``on_release``, still see the context the feed was made
+    in (an application's context variable, as Textual's active app is: a load that set a
+    timer there raised LookupError, and the view never refreshed)."""
+    src = AsyncSource(60)
+    src.fail = lambda start, attempt: attempt <= 2
+    seen: List[Optional[str]] = []
+    released: List[Optional[str]] = []
+    inner = src.aload
+
+    async def load(cursor: bytes, limit: int, direction: Direction = Direction.FORWARD,
+                   until: Optional[bytes] = None) -> LoadResult[str]:
+        seen.append(REQUEST.get(None))
+        return await inner(cursor, limit, direction, until)
+
+    def on_release(result: LoadResult[str]) -> None:
+        released.append(REQUEST.get(None))
+        src.on_release(result)
+
+    async def main() -> None:
+        REQUEST.set("the maker's")
+        async with Feed(load, config=config(max_auto_retries=50),
+                        on_release=on_release) as feed:
+            feed.set_window(0, 40)
+            assert await feed.settled(10)
+            assert feed.stats().retries_auto >= 2
+            feed.set_window(20, 40)
+            assert await feed.settled(10)
+
+    run(main)
+    assert len(seen) > 4 and released
+    assert set(seen) == {"the maker's"} and set(released) == {"the maker's"}
     assert src.released_exactly_once()
 
 
