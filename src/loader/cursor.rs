@@ -60,6 +60,8 @@ impl Cursor {
 
 impl Deref for Cursor {
     type Target = [u8];
+    // Inlined across crates: a host reads an issued read's cursor through it on every read.
+    #[inline]
     fn deref(&self) -> &[u8] {
         match &self.0 {
             Repr::Inline { len, bytes } => &bytes[..*len as usize],

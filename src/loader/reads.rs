@@ -203,9 +203,10 @@ impl Reads {
 
     /// Names request `request`'s next read, records it as outstanding (issued at `now`) and
     /// asks the host for it: `limit` items from `cursor`, at the step `w` is at.
-    // Always inlined: called once per answer, and its own frame (saving and restoring six
-    // registers around two stores of records) cost about a sixth of it.
-    #[inline(always)]
+    // A function of its own: inlined into the answer path, the code generator made its two
+    // pushes (the outstanding record, the `Issue` effect) calls to `Vec::push_mut`, each
+    // record built on the stack and copied; here both pushes are inlined.
+    #[inline(never)]
     pub(super) fn issue(
         &mut self,
         request: u64,
