@@ -252,6 +252,18 @@ impl Loader {
     // its cost.
     #[inline]
     pub fn drain_effects_into(&mut self, out: &mut Vec<Effect>) {
+        // Not recording (one test): nothing to note, no slice of what was handed over.
+        if !self.noting() {
+            self.out.drain_into(out);
+            return;
+        }
+        self.drain_effects_noted(out);
+    }
+
+    /// [`Loader::drain_effects_into`] while recording: out of the host's loop.
+    #[cold]
+    #[inline(never)]
+    fn drain_effects_noted(&mut self, out: &mut Vec<Effect>) {
         let from = out.len();
         self.out.drain_into(out);
         self.note_effects(&out[from..]);
