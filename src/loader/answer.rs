@@ -158,8 +158,9 @@ impl Loader {
             return self.step_ranged(a, slot);
         }
         let limit = self.config.page_size;
-        // `self.want()`, read as a field: the request's record is borrowed.
-        let want = self.reach;
+        // `self.want()`, borrowed as a field (the request's record is borrowed too), not
+        // copied onto the stack.
+        let want = &self.reach;
         let next = self.pools.cursors.make(next_cursor);
         if let (Some(n), true) = (items_before, count > 0) {
             // Where the anchor item is, by the host's count.
@@ -179,7 +180,7 @@ impl Loader {
                 end_of_source = false;
             } else if count > 0 {
                 w.stage(request, slot, acquisition, count, next.clone());
-                if w.keep_within(&want, &mut self.pools.cursors, &mut self.out) {
+                if w.keep_within(want, &mut self.pools.cursors, &mut self.out) {
                     // The pages past the window went: the reading ends at the last one kept.
                     self.pools.cursors.recycle(next);
                     next = w.tail.clone();
