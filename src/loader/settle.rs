@@ -23,7 +23,9 @@ impl Loader {
     /// without items and without `end_of_source` (for a read not hinted cancelled), is
     /// [`Answer::CursorStalled`]: a chain escalates to a full read, a finite or full read
     /// records an own failure that waits for backoff.
-    #[inline]
+    // The answer path of its own for the plain answer (no count, no order): its five
+    // arguments travel in registers, and the code for a host's count is not in it.
+    #[inline(never)]
     pub fn settle(
         &mut self,
         read_id: u64,
@@ -32,12 +34,24 @@ impl Loader {
         next_cursor: &[u8],
         end_of_source: bool,
     ) -> Result<Answer, LoaderError> {
-        self.settle_counted(
+        if !self.noting() {
+            return self.settle_unrecorded(
+                read_id,
+                acquisition,
+                count,
+                next_cursor,
+                end_of_source,
+                None,
+                None,
+            );
+        }
+        self.settle_noted(
             read_id,
             acquisition,
             count,
             next_cursor,
             end_of_source,
+            None,
             None,
         )
     }
