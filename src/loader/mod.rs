@@ -247,7 +247,9 @@ impl Loader {
 
     /// Moves the queued effects into `out`, keeping both allocations for reuse. When `out` is
     /// empty (a host that handles every batch before the next call) the two vectors are
-    /// swapped, so the effects are not copied at all.
+    /// swapped, so the effects are not copied at all. A host that then reads them in place
+    /// (`for e in &out`) and clears `out` moves none of them either; `out.drain(..)` moves
+    /// each one out of the vector.
     // Inlined into the host's loop: called once per call, and its own frame was a third of
     // its cost.
     #[inline]
