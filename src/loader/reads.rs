@@ -322,7 +322,10 @@ impl Reads {
     pub(super) fn answer(&mut self, at: usize) -> Outstanding {
         // Of at most two reads, the one left keeps its place either way: no shift (a call to
         // `memmove`) on every answer.
-        let (id, r) = if self.list.len() <= 2 {
+        // The newest read leaves by a pop: `swap_remove` would copy it onto itself.
+        let (id, r) = if at + 1 == self.list.len() {
+            self.list.pop().expect("found at the end")
+        } else if self.list.len() <= 2 {
             self.list.swap_remove(at)
         } else {
             self.list.remove(at)
