@@ -169,6 +169,15 @@ impl CursorPool {
         Cursor(Repr::Shared(Arc::new(bytes.to_vec())))
     }
 
+    /// [`CursorPool::recycle`] of a cursor left in a record about to be dropped: its buffer,
+    /// if it has one, is taken (an empty cursor left in its place); an inline one is left.
+    #[inline]
+    pub(super) fn recycle_in(&mut self, c: &mut Cursor) {
+        if let Repr::Shared(_) = c.0 {
+            self.recycle(std::mem::take(c));
+        }
+    }
+
     /// Keeps `c`'s buffer for reuse, if it has one. The pool is not capped: it never holds
     /// more buffers than the loader once held at the same time (a whole view being replaced
     /// by a repair's), so its memory is bounded by the largest view, and a capped pool would

@@ -64,6 +64,17 @@ pub(super) struct Outstanding {
     pub(super) issued_at: u64,
 }
 
+/// What an answer needs of the read it answers (see [`Reads::answer_page`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Answered {
+    pub(super) request: u64,
+    pub(super) kind: Kind,
+    pub(super) direction: super::Direction,
+    pub(super) cancelled: bool,
+    /// The answer's `next_cursor` differs from the read's cursor.
+    pub(super) advanced: bool,
+}
+
 /// The outstanding reads, oldest first, and the name of the next one.
 #[derive(Clone, Debug)]
 pub(super) struct Reads {
@@ -332,6 +343,41 @@ impl Reads {
         };
         self.last = id;
         r
+    }
+
+    /// [`Reads::answer`] for an answer with a page: what the answer path needs of the read at
+    /// `at` is read where the read lies (whether `next_cursor` moved from its cursor, which
+    /// the read's long cursor buffer, if any, goes back to `cursors`), and the record leaves
+    /// the list without being copied out whole.
+    #[inline(always)]
+    pub(super) fn answer_page(
+        &mut self,
+        at: usize,
+        next_cursor: &[u8],
+        cursors: &mut super::cursor::CursorPool,
+    ) -> Answered {
+        let (id, r) = &mut self.list[at];
+        let answered = Answered {
+            request: r.request,
+            kind: r.kind,
+            direction: r.direction,
+            cancelled: r.cancelled,
+            advanced: r.cursor != next_cursor,
+        };
+        self.last = *id;
+        cursors.recycle_in(&mut r.cursor);
+        // As in `answer`: the newest by a pop, the older of two by `swap_remove`. The record
+        // owns nothing now (its cursor is inline or was emptied above): it is forgotten, not
+        // dropped, so no destructor tests its cursor again.
+        let gone = if at + 1 == self.list.len() {
+            self.list.pop()
+        } else if self.list.len() <= 2 {
+            Some(self.list.swap_remove(at))
+        } else {
+            Some(self.list.remove(at))
+        };
+        std::mem::forget(gone);
+        answered
     }
 
     /// The id of the read [`Reads::answer`] took last.

@@ -279,16 +279,17 @@ impl Loader {
         if self.reads.ahead_of(read_id).is_some() {
             self.decide_ahead(read_id, at, next_cursor, end_of_source, cmp)?;
         }
-        let read = self.reads.answer(at);
+        let read = self
+            .reads
+            .answer_page(at, next_cursor, &mut self.pools.cursors);
         // An unmoved cursor is a stall when the page had items, or when it had none yet did not
         // claim the source's end, unless the host was told it may let the read go.
-        let advanced = read.cursor != next_cursor;
+        let advanced = read.advanced;
         let stalled = !advanced && (count > 0 || !(end_of_source || read.cancelled));
         let (request, kind) = (read.request, read.kind);
         // A read issued before an append may have missed the new items: its claim of the
         // source's end is not believed (see `follow`).
         let end_of_source = end_of_source && self.end_claim_believed(read_id, read.direction);
-        self.pools.cursors.recycle(read.cursor);
         self.out.stats.accepted += 1;
         self.out.stats.items_read += u64::from(count);
         let a = Accepted {
