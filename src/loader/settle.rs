@@ -303,7 +303,7 @@ impl Loader {
             items_before,
         };
         let (answer, read_on) = match kind {
-            Kind::Finite => (self.settle_finite(&a)?, false),
+            Kind::Finite => (self.settle_finite(&Accepted { ..a })?, false),
             Kind::Chain | Kind::Full => {
                 if self.repair_retried == Some(read_id) {
                     // The read the repair's retry resumed at was answered: its cursor is not
@@ -311,7 +311,7 @@ impl Loader {
                     self.repair_retried = None;
                     self.ledger.resume_answered(request);
                 }
-                match self.settle_step(&a)? {
+                match self.settle_step(a)? {
                     // No ledger effect waits either (a change ahead decided on this answer
                     // would have left one).
                     Step::ReadOn => (Answer::Current, self.scratch.is_empty()),
