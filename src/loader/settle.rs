@@ -335,8 +335,11 @@ impl Loader {
                 // Retries count in a row: any successful answer starts the count again, a
                 // step of a long repair or retry included.
                 self.backoff.succeeded();
-                if let Some((c, _)) = self.page_retried.take() {
-                    self.pools.cursors.recycle(c);
+                // Tested before it is taken: `take` writes the field back on every answer.
+                if self.page_retried.is_some() {
+                    if let Some((c, _)) = self.page_retried.take() {
+                        self.pools.cursors.recycle(c);
+                    }
                 }
             }
             Answer::Stale => stats.answered_stale += 1,
