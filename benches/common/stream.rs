@@ -411,9 +411,9 @@ impl Stream {
 
     fn collect(&mut self) {
         self.loader.drain_effects_into(&mut self.effects);
-        for e in self.effects.drain(..) {
-            match e {
-                Effect::Issue(r) => {
+        for e in &self.effects {
+            match *e {
+                Effect::Issue(ref r) => {
                     let pos = match r.cursor.len() {
                         0 => 0,
                         _ => u64::from_be_bytes(r.cursor[..8].try_into().expect("8 bytes")),
@@ -441,6 +441,7 @@ impl Stream {
                 Effect::Changed => {}
             }
         }
+        self.effects.clear();
     }
 
     /// A burst of `n` invalidations, each overtaking the newest chain at step 0 and answered
@@ -519,12 +520,13 @@ impl Replay {
                 }
             }
             self.loader.drain_effects_into(&mut self.effects);
-            for e in self.effects.drain(..) {
-                if let Effect::Release { acquisition } = e {
+            for e in &self.effects {
+                if let Effect::Release { acquisition } = *e {
                     self.releases += 1;
                     self.released_xor ^= acquisition;
                 }
             }
+            self.effects.clear();
         }
     }
 }

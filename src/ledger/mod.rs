@@ -467,13 +467,21 @@ impl Ledger {
     }
 
     fn mark_settled(&mut self, id: u64, r: Request) {
-        self.live.insert(
-            id,
-            Request {
-                st: St::Settled,
-                ..r
-            },
-        );
+        // `r` is the record `live` holds (`inflight_request` read it): only its state
+        // changes, in place, without the insert's copy of the record and of the one it
+        // replaces.
+        match self.live.get_mut(&id) {
+            Some(q) => q.st = St::Settled,
+            None => {
+                self.live.insert(
+                    id,
+                    Request {
+                        st: St::Settled,
+                        ..r
+                    },
+                );
+            }
+        }
         self.settled.insert(r.ep, id);
     }
 }

@@ -33,7 +33,13 @@ impl SettledIndex {
         }
         let mut ids = self.spare.pop().unwrap_or_default();
         ids.push(id);
-        self.buckets.insert(at, (ep, ids));
+        // A new newest epoch (the usual case) goes at the back: `push_back`, not the general
+        // `insert` with its choice of which half to shift.
+        if at == self.buckets.len() {
+            self.buckets.push_back((ep, ids));
+        } else {
+            self.buckets.insert(at, (ep, ids));
+        }
     }
 
     /// Removes every request stamped below `ce`, calling `retire` for each.
@@ -44,9 +50,11 @@ impl SettledIndex {
             }
             let (_, mut ids) = self.buckets.pop_front().expect("front exists");
             self.len -= ids.len();
-            for id in ids.drain(..) {
+            // Read in place, then cleared: no `Drain` to set up and drop.
+            for &id in &ids {
                 retire(id);
             }
+            ids.clear();
             self.spare.push(ids);
         }
     }

@@ -33,6 +33,7 @@ pub(super) enum Step {
 }
 
 /// An answer `settle` accepted, on its way to the rule for its request's kind.
+#[derive(Clone, Copy)]
 pub(super) struct Accepted<'a> {
     pub(super) request: u64,
     pub(super) acquisition: u64,
@@ -130,17 +131,29 @@ impl Loader {
     /// A chain's or full read's step: staged, then either the next step is issued or the
     /// request settles, committing its staged pages if the ledger finds it current.
     #[inline(always)]
-    pub(super) fn settle_step(&mut self, a: &Accepted<'_>) -> Result<Step, LoaderError> {
-        let &Accepted {
+    pub(super) fn settle_step(&mut self, a: Accepted<'_>) -> Result<Step, LoaderError> {
+        let Accepted {
             request,
             acquisition,
             count,
             next_cursor,
             end_of_source,
             stalled,
-            advanced: _,
+            advanced,
             items_before,
         } = a;
+        // The answer again, for a rule out of line: built on its own branch, from the fields
+        // (`a` itself is never written to memory on a step that reads on).
+        let a = || Accepted {
+            request,
+            acquisition,
+            count,
+            next_cursor,
+            end_of_source,
+            stalled,
+            advanced,
+            items_before,
+        };
         let epoch_now = self.ledger.epoch();
         let debt_full = self.ledger.debt() == Debt::Full;
         let w = self.requests.live(request);
@@ -155,11 +168,12 @@ impl Loader {
             return self.step_abandoned(request, kind, stalled);
         }
         if w.ranged.is_some() {
-            return self.step_ranged(a, slot);
+            return self.step_ranged(&a(), slot);
         }
         let limit = self.config.page_size;
-        // `self.want()`, read as a field: the request's record is borrowed.
-        let want = self.reach;
+        // `self.want()`, borrowed as a field (the request's record is borrowed too), not
+        // copied onto the stack.
+        let want = &self.reach;
         let next = self.pools.cursors.make(next_cursor);
         if let (Some(n), true) = (items_before, count > 0) {
             // Where the anchor item is, by the host's count.
@@ -179,7 +193,7 @@ impl Loader {
                 end_of_source = false;
             } else if count > 0 {
                 w.stage(request, slot, acquisition, count, next.clone());
-                if w.keep_within(&want, &mut self.pools.cursors, &mut self.out) {
+                if w.keep_within(want, &mut self.pools.cursors, &mut self.out) {
                     // The pages past the window went: the reading ends at the last one kept.
                     self.pools.cursors.recycle(next);
                     next = w.tail.clone();
@@ -200,7 +214,7 @@ impl Loader {
             }
             self.step_forward_done(request, next, end_of_source)
         } else {
-            self.step_backward(a, slot, next)
+            self.step_backward(&a(), slot, next)
         }
     }
 

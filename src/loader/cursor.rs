@@ -60,6 +60,8 @@ impl Cursor {
 
 impl Deref for Cursor {
     type Target = [u8];
+    // Inlined across crates: a host reads an issued read's cursor through it on every read.
+    #[inline]
     fn deref(&self) -> &[u8] {
         match &self.0 {
             Repr::Inline { len, bytes } => &bytes[..*len as usize],
@@ -165,6 +167,15 @@ impl CursorPool {
             // Still shared with a read on its way out: the other holder frees it.
         }
         Cursor(Repr::Shared(Arc::new(bytes.to_vec())))
+    }
+
+    /// [`CursorPool::recycle`] of a cursor left in a record about to be dropped: its buffer,
+    /// if it has one, is taken (an empty cursor left in its place); an inline one is left.
+    #[inline]
+    pub(super) fn recycle_in(&mut self, c: &mut Cursor) {
+        if let Repr::Shared(_) = c.0 {
+            self.recycle(std::mem::take(c));
+        }
     }
 
     /// Keeps `c`'s buffer for reuse, if it has one. The pool is not capped: it never holds

@@ -114,7 +114,7 @@ impl Outbox {
     /// Hands `acquisition` back to the host.
     #[inline]
     pub(super) fn release(&mut self, acquisition: u64) {
-        self.effects.push(Effect::Release { acquisition });
+        super::pools::push_in_place(&mut self.effects, || Effect::Release { acquisition });
         self.stats.released += 1;
     }
 

@@ -192,3 +192,27 @@ fn size_acqs_for(v: &mut Acqs, steps: usize) {
         *v = roomy;
     }
 }
+
+/// Pushes the value `make` builds onto `v`, growing `v` first (out of line) when it is full.
+/// The value is built only once there is room for it, so the code generator can write it
+/// straight into the vector's buffer: `Vec::push` builds it on the stack and copies it in,
+/// since the buffer may move when it grows (for an `Effect::Release`, 72 bytes copied for
+/// the 16 it uses).
+#[inline(always)]
+pub(super) fn push_in_place<T>(v: &mut Vec<T>, make: impl FnOnce() -> T) {
+    if v.len() == v.capacity() {
+        grow_one(v);
+    }
+    if v.len() < v.capacity() {
+        v.push(make());
+    } else {
+        unreachable!("a vector grown by one has room for one");
+    }
+}
+
+/// Room for one more in `v`: the rare case of [`push_in_place`].
+#[cold]
+#[inline(never)]
+fn grow_one<T>(v: &mut Vec<T>) {
+    v.reserve(1);
+}

@@ -43,13 +43,17 @@ impl Work {
         }
         let back_needed =
             !(self.base_offset <= want.start && (self.base_offset > 0 || !want.below_zero));
-        let n = self.staged.len();
         (back_needed || self.back_target == 0)
             && !(self.read.is_some() && self.direction == super::Direction::Backward)
-            && !(self.back_target == 0
-                && n > 1
-                && self.staged[0].start + u64::from(self.staged[0].count) <= want.start)
-            && !(n > 1 && self.staged[n - 1].start >= want.end)
+            // The first and the last of two or more pages, without an index checked twice.
+            && match self.staged.as_slice() {
+                [first, .., last] => {
+                    !(self.back_target == 0
+                        && first.start + u64::from(first.count) <= want.start)
+                        && last.start < want.end
+                }
+                _ => true,
+            }
     }
 
     #[inline(never)]

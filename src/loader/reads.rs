@@ -64,6 +64,17 @@ pub(super) struct Outstanding {
     pub(super) issued_at: u64,
 }
 
+/// What an answer needs of the read it answers (see [`Reads::answer_page`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Answered {
+    pub(super) request: u64,
+    pub(super) kind: Kind,
+    pub(super) direction: super::Direction,
+    pub(super) cancelled: bool,
+    /// The answer's `next_cursor` differs from the read's cursor.
+    pub(super) advanced: bool,
+}
+
 /// The outstanding reads, oldest first, and the name of the next one.
 #[derive(Clone, Debug)]
 pub(super) struct Reads {
@@ -203,9 +214,10 @@ impl Reads {
 
     /// Names request `request`'s next read, records it as outstanding (issued at `now`) and
     /// asks the host for it: `limit` items from `cursor`, at the step `w` is at.
-    // Always inlined: called once per answer, and its own frame (saving and restoring six
-    // registers around two stores of records) cost about a sixth of it.
-    #[inline(always)]
+    // A function of its own: inlined into the answer path, the code generator made its two
+    // pushes (the outstanding record, the `Issue` effect) calls to `Vec::push_mut`, each
+    // record built on the stack and copied; here both pushes are inlined.
+    #[inline(never)]
     pub(super) fn issue(
         &mut self,
         request: u64,
@@ -321,13 +333,51 @@ impl Reads {
     pub(super) fn answer(&mut self, at: usize) -> Outstanding {
         // Of at most two reads, the one left keeps its place either way: no shift (a call to
         // `memmove`) on every answer.
-        let (id, r) = if self.list.len() <= 2 {
+        // The newest read leaves by a pop: `swap_remove` would copy it onto itself.
+        let (id, r) = if at + 1 == self.list.len() {
+            self.list.pop().expect("found at the end")
+        } else if self.list.len() <= 2 {
             self.list.swap_remove(at)
         } else {
             self.list.remove(at)
         };
         self.last = id;
         r
+    }
+
+    /// [`Reads::answer`] for an answer with a page: what the answer path needs of the read at
+    /// `at` is read where the read lies (whether `next_cursor` moved from its cursor, which
+    /// the read's long cursor buffer, if any, goes back to `cursors`), and the record leaves
+    /// the list without being copied out whole.
+    #[inline(always)]
+    pub(super) fn answer_page(
+        &mut self,
+        at: usize,
+        next_cursor: &[u8],
+        cursors: &mut super::cursor::CursorPool,
+    ) -> Answered {
+        let (id, r) = &mut self.list[at];
+        let answered = Answered {
+            request: r.request,
+            kind: r.kind,
+            direction: r.direction,
+            cancelled: r.cancelled,
+            advanced: r.cursor != next_cursor,
+        };
+        self.last = *id;
+        cursors.recycle_in(&mut r.cursor);
+        // As in `answer`: the newest by a pop, the older of two by `swap_remove`. The record
+        // owns nothing now (its cursor is inline or was emptied above): it is forgotten, not
+        // dropped, so no destructor tests its cursor again.
+        let gone = if at + 1 == self.list.len() {
+            self.list.pop()
+        } else if self.list.len() <= 2 {
+            Some(self.list.swap_remove(at))
+        } else {
+            Some(self.list.remove(at))
+        };
+        std::mem::forget(gone);
+        answered
     }
 
     /// The id of the read [`Reads::answer`] took last.

@@ -175,8 +175,17 @@ impl Work {
     pub(super) fn clear_staged(&mut self, cursors: &mut CursorPool) {
         self.staged_items = 0;
         self.staged_back_items = 0;
-        for p in self.staged.drain(..).chain(self.staged_back.drain(..)) {
-            cursors.recycle(p.end_cursor);
+        // Most records come here with nothing staged (a commit took the pages, an overtaken
+        // chain staged none): no drain is set up for an empty list.
+        if !self.staged.is_empty() {
+            for p in self.staged.drain(..) {
+                cursors.recycle(p.end_cursor);
+            }
+        }
+        if !self.staged_back.is_empty() {
+            for p in self.staged_back.drain(..) {
+                cursors.recycle(p.end_cursor);
+            }
         }
     }
 

@@ -23,7 +23,9 @@ impl Loader {
     /// without items and without `end_of_source` (for a read not hinted cancelled), is
     /// [`Answer::CursorStalled`]: a chain escalates to a full read, a finite or full read
     /// records an own failure that waits for backoff.
-    #[inline]
+    // The answer path of its own for the plain answer (no count, no order): its five
+    // arguments travel in registers, and the code for a host's count is not in it.
+    #[inline(never)]
     pub fn settle(
         &mut self,
         read_id: u64,
@@ -32,12 +34,24 @@ impl Loader {
         next_cursor: &[u8],
         end_of_source: bool,
     ) -> Result<Answer, LoaderError> {
-        self.settle_counted(
+        if !self.noting() {
+            return self.settle_unrecorded(
+                read_id,
+                acquisition,
+                count,
+                next_cursor,
+                end_of_source,
+                None,
+                None,
+            );
+        }
+        self.settle_noted(
             read_id,
             acquisition,
             count,
             next_cursor,
             end_of_source,
+            None,
             None,
         )
     }
@@ -265,16 +279,17 @@ impl Loader {
         if self.reads.ahead_of(read_id).is_some() {
             self.decide_ahead(read_id, at, next_cursor, end_of_source, cmp)?;
         }
-        let read = self.reads.answer(at);
+        let read = self
+            .reads
+            .answer_page(at, next_cursor, &mut self.pools.cursors);
         // An unmoved cursor is a stall when the page had items, or when it had none yet did not
         // claim the source's end, unless the host was told it may let the read go.
-        let advanced = read.cursor != next_cursor;
+        let advanced = read.advanced;
         let stalled = !advanced && (count > 0 || !(end_of_source || read.cancelled));
         let (request, kind) = (read.request, read.kind);
         // A read issued before an append may have missed the new items: its claim of the
         // source's end is not believed (see `follow`).
         let end_of_source = end_of_source && self.end_claim_believed(read_id, read.direction);
-        self.pools.cursors.recycle(read.cursor);
         self.out.stats.accepted += 1;
         self.out.stats.items_read += u64::from(count);
         let a = Accepted {
@@ -288,7 +303,7 @@ impl Loader {
             items_before,
         };
         let (answer, read_on) = match kind {
-            Kind::Finite => (self.settle_finite(&a)?, false),
+            Kind::Finite => (self.settle_finite(&Accepted { ..a })?, false),
             Kind::Chain | Kind::Full => {
                 if self.repair_retried == Some(read_id) {
                     // The read the repair's retry resumed at was answered: its cursor is not
@@ -296,7 +311,7 @@ impl Loader {
                     self.repair_retried = None;
                     self.ledger.resume_answered(request);
                 }
-                match self.settle_step(&a)? {
+                match self.settle_step(a)? {
                     // No ledger effect waits either (a change ahead decided on this answer
                     // would have left one).
                     Step::ReadOn => (Answer::Current, self.scratch.is_empty()),
@@ -320,8 +335,11 @@ impl Loader {
                 // Retries count in a row: any successful answer starts the count again, a
                 // step of a long repair or retry included.
                 self.backoff.succeeded();
-                if let Some((c, _)) = self.page_retried.take() {
-                    self.pools.cursors.recycle(c);
+                // Tested before it is taken: `take` writes the field back on every answer.
+                if self.page_retried.is_some() {
+                    if let Some((c, _)) = self.page_retried.take() {
+                        self.pools.cursors.recycle(c);
+                    }
                 }
             }
             Answer::Stale => stats.answered_stale += 1,

@@ -133,7 +133,11 @@ impl Memo {
 
     /// Every position moved, or may have: forget everything, the origin included.
     pub(in crate::loader) fn forget(&mut self) {
-        self.entries.clear();
+        // Every whole invalidation comes here, most with nothing remembered: an empty map's
+        // `clear` still builds and drops an iterator over it.
+        if !self.entries.is_empty() {
+            self.entries.clear();
+        }
         self.bytes = 0;
         self.spacing = 0;
         self.own = false;
