@@ -666,6 +666,11 @@ fn every_property_fails_on_its_mutant() {
             "hosted: a hung load, let go of at its timeout, another host thread takes over",
             NEVER_RETURNS,
         ),
+        (
+            Mutant::AnnounceInAction,
+            "two workers, a jump",
+            NEVER_RETURNS,
+        ),
     ];
     let n = iterations();
     let mut found = Vec::new();
@@ -710,6 +715,7 @@ fn replay_a_schedule() {
         Mutant::SpentWhileArmed,
         Mutant::NoTick,
         Mutant::HeldCountsLetGo,
+        Mutant::AnnounceInAction,
     ]
     .into_iter()
     .find(|m| format!("{m:?}") == mutant)

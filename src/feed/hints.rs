@@ -34,6 +34,14 @@ impl<S: Source> Feed<S> {
             return; // the worker answering on this thread loads it next
         }
         st.queue.push_back(id);
+        if super::work::acting(self) {
+            // Issued by a host's action on this thread: announced when it ends
+            // ([`Feed::acted`]), so a worker's load does not start while the action still
+            // delivers its effects (a Python host's `release` callbacks and a worker's load
+            // took the interpreter's lock in turn, a thread switch each).
+            st.deferred = true;
+            return;
+        }
         drop(st);
         self.work.notify_one();
         self.wake_host();

@@ -148,6 +148,9 @@ struct State<R> {
     /// Threads in `wait_quiescent`: woken by a change only while no read is unanswered (the
     /// loader cannot be quiescent before), and by a failure or a stall.
     settle_waiters: usize,
+    /// Reads queued by a host's action not yet announced to the workers: [`Feed::acted`]
+    /// announces them.
+    deferred: bool,
     /// How many times a waiter for quiescence went to sleep: a chain of answers must not
     /// wake it at each one (`tests::a_chain_of_answers_does_not_wake_a_waiter_at_each`).
     settle_sleeps: u64,
@@ -237,6 +240,7 @@ impl<S: Source> Feed<S> {
                 generation: 0,
                 settle_waiters: 0,
                 settle_sleeps: 0,
+                deferred: false,
             }),
             work: Condvar::new(),
             changed: Condvar::new(),
@@ -342,6 +346,7 @@ impl<S: Source> Feed<S> {
     /// gives while the action runs (hosted mode, the read it issued) may find a new problem,
     /// which the action's end must not clear.
     pub fn will_act(&self) {
+        work::act_begins(self);
         self.state().problem = None;
         self.stalled.store(false, Ordering::Relaxed);
     }
@@ -356,10 +361,18 @@ impl<S: Source> Feed<S> {
 
     /// The host acted ([`Feed::will_act`] before it): the loader's deadline may have moved.
     pub fn acted(&self) {
+        let announce = work::act_ends(self);
         let mut st = self.state();
         st.wake = true;
         st.generation += 1;
+        let deferred =
+            announce && std::mem::take(&mut st.deferred) && !mutant(Mutant::AnnounceInAction);
         drop(st);
+        if deferred {
+            // The reads the action issued: to the workers now.
+            self.work.notify_all();
+            self.wake_host();
+        }
         self.timer.notify_all();
         self.changed.notify_all();
     }
@@ -374,7 +387,10 @@ impl<S: Source> Feed<S> {
     pub fn on_changed(&self) {
         let mut st = self.state();
         st.generation += 1;
-        let wake = st.settle_waiters > 0 && st.slots.is_empty();
+        // Inside one of this feed's answers, the answer's end wakes them (once it is given, if
+        // no read is held then): the change comes before the issue of the read that answer
+        // makes next, and a wake here was one per answer of a chain.
+        let wake = st.settle_waiters > 0 && st.slots.is_empty() && work::own_answer(self) == 0;
         drop(st);
         if wake {
             self.changed.notify_all();

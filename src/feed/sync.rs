@@ -56,6 +56,9 @@ pub(super) enum Mutant {
     /// (5) Hosted mode: a read let go of (at its timeout) still counts against `workers`, so
     /// the read issued in its place waits for the stuck one.
     HeldCountsLetGo,
+    /// (5) The reads a host's action issued are kept from the workers: its end does not
+    /// announce them.
+    AnnounceInAction,
 }
 
 /// Whether mutant `m` is switched on: never, in a normal build.

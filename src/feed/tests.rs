@@ -280,6 +280,30 @@ fn a_chain_of_answers_does_not_wake_a_waiter_at_each() {
     );
 }
 
+/// A host's action (here a window move) issues a read: no idle worker is woken for it while
+/// the action runs (its `release` callbacks still being delivered, each taking a Python
+/// host's interpreter lock in turn with the woken worker's load), and the action's end wakes
+/// them.
+#[test]
+fn the_reads_an_action_issues_start_when_it_ends() {
+    let (f, fake, items) = feed(2);
+    // The workers, just started, wait for a read.
+    std::thread::sleep(Duration::from_millis(50));
+    f.will_act();
+    fake.call(|l| l.set_window(0, 30)).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    let during = items.loads.load(Ordering::Relaxed);
+    f.acted();
+    f.wait_quiescent(Some(Duration::from_secs(20))).unwrap();
+    assert_eq!(fake.loader.lock().unwrap().covered(), (0, 30));
+    close(&f, &fake);
+    assert_eq!(during, 0, "{during} loads started inside the action");
+    assert_eq!(
+        items.released.load(Ordering::Relaxed),
+        items.made.load(Ordering::Relaxed)
+    );
+}
+
 #[test]
 fn a_cancel_before_its_issue_lets_the_read_go_unloaded() {
     let (f, fake, items) = feed(1);

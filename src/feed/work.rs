@@ -20,6 +20,43 @@ thread_local! {
     /// The feed whose read this worker is answering (its address; counted in `answering`),
     /// or 0. The host's `release` and `changed` run inside that answer.
     static ANSWERING: Cell<usize> = const { Cell::new(0) };
+    /// The feed a host's action on this thread is for (its address), and how deep: the reads
+    /// it issues are queued, and announced to the workers once it ends ([`Feed::acted`]).
+    static ACTING: Cell<(usize, u32)> = const { Cell::new((0, 0)) };
+}
+
+/// A host's action on `feed` begins on this thread ([`Feed::will_act`]). Inside another
+/// feed's action (one feed's callback acting on another), nothing is kept: its reads go at
+/// once.
+pub(super) fn act_begins<S: Source>(feed: &Feed<S>) {
+    let me = feed as *const Feed<S> as usize;
+    ACTING.with(|c| match c.get() {
+        (0, _) => c.set((me, 1)),
+        (f, n) if f == me => c.set((f, n + 1)),
+        _ => {}
+    });
+}
+
+/// A host's action on `feed` ends on this thread: true when the thread is in none of its
+/// actions any more (the reads they queued are to be announced).
+pub(super) fn act_ends<S: Source>(feed: &Feed<S>) -> bool {
+    let me = feed as *const Feed<S> as usize;
+    ACTING.with(|c| match c.get() {
+        (f, n) if f == me && n > 1 => {
+            c.set((f, n - 1));
+            false
+        }
+        (f, _) if f == me => {
+            c.set((0, 0));
+            true
+        }
+        _ => true,
+    })
+}
+
+/// Whether the calling thread is inside a host's action on `feed`.
+pub(super) fn acting<S: Source>(feed: &Feed<S>) -> bool {
+    ACTING.with(|c| c.get().0 == feed as *const Feed<S> as usize)
 }
 
 /// The worker of `feed` the calling thread is, if it is one.

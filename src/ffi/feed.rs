@@ -841,10 +841,17 @@ fn acting(
 ) -> loader_result {
     match entry(feed) {
         Ok(e) => {
+            /// Ends the action however `f` ends: a host callback that unwinds through it
+            /// (a C++ exception) still has the reads the action issued announced.
+            struct Acted<'a, F: ?Sized>(&'a F, fn(&F));
+            impl<F: ?Sized> Drop for Acted<'_, F> {
+                fn drop(&mut self) {
+                    (self.1)(self.0);
+                }
+            }
             e.feed.will_act();
-            let rc = f(e.loader);
-            e.feed.acted();
-            rc
+            let _acted = Acted(&*e.feed, |feed| feed.acted());
+            f(e.loader)
         }
         Err(e) => e,
     }

@@ -37,7 +37,8 @@ pub struct loader_feed_job {
 }
 
 /// Called after a job is queued, on the feed thread that queued it (in hosted mode, when a
-/// job may be there to take: `loader_feed_new_hosted_ready`), with the config's
+/// job may be there to take: `loader_feed_new_hosted_ready`; a job that a host's
+/// `loader_feed_*` call queued, as that call ends, on its thread), with the config's
 /// `userdata`: a host that waits on an event loop rather than in `loader_feed_next_job`
 /// wakes it from here (then calls `loader_feed_next_job` with a timeout of 0). It must be
 /// short, call no loader_feed_* function, and return normally.
