@@ -841,20 +841,31 @@ fn acting(
 ) -> loader_result {
     match entry(feed) {
         Ok(e) => {
-            /// Ends the action however `f` ends: a host callback that unwinds through it
-            /// (a C++ exception) still has the reads the action issued announced.
-            struct Acted<'a, F: ?Sized>(&'a F, fn(&F));
-            impl<F: ?Sized> Drop for Acted<'_, F> {
-                fn drop(&mut self) {
-                    (self.1)(self.0);
-                }
-            }
-            e.feed.will_act();
-            let _acted = Acted(&*e.feed, |feed| feed.acted());
-            f(e.loader)
+            let mut f = Some(f);
+            let loader = e.loader;
+            act_on(&e.feed, &mut || {
+                f.take().map_or(loader_result::Ok, |f| f(loader))
+            })
         }
         Err(e) => e,
     }
+}
+
+/// The host's action `run` on `feed`, between [`Feed::will_act`] and [`Feed::acted`], which
+/// runs however `run` ends: a host callback that unwinds through it (a C++ exception) still
+/// has the reads the action issued announced. One function for every `loader_feed_*` action,
+/// out of line.
+#[inline(never)]
+fn act_on(feed: &Feed<CSource>, run: &mut dyn FnMut() -> loader_result) -> loader_result {
+    struct Acted<'a>(&'a Feed<CSource>);
+    impl Drop for Acted<'_> {
+        fn drop(&mut self) {
+            self.0.acted();
+        }
+    }
+    feed.will_act();
+    let _acted = Acted(feed);
+    run()
 }
 
 /// `loader_set_window` on the feed's loader: shows items `[start, start + len)`, loads what
