@@ -915,6 +915,36 @@ class _EngineFeed(Generic[T]):
     _freed: threading.Event
     _closed: threading.Event
 
+    def _arguments(self, load: Callable[..., Any], load_name: str,
+                   compare: Optional[Callable[[bytes, bytes], int]],
+                   locate: Optional[Callable[[int], Optional[bytes]]],
+                   on_release: Optional[Callable[..., Any]],
+                   config: Optional[Config]) -> Tuple[Any, int]:
+        """Checks the arguments both feeds take and keeps what the shared methods read:
+        returns ``locate`` (the load function's own when none is given) and the read
+        timeout in ms (the default's when the config leaves it unset)."""
+        if compare is not None and not callable(compare):
+            raise TypeError("compare must be callable or None")
+        if locate is None:
+            locate = getattr(load, "locate", None)   # a load function may carry its own
+        if locate is not None and not callable(locate):
+            raise TypeError("locate must be callable or None")
+        if on_release is not None and not callable(on_release):
+            raise TypeError("on_release must be callable or None")
+        if config is not None and not isinstance(config, Config):
+            raise TypeError("config must be a libloader.Config or None, not "
+                            f"{type(config).__name__}")
+        defaults = Config.defaults()
+        retries = config.max_auto_retries if config is not None else None
+        self._max_auto_retries = retries if retries is not None else defaults.max_auto_retries
+        timeout_ms = config.read_timeout_ms if config is not None else None
+        if timeout_ms is None:
+            timeout_ms = defaults.read_timeout_ms
+        self._compare = compare
+        self._takes_until = _accepts_until(load)
+        self._load_name = load_name
+        return locate, timeout_ms or 0
+
     def _act(self, name: str, *args: Any) -> None:
         """A user's call on the engine (``loader_feed_<name>``), and what the feed does after
         it."""
@@ -1288,33 +1318,15 @@ class Feed(_EngineFeed[T]):
             raise TypeError("executor must be a concurrent.futures.Executor or None, not "
                             f"{type(executor).__name__}")
         load_name = _check_load(load, "Feed()", True)
-        if compare is not None and not callable(compare):
-            raise TypeError("compare must be callable or None")
-        if locate is None:
-            locate = getattr(load, "locate", None)   # a load function may carry its own
-        if locate is not None and not callable(locate):
-            raise TypeError("locate must be callable or None")
-        if on_release is not None and not callable(on_release):
-            raise TypeError("on_release must be callable or None")
-        if config is not None and not isinstance(config, Config):
-            raise TypeError("config must be a libloader.Config or None, not "
-                            f"{type(config).__name__}")
-        defaults = Config.defaults()
-        retries = config.max_auto_retries if config is not None else None
-        self._max_auto_retries = retries if retries is not None else defaults.max_auto_retries
-        timeout_ms = config.read_timeout_ms if config is not None else None
-        if timeout_ms is None:
-            timeout_ms = defaults.read_timeout_ms
-        self._compare = compare
-        self._takes_until = _accepts_until(load)
-        self._load_name = load_name
+        locate, timeout_ms = self._arguments(load, load_name, compare, locate, on_release,
+                                             config)
         self._inline = executor is None and max_workers == 0
         if executor is not None:
             workers = getattr(executor, "_max_workers", None) or 4
         else:
             workers = max(max_workers, 1)
         workers = min(int(workers), _MAX_WORKERS)
-        engine = _Engine(self, load, self._takes_until, load_name, timeout_ms or 0,
+        engine = _Engine(self, load, self._takes_until, load_name, timeout_ms,
                          0 if self._inline else workers)
         engine.executor = executor
         engine.user_release = on_release

@@ -481,27 +481,9 @@ class Feed(_EngineFeed[T]):
         self._closing = True   # until the engine exists: __del__ then has nothing to do
         loop = asyncio.get_running_loop()
         load_name = _check_load(load, "aio.Feed()", False)
-        if compare is not None and not callable(compare):
-            raise TypeError("compare must be callable or None")
-        if locate is None:
-            locate = getattr(load, "locate", None)   # a load function may carry its own
-        if locate is not None and not callable(locate):
-            raise TypeError("locate must be callable or None")
-        if on_release is not None and not callable(on_release):
-            raise TypeError("on_release must be callable or None")
-        if config is not None and not isinstance(config, Config):
-            raise TypeError("config must be a libloader.Config or None, not "
-                            f"{type(config).__name__}")
-        defaults = Config.defaults()
-        retries = config.max_auto_retries if config is not None else None
-        self._max_auto_retries = retries if retries is not None else defaults.max_auto_retries
-        timeout_ms = config.read_timeout_ms if config is not None else None
-        if timeout_ms is None:
-            timeout_ms = defaults.read_timeout_ms
-        self._compare = compare
-        self._takes_until = _accepts_until(load)
-        self._load_name = load_name
-        engine = _LoopEngine(self, load, self._takes_until, load_name, timeout_ms or 0, loop)
+        locate, timeout_ms = self._arguments(load, load_name, compare, locate, on_release,
+                                             config)
+        engine = _LoopEngine(self, load, self._takes_until, load_name, timeout_ms, loop)
         engine.user_release = on_release
         engine.host.compare = compare
         engine.host.locate = locate
