@@ -34,8 +34,11 @@ keyset query, a window of ``SQL_MOVE`` pages moved down that far per step (a cha
 ``SQL_MOVE`` times per step. The threaded Feed (its worker threads, and ``max_workers=0``:
 loads on the caller's thread) and :class:`libloader.aio.Feed` (beside a bare ``await`` loop)
 run side by side, and so does the floor any feed pays: a :class:`libloader.Loader` answered
-synchronously on the caller, with no feed. Each is a ratio to the bare loop timed just
-before it, in process CPU time (every thread's) and wall clock; the target is 1.5.
+synchronously on the caller, with no feed. Beside them, with no library at all, the least a
+worker thread costs: one Python thread of the host's own, handed each step's
+``SQL_MOVE`` loads through a queue while the caller waits on an event, the pages kept until
+the next step (:func:`pool_moves`). Each is a ratio to the bare loop timed just before it, in
+process CPU time (every thread's) and wall clock; the target is 1.5 for the feeds.
 
 Each repetition times every part once; figures are medians over the repetitions, and ratios
 are medians of per-repetition ratios. Times are this thread's CPU time
@@ -53,6 +56,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import os
+import queue
 import sqlite3
 import statistics
 import sys
@@ -500,6 +504,46 @@ def loader_moves(src: KeysetSource, moves: int) -> Clocks:
     return per
 
 
+def pool_moves(src: KeysetSource, moves: int) -> Clocks:
+    """The least a worker thread costs, with no library: a thread of the host's own takes
+    each step's ``SQL_MOVE`` loads from a queue, runs them from the last cursor and hands the
+    pages back, while the caller waits on an event; the caller keeps them until the next
+    step (as the feed keeps a window). Its cost over the bare loop is the thread hand-off's,
+    and the loads' on another core than the caller's."""
+    steps: "queue.SimpleQueue[Optional[int]]" = queue.SimpleQueue()
+    done = threading.Event()
+    made: List[List[LoadResult[Row]]] = []
+
+    def worker() -> None:
+        cursor = b""
+        while True:
+            n = steps.get()
+            if n is None:
+                return
+            pages = []
+            for _ in range(n):
+                page = src.load(cursor, SQL_PAGE, Direction.FORWARD)
+                cursor = page.next_cursor
+                pages.append(page)
+            made.append(pages)
+            done.set()
+
+    thread = threading.Thread(target=worker, name="host-pool")
+    thread.start()
+    window: List[LoadResult[Row]] = []
+    t0 = _clocks()
+    for _ in range(moves):
+        done.clear()
+        steps.put(SQL_MOVE)
+        done.wait()
+        window = made.pop()
+    per = _per_load(t0, moves * SQL_MOVE)
+    steps.put(None)
+    thread.join()
+    assert len(window) == SQL_MOVE
+    return per
+
+
 async def bare_await_loop(src: KeysetSource, moves: int) -> Clocks:
     cursor, loads, t0 = b"", 0, _clocks()
     for _ in range(moves):
@@ -521,7 +565,8 @@ async def aio_moves(src: KeysetSource, moves: int) -> Clocks:
 
 
 SQL_RUNNERS = ("threaded Feed (worker threads)", "threaded Feed, max_workers=0 (caller)",
-               "aio.Feed", "floor: Loader answered on the caller")
+               "aio.Feed", "floor: Loader answered on the caller",
+               "no library: the host's own worker thread")
 
 
 def sqlite_feed(quick: bool) -> Dict[str, Dict[str, float]]:
@@ -536,6 +581,7 @@ def sqlite_feed(quick: bool) -> Dict[str, Dict[str, float]]:
         bare_loop(src, 2)
         feed_moves(src, 2)
         asyncio.run(aio_moves(src, 2))
+        pool_moves(src, 2)
         for _ in range(REPS):
             b = bare_loop(src, moves)
             samples[SQL_RUNNERS[0]].append((feed_moves(src, moves), b))
@@ -545,6 +591,8 @@ def sqlite_feed(quick: bool) -> Dict[str, Dict[str, float]]:
             samples[SQL_RUNNERS[2]].append((asyncio.run(aio_moves(src, moves)), ab))
             b = bare_loop(src, moves)
             samples[SQL_RUNNERS[3]].append((loader_moves(src, moves), b))
+            b = bare_loop(src, moves)
+            samples[SQL_RUNNERS[4]].append((pool_moves(src, moves), b))
             bare.append(b)
     print(f"\n== the Feed over a {SQL_PAGE}-row SQLite keyset query ({SQL_ROWS} rows), beside a "
           f"bare loop calling the same load ==")

@@ -20,12 +20,14 @@ use std::time::Duration;
 const HOST: u64 = 0;
 
 /// Starts the load of read `id` if it is still to load: its read, counted running.
-fn start<R>(st: &mut State<R>, id: u64) -> Option<R> {
+/// Its read, and when its load started.
+fn start<R>(st: &mut State<R>, id: u64) -> Option<(R, Instant)> {
     let slot = st.slots.get_mut(&id)?;
     let read = slot.read.take()?;
-    slot.started = Some((Instant::now(), HOST));
+    let now = Instant::now();
+    slot.started = Some((now, HOST));
     st.running += 1;
-    Some(read)
+    Some((read, now))
 }
 
 /// How many reads the host's threads hold whose read is still needed (one let go of, by a
@@ -97,8 +99,9 @@ impl<S: Source> Feed<S> {
             if held(&st) < self.workers as usize {
                 while let Some(id) = st.queue.pop_front() {
                     // A read cancelled while queued has no slot (or no read) left.
-                    if let Some(read) = start(&mut st, id) {
+                    if let Some((read, now)) = start(&mut st, id) {
                         self.tally.load_started();
+                        self.started_load(st, now);
                         return Ok(read);
                     }
                 }
@@ -143,8 +146,9 @@ impl<S: Source> Feed<S> {
         if let Some(id) = self.give_here(read, loaded) {
             let mut st = self.state();
             if !st.closing {
-                if let Some(read) = start(&mut st, id) {
+                if let Some((read, now)) = start(&mut st, id) {
                     self.tally.load_started();
+                    self.started_load(st, now);
                     return Ok(read);
                 }
             }

@@ -142,6 +142,10 @@ struct State<R> {
     problem: Option<Problem>,
     /// The supervisor is to look at the deadline again before it waits.
     wake: bool,
+    /// When the supervisor, asleep, wakes by itself; `None` while it is awake (it looks at
+    /// `wake` before it sleeps). What falls due before then wakes it
+    /// ([`State::clock_needed`]); what falls due later does not cost it a thread switch.
+    timer_until: Option<Instant>,
     /// Moves at every change that may end a wait for quiescence (the last answer given, a
     /// change with no read held, a failure, a host's act): a waiter looks again when it moved.
     generation: u64,
@@ -154,6 +158,37 @@ struct State<R> {
     /// How many times a waiter for quiescence went to sleep: a chain of answers must not
     /// wake it at each one (`tests::a_chain_of_answers_does_not_wake_a_waiter_at_each`).
     settle_sleeps: u64,
+    /// How many times a worker woke for a read and found none to take: an action wakes one
+    /// worker per read it issued (`tests::an_action_wakes_one_worker_per_read_it_issues`).
+    futile_wakes: u64,
+}
+
+impl<R> State<R> {
+    /// Something falls due at `due` (a load's timeout): whether the supervisor, asleep past
+    /// it, must be woken. An awake one is told to look again before it sleeps.
+    fn clock_needed(&mut self, due: Instant) -> bool {
+        match self.timer_until {
+            None => {
+                self.wake = true;
+                false
+            }
+            Some(until) => due < until,
+        }
+    }
+}
+
+impl<S: Source> Feed<S> {
+    /// A load started at `now`, under `st` (dropped here): the supervisor is woken if the
+    /// load's timeout falls before it would wake by itself ([`State::clock_needed`]).
+    fn started_load(&self, mut st: MutexGuard<'_, State<S::Read>>, now: Instant) {
+        let late = self
+            .load_timeout
+            .is_some_and(|limit| st.clock_needed(now + limit));
+        drop(st);
+        if late {
+            self.timer.notify_all();
+        }
+    }
 }
 
 /// A feed: the host's [`Source`], the loader's [`Ledger`], the threads, and their state.
@@ -237,9 +272,11 @@ impl<S: Source> Feed<S> {
                 hinted: HashMap::new(),
                 problem: None,
                 wake: false,
+                timer_until: None,
                 generation: 0,
                 settle_waiters: 0,
                 settle_sleeps: 0,
+                futile_wakes: 0,
                 deferred: false,
             }),
             work: Condvar::new(),
@@ -363,24 +400,53 @@ impl<S: Source> Feed<S> {
     pub fn acted(&self) {
         let announce = work::act_ends(self);
         let mut st = self.state();
-        st.wake = true;
         st.generation += 1;
         let deferred =
             announce && std::mem::take(&mut st.deferred) && !mutant(Mutant::AnnounceInAction);
+        let queued = if deferred { st.queue.len() } else { 0 };
+        // The clock: an awake supervisor looks at the loader's deadline again before it
+        // sleeps; an asleep one is woken only if the action brought the deadline nearer.
+        let asleep_until = st.timer_until;
+        if asleep_until.is_none() {
+            st.wake = true;
+        }
         drop(st);
         if deferred {
-            // The reads the action issued: to the workers now.
-            self.work.notify_all();
+            // The reads the action issued: to the workers now, one worker woken per read
+            // (a worker that finds no place to take one goes back to sleep; a place freed
+            // later wakes another).
+            for _ in 0..queued.min(self.workers as usize) {
+                self.work.notify_one();
+            }
             self.wake_host();
         }
-        self.timer.notify_all();
+        if asleep_until.is_some_and(|until| self.deadline_before(until)) {
+            self.timer.notify_all();
+        }
         self.changed.notify_all();
+    }
+
+    /// Whether the loader's next deadline falls before `until`, when the supervisor wakes by
+    /// itself. It wakes 1 ms past a deadline (`supervise`): the deadline it sleeps for is not
+    /// before its own wake, only a nearer one is.
+    fn deadline_before(&self, until: Instant) -> bool {
+        let Some(d) = self.ledger().and_then(|l| l.next_deadline()) else {
+            return false;
+        };
+        let until_ns = until.saturating_duration_since(self.t0).as_nanos();
+        u128::from(d) * 1_000_000 + 2_000_000 < until_ns
     }
 
     /// How many times a waiter for quiescence went to sleep, since the feed was made.
     #[cfg(all(test, not(feature = "shuttle")))]
     pub(super) fn settle_sleeps(&self) -> u64 {
         self.state().settle_sleeps
+    }
+
+    /// How many times a worker woke and found no read to take, since the feed was made.
+    #[cfg(all(test, not(feature = "shuttle")))]
+    pub(super) fn futile_wakes(&self) -> u64 {
+        self.state().futile_wakes
     }
 
     /// The loader's `changed` callback: wakes the waiters.

@@ -31,6 +31,7 @@ impl<S: Source> Feed<S> {
                     return;
                 }
                 st.wake = false;
+                st.timer_until = None;
                 let gone = std::mem::take(&mut st.lost);
                 let threads: Vec<_> = gone
                     .iter()
@@ -134,13 +135,16 @@ impl<S: Source> Feed<S> {
                 wait = wait
                     .min(due.saturating_duration_since(Instant::now()) + Duration::from_millis(1));
             }
-            let st = self.state();
+            let mut st = self.state();
             if !st.closing && !st.wake {
-                drop(
-                    self.timer
-                        .wait_timeout(st, wait)
-                        .unwrap_or_else(|e| e.into_inner()),
-                );
+                // Asleep until then: what falls due sooner wakes it (`State::clock_needed`).
+                st.timer_until = Some(Instant::now() + wait);
+                let mut st = self
+                    .timer
+                    .wait_timeout(st, wait)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+                st.timer_until = None;
             }
         }
     }

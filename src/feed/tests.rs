@@ -304,6 +304,64 @@ fn the_reads_an_action_issues_start_when_it_ends() {
     );
 }
 
+/// An action that issues one read wakes one of the idle workers, not all of them: each
+/// worker woken for nothing is a thread switch (for the Python feed, a thread taking the
+/// interpreter's lock) per window move.
+#[test]
+fn an_action_wakes_one_worker_per_read_it_issues() {
+    let (f, fake, items) = feed(4);
+    // The workers, just started, wait for a read.
+    std::thread::sleep(Duration::from_millis(50));
+    for m in 0..10u64 {
+        f.will_act();
+        fake.call(|l| l.set_window(m * 10, 10)).unwrap();
+        f.acted();
+        f.wait_quiescent(Some(Duration::from_secs(20))).unwrap();
+        // Every worker back asleep: none is on its way back for a read when the next move
+        // issues one.
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let futile = f.futile_wakes();
+    close(&f, &fake);
+    assert_eq!(items.made.load(Ordering::Relaxed), 10);
+    // 3 per move when every idle worker is woken; 1 allowed for a spurious wake.
+    assert!(
+        futile <= 1,
+        "workers woke {futile} times over 10 moves for a read another worker took"
+    );
+}
+
+/// A load that hangs is let go of at its timeout, though the supervisor was asleep for
+/// longer (nothing else was due) when it started: the load's start tells it. An action no
+/// longer wakes the supervisor at each window move, and a read's start was never one of the
+/// wakes.
+#[test]
+fn a_hung_load_is_let_go_at_its_timeout_though_the_clock_slept() {
+    let (f, fake, items) = feed_timed(1, Some(Duration::from_millis(150)));
+    // The supervisor, with nothing due, sleeps for its horizon (1 s).
+    std::thread::sleep(Duration::from_millis(100));
+    items.block_next.store(true, Ordering::SeqCst);
+    let t0 = std::time::Instant::now();
+    f.will_act();
+    fake.call(|l| l.set_window(0, 10)).unwrap();
+    f.acted();
+    while f.tally().read().timed_out == 0 && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let after = t0.elapsed();
+    items.unblock.store(true, Ordering::SeqCst);
+    f.wait_quiescent(Some(Duration::from_secs(20))).unwrap();
+    close(&f, &fake);
+    assert!(
+        after < Duration::from_millis(600),
+        "the hung load was let go of {after:?} after its start, for a timeout of 150 ms"
+    );
+    assert_eq!(
+        items.released.load(Ordering::Relaxed),
+        items.made.load(Ordering::Relaxed)
+    );
+}
+
 #[test]
 fn a_cancel_before_its_issue_lets_the_read_go_unloaded() {
     let (f, fake, items) = feed(1);

@@ -188,10 +188,12 @@ impl<S: Source> Feed<S> {
             if !st.closing && !st.surplus.contains(&me) {
                 if let Some(slot) = st.slots.get_mut(&id) {
                     if let Some(read) = slot.read.take() {
-                        slot.started = Some((Instant::now(), me));
+                        let now = Instant::now();
+                        slot.started = Some((now, me));
                         st.running += 1;
                         self.tally.load_started();
                         set_busy(&mut st, me, true);
+                        self.started_load(st, now);
                         return Some(read);
                     }
                 }
@@ -201,6 +203,7 @@ impl<S: Source> Feed<S> {
                 self.work.notify_one();
             }
         }
+        let mut woke = false;
         loop {
             if st.closing {
                 if let Some(w) = st.workers.iter_mut().find(|w| w.id == me) {
@@ -227,15 +230,21 @@ impl<S: Source> Feed<S> {
                 // A read cancelled while queued has no slot (or no read) left.
                 if let Some(slot) = st.slots.get_mut(&id) {
                     if let Some(read) = slot.read.take() {
-                        slot.started = Some((Instant::now(), me));
+                        let now = Instant::now();
+                        slot.started = Some((now, me));
                         st.running += 1;
                         self.tally.load_started();
                         set_busy(&mut st, me, true);
+                        self.started_load(st, now);
                         return Some(read);
                     }
                 }
             }
+            if woke {
+                st.futile_wakes += 1;
+            }
             st = self.work.wait(st).unwrap_or_else(|e| e.into_inner());
+            woke = true;
         }
     }
 

@@ -529,6 +529,8 @@ class _Engine:
 
     def released(self, token: int) -> None:
         acq = self.host.held.pop(token, None)
+        if self.user_release is None:
+            return   # the page goes with the acquisition
         if acq is not None and acq.result is not None:
             self.inside.depth += 1
             try:
@@ -545,9 +547,11 @@ class _Engine:
             self.record(e, "on_release")
 
     def changed(self) -> None:
-        with self.lock:
-            self.generation += 1
-            if self.change_waiters:
+        # Without the lock: a waiter counts itself (under it) before it looks at the
+        # generation, and two increments that race still move it.
+        self.generation += 1
+        if self.change_waiters:
+            with self.lock:
                 self.cond.notify_all()
         if self.user_change is not None:
             self.inside.depth += 1
@@ -647,7 +651,7 @@ class _Engine:
         buf = (ctypes.c_uint8 * n).from_buffer_copy(cursor) if n else None
         out.acquisition = token
         out.count = len(result.items)
-        out.next_cursor = ctypes.cast(buf, _U8P) if buf is not None else None
+        out.next_cursor = buf   # the array as the pointer field (ctypes keeps it referenced)
         out.next_cursor_len = n
         out.end_of_source = result.end_of_source
         return 0, buf
@@ -820,7 +824,8 @@ def _no_release(acq: _Acquisition) -> None:  # pragma: no cover - released by _E
     pass
 
 
-_U8P = ctypes.POINTER(ctypes.c_uint8)
+_JOB_READ_OFFSET = _ffi.loader_feed_job.read.offset
+"""Where a job's read lies in ``loader_feed_job``: read in place, without a field object."""
 
 
 def _work(engine: _Engine) -> None:
@@ -831,28 +836,34 @@ def _work(engine: _Engine) -> None:
     h = engine.handle
     job = _ffi.loader_feed_job()
     out = _ffi.loader_load_result()
+    job_ref, out_ref = ctypes.byref(job), ctypes.byref(out)
+    read_at = ctypes.addressof(job) + _JOB_READ_OFFSET
     take, answer_next = lib.loader_feed_next_job, lib.loader_feed_complete_next_job
-    rc = take(h, _JOB_WAIT_MS, ctypes.byref(job))
+    rc = take(h, _JOB_WAIT_MS, job_ref)
+    chained = False
     while True:
         if rc == Result.TIMED_OUT:
             engine.look_overdue()
-            rc = take(h, _JOB_WAIT_MS, ctypes.byref(job))
+            rc = take(h, _JOB_WAIT_MS, job_ref)
             continue
         if rc != Result.OK or job.token == 0:
             return   # the feed was freed
-        engine.took()
+        if not chained:
+            engine.took()
         try:
-            status, _buf = engine.run(_read_from_c(ctypes.addressof(job.read), 0), out,
-                                      inline=False)
+            status, _buf = engine.run(_read_from_c(read_at, 0), out, inline=False)
         except BaseException:  # pragma: no cover - run() keeps what a load raised
             status, _buf = _FAIL_CODE, None
         if engine.inside.replaced:
             # Its load was let go of at the read timeout, and another thread took its place.
             engine.answer(job.token, status, out)
             return
-        rc = answer_next(job.token, status, ctypes.byref(out) if status == 0 else None,
-                         _JOB_WAIT_MS, ctypes.byref(job))
-        engine.answered(rc, status, out)
+        rc = answer_next(job.token, status, out_ref if status == 0 else None, _JOB_WAIT_MS,
+                         job_ref)
+        # A job answered and the next one taken: as many out as before (answered + took).
+        chained = rc == Result.OK and job.token != 0
+        if not chained:
+            engine.answered(rc, status, out)
         del _buf
 
 
@@ -1418,21 +1429,25 @@ class Feed(_EngineFeed[T]):
         lib = engine.lib
         job = _ffi.loader_feed_job()
         out = _ffi.loader_load_result()
-        rc = lib.loader_feed_next_job(engine.handle, wait_ms, ctypes.byref(job))
-        ran = False
+        job_ref, out_ref = ctypes.byref(job), ctypes.byref(out)
+        read_at = ctypes.addressof(job) + _JOB_READ_OFFSET
+        answer_next = lib.loader_feed_complete_next_job
+        rc = lib.loader_feed_next_job(engine.handle, wait_ms, job_ref)
+        ran = chained = False
         while rc == Result.OK and job.token != 0:
             ran = True
-            engine.took()
+            if not chained:
+                engine.took()
             try:
-                status, _buf = engine.run(_read_from_c(ctypes.addressof(job.read), 0), out,
-                                          inline=True)
+                status, _buf = engine.run(_read_from_c(read_at, 0), out, inline=True)
             except BaseException:
                 engine.answer(job.token, _INTERRUPTED_CODE, None)
                 raise
-            rc = lib.loader_feed_complete_next_job(
-                job.token, status, ctypes.byref(out) if status == 0 else None, 0,
-                ctypes.byref(job))
-            engine.answered(rc, status, out)
+            rc = answer_next(job.token, status, out_ref if status == 0 else None, 0, job_ref)
+            # A job answered and the next one taken: as many out as before (answered + took).
+            chained = rc == Result.OK and job.token != 0
+            if not chained:
+                engine.answered(rc, status, out)
             del _buf
         return ran
 
@@ -1450,9 +1465,16 @@ class Feed(_EngineFeed[T]):
         at once."""
         wait = _seconds("settled", timeout)
         end = None if wait is None else time.monotonic() + wait
+        first = True
         while True:
             self._raise_interrupt()
-            self._engine.look_overdue()
+            if not first:
+                # Between the waits, as the workers do between theirs: a load is let go of
+                # a poll's length after its timeout at most. Not before the first: taking the
+                # engine's lock and counters there hands the GIL to the worker that a move
+                # just woke, which hands it back.
+                self._engine.look_overdue()
+            first = False
             if self._inline:
                 self._run_here(0)
             remaining = None if end is None else end - time.monotonic()
@@ -1555,7 +1577,7 @@ class Feed(_EngineFeed[T]):
 def _feed_counts(lib: Any, handle: int) -> Any:
     counts = _ffi.loader_feed_counts()
     counts.struct_size = ctypes.sizeof(counts)
-    rc = lib.loader_feed_stats(handle, ctypes.byref(counts))
+    rc = _ffi.holding_gil("loader_feed_stats")(handle, ctypes.byref(counts))
     if rc != Result.OK:
         raise error_for(rc, result_message, "loader_feed_stats")
     return counts

@@ -474,6 +474,26 @@ def settle_taking_bytes() -> Any:
     return _settle_bytes
 
 
+_holding: Dict[str, Any] = {}
+
+
+def holding_gil(name: str) -> Any:
+    """The library's function ``name`` as a second function object that keeps the GIL for
+    the call (``ctypes.PyDLL``'s convention), for a call that never waits for long and never
+    calls back into Python: ``loader_feed_stats`` reads counters. A call that gives the GIL
+    up hands it to a thread waiting for it, then waits to have it back: on a feed's worker
+    threads, a thread switch each way for a call of a microsecond."""
+    fn = _holding.get(name)
+    if fn is None:
+        cdll = lib()
+        fn = ctypes.PyDLL(str(library_path()), handle=cdll._handle)[name]
+        restype, argtypes = FUNCTIONS[name]
+        fn.restype = restype
+        fn.argtypes = argtypes
+        fn = _holding.setdefault(name, fn)
+    return fn
+
+
 def cursor_arg(cursor: Optional[bytes]) -> Tuple[Any, int]:
     """``(pointer, length)`` for a cursor argument: NULL and 0 for an empty one."""
     if not cursor:
