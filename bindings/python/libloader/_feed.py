@@ -573,10 +573,11 @@ class _Engine:
         """Runs the load of ``read`` and fills ``out``: returns the status to answer it with
         (0: a page) and the cursor's buffer, to keep until it is answered. An interrupt
         from the load is raised (inline) or kept for ``settled()``, its read failed."""
-        me = threading.get_ident()
+        me = _get_ident()
         inside = self.inside
+        running = self.running
         with self.lock:
-            self.running[me] = (time.monotonic(), read, False)
+            running[me] = (_monotonic(), read, False)
         inside.load += 1
         try:
             if self.takes_until:
@@ -599,7 +600,9 @@ class _Engine:
             return self.failed(read, out, e, let_go), None
         finally:
             inside.load -= 1
-        let_go = self._ended(me)
+        with self.lock:
+            started = running.pop(me, None)   # self._ended(me), inline on this path
+        let_go = started is not None and started[2]
         inside.replaced = let_go and self.workers > 0
         return self.fill(read, out, result, let_go)
 
@@ -648,7 +651,13 @@ class _Engine:
         token = next(self.tokens)
         self.host.held[token] = _Acquisition(before, result)
         n = len(cursor)
-        buf = (ctypes.c_uint8 * n).from_buffer_copy(cursor) if n else None
+        if n:
+            array = _U8_ARRAYS.get(n)
+            if array is None:
+                array = _U8_ARRAYS.setdefault(n, ctypes.c_uint8 * n)
+            buf = array.from_buffer_copy(cursor)
+        else:
+            buf = None
         out.acquisition = token
         out.count = len(result.items)
         out.next_cursor = buf   # the array as the pointer field (ctypes keeps it referenced)
@@ -824,6 +833,10 @@ def _no_release(acq: _Acquisition) -> None:  # pragma: no cover - released by _E
     pass
 
 
+_U8_ARRAYS: Dict[int, Any] = {}
+"""The cursor buffers' array types, by length (cursors have few distinct lengths)."""
+_get_ident = threading.get_ident
+_monotonic = time.monotonic
 _JOB_READ_OFFSET = _ffi.loader_feed_job.read.offset
 """Where a job's read lies in ``loader_feed_job``: read in place, without a field object."""
 
@@ -901,10 +914,6 @@ def _run_job(engine: _Engine, token: int, read: Read) -> None:
         status, buf = _FAIL_CODE, None
     engine.answer(token, status, out)
     del buf
-
-
-_PROBLEM_CODES = {Result.COUNT_OVER_LIMIT, Result.NULL_CURSOR, Result.CURSOR_TOO_LONG,
-                  Result.CURSOR_STALLED, Result.RETRIES_SPENT}
 
 
 class _EngineFeed(Generic[T]):
