@@ -376,6 +376,24 @@ impl Reads {
         } else {
             Some(self.list.remove(at))
         };
+        // Every field is named: a field added to `Outstanding` does not compile here until it
+        // is listed, and one that owns memory must be emptied above, as `cursor` is, or the
+        // `forget` leaks it.
+        if let Some((
+            _,
+            Outstanding {
+                request: _,
+                kind: _,
+                cursor: _,
+                limit: _,
+                direction: _,
+                cancelled: _,
+                superseded: _,
+                superseded_at: _,
+                issued_at: _,
+            },
+        )) = &gone
+        {}
         std::mem::forget(gone);
         answered
     }
