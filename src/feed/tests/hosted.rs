@@ -338,6 +338,37 @@ fn take_ready(f: &Feed<Src>) -> Vec<super::R> {
     std::iter::from_fn(|| f.take(Some(Duration::ZERO)).ok()).collect()
 }
 
+/// A read a host's action issues is announced by the `ready` hook once the action ends, not
+/// while it runs (an event loop's host would be woken for a read while its own call still
+/// delivers the action's `release` callbacks).
+#[test]
+fn the_ready_hook_announces_an_actions_reads_when_it_ends() {
+    let (f, fake, items) = hosted(4, None);
+    let woken = ready_hook(&f);
+    f.will_act();
+    fake.call(|l| l.set_window(0, 10)).unwrap();
+    assert!(
+        woken.try_recv().is_err(),
+        "the hook fired inside the action"
+    );
+    f.acted();
+    woken
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the action's end did not fire the hook");
+    while f.wait_quiescent(Some(Duration::ZERO)).is_err() {
+        for read in take_ready(&f) {
+            f.give(&read, page(&items, &read.0));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(fake.loader.lock().unwrap().covered(), (0, 10));
+    close(&f, &fake);
+    assert_eq!(
+        items.released.load(Ordering::Relaxed),
+        items.made.load(Ordering::Relaxed)
+    );
+}
+
 #[test]
 fn a_host_woken_only_by_the_ready_hook_loads_every_read_the_feed_issues() {
     let (f, fake, items) = hosted(4, None);
