@@ -11,7 +11,10 @@
 //! and the `ready` hook that tells an event loop a read is there to take.
 
 use super::sync::{mutant, Instant, Mutant};
-use super::{poll_wait, wait_on, work, Feed, NoJob, Outcome, Source, Spawn, StartError, State};
+use super::{
+    wait_at_most, wait_on, work, Feed, NoJob, Outcome, Source, Spawn, StartError, State, HORIZON,
+    POLL,
+};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -106,8 +109,16 @@ impl<S: Source> Feed<S> {
                     }
                 }
             }
-            // Bounded: a read let go of at its timeout frees a place without a notification.
-            let Some(wait) = poll_wait(end) else {
+            // Every read queued, and every place freed, is announced on `work`: a thread with
+            // a place waits for the announcement (a read a host's action issues is announced
+            // when the action ends; a poll would take it before). Waiting for a place, it
+            // looks every poll as well, a safety net for the supervisor's letting go.
+            let most = if held(&st) < self.workers as usize {
+                HORIZON
+            } else {
+                POLL
+            };
+            let Some(wait) = wait_at_most(end, most) else {
                 return Err(NoJob::TimedOut);
             };
             st = wait_on(&self.work, st, wait);

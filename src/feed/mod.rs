@@ -603,11 +603,16 @@ impl<S: Source> Feed<S> {
 /// How long a waiter polling until `end` (`None`: no end) waits next: at most [`POLL`], and
 /// `None` once `end` has passed.
 fn poll_wait(end: Option<Instant>) -> Option<Duration> {
+    wait_at_most(end, POLL)
+}
+
+/// How long to wait for `end` (`None`: no end), `most` at a time; `None` once it passed.
+fn wait_at_most(end: Option<Instant>, most: Duration) -> Option<Duration> {
     match end {
-        None => Some(POLL),
+        None => Some(most),
         Some(end) => {
             let now = Instant::now();
-            (now < end).then(|| (end - now).min(POLL))
+            (now < end).then(|| (end - now).min(most))
         }
     }
 }
