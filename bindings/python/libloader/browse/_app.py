@@ -103,7 +103,7 @@ prompt's Enter until then (:meth:`Browser._hold_screen`): the prompt closes in t
 
 START_WAIT_S = 0.002
 """How long the UI thread waits for an idle database thread to begin a far move's query
-(:meth:`Browser._far`): begun later, the query waited for the interpreter until the UI thread
+(:meth:`Browser._lookup`): begun later, the query waited for the interpreter until the UI thread
 had closed the prompt and gone idle (0.7-3.5 ms)."""
 
 READ_AHEAD_WAIT_S = 0.02
