@@ -18,7 +18,10 @@ are made from it (the lines only when what they are drawn from changed) and reac
 by data binding; Textual repaints what changed. Once a screen is painted, the lines the next
 line, page or cursor move would show are made ahead (:meth:`Browser._draw_ahead`), and a
 keypress whose rows are held keeps the reads it starts (the next prefetch) waiting until its
-screen is painted (:meth:`Browser._read_gate`).
+screen is painted (:meth:`Browser._read_gate`). A far move's query on the database thread
+reads, right after its cursor, the pages the loader's rebuild there asks for first
+(:meth:`Browser._lookup`): the rebuild's reads are answered from them inside ``jump``, with
+no thread hand-off or loop turn each, and the view holds the new rows when ``jump`` returns.
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ from ._table import (MOVE_BUSY_S, NoKeyError, Row, Table, open_readonly, quote_n
                      table_names)
 
 R = TypeVar("R")
+L = TypeVar("L")
 
 Load = Callable[[bytes, int, Direction], Union[LoadResult[Row], Awaitable[LoadResult[Row]]]]
 
@@ -96,6 +100,16 @@ once, its rows, numbers and status together (with a row number's, the prompt clo
 not a frame of ``…`` first: each frame painted delays the next by up to Textual's frame time
 (1/60 s). A row number's or a key's move also holds the screen's other paints from the
 prompt's Enter until then (:meth:`Browser._hold_screen`): the prompt closes in that frame."""
+
+START_WAIT_S = 0.002
+"""How long the UI thread waits for an idle database thread to begin a far move's query
+(:meth:`Browser._lookup`): begun later, the query waited for the interpreter until the UI thread
+had closed the prompt and gone idle (0.7-3.5 ms)."""
+
+READ_AHEAD_WAIT_S = 0.02
+"""How long a far move waits for the pages its query reads ahead once its cursor is found
+(:meth:`Browser._lookup`; they take well under a millisecond): a read held up (a lock) does
+not hold the move up, the loader reads those pages itself."""
 
 AUTO_RETRY_S = 2.0
 """When the loader's automatic retries are spent (a long lock), the poll retries this often
@@ -416,6 +430,14 @@ class RowsView(ScrollView, can_focus=True, inherit_bindings=False):
         fill = (shown.header_style if y == 0 else
                 shown.cursor_style if y - 1 == shown.cursor else None)
         return strip.adjust_cell_length(width, fill)
+
+
+@dataclass
+class Preread:
+    """The pages a far move's query read ahead for the loader's rebuild (see
+    :meth:`Browser._read_ahead`), by read, and the rows their queries fetched."""
+    pages: Dict[Tuple[bytes, int, Direction], LoadResult[Row]]
+    fetched: int
 
 
 @dataclass(eq=False, frozen=True)
@@ -771,6 +793,8 @@ class Browser(App[None]):
         """The thread of the workers' queries other than loads, counts and ranks (the poll,
         a far move's cursor, the schema read again): one at a time, on one connection, so
         ``PRAGMA data_version`` is always read on the same connection."""
+        self._db_jobs = 0
+        """Calls sent to the database thread and not yet answered (:meth:`_to_db`)."""
         self._polling = False
         self._move_top = 0
         """Where the far move in flight (``moving``) goes."""
@@ -815,6 +839,14 @@ class Browser(App[None]):
         """While a keypress's screen waits for its rows: the end of the wait (HOLD_S)."""
         self._reads_gate: Optional[asyncio.Event] = None
         """Reads waiting for a keypress's screen to be painted (:meth:`_read_gate`)."""
+        full = Config.from_c(self.config.to_c())   # every setting, the library's defaults too
+        self._page_size = full.page_size or 0
+        self._prefetch = full.prefetch_distance or 0
+        self._preread: Optional[Dict[Tuple[bytes, int, Direction], LoadResult[Row]]] = None
+        """While a far move's ``jump`` runs: the pages its query read ahead, by read
+        (:meth:`_read_ahead`); the loads of those reads are answered from them."""
+        self.preread_answers = 0
+        """Loads answered from the pages a far move's query read ahead."""
         self._header = ""
         self._spans: List[Tuple[int, int]] = []
         """Each column's first cell and width in a line, past the pinned row numbers."""
@@ -847,7 +879,14 @@ class Browser(App[None]):
     async def table_load(self, cursor: bytes, limit: int,
                          direction: Direction) -> LoadResult[Row]:
         """A page of the table, read in ``asyncio.to_thread`` (off the UI thread) on that
-        thread's own connection, counting the rows its query fetched."""
+        thread's own connection, counting the rows its query fetched. During a far move's
+        ``jump``, a read its query read ahead is answered at once (:meth:`_read_ahead`)."""
+        pages = self._preread
+        if pages is not None:
+            page = pages.pop((cursor, limit, direction), None)
+            if page is not None:
+                self.preread_answers += 1
+                return page
         gate = self._read_gate()
         if gate is not None:
             await gate.wait()
@@ -910,7 +949,13 @@ class Browser(App[None]):
 
     def _to_db(self, fn: Callable[..., R], *args: Any) -> "asyncio.Future[R]":
         """``fn(*args)`` started now on the database thread (see ``_db_pool``)."""
-        return asyncio.get_running_loop().run_in_executor(self._db_pool, fn, *args)
+        future = asyncio.get_running_loop().run_in_executor(self._db_pool, fn, *args)
+        self._db_jobs += 1
+        future.add_done_callback(self._db_job_done)
+        return future
+
+    def _db_job_done(self, _: Any) -> None:
+        self._db_jobs -= 1
 
     async def _in_db(self, fn: Callable[..., R], *args: Any) -> R:
         """``fn(*args)`` on the database thread, awaited: the UI thread goes on answering
@@ -983,9 +1028,89 @@ class Browser(App[None]):
     async def _watch(self) -> None:
         assert self.feed is not None
         async for snap in self.feed.changes():
+            self._take(snap)
+
+    def _take(self, snap: FeedSnapshot[Row]) -> None:
+        """The feed's view ``snap`` is the latest (one taken already, by a far move's
+        ``jump``, is not a change)."""
+        if not _same_view(snap, self.snap):
             self.snap = snap
-            self._follow_top()
-            self._keep_full()
+        self._follow_top()
+        self._keep_full()
+
+    def _lookup(self, find: Callable[[Table], L], cursor_of: Callable[[L], bytes]
+                ) -> Tuple["asyncio.Future[L]", "asyncio.Future[Preread]"]:
+        """Starts a far move's query on the database thread: ``find(table)`` (an OFFSET
+        query for the cursor, or a key's lookup), whose answer the first future gets as soon
+        as it is found; then, on the same thread, the pages the rebuild at that cursor reads
+        (:meth:`_read_ahead`), which the second future gets. The UI thread waits for an idle
+        database thread to begin the query (:meth:`_wait_begun`)."""
+        loop = asyncio.get_running_loop()
+        found: "asyncio.Future[L]" = loop.create_future()
+        begun = threading.Event() if self._db_jobs == 0 else None
+        height = self.height
+
+        def work() -> Preread:
+            t = self._db()
+            try:
+                with t.patient():
+                    if begun is not None:
+                        begun.set()
+                    value = find(t)
+            except BaseException as e:
+                loop.call_soon_threadsafe(_resolve, found, None, e)
+                raise
+            loop.call_soon_threadsafe(_resolve, found, value, None)
+            return self._read_ahead(t, cursor_of(value), height)
+
+        pages = self._to_db(work)
+        pages.add_done_callback(self._read_ahead_done)
+        self._wait_begun(begun)
+        return found, pages
+
+    def _read_ahead_done(self, pages: "asyncio.Future[Preread]") -> None:
+        """A far move's pages read ahead are in (or its query failed: said by the first
+        future, see :meth:`_lookup`): the rows their queries fetched are counted."""
+        if not pages.cancelled() and pages.exception() is None:
+            self.fetched += pages.result().fetched
+
+    async def _pages_read_ahead(self, pages: "asyncio.Future[Preread]") -> Optional[Preread]:
+        """The pages a far move's query reads ahead, once read (READ_AHEAD_WAIT_S at most:
+        then None, and the loader reads them as any other)."""
+        try:
+            return await asyncio.wait_for(asyncio.shield(pages), READ_AHEAD_WAIT_S)
+        except Exception:   # noqa: BLE001 (late or failed: the loader reads them)
+            return None
+
+    def _read_ahead(self, t: Table, cursor: bytes, height: int) -> "Preread":
+        """The reads the loader's rebuild at ``cursor`` makes (``jump``: forward from the
+        cursor, a page at a time, over the window and the prefetch after it; then backward
+        from it over the prefetch before it), made here, right after the cursor's query, on
+        the same thread: the rebuild's loads are answered from them inside ``jump``
+        (:meth:`table_load`), where each read made in its own thread cost a hand-off and a
+        loop turn, one after the other. A read the loader makes otherwise is made as any
+        other; a read that fails here is left to the loader (its backoff retries it)."""
+        pages: Dict[Tuple[bytes, int, Direction], LoadResult[Row]] = {}
+        fetched = 0
+        size = self._page_size
+        if size <= 0:
+            return Preread(pages, 0)
+        try:
+            for direction, cover in ((Direction.FORWARD, height + self._prefetch),
+                                     (Direction.BACKWARD, self._prefetch)):
+                at, got = cursor, 0
+                while got < cover and (at or direction is Direction.FORWARD):
+                    r = t.load(at, size, direction)
+                    pages[(at, size, direction)] = r
+                    got += len(r.items)
+                    fetched += len(r.items) + (
+                        1 if direction is Direction.BACKWARD and not r.end_of_source else 0)
+                    if r.end_of_source or r.next_cursor == at:
+                        break
+                    at = r.next_cursor
+        except sqlite3.Error:
+            pass
+        return Preread(pages, fetched)
 
     def _cursor_at(self, n: int, total: int) -> bytes:
         """The cursor before row ``n`` (an OFFSET query from the nearer end), waiting for a
@@ -993,13 +1118,6 @@ class Browser(App[None]):
         t = self._db()
         with t.patient():
             return t.cursor_at(n, total)
-
-    def _locate_key(self, values: Tuple[Any, ...]) -> Tuple[bytes, int]:
-        """The cursor before the first row whose key is at least ``values``, and its number
-        (on the database thread)."""
-        t = self._db()
-        with t.patient():
-            return t.locate_key(values)
 
     def _versions(self) -> Tuple[int, int]:
         """``PRAGMA data_version`` and ``schema_version`` (on the database thread)."""
@@ -1979,33 +2097,61 @@ class Browser(App[None]):
         token = object()
         self.moving, self._move_top = token, top
         # The query starts now, not when the worker first runs (a loop turn later, maybe
-        # after a paint).
-        query = self._to_db(self._cursor_at, top, self.total)
-        self.run_worker(self._far_work(token, query, top, what, then), group="move",
-                        exit_on_error=False)
+        # after a paint), and begins before the UI thread goes on (see START_WAIT_S).
+        total = self.total
+        found, pages = self._lookup(lambda t: t.cursor_at(top, total), lambda c: c)
+        self.run_worker(self._far_work(token, found, pages, top, what, then,
+                                       (self.table, self.invalidations)),
+                        group="move", exit_on_error=False)
 
-    async def _far_work(self, token: object, query: "asyncio.Future[bytes]", top: int,
-                        what: str, then: Optional[Callable[[], None]]) -> None:
+    @staticmethod
+    def _wait_begun(begun: Optional[threading.Event]) -> None:
+        """Waits (START_WAIT_S at most) for an idle database thread to begin a far move's
+        query: the interpreter is handed to it now, and its query runs (without the
+        interpreter) while the UI thread closes the prompt. Without the wait, the thread
+        took the interpreter only once the UI thread was idle, 0.7-3.5 ms later."""
+        if begun is not None:
+            begun.wait(START_WAIT_S)
+
+    async def _far_work(self, token: object, found: "asyncio.Future[bytes]",
+                        pages: "asyncio.Future[Preread]", top: int, what: str,
+                        then: Optional[Callable[[], None]], since: Tuple[Table, int]) -> None:
         try:
-            cursor = await query
+            cursor = await found
         except Exception as e:   # noqa: BLE001 (every failure is said, none ends the app)
             if self.moving is token:
                 await self._move_failed(what, e)
             return
         if self.moving is not token:
             return
-        self._jump(cursor, top)
+        read = await self._pages_read_ahead(pages)
+        if self.moving is not token:
+            return
+        self._jump(cursor, top, read if since == (self.table, self.invalidations) else None)
         if then is not None:
             then()
 
-    def _jump(self, cursor: bytes, top: int) -> None:
-        """The far move's cursor is read: the view is rebuilt there."""
+    def _jump(self, cursor: bytes, top: int, pages: "Optional[Preread]" = None) -> None:
+        """The far move's cursor is read: the view is rebuilt there. ``pages``: the pages
+        its query read ahead (:meth:`_read_ahead`), if no commit was seen since (the poll's
+        invalidation, a table read again): the rebuild's loads are answered from them inside
+        this call."""
         self.moving = None
         if self.feed is None or self.gone is not None:
             return
         self.top = top
-        self.feed.jump(cursor, top)
-        self.feed.set_window(top, self.height)
+        self._preread = pages.pages if pages is not None else None
+        answered = self.preread_answers
+        try:
+            self.feed.jump(cursor, top)
+            self.feed.set_window(top, self.height)
+        finally:
+            self._preread = None
+        if self.preread_answers != answered:
+            # The rebuild was answered from the pages read ahead: the view is new now. The
+            # screen takes it here, not a loop turn later from the feed's changes, which
+            # came after the prompt's focus change (Textual's restyles, 1-2 ms).
+            self._take(self.feed.snapshot())
 
     async def _move_failed(self, what: str, e: BaseException) -> None:
         """A far move's query failed: a table gone is said as such (looked at on the
@@ -2039,13 +2185,15 @@ class Browser(App[None]):
         values = self.table.parse_key(text)
         token = object()
         self.moving, self._move_top = token, self.top
-        query = self._to_db(self._locate_key, values)   # started now, as a far move's
-        self.run_worker(self._key_work(token, query), group="move", exit_on_error=False)
+        # Started now, as a far move's.
+        found, pages = self._lookup(lambda t: t.locate_key(values), lambda f: f[0])
+        self.run_worker(self._key_work(token, found, pages, (self.table, self.invalidations)),
+                        group="move", exit_on_error=False)
 
-    async def _key_work(self, token: object,
-                        query: "asyncio.Future[Tuple[bytes, int]]") -> None:
+    async def _key_work(self, token: object, found: "asyncio.Future[Tuple[bytes, int]]",
+                        pages: "asyncio.Future[Preread]", since: Tuple[Table, int]) -> None:
         try:
-            cursor, n = await query
+            cursor, n = await found
         except Exception as e:   # noqa: BLE001 (every failure is said, none ends the app)
             if self.moving is token:
                 await self._move_failed("going to a key", e)
@@ -2056,8 +2204,11 @@ class Browser(App[None]):
             self.moving = None
             self.go_to(n, "going to a key")
             return
+        read = await self._pages_read_ahead(pages)
+        if self.moving is not token:
+            return
         self.cursor = 0
-        self._jump(cursor, n)
+        self._jump(cursor, n, read if since == (self.table, self.invalidations) else None)
 
     def _guarded(self, what: str, move: Callable[[], object]) -> None:
         """Runs a move; a failure is a message on the status line (and a notification),
@@ -2225,6 +2376,25 @@ class Browser(App[None]):
         else:
             self._begin("go to key")
             self._guarded("going to a key", lambda: self.go_to_key(text))
+
+
+def _resolve(future: "asyncio.Future[Any]", value: Any, error: Optional[BaseException]
+             ) -> None:
+    """Gives ``future`` its value (or ``error``), unless it was cancelled meanwhile."""
+    if not future.done():
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+
+def _same_view(a: FeedSnapshot[Row], b: Optional[FeedSnapshot[Row]]) -> bool:
+    """Two snapshots of the same view and state: the same rows (the same objects), at the
+    same place, with the same flags."""
+    return b is not None and (a.start, a.revalidating, a.reads_in_flight, a.failed, a.settled,
+                              a.problem, len(a.items)) == (
+        b.start, b.revalidating, b.reads_in_flight, b.failed, b.settled, b.problem,
+        len(b.items)) and all(x is y for x, y in zip(a.items, b.items))
 
 
 def _copied(value: Any) -> str:
