@@ -600,9 +600,7 @@ class _Engine:
             return self.failed(read, out, e, let_go), None
         finally:
             inside.load -= 1
-        with self.lock:
-            started = running.pop(me, None)   # self._ended(me), inline on this path
-        let_go = started is not None and started[2]
+        let_go = self._ended(me)
         inside.replaced = let_go and self.workers > 0
         return self.fill(read, out, result, let_go)
 
@@ -650,14 +648,7 @@ class _Engine:
         before = cursor if read.direction is Direction.BACKWARD else read.cursor
         token = next(self.tokens)
         self.host.held[token] = _Acquisition(before, result)
-        n = len(cursor)
-        if n:
-            array = _U8_ARRAYS.get(n)
-            if array is None:
-                array = _U8_ARRAYS.setdefault(n, ctypes.c_uint8 * n)
-            buf = array.from_buffer_copy(cursor)
-        else:
-            buf = None
+        buf, n = _ffi.cursor_arg(cursor)
         out.acquisition = token
         out.count = len(result.items)
         out.next_cursor = buf   # the array as the pointer field (ctypes keeps it referenced)
@@ -833,8 +824,6 @@ def _no_release(acq: _Acquisition) -> None:  # pragma: no cover - released by _E
     pass
 
 
-_U8_ARRAYS: Dict[int, Any] = {}
-"""The cursor buffers' array types, by length (cursors have few distinct lengths)."""
 _get_ident = threading.get_ident
 _monotonic = time.monotonic
 _JOB_READ_OFFSET = _ffi.loader_feed_job.read.offset
@@ -969,6 +958,30 @@ class _EngineFeed(Generic[T]):
         """A user's call on the engine (``loader_feed_<name>``), and what the feed does after
         it."""
         raise NotImplementedError
+
+    _how_to_close = "call close(), or use `with Feed(...) as feed:`"
+    """What the warning for a feed collected unclosed tells the user to do."""
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closing else "open"
+        return f"<libloader.{self._name} of {getattr(self, '_load_name', '?')} {state}>"
+
+    def __del__(self) -> None:
+        if getattr(self, "_closing", True):
+            return
+        try:
+            warnings.warn(f"unclosed {self!r}: closing it now ({self._how_to_close})",
+                          ResourceWarning, stacklevel=2)
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
+        try:
+            self._collected()
+        except BaseException:  # pragma: no cover - a closed loop, interpreter shutdown
+            pass
+
+    def _collected(self) -> None:
+        """Frees the engine of a feed collected unclosed, without waiting."""
+        self._free(0)
 
     # ---- what only Python knows ----
 
@@ -1138,6 +1151,22 @@ class _EngineFeed(Generic[T]):
         if rc in (Result.STALE_HANDLE, Result.INVALID_HANDLE):
             raise RuntimeError("the feed is closed")
         return rc
+
+    def _settled_by(self, rc: int) -> bool:
+        """What a look at quiescence (``rc``, from :meth:`_wait`) means to ``settled()``:
+        True when settled (an interrupt a load raised meanwhile is raised first), False to
+        wait on; raises the problem that keeps the feed from settling until its user acts."""
+        if rc == Result.OK:
+            self._raise_interrupt()
+            return True
+        if rc != Result.TIMED_OUT:
+            problem = self._problem(rc)
+            if problem is not None:
+                if problem.reason == "bad_load_result":
+                    assert isinstance(problem.error, (TypeError, ValueError))
+                    raise problem.error
+                raise FeedStalledError(problem)
+        return False
 
     def _problem(self, rc: Optional[int] = None) -> Optional[FeedProblem]:
         """The problem the engine reports now (or as ``rc``), in Python's words, with what
@@ -1405,23 +1434,6 @@ class Feed(_EngineFeed[T]):
         # On an exception (Ctrl-C among them), loads still running are not waited for.
         self.close(timeout=None if exc_type is None else 0)
 
-    def __repr__(self) -> str:
-        state = "closed" if self._closing else "open"
-        return f"<libloader.Feed of {getattr(self, '_load_name', '?')} {state}>"
-
-    def __del__(self) -> None:
-        if getattr(self, "_closing", True):
-            return
-        try:
-            warnings.warn(f"unclosed {self!r}: closing it now (call close(), or use `with "
-                          "Feed(...) as feed:`)", ResourceWarning, stacklevel=2)
-        except Exception:  # pragma: no cover - interpreter shutdown
-            pass
-        try:
-            self._free(0)
-        except BaseException:  # pragma: no cover - interpreter shutdown
-            pass
-
     def _act(self, name: str, *args: Any) -> None:
         """A user's call on the engine (``loader_feed_<name>``); with ``max_workers=0``,
         then the loads it made ready, here."""
@@ -1490,16 +1502,8 @@ class Feed(_EngineFeed[T]):
             step = _SETTLE_POLL_S if remaining is None else max(min(remaining, _SETTLE_POLL_S),
                                                                  0)
             rc = self._wait(0 if self._inline else int(step * 1000))
-            if rc == Result.OK:
-                self._raise_interrupt()
+            if self._settled_by(rc):
                 return True
-            if rc != Result.TIMED_OUT:
-                problem = self._problem(rc)
-                if problem is not None:
-                    if problem.reason == "bad_load_result":
-                        assert isinstance(problem.error, (TypeError, ValueError))
-                        raise problem.error
-                    raise FeedStalledError(problem)
             if remaining is not None and remaining <= 0:
                 return False
             if self._inline:

@@ -494,11 +494,20 @@ def holding_gil(name: str) -> Any:
     return fn
 
 
+_u8_arrays: Dict[int, Any] = {}
+
+
 def cursor_arg(cursor: Optional[bytes]) -> Tuple[Any, int]:
-    """``(pointer, length)`` for a cursor argument: NULL and 0 for an empty one."""
+    """``(pointer, length)`` for a cursor argument: NULL and 0 for an empty one. The array
+    types are kept by length (cursors have few distinct lengths): a feed's answer makes one
+    per load."""
     if not cursor:
         return None, 0
-    return (c_uint8 * len(cursor)).from_buffer_copy(cursor), len(cursor)
+    n = len(cursor)
+    t = _u8_arrays.get(n)
+    if t is None:
+        t = _u8_arrays.setdefault(n, c_uint8 * n)
+    return t.from_buffer_copy(cursor), n
 
 
 def cursor_bytes(ptr: Any, length: int) -> bytes:

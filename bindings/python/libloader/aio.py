@@ -37,7 +37,6 @@ import inspect
 import os
 import threading
 import time
-import warnings
 from typing import (Any, AsyncIterator, Awaitable, Callable, Coroutine, Dict, Generator, List,
                     Optional, Set, Tuple, Union)
 
@@ -537,22 +536,10 @@ class Feed(_EngineFeed[T]):
     async def __aexit__(self, exc_type: Any, *exc: Any) -> None:
         await self.close(timeout=None if exc_type is None else 0)
 
-    def __repr__(self) -> str:
-        state = "closed" if self._closing else "open"
-        return f"<libloader.aio.Feed of {getattr(self, '_load_name', '?')} {state}>"
+    _how_to_close = "await close(), or use `async with aio.Feed(...) as feed:`"
 
-    def __del__(self) -> None:
-        if getattr(self, "_closing", True):
-            return
-        try:
-            warnings.warn(f"unclosed {self!r}: closing it now (await close(), or use `async "
-                          "with aio.Feed(...) as feed:`)", ResourceWarning, stacklevel=2)
-        except Exception:  # pragma: no cover - interpreter shutdown
-            pass
-        try:
-            self._shut(0)
-        except BaseException:  # pragma: no cover - a closed loop, interpreter shutdown
-            pass
+    def _collected(self) -> None:
+        self._shut(0)
 
     def _act(self, name: str, *args: Any) -> None:
         """A user's call on the engine, then the loads it made ready, started here (each
@@ -588,16 +575,8 @@ class Feed(_EngineFeed[T]):
             engine.look_overdue()
             event = engine.event
             rc = self._wait(0)
-            if rc == Result.OK:
-                self._raise_interrupt()
+            if self._settled_by(rc):
                 return True
-            if rc != Result.TIMED_OUT:
-                problem = self._problem(rc)
-                if problem is not None:
-                    if problem.reason == "bad_load_result":
-                        assert isinstance(problem.error, (TypeError, ValueError))
-                        raise problem.error
-                    raise FeedStalledError(problem)
             remaining = None if end is None else end - loop.time()
             if remaining is not None and remaining <= 0:
                 return False
