@@ -17,7 +17,8 @@ of a fresh screen, and the rows the loads returned for it. Beside each, in the s
   a bare ``aio.Feed`` with the browser's settings and page load (a keyset query in
   ``asyncio.to_thread``), no UI: the cursor's OFFSET query on a database thread (for a row
   number and the bottom), ``jump``, ``set_window``, until it settles (the window and its
-  prefetch read, as a fresh screen needs);
+  prefetch read, as a fresh screen needs); and the window's reads alone: the same, with the
+  cursor found before the move starts (no OFFSET query timed);
 - the bare SQL the move needs at the least (the keyset query of one window's rows; for a row
   number and the bottom, also the OFFSET query that finds its cursor), on its own connection.
 
@@ -77,9 +78,11 @@ def baseline(db: Path, tops: List[int], h: int, offset: bool) -> List[float]:
     return out
 
 
-async def reads_floor(db: Path, moves: List[Tuple[str, int]], h: int) -> Dict[str, List[float]]:
+async def reads_floor(db: Path, moves: List[Tuple[str, int]], h: int,
+                      known: bool = False) -> Dict[str, List[float]]:
     """Each far move's reads alone, on a bare aio.Feed (see the module's doc): seconds from
-    the move's start until the feed settles, by kind."""
+    the move's start until the feed settles, by kind. ``known``: the cursor is found before
+    the move starts (its OFFSET query not timed): the window's reads alone."""
     local = threading.local()
 
     def table() -> Table:
@@ -100,10 +103,12 @@ async def reads_floor(db: Path, moves: List[Tuple[str, int]], h: int) -> Dict[st
         await feed.settled()
         for kind, top in moves:
             # From a page away, as the browser's moves start from where the last one ended.
+            if known:
+                cursor = await loop.run_in_executor(pool, table().cursor_at, top, ROWS)
             t0 = time.perf_counter()
             if kind == "top":
                 cursor = b""
-            else:
+            elif not known:
                 cursor = await loop.run_in_executor(pool, table().cursor_at, top, ROWS)
             feed.jump(cursor, top)
             feed.set_window(top, h)
@@ -197,6 +202,7 @@ async def drive(db: Path, reps: int, seed: int) -> Dict[str, Any]:
                                              if k == "nothing") * 1000
     far = [(k, top) for k, top in order if k in ("go to row", "top", "bottom")]
     reads = await reads_floor(db, far, h)
+    window_reads = await reads_floor(db, far, h, known=True)
     for kind in ("line", "page", "go to row", "top", "bottom"):
         s = [x for k, x in labeled if k == kind]
         base = baseline(db, tops[kind], h, offset=kind in ("go to row", "bottom"))
@@ -212,6 +218,10 @@ async def drive(db: Path, reps: int, seed: int) -> Dict[str, Any]:
             m["reads_ms"] = rmed * 1000
             m["over_reads"] = med / rmed
             m["over_reads_and_floor"] = med / (rmed + floor)
+            m["over_reads_and_full"] = med / (rmed + full)
+            wmed = statistics.median(window_reads[kind])
+            m["window_reads_ms"] = wmed * 1000
+            m["over_window_reads_and_full"] = med / (wmed + full)
     return result
 
 
@@ -239,10 +249,13 @@ def main() -> int:
     print(f"{'move':<10} {'n':>4} {'key->fresh screen':>18} {'/ floor':>8} {'/ full':>7} "
           f"{'bare SQL':>10} "
           f"{'rows read (max)':>16} {'rows fetched (max)':>19} {'reads alone':>12} "
-          f"{'/ reads':>8} {'/ (reads + floor)':>18}")
+          f"{'/ reads':>8} {'/ (reads + floor)':>18} {'/ (reads + full)':>17} "
+          f"{'window reads':>13} {'/ (window reads + full)':>24}")
     for kind, m in r["moves"].items():
         extra = (f" {m['reads_ms']:>9.2f} ms {m['over_reads']:>7.2f}x "
-                 f"{m['over_reads_and_floor']:>17.2f}x" if "reads_ms" in m else "")
+                 f"{m['over_reads_and_floor']:>17.2f}x {m['over_reads_and_full']:>16.2f}x "
+                 f"{m['window_reads_ms']:>10.2f} ms {m['over_window_reads_and_full']:>23.2f}x"
+                 if "reads_ms" in m else "")
         print(f"{kind:<10} {m['n']:>4} {m['median_ms']:>15.2f} ms {m['over_floor']:>7.2f}x "
               f"{m['over_full']:>6.2f}x {m['baseline_ms']:>7.2f} ms {m['rows_read_max']:>16} "
               f"{m['rows_fetched_max']:>19}" + extra)

@@ -22,6 +22,8 @@ screen is painted (:meth:`Browser._read_gate`). A far move's query on the databa
 reads, right after its cursor, the pages the loader's rebuild there asks for first
 (:meth:`Browser._lookup`): the rebuild's reads are answered from them inside ``jump``, with
 no thread hand-off or loop turn each, and the view holds the new rows when ``jump`` returns.
+A row number's cursor is found through the position index (:mod:`._positions`) while no other
+connection has committed since it was read: an OFFSET of fewer than 1,024 rows at any depth.
 """
 
 from __future__ import annotations
@@ -58,8 +60,9 @@ from .. import aio
 from .._enums import Direction, Failure
 from .._feed import FeedSnapshot, LoadResult
 from .._types import Config
-from ._table import (MOVE_BUSY_S, NoKeyError, Row, Table, open_readonly, quote_name,
-                     table_names)
+from ._positions import MIN_ROWS, PositionBuild, Positions, step_for
+from ._table import (MOVE_BUSY_S, NoKeyError, Row, Table, encode_key, open_readonly,
+                     quote_name, table_names)
 
 R = TypeVar("R")
 L = TypeVar("L")
@@ -105,6 +108,12 @@ START_WAIT_S = 0.002
 """How long the UI thread waits for an idle database thread to begin a far move's query
 (:meth:`Browser._lookup`): begun later, the query waited for the interpreter until the UI thread
 had closed the prompt and gone idle (0.7-3.5 ms)."""
+
+QUICK_WAIT_S = 0.005
+"""How long the UI thread waits for a row number's cursor found through the position index,
+and the pages read after it (:meth:`Browser._lookup`; 0.2-0.6 ms when the database thread is
+idle): answered within it, the move is made at once. A far move without the index (an OFFSET
+of up to half the table) is not waited for."""
 
 READ_AHEAD_WAIT_S = 0.02
 """How long a far move waits for the pages its query reads ahead once its cursor is found
@@ -795,6 +804,16 @@ class Browser(App[None]):
         ``PRAGMA data_version`` is always read on the same connection."""
         self._db_jobs = 0
         """Calls sent to the database thread and not yet answered (:meth:`_to_db`)."""
+        self._positions: Optional[Positions] = None
+        """The position index (the key of every ``step``-th row), read on the database
+        thread's connection: a row number's cursor is an OFFSET of fewer than ``step`` rows
+        from one of its keys while no other connection has committed since (see
+        :mod:`._positions`)."""
+        self._position_build: Optional[PositionBuild] = None
+        self.position_builds = 0
+        """Position indexes read to the table's end."""
+        self.indexed_moves = 0
+        """Far moves whose cursor the position index found."""
         self._polling = False
         self._move_top = 0
         """Where the far move in flight (``moving``) goes."""
@@ -996,6 +1015,7 @@ class Browser(App[None]):
             return
         self.total, self.version, self.schema = total, version, schema
         self.started = True
+        self._want_positions()
         if self.start_following and self.query_one(RowsView).size.height > 1:
             self.action_follow()
         self._keep_full()
@@ -1038,17 +1058,23 @@ class Browser(App[None]):
         self._follow_top()
         self._keep_full()
 
-    def _lookup(self, find: Callable[[Table], L], cursor_of: Callable[[L], bytes]
-                ) -> Tuple["asyncio.Future[L]", "asyncio.Future[Preread]"]:
+    def _lookup(self, find: Callable[[Table], L], cursor_of: Callable[[L], bytes],
+                quick: bool = False
+                ) -> Tuple["asyncio.Future[L]", "asyncio.Future[Preread]",
+                           Optional[Tuple[L, Preread]]]:
         """Starts a far move's query on the database thread: ``find(table)`` (an OFFSET
         query for the cursor, or a key's lookup), whose answer the first future gets as soon
         as it is found; then, on the same thread, the pages the rebuild at that cursor reads
         (:meth:`_read_ahead`), which the second future gets. The UI thread waits for an idle
-        database thread to begin the query (:meth:`_wait_begun`)."""
+        database thread to begin the query (:meth:`_wait_begun`). A ``quick`` query (the
+        position index's) is waited for, :data:`QUICK_WAIT_S` at most: the third item is
+        then its answer and pages, which the move uses at once (:meth:`_far`)."""
         loop = asyncio.get_running_loop()
         found: "asyncio.Future[L]" = loop.create_future()
         begun = threading.Event() if self._db_jobs == 0 else None
         height = self.height
+        ready = threading.Event() if quick and self._db_jobs == 0 else None
+        answer: List[Tuple[L, Preread]] = []
 
         def work() -> Preread:
             t = self._db()
@@ -1061,12 +1087,21 @@ class Browser(App[None]):
                 loop.call_soon_threadsafe(_resolve, found, None, e)
                 raise
             loop.call_soon_threadsafe(_resolve, found, value, None)
-            return self._read_ahead(t, cursor_of(value), height)
+            read = self._read_ahead(t, cursor_of(value), height)
+            if ready is not None:
+                answer.append((value, read))
+                ready.set()
+            return read
 
         pages = self._to_db(work)
         pages.add_done_callback(self._read_ahead_done)
+        if ready is not None and ready.wait(QUICK_WAIT_S):
+            # Counted here, before the move's screen: not again when the future is done.
+            pages.remove_done_callback(self._read_ahead_done)
+            self.fetched += answer[0][1].fetched
+            return found, pages, answer[0]
         self._wait_begun(begun)
-        return found, pages
+        return found, pages, None
 
     def _read_ahead_done(self, pages: "asyncio.Future[Preread]") -> None:
         """A far move's pages read ahead are in (or its query failed: said by the first
@@ -1111,6 +1146,56 @@ class Browser(App[None]):
         except sqlite3.Error:
             pass
         return Preread(pages, fetched)
+
+    def _row_cursor(self, t: Table, n: int, total: int, positions: Optional[Positions]
+                    ) -> bytes:
+        """The cursor before row ``n`` (from 0) with ``t`` on the database thread: through
+        the position index while it is current there (an OFFSET of fewer than its step),
+        else an OFFSET query from the nearer end."""
+        if positions is not None and n > 0:
+            key = positions.cursor_row(t, n - 1)
+            if key is not None:
+                self.indexed_moves += 1
+                return encode_key(key)
+        return t.cursor_at(n, total)
+
+    def _want_positions(self) -> None:
+        """Reads the position index, in slices on the database thread, unless one is read
+        already for the table as the poll last saw it, or being read, or the table is small
+        (:data:`._positions.MIN_ROWS`). Called at the first look and after a far move: a
+        table that keeps changing is read again only when a person moves far."""
+        p = self._positions
+        if self.feed is None or self.gone is not None or self._position_build is not None \
+                or self.total < MIN_ROWS or \
+                (p is not None and p.base is self.table and p.version == self.version):
+            return
+        build = self._position_build = PositionBuild(self.table, step_for(self.total))
+        self.run_worker(self._read_positions(build), group="positions", exit_on_error=False)
+
+    async def _read_positions(self, build: PositionBuild) -> None:
+        try:
+            while self._position_build is build and self.feed is not None:
+                found = await self._in_db(self._position_slice, build)
+                if found is not None:
+                    self._positions = found
+                    self.position_builds += 1
+                    return
+                if build.abandoned:
+                    return
+        except Exception:   # noqa: BLE001 (a lock, the table gone: read after a later move)
+            pass
+        finally:
+            if self._position_build is build:
+                self._position_build = None
+
+    def _position_slice(self, build: PositionBuild) -> Optional[Positions]:
+        """One slice of ``build`` (on the database thread); abandoned when the app's table
+        is another one now."""
+        t = self._db()
+        if self._local.base is not build.base:
+            build.abandoned = True
+            return None
+        return build.slice(t)
 
     def _cursor_at(self, n: int, total: int) -> bytes:
         """The cursor before row ``n`` (an OFFSET query from the nearer end), waiting for a
@@ -1195,6 +1280,7 @@ class Browser(App[None]):
         if self.feed is None:
             return
         self.total_exact = False
+        self._positions = None   # stale: read again after the next far move
         self._count()
         self.invalidations += 1
         if self._invalidated_at is None:
@@ -2099,7 +2185,21 @@ class Browser(App[None]):
         # The query starts now, not when the worker first runs (a loop turn later, maybe
         # after a paint), and begins before the UI thread goes on (see START_WAIT_S).
         total = self.total
-        found, pages = self._lookup(lambda t: t.cursor_at(top, total), lambda c: c)
+        positions = self._positions if self._positions is not None and \
+            self._positions.base is self.table else None
+        found, pages, ready = self._lookup(
+            lambda t: self._row_cursor(t, top, total, positions), lambda c: c,
+            quick=positions is not None)
+        if ready is not None:
+            # Found through the position index and read ahead while the UI thread waited:
+            # the view is rebuilt now, before the prompt closes, not a loop turn (and the
+            # prompt's restyle) later in the worker.
+            self.moving = None
+            self._jump(ready[0], top, ready[1])
+            if then is not None:
+                then()
+            self._want_positions()
+            return
         self.run_worker(self._far_work(token, found, pages, top, what, then,
                                        (self.table, self.invalidations)),
                         group="move", exit_on_error=False)
@@ -2130,6 +2230,7 @@ class Browser(App[None]):
         self._jump(cursor, top, read if since == (self.table, self.invalidations) else None)
         if then is not None:
             then()
+        self._want_positions()
 
     def _jump(self, cursor: bytes, top: int, pages: "Optional[Preread]" = None) -> None:
         """The far move's cursor is read: the view is rebuilt there. ``pages``: the pages
@@ -2186,7 +2287,7 @@ class Browser(App[None]):
         token = object()
         self.moving, self._move_top = token, self.top
         # Started now, as a far move's.
-        found, pages = self._lookup(lambda t: t.locate_key(values), lambda f: f[0])
+        found, pages, _ = self._lookup(lambda t: t.locate_key(values), lambda f: f[0])
         self.run_worker(self._key_work(token, found, pages, (self.table, self.invalidations)),
                         group="move", exit_on_error=False)
 

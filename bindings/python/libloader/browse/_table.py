@@ -244,15 +244,27 @@ class Table:
         A row past the end gives the cursor after the last row."""
         if n <= 0:
             return b""
+        row: Optional[Sequence[Any]]
         if n - 1 <= total // 2:
-            row = self.conn.execute(f"{self._keys_only} ORDER BY {self._asc} LIMIT 1 OFFSET ?",
-                                    (n - 1,)).fetchone()
+            row = self.key_after(None, n - 1)
         else:
             row = self.conn.execute(f"{self._keys_only} ORDER BY {self._desc} LIMIT 1 OFFSET ?",
                                     (max(total - n, 0),)).fetchone()
         if row is None:
             row = self.conn.execute(f"{self._keys_only} ORDER BY {self._desc} LIMIT 1").fetchone()
         return b"" if row is None else encode_key(row)
+
+    def key_after(self, key: Optional[Tuple[Any, ...]], skip: int) -> Optional[Tuple[Any, ...]]:
+        """The key of the row ``skip`` rows after the row whose key is ``key`` (``skip`` rows
+        from the table's start when None), or None past the last row."""
+        if key is None:
+            row = self.conn.execute(f"{self._keys_only} ORDER BY {self._asc} LIMIT 1 OFFSET ?",
+                                    (skip,)).fetchone()
+        else:
+            row = self.conn.execute(
+                f"{self._keys_only} WHERE {self._tuple} > {self._marks} ORDER BY {self._asc} "
+                "LIMIT 1 OFFSET ?", (*key, skip)).fetchone()
+        return None if row is None else tuple(row)
 
     def locate_key(self, values: Sequence[Any],
                    conn: Optional[sqlite3.Connection] = None) -> Tuple[bytes, int]:
