@@ -921,8 +921,19 @@ class _EngineFeed(Generic[T]):
     _load_name: str
     _max_auto_retries: Optional[int]
     _final_stats: Optional[Counts]
+    _stats_at_close: Optional[Counts]
+    _close_began: threading.Event
     _freed: threading.Event
     _closed: threading.Event
+
+    def _open(self) -> None:
+        """The close's fields, as a feed starts: not closing, no counters kept yet."""
+        self._final_stats = None
+        self._stats_at_close = None
+        self._close_began = threading.Event()
+        self._closed = threading.Event()
+        self._freed = threading.Event()
+        self._closing = False
 
     def _arguments(self, load: Callable[..., Any], load_name: str,
                    compare: Optional[Callable[[bytes, bytes], int]],
@@ -1105,8 +1116,20 @@ class _EngineFeed(Generic[T]):
 
     def stats(self) -> Counts:
         """The loader's counters: reads by kind, answers, failures, retries, cancels. After
-        :meth:`close`, the counters as the loader ended (every page released)."""
+        :meth:`close`, the counters as the loader ended (every page released). From inside
+        ``on_release`` or ``on_change`` while the feed closes (the close may be waiting for that
+        very callback), the counters as the close began."""
         if self._closing:
+            if self._engine.inside.depth:
+                # The free releases pages on this thread, or waits for this callback to
+                # return: it sets `_close_began` before either, and waits for nothing first.
+                self._close_began.wait()
+                kept = self._final_stats if self._final_stats is not None else \
+                    self._stats_at_close
+                if kept is None:
+                    raise RuntimeError("the feed is closed, and its counters could not be read "
+                                       "as the close began")
+                return kept
             self._freed.wait()
             if self._final_stats is not None:
                 return self._final_stats
@@ -1261,6 +1284,8 @@ class _EngineFeed(Generic[T]):
                 before: Optional[Counts] = self._loader.stats()
             except BaseException:
                 before = None
+            self._stats_at_close = before
+            self._close_began.set()
             left = ctypes.c_uint32(0)
             counts = _ffi.loader_feed_counts()
             counts.struct_size = ctypes.sizeof(counts)
@@ -1289,6 +1314,7 @@ class _EngineFeed(Generic[T]):
                 if t is not threading.current_thread():
                     t.join(None if end is None else max(end - time.monotonic(), 0))
         finally:
+            self._close_began.set()
             self._freed.set()
             self._closed.set()
 
@@ -1414,10 +1440,7 @@ class Feed(_EngineFeed[T]):
                 lib.loader_feed_free(handle.value, 0, None)
                 del _ENGINES[engine.host.key]
                 raise error_for(rc, result_message, "loader_record")
-        self._final_stats: Optional[Counts] = None
-        self._closed = threading.Event()
-        self._freed = threading.Event()
-        self._closing = False
+        self._open()
         if executor is not None:
             pump = threading.Thread(target=_pump, args=(engine,), name="libloader-feed",
                                     daemon=True)

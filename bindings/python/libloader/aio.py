@@ -520,10 +520,7 @@ class Feed(_EngineFeed[T]):
                 lib.loader_feed_free(handle.value, 0, None)
                 del _ENGINES[engine.host.key]
                 raise error_for(rc, result_message, "loader_record")
-        self._final_stats = None
-        self._closed = threading.Event()
-        self._freed = threading.Event()
-        self._closing = False
+        self._open()
 
     @property
     def _jobs(self) -> Set["asyncio.Task[Any]"]:

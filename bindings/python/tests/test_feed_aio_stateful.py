@@ -66,7 +66,7 @@ class AioFeedMachine(FeedMachine):
                         backoff_max_ms=8, max_auto_retries=3, read_timeout_ms=READ_TIMEOUT_MS)
 
         async def make() -> "aio.Feed[str]":
-            return aio.Feed(self._aload, config=config, on_release=self.src.on_release,
+            return aio.Feed(self._aload, config=config, on_release=self._on_release,
                             compare=self.src.compare)
         self.feed = asyncio.run_coroutine_threadsafe(make(), self.loop).result(60)
 

@@ -2,7 +2,7 @@
 settled(), changes() and snapshots (and not a retry starting while they look); wrong load
 results and exceptions whose str() raises reported by both feeds; LoadResult, timeouts and
 the load's signature checked; help(Config); stats() after close, also one that waited for a
-call; an unclosed feed warns and lets go of its pages and threads; close(timeout) with a
+call, and from inside on_release while the feed closes (both feeds); an unclosed feed warns and lets go of its pages and threads; close(timeout) with a
 stuck load, close() inside a load, interpreter exit and Ctrl-C with a load that never
 returns."""
 
@@ -380,6 +380,101 @@ def test_stats_after_close_count_releases_made_while_close_waits_once() -> None:
     stats = feed.stats()
     assert src.released_exactly_once()
     assert stats.released == stats.accepted == sum(src.released.values()), stats
+
+
+def test_stats_from_inside_on_release_while_close_releases_the_pages() -> None:
+    """stats() from inside ``on_release``, on the thread the close releases the view's pages
+    on, waited for that very close to end: close() never returned. It returns the counters
+    as the close began."""
+    src = Source(60)
+    seen: List[libloader.Counts] = []
+    box: List[Feed[str]] = []
+
+    def on_release(result: LoadResult[str]) -> None:
+        src.on_release(result)
+        seen.append(box[0].stats())
+
+    feed = Feed(src.load, config=config(), on_release=on_release)
+    box.append(feed)
+    feed.set_window(0, 30)
+    assert feed.settled(5)
+    closer = threading.Thread(target=feed.close, daemon=True)
+    closer.start()
+    closer.join(10)
+    assert not closer.is_alive(), "close() waited for a stats() inside its own release"
+    assert feed.errors == []
+    assert len(seen) == 3 and all(s.accepted == 3 and s.released == 0 for s in seen), seen
+    assert feed.stats().released == feed.stats().accepted == 3
+    assert src.released_exactly_once()
+
+
+def test_stats_from_a_release_the_close_waits_for() -> None:
+    """stats() from inside ``on_release`` on a worker that close() is waiting for (an answer
+    releasing the old pages of a repair) waited for the close, which waited for it."""
+    src = Source(60)
+    entered = threading.Event()
+    go = threading.Event()
+    hold: List[bool] = []
+    got: List[libloader.Counts] = []
+    box: List[Feed[str]] = []
+
+    def on_release(result: LoadResult[str]) -> None:
+        src.on_release(result)
+        if hold and not entered.is_set():
+            entered.set()
+            assert go.wait(10)
+            got.append(box[0].stats())
+
+    feed = Feed(src.load, config=config(), max_workers=1, on_release=on_release)
+    box.append(feed)
+    feed.set_window(0, 30)
+    assert feed.settled(5)
+    hold.append(True)
+    with src.lock:
+        src.insert(0, "new row")
+    feed.invalidate()
+    assert entered.wait(5)
+    closer = threading.Thread(target=feed.close, daemon=True)
+    closer.start()
+    assert wait_until(lambda: feed._closing)
+    go.set()
+    closer.join(10)
+    assert not closer.is_alive(), "close() and a stats() inside a release waited for each other"
+    assert got and got[0].issued_finite >= 3, got
+    stats = feed.stats()
+    assert src.released_exactly_once()
+    assert stats.released == stats.accepted == sum(src.released.values()), stats
+
+
+def test_aio_stats_from_inside_on_release_while_close_releases_the_pages() -> None:
+    """The same in ``aio.Feed``: the close releases the pages on the loop's thread, inside
+    ``await close()``; a stats() there blocked the loop for ever."""
+    src = Source(60)
+    seen: List[libloader.Counts] = []
+    done: List[bool] = []
+
+    async def main() -> None:
+        box: List[aio.Feed[str]] = []
+
+        def on_release(result: LoadResult[str]) -> None:
+            src.on_release(result)
+            seen.append(box[0].stats())
+
+        feed = aio.Feed(src.aload, config=config(), on_release=on_release)
+        box.append(feed)
+        feed.set_window(0, 30)
+        assert await feed.settled(5)
+        await feed.close()
+        assert feed.stats().released == feed.stats().accepted == 3
+        done.append(True)
+
+    runner = threading.Thread(target=lambda: asyncio.run(main()), daemon=True)
+    runner.start()
+    runner.join(10)
+    assert not runner.is_alive(), "aio close() waited for a stats() inside its own release"
+    assert done
+    assert len(seen) == 3 and all(s.accepted == 3 for s in seen), seen
+    assert src.released_exactly_once()
 
 
 # ---- an unclosed feed ----

@@ -8,7 +8,9 @@ deletes and window moves. The properties, each checked where it can fail:
   and those that return after ``close``;
 * ``no_thread_outlives_close``: once ``close`` returns, no thread of the feed is alive but
   those still inside a load;
-* ``close_honours_its_timeout``;
+* ``close_honours_its_timeout``, with ``on_release`` reading the feed's counters (a
+  ``stats()`` there waited for the close that waited for it);
+* ``callbacks_raise_nothing``: ``on_release`` (which calls ``stats()``) raised nothing;
 * ``problem_only_when_it_holds``: "retries spent" is reported only while the loader shows a
   failure with no read outstanding and no retry armed;
 * ``quiescent_once_healthy``: once the source stops failing and hanging, the feed settles
@@ -88,6 +90,15 @@ class FeedMachine(RuleBasedStateMachine):
         returns an awaitable."""
         return call(self.feed)
 
+    def _on_release(self, result: LoadResult[str]) -> None:
+        """``on_release``: the page counted, then the feed's counters read from inside the
+        callback, as a host logging its pages would (while the feed closes too, where the close
+        may be waiting for this very callback)."""
+        self.src.on_release(result)
+        feed = self.feed
+        if feed is not None:
+            feed.stats()
+
     def _fails(self, start: int, attempt: int) -> bool:
         # Reproducible for a given rate: a hash of the load, not a random draw.
         return (hash((start, attempt)) % 100) < self.fail_rate * 100
@@ -124,7 +135,7 @@ class FeedMachine(RuleBasedStateMachine):
         self.max_hangs = {"threads": 3, "executor": 1, "inline": 0}[where]
         self.feed = Feed(self._load, config=config,
                          max_workers=0 if where == "inline" else workers,
-                         executor=self.executor, on_release=self.src.on_release,
+                         executor=self.executor, on_release=self._on_release,
                          compare=self.src.compare)
 
     # ---- what the source does ----
@@ -298,11 +309,27 @@ class FeedMachine(RuleBasedStateMachine):
         feed = self.feed
         if feed is None:
             return
-        # close_honours_its_timeout
+        # close_honours_its_timeout: on a thread of the test's, so a close that never returns
+        # fails here rather than hanging the run.
+        raised: List[BaseException] = []
+
+        def close() -> None:
+            try:
+                self.do(lambda f: f.close(self.close_timeout))
+            except BaseException as e:
+                raised.append(e)
+
         t0 = time.monotonic()
-        self.do(lambda f: f.close(self.close_timeout))
+        closer = threading.Thread(target=close, name="test-close", daemon=True)
+        closer.start()
+        closer.join(self.close_timeout + SLACK_S + 10)
+        assert not closer.is_alive(), f"close({self.close_timeout}) did not return"
+        if raised:
+            raise raised[0]
         took = time.monotonic() - t0
         assert took <= self.close_timeout + SLACK_S, (took, self.close_timeout)
+        # callbacks_raise_nothing (a stats() inside on_release included).
+        assert not feed.errors, feed.errors
 
         # no_thread_outlives_close: a thread of the feed still alive is inside a load (a
         # thread leaving just after its load is given a moment).
