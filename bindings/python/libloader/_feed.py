@@ -1116,13 +1116,14 @@ class _EngineFeed(Generic[T]):
 
     def stats(self) -> Counts:
         """The loader's counters: reads by kind, answers, failures, retries, cancels. After
-        :meth:`close`, the counters as the loader ended (every page released). From inside
-        ``on_release`` or ``on_change`` while the feed closes (the close may be waiting for that
-        very callback), the counters as the close began."""
+        :meth:`close`, the counters as the loader ended (every page released). From inside a
+        load, ``on_release`` or ``on_change`` while the feed closes (the close may be waiting
+        for that very call), the counters as the close began."""
         if self._closing:
-            if self._engine.inside.depth:
-                # The free releases pages on this thread, or waits for this callback to
-                # return: it sets `_close_began` before either, and waits for nothing first.
+            inside = self._engine.inside
+            if inside.depth or inside.load:
+                # The free releases pages on this thread, or waits for this load or callback
+                # to return: it sets `_close_began` before either, and waits for nothing first.
                 self._close_began.wait()
                 kept = self._final_stats if self._final_stats is not None else \
                     self._stats_at_close

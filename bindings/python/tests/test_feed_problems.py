@@ -2,7 +2,7 @@
 settled(), changes() and snapshots (and not a retry starting while they look); wrong load
 results and exceptions whose str() raises reported by both feeds; LoadResult, timeouts and
 the load's signature checked; help(Config); stats() after close, also one that waited for a
-call, and from inside on_release while the feed closes (both feeds); an unclosed feed warns and lets go of its pages and threads; close(timeout) with a
+call, and from inside a load or on_release while the feed closes (both feeds); an unclosed feed warns and lets go of its pages and threads; close(timeout) with a
 stuck load, close() inside a load, interpreter exit and Ctrl-C with a load that never
 returns."""
 
@@ -444,6 +444,47 @@ def test_stats_from_a_release_the_close_waits_for() -> None:
     stats = feed.stats()
     assert src.released_exactly_once()
     assert stats.released == stats.accepted == sum(src.released.values()), stats
+
+
+@pytest.mark.parametrize("workers", [1, 0])
+def test_stats_from_inside_a_load_the_close_waits_for(workers: int) -> None:
+    """stats() from inside a load that close() waits for (no timeout: as long as the load
+    takes), on a worker or, with ``max_workers=0``, on the thread that moved the window,
+    waited for the close, which waited for the load: neither returned."""
+    src = Source(60)
+    entered = threading.Event()
+    go = threading.Event()
+    got: List[libloader.Counts] = []
+    box: List[Feed[str]] = []
+
+    def load(cursor: bytes, limit: int, direction: Direction) -> LoadResult[str]:
+        if box and not entered.is_set():
+            entered.set()
+            assert go.wait(10)
+            got.append(box[0].stats())
+        return src.load(cursor, limit, direction)
+
+    def move() -> None:
+        try:
+            box[0].set_window(0, 30)
+        except RuntimeError:
+            pass            # closed while the load ran on this thread
+
+    feed = Feed(load, config=config(), max_workers=workers, on_release=src.on_release)
+    box.append(feed)
+    mover = threading.Thread(target=move, daemon=True)
+    mover.start()
+    assert entered.wait(5)
+    closer = threading.Thread(target=feed.close, daemon=True)
+    closer.start()
+    assert wait_until(lambda: feed._closing)
+    go.set()
+    closer.join(10)
+    assert not closer.is_alive(), "close() and a stats() inside a load waited for each other"
+    mover.join(10)
+    assert not mover.is_alive()
+    assert got and got[0].issued_finite >= 1, got
+    assert wait_until(src.released_exactly_once)
 
 
 def test_aio_stats_from_inside_on_release_while_close_releases_the_pages() -> None:

@@ -8,8 +8,8 @@ deletes and window moves. The properties, each checked where it can fail:
   and those that return after ``close``;
 * ``no_thread_outlives_close``: once ``close`` returns, no thread of the feed is alive but
   those still inside a load;
-* ``close_honours_its_timeout``, with ``on_release`` reading the feed's counters (a
-  ``stats()`` there waited for the close that waited for it);
+* ``close_honours_its_timeout``, with each load and ``on_release`` reading the feed's
+  counters (a ``stats()`` there waited for the close that waited for it);
 * ``callbacks_raise_nothing``: ``on_release`` (which calls ``stats()``) raised nothing;
 * ``problem_only_when_it_holds``: "retries spent" is reported only while the loader shows a
   failure with no read outstanding and no retry armed;
@@ -112,6 +112,9 @@ class FeedMachine(RuleBasedStateMachine):
         try:
             if gate is not None:
                 gate.wait(10)   # hung until released; a load that hung too long returns late
+            feed = self.feed
+            if feed is not None:
+                feed.stats()    # from inside the load, while the feed may be closing
             return self.src.load(cursor, limit, direction, until)
         finally:
             with self.lock:
