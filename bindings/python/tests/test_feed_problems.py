@@ -2,9 +2,9 @@
 settled(), changes() and snapshots (and not a retry starting while they look); wrong load
 results and exceptions whose str() raises reported by both feeds; LoadResult, timeouts and
 the load's signature checked; help(Config); stats() after close, also one that waited for a
-call, and from inside a load or on_release while the feed closes (both feeds); an unclosed feed warns and lets go of its pages and threads; close(timeout) with a
-stuck load, close() inside a load, interpreter exit and Ctrl-C with a load that never
-returns."""
+call, and from inside a load or on_release while the feed closes (both feeds); an unclosed
+feed warns and lets go of its pages and threads; close(timeout) with a stuck load, close()
+inside a load, interpreter exit and Ctrl-C with a load that never returns."""
 
 from __future__ import annotations
 
@@ -408,6 +408,17 @@ def test_stats_from_inside_on_release_while_close_releases_the_pages() -> None:
     assert src.released_exactly_once()
 
 
+def closes_once_let_go(feed: Feed[str], go: threading.Event) -> bool:
+    """Closes ``feed`` on a thread of its own, sets ``go`` once the close began (the call
+    the close waits for goes on), and returns whether the close returned within 10 s."""
+    closer = threading.Thread(target=feed.close, daemon=True)
+    closer.start()
+    assert wait_until(lambda: feed._closing)
+    go.set()
+    closer.join(10)
+    return not closer.is_alive()
+
+
 def test_stats_from_a_release_the_close_waits_for() -> None:
     """stats() from inside ``on_release`` on a worker that close() is waiting for (an answer
     releasing the old pages of a repair) waited for the close, which waited for it."""
@@ -434,12 +445,8 @@ def test_stats_from_a_release_the_close_waits_for() -> None:
         src.insert(0, "new row")
     feed.invalidate()
     assert entered.wait(5)
-    closer = threading.Thread(target=feed.close, daemon=True)
-    closer.start()
-    assert wait_until(lambda: feed._closing)
-    go.set()
-    closer.join(10)
-    assert not closer.is_alive(), "close() and a stats() inside a release waited for each other"
+    assert closes_once_let_go(feed, go), \
+        "close() and a stats() inside a release waited for each other"
     assert got and got[0].issued_finite >= 3, got
     stats = feed.stats()
     assert src.released_exactly_once()
@@ -475,12 +482,8 @@ def test_stats_from_inside_a_load_the_close_waits_for(workers: int) -> None:
     mover = threading.Thread(target=move, daemon=True)
     mover.start()
     assert entered.wait(5)
-    closer = threading.Thread(target=feed.close, daemon=True)
-    closer.start()
-    assert wait_until(lambda: feed._closing)
-    go.set()
-    closer.join(10)
-    assert not closer.is_alive(), "close() and a stats() inside a load waited for each other"
+    assert closes_once_let_go(feed, go), \
+        "close() and a stats() inside a load waited for each other"
     mover.join(10)
     assert not mover.is_alive()
     assert got and got[0].issued_finite >= 1, got
