@@ -2194,11 +2194,7 @@ class Browser(App[None]):
             # Found through the position index and read ahead while the UI thread waited:
             # the view is rebuilt now, before the prompt closes, not a loop turn (and the
             # prompt's restyle) later in the worker.
-            self.moving = None
-            self._jump(ready[0], top, ready[1])
-            if then is not None:
-                then()
-            self._want_positions()
+            self._land(ready[0], top, ready[1], then)
             return
         self.run_worker(self._far_work(token, found, pages, top, what, then,
                                        (self.table, self.invalidations)),
@@ -2227,7 +2223,14 @@ class Browser(App[None]):
         read = await self._pages_read_ahead(pages)
         if self.moving is not token:
             return
-        self._jump(cursor, top, read if since == (self.table, self.invalidations) else None)
+        self._land(cursor, top, read if since == (self.table, self.invalidations) else None,
+                   then)
+
+    def _land(self, cursor: bytes, top: int, pages: "Optional[Preread]",
+              then: Optional[Callable[[], None]]) -> None:
+        """A far move's end, its cursor found: the view rebuilt there (:meth:`_jump`),
+        ``then`` run, and the position index read again if a commit made it stale."""
+        self._jump(cursor, top, pages)
         if then is not None:
             then()
         self._want_positions()

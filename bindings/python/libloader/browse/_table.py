@@ -221,13 +221,8 @@ class Table:
             before = rows.pop()
             rows.reverse()
             return LoadResult(rows, encode_key(before[:self.nkey]), False)
-        if after is None:
-            rows = self.conn.execute(f"{self._select} ORDER BY {self._asc} LIMIT ?",
-                                     (limit,)).fetchall()
-        else:
-            rows = self.conn.execute(
-                f"{self._select} WHERE {self._tuple} > {self._marks} ORDER BY {self._asc} "
-                "LIMIT ?", (*after, limit)).fetchall()
+        sql, args = self._ascending(self._select, after)
+        rows = self.conn.execute(f"{sql} LIMIT ?", (*args, limit)).fetchall()
         next_cursor = encode_key(rows[-1][:self.nkey]) if rows else cursor
         return LoadResult(rows, next_cursor, len(rows) < limit)
 
@@ -257,14 +252,17 @@ class Table:
     def key_after(self, key: Optional[Tuple[Any, ...]], skip: int) -> Optional[Tuple[Any, ...]]:
         """The key of the row ``skip`` rows after the row whose key is ``key`` (``skip`` rows
         from the table's start when None), or None past the last row."""
-        if key is None:
-            row = self.conn.execute(f"{self._keys_only} ORDER BY {self._asc} LIMIT 1 OFFSET ?",
-                                    (skip,)).fetchone()
-        else:
-            row = self.conn.execute(
-                f"{self._keys_only} WHERE {self._tuple} > {self._marks} ORDER BY {self._asc} "
-                "LIMIT 1 OFFSET ?", (*key, skip)).fetchone()
+        sql, args = self._ascending(self._keys_only, key)
+        row = self.conn.execute(f"{sql} LIMIT 1 OFFSET ?", (*args, skip)).fetchone()
         return None if row is None else tuple(row)
+
+    def _ascending(self, select: str, after: Optional[Sequence[Any]]
+                   ) -> Tuple[str, Tuple[Any, ...]]:
+        """``select`` in key order from the table's start, or from just after the key
+        ``after``: the query and its parameters, for a LIMIT to follow."""
+        if after is None:
+            return f"{select} ORDER BY {self._asc}", ()
+        return f"{select} WHERE {self._tuple} > {self._marks} ORDER BY {self._asc}", tuple(after)
 
     def locate_key(self, values: Sequence[Any],
                    conn: Optional[sqlite3.Connection] = None) -> Tuple[bytes, int]:
