@@ -88,7 +88,9 @@ def test_a_far_moves_query_begins_before_the_prompt_closes(
         big_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With a generous START_WAIT_S (a busy machine may take longer than its 2 ms to run
     the database thread), the cursor's query (through the position index, or the OFFSET)
-    has begun when the prompt closes."""
+    has begun when the prompt closes. The wait is for an idle database thread: the test
+    makes each move with none of its jobs out (no poll, the index read), which a poll every
+    0.4 s, on a loaded machine, did not always leave."""
     monkeypatch.setattr(_app, "START_WAIT_S", 1.0, raising=False)
     order: List[str] = []
     row_cursor, end_ask = Browser._row_cursor, Browser.end_ask
@@ -106,11 +108,12 @@ def test_a_far_moves_query_begins_before_the_prompt_closes(
     monkeypatch.setattr(Browser, "end_ask", close)
 
     async def run() -> None:
-        app = Browser(Table(open_readonly(str(big_db)), DEMO_TABLE))
+        app = Browser(Table(open_readonly(str(big_db)), DEMO_TABLE), poll_interval=3600)
         async with app.run_test(size=(120, 40)) as pilot:
             await fresh(pilot, app)
             for text in ("400000", "600000", "700001"):
-                await pilot.pause(0.3)   # the database thread idle (the first look, polls)
+                await until(pilot, lambda: app._db_jobs == 0 and app._position_build is None,
+                            what="the database thread idle")
                 order.clear()
                 await _go(pilot, app, "colon", text)
                 assert order[:2] == ["query", "close"], (text, order)
